@@ -1,0 +1,167 @@
+#pragma once
+// Plain records written to and read from the run history (see db/SCHEMA.md).
+// Times are nanoseconds: `*_ns` instants are wall-clock Unix time, the rest
+// durations. JSON columns are passed as already-serialised text.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace nabla::db {
+
+enum class RunKind { kRun, kLoad, kDemo, kAnalyze, kInject };
+enum class RunStatus { kRunning, kComplete, kFailed };
+enum class PhaseKind { kTraining, kAdaptive, kActive, kBaseline };
+enum class TimestampSource : std::uint8_t { kUser = 0, kSoftware = 1, kHardware = 2 };
+
+// Names as stored in the database ("run", "complete", "training", ...).
+std::string_view to_string(RunKind kind);
+std::string_view to_string(RunStatus status);
+std::string_view to_string(PhaseKind kind);
+std::string_view to_string(TimestampSource source);
+// Inverse of to_string; throws std::invalid_argument naming the bad value.
+RunKind parse_run_kind(std::string_view text);
+RunStatus parse_run_status(std::string_view text);
+
+struct Campaign {
+  std::string name;
+  std::string spec_json = "{}";
+  std::int64_t created_ns = 0;
+};
+
+struct RunStart {
+  std::optional<std::int64_t> campaign_id;
+  RunKind kind = RunKind::kRun;
+  std::string config_json = "{}";
+  std::string host_info_json = "{}";
+  std::string tool_version;
+  std::optional<std::int64_t> seed;
+  std::int64_t started_ns = 0;
+};
+
+struct RunInfo {
+  std::int64_t id = 0;
+  std::optional<std::int64_t> campaign_id;
+  RunKind kind = RunKind::kRun;
+  RunStatus status = RunStatus::kRunning;
+  std::string config_json;
+  std::string host_info_json;
+  std::string tool_version;
+  std::optional<std::int64_t> seed;
+  std::int64_t started_ns = 0;
+  std::optional<std::int64_t> ended_ns;
+  std::optional<std::string> error;
+  std::int64_t pid = 0;
+};
+
+struct Node {
+  std::int64_t run_id = 0;
+  std::string name;
+  std::optional<std::string> address;
+  std::optional<std::string> injectd_addr;
+  std::optional<std::string> sniffd_addr;
+};
+
+// One-way logical link; ports 0 mean "ephemeral, folded".
+struct Link {
+  std::int64_t run_id = 0;
+  std::string proto = "tcp";  // tcp | udp | any
+  std::string src_host;
+  std::optional<std::int64_t> src_pid;
+  std::optional<std::string> src_comm;
+  int src_port = 0;
+  std::string dst_host;
+  std::optional<std::int64_t> dst_pid;
+  std::optional<std::string> dst_comm;
+  int dst_port = 0;
+};
+
+struct Flow {
+  std::int64_t run_id = 0;
+  std::optional<std::int64_t> node_id;
+  std::optional<std::int64_t> link_id;
+  std::string proto = "tcp";  // tcp | udp
+  std::string local_addr;
+  int local_port = 0;
+  std::string remote_addr;
+  int remote_port = 0;
+  std::optional<std::int64_t> pid;
+  std::optional<std::string> comm;
+  std::string direction = "out";  // out | in
+  std::int64_t segs_out = 0, segs_in = 0, bytes_out = 0, bytes_in = 0;
+  std::int64_t first_seen_ns = 0;
+  std::int64_t last_seen_ns = 0;
+};
+
+struct Phase {
+  std::int64_t run_id = 0;
+  PhaseKind kind = PhaseKind::kTraining;
+  std::optional<std::int64_t> link_id;  // required for adaptive/active
+  std::int64_t started_ns = 0;
+  std::optional<std::int64_t> ended_ns;
+  std::optional<std::int64_t> bin_width_ns;
+  std::optional<std::int64_t> bins;    // N
+  std::optional<std::int64_t> chunks;  // M
+  std::optional<std::int64_t> k_d;
+  std::optional<std::int64_t> amplitude_ns;
+};
+
+// Requested and actual delay of one injection (actual = release - arrival).
+struct Injection {
+  std::int64_t run_id = 0;
+  std::optional<std::int64_t> phase_id;
+  std::optional<std::int64_t> link_id;
+  std::optional<std::string> node;
+  std::string waveform = "square";  // constant | square | off
+  std::string spec_json = "{}";
+  std::int64_t requested_delay_ns = 0;
+  std::optional<std::int64_t> period_ns;
+  std::optional<double> duty;
+  std::optional<std::int64_t> seed;
+  std::int64_t started_ns = 0;
+  std::optional<std::int64_t> ended_ns;
+  std::int64_t packets = 0, bytes = 0, delayed = 0, dropped = 0;
+  std::optional<double> actual_mean_ns, actual_std_ns, actual_p50_ns, actual_p99_ns, actual_max_ns;
+};
+
+// One request. type_id comes from Store::transaction_type_id().
+struct Sample {
+  std::optional<std::int64_t> phase_id;
+  std::int64_t send_ns = 0;
+  std::int64_t latency_ns = 0;
+  std::optional<std::int64_t> service_ns;
+  std::int64_t type_id = 0;
+  TimestampSource source = TimestampSource::kUser;
+};
+
+struct Gradient {
+  std::int64_t run_id = 0;
+  std::int64_t link_id = 0;
+  std::int64_t type_id = 0;
+  std::optional<std::int64_t> phase_id;
+  double value = 0;
+  std::optional<double> ci_low, ci_high;
+  double confidence = 0.95;
+  std::optional<double> time_domain;
+  std::optional<double> actual_amplitude_ns;
+  std::optional<double> perturbation_ns;
+  std::optional<double> throughput_change;
+  std::optional<std::int64_t> k_d, bins;
+};
+
+struct TailResult {
+  std::int64_t run_id = 0;
+  std::optional<std::int64_t> type_id;  // nullopt = all types
+  std::string metric = "sojourn";       // sojourn | service
+  double rate_rps = 0;
+  std::optional<double> throughput_rps;
+  double percentile = 99;
+  std::optional<double> value_ns, ci_low_ns, ci_high_ns;
+  double confidence = 0.95;
+  bool ok = true;                   // verdict: ok | n/a
+  std::string reasons_json = "[]";  // JSON array of strings
+  std::optional<std::int64_t> samples, late_sends;
+  std::optional<TimestampSource> source;
+};
+
+}  // namespace nabla::db
