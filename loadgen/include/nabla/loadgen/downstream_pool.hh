@@ -1,0 +1,58 @@
+#pragma once
+// Pooled keep-alive HTTP/1.1 connections from one nabla-tier to one
+// downstream tier. Thread-safe: workers borrow connections, run a batch of
+// requests on them and return the ones that stayed healthy. Data path: never
+// throws, counts failures instead.
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nabla/loadgen/detail/posix.hh"
+#include "nabla/loadgen/tier_config.hh"
+
+namespace nabla::loadgen {
+
+struct DownstreamCounters {
+  uint64_t requests_ok = 0;
+  uint64_t requests_failed = 0;  // connect/send/receive error, timeout, non-2xx
+  uint64_t connects = 0;         // new connections opened (pool misses)
+};
+
+class DownstreamPool {
+ public:
+  // `address` must be a numeric IPv4/IPv6 address (TierAddress guarantees it).
+  DownstreamPool(std::string tier_name, const TierAddress& address, int64_t timeout_ns);
+  ~DownstreamPool() = default;
+  DownstreamPool(const DownstreamPool&) = delete;
+  DownstreamPool& operator=(const DownstreamPool&) = delete;
+
+  // Sends `count` GET requests for `path` at once, each on its own pooled
+  // connection, and waits until all responses are in or the timeout passes.
+  // Returns how many succeeded (2xx). count == 1 is one plain call.
+  int call_concurrent(std::string_view path, int count);
+
+  DownstreamCounters counters() const;
+  size_t idle_connections() const;
+
+ private:
+  // An idle connection (reused = true) or a new one; invalid on failure.
+  detail::UniqueFd acquire(bool& reused);
+  void release(detail::UniqueFd fd);
+
+  std::string tier_name_;
+  sockaddr_storage addr_{};
+  socklen_t addr_len_ = 0;
+  int64_t timeout_ns_;
+  mutable std::mutex mu_;
+  std::vector<detail::UniqueFd> idle_;
+  std::atomic<uint64_t> ok_{0};
+  std::atomic<uint64_t> failed_{0};
+  std::atomic<uint64_t> connects_{0};
+};
+
+}  // namespace nabla::loadgen
