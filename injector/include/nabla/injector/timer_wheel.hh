@@ -24,6 +24,7 @@
 // Time is an input: the wheel never reads a clock. Nodes live in a pooled
 // vector with a free list, so a million timers cost one allocation burst, and
 // handles carry a generation so a stale handle cannot cancel a recycled node.
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <limits>
