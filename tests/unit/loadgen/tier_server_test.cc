@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <thread>
 
 #include "nabla/loadgen/detail/posix.hh"
@@ -67,7 +69,7 @@ TEST(TierServer, SerialThreeMakesThreeSequentialCalls) {
 }
 
 TEST(TierServer, ParallelFourOverlaps) {
-  TierServer db(leaf_config("* service=fixed:30ms mode=sleep", 4));
+  TierServer db(leaf_config("* service=fixed:50ms mode=sleep", 4));
   db.start();
   TierServer app(front_config(db.port(), {"/browse call=db:parallel:4"}));
   app.start();
@@ -76,13 +78,13 @@ TEST(TierServer, ParallelFourOverlaps) {
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(db.counters().requests, 4u);
   const int64_t downstream = r.header_int("X-Downstream-Ns");
-  EXPECT_GE(downstream, 30 * kMs);
-  EXPECT_LT(downstream, 60 * kMs);  // serial would take >= 120 ms
+  EXPECT_GE(downstream, 50 * kMs);
+  EXPECT_LT(downstream, 120 * kMs);  // serial would take >= 200 ms
   EXPECT_EQ(app.downstream_counters("db").connects, 4u);
 }
 
 TEST(TierServer, AsyncDoesNotWait) {
-  TierServer db(leaf_config("* service=fixed:80ms mode=sleep", 2));
+  TierServer db(leaf_config("* service=fixed:300ms mode=sleep", 2));
   db.start();
   TierServer app(front_config(db.port(), {"/bid call=db:async:/audit"}));
   app.start();
@@ -92,7 +94,7 @@ TEST(TierServer, AsyncDoesNotWait) {
   const int64_t elapsed = monotonic_ns() - t0;
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(r.header_int("X-Downstream-Ns"), 0);
-  EXPECT_LT(elapsed, 40 * kMs);
+  EXPECT_LT(elapsed, 150 * kMs);  // waiting would take >= 300 ms
   EXPECT_TRUE(eventually([&] { return db.counters().requests == 1; }));
 }
 
@@ -109,18 +111,23 @@ TEST(TierServer, SerialThenAsyncInOrder) {
 }
 
 TEST(TierServer, FixedServiceTimeHonoured) {
+  // Every reply is at least the service time; the fastest of five is close to
+  // it (a loaded 2-core CI box can preempt a spinning worker for tens of ms).
   for (const char* mode : {"spin", "sleep"}) {
     TierServer tier(leaf_config(std::string("/auth service=fixed:5ms mode=") + mode, 1));
     tier.start();
     TestClient client(tier.port());
+    int64_t fastest = INT64_MAX;
     for (int i = 0; i < 5; ++i) {
       const Reply r = client.get("/auth");
       ASSERT_EQ(r.status, 200) << mode;
       const int64_t service = r.header_int("X-Service-Time-Ns");
       EXPECT_GE(service, 5 * kMs) << mode;
-      EXPECT_LT(service, 5 * kMs + 20 * kMs) << mode;
+      EXPECT_GE(service, r.header_int("X-Queue-Ns")) << mode;
       EXPECT_EQ(r.header_int("X-Downstream-Ns"), 0);
+      fastest = std::min(fastest, service);
     }
+    EXPECT_LT(fastest, 5 * kMs + 50 * kMs) << mode;
   }
 }
 
