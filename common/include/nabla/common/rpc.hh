@@ -1,0 +1,162 @@
+#pragma once
+// The nabla control protocol: JSON-RPC 2.0 over TCP, one message per frame.
+//
+// ## Wire format
+// Each message is a frame: 4-byte big-endian payload length, then that many
+// bytes of UTF-8 JSON. Payloads over 1 MiB (1048576 bytes) are refused: the
+// server answers error -32003 (id null) and closes the connection.
+//
+// ## Handshake (always, first thing after connect)
+// 1. server -> client, a notification:
+//      {"jsonrpc":"2.0","method":"auth.challenge",
+//       "params":{"version":1,"nonce":"<64 hex digits>","auth_required":true}}
+//    nonce = 32 bytes from RAND_bytes, fresh per connection.
+// 2. client -> server (only when auth_required is true):
+//      {"jsonrpc":"2.0","id":0,"method":"auth.response","params":{"hmac":"<64 hex>"}}
+//    hmac = HMAC-SHA256(key bytes, the 32 raw nonce bytes), hex-encoded.
+// 3. server -> client:
+//      {"jsonrpc":"2.0","id":0,"result":{"authenticated":true}}
+//    or, on a wrong/malformed answer, an error then close:
+//      {"jsonrpc":"2.0","id":0,"error":{"code":-32001,"message":"authentication failed"}}
+// The server compares with CRYPTO_memcmp. A connection that has not
+// authenticated within the auth timeout (3 s by default) is closed. Before
+// authenticating, any other request gets error -32002 and the connection is
+// closed: unauthenticated connections can call nothing.
+// When the server has no key (allowed only on a loopback listen address),
+// auth_required is false, the connection is authenticated at once and the
+// client goes straight to requests. Key files: see rpc_auth.hh.
+//
+// ## Requests
+//   {"jsonrpc":"2.0","id":7,"method":"inject.start","params":{...}}
+//   -> {"jsonrpc":"2.0","id":7,"result":{...}}
+//   -> {"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"..."}}
+// Codes: -32700 parse error, -32600 invalid request, -32601 method not found,
+// -32602 invalid params (the message names the field), -32603 internal error,
+// -32001 auth failed, -32002 not authenticated, -32003 frame too large.
+// Requests on one connection are answered in order.
+//
+// ## Using RpcServer in a daemon
+//   asio::io_context io;
+//   RpcServerOptions opts;            // 127.0.0.1, no key by default
+//   opts.port = 7311;
+//   if (key_file) opts.key = load_key_file(*key_file);
+//   RpcServer server(io, opts);      // binds now; throws on bad config
+//   server.add_method("stats", [&](const nlohmann::json& params) {
+//     return nlohmann::json{{"packets", n}};   // or throw RpcError / invalid_argument
+//   });
+//   std::thread control([&] { io.run(); });  // the control thread
+//   ...  // on SIGTERM:
+//   server.stop(); control.join();           // io.run() returns when idle
+// Handlers run on the thread running io.run(); they must not block for long
+// (they hold up every other client). A handler throws RpcError{code, msg}
+// for a specific error, std::invalid_argument for -32602 (put the field name
+// in the message), and anything else becomes -32603 with its what(); the
+// server keeps serving either way.
+//
+// ## Using RpcClient in a CLI
+//   auto client = RpcClient::connect("10.0.0.2", 7311, key, 2s);
+//   nlohmann::json r = client.call("stats", {}, 2s);
+// One call at a time per client (not thread-safe). After a timeout or a
+// transport error the client is closed and must be reconnected.
+#include <asio/io_context.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "nabla/common/json_rpc.hh"
+#include "nabla/common/rpc_auth.hh"
+#include "nabla/common/rpc_frame.hh"
+
+namespace nabla::common {
+
+inline constexpr int kProtocolVersion = 1;
+inline constexpr uint16_t kInjectdPort = 7311;
+inline constexpr uint16_t kSniffdPort = 7312;
+
+struct RpcServerOptions {
+  std::string listen_address = "127.0.0.1";  // IPv4 or IPv6 literal
+  uint16_t port = 0;                         // 0: pick a free port (see port())
+  std::optional<Key> key;                    // required unless listen_address is loopback
+  std::chrono::milliseconds auth_timeout{3000};
+  // Close authenticated connections silent for this long; 0 disables.
+  std::chrono::milliseconds idle_timeout{0};
+  std::size_t max_connections = 128;  // further connections are closed at once
+  std::size_t max_frame_bytes = kMaxFrameBytes;
+};
+
+namespace detail {
+struct ServerState;
+}
+
+class RpcServer {
+ public:
+  using Handler = std::function<nlohmann::json(const nlohmann::json& params)>;
+
+  // Binds and listens at once (so port() is valid), accepting on `io`.
+  // Throws std::invalid_argument for a bad address or a non-loopback address
+  // without a key, std::system_error for bind/listen failures.
+  RpcServer(asio::io_context& io, RpcServerOptions options);
+  // Closes the listener and every connection. Destroy it on the io thread or
+  // after io.run() has returned.
+  ~RpcServer();
+  RpcServer(const RpcServer&) = delete;
+  RpcServer& operator=(const RpcServer&) = delete;
+
+  // Registers (or replaces) a method. Thread-safe. Names starting with
+  // "auth." are reserved.
+  void add_method(std::string name, Handler handler);
+  uint16_t port() const noexcept;
+  // Stops accepting and closes every connection. Safe from any thread: the
+  // work is posted to the io_context.
+  void stop();
+  // Connections currently open (for tests and stats). Thread-safe.
+  std::size_t connection_count() const noexcept;
+
+ private:
+  std::shared_ptr<detail::ServerState> state_;
+};
+
+// Transport failure: cannot connect, connection lost, protocol violation.
+class RpcConnectionError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// No answer within the timeout.
+class RpcTimeoutError : public RpcConnectionError {
+ public:
+  using RpcConnectionError::RpcConnectionError;
+};
+
+class RpcClient {
+ public:
+  // Connects, reads the challenge and authenticates. `host` may be a name or
+  // an address literal. Throws RpcConnectionError / RpcTimeoutError naming
+  // host:port, or RpcError (e.g. -32001) when the server rejects the key.
+  static RpcClient connect(const std::string& host, uint16_t port, std::optional<Key> key,
+                           std::chrono::milliseconds timeout);
+
+  RpcClient(RpcClient&&) noexcept;
+  RpcClient& operator=(RpcClient&&) noexcept;
+  ~RpcClient();
+
+  // Sends one request and waits for its response. Throws RpcError with the
+  // server's code and message, or RpcTimeoutError / RpcConnectionError.
+  nlohmann::json call(const std::string& method, nlohmann::json params,
+                      std::chrono::milliseconds timeout);
+  bool connected() const noexcept;
+  void close() noexcept;
+
+  struct Impl;
+
+ private:
+  explicit RpcClient(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace nabla::common

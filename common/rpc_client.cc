@@ -1,0 +1,236 @@
+// RpcClient: a small synchronous client for CLIs and the coordinator. Each
+// blocking step runs a private io_context for at most the remaining time, so
+// every wait is bounded (Asio's run_for pattern).
+#include <sys/socket.h>
+
+#include <array>
+#include <asio/connect.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/write.hpp>
+
+#include "nabla/common/fd.hh"
+#include "nabla/common/rpc.hh"
+
+namespace nabla::common {
+
+using asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+struct RpcClient::Impl {
+  asio::io_context io;
+  tcp::socket socket{io};
+  std::string where;  // "host:port" for messages
+  FrameDecoder decoder;
+  std::array<char, 64 * 1024> buf{};
+  int64_t next_id = 1;
+
+  [[noreturn]] void fail_timeout(std::string_view what, std::chrono::milliseconds timeout) {
+    close();
+    throw RpcTimeoutError("timed out after " + std::to_string(timeout.count()) + "ms " +
+                          std::string(what) + " " + where);
+  }
+
+  void close() noexcept {
+    std::error_code ignored;
+    socket.close(ignored);
+  }
+
+  // Runs the io_context until `done` or the deadline. On timeout closes the
+  // socket (aborting the operation), drains the handler and returns false.
+  bool run_until(const bool& done, Clock::time_point deadline) {
+    io.restart();
+    while (!done) {
+      const auto now = Clock::now();
+      if (now >= deadline || io.stopped()) break;
+      io.run_one_for(deadline - now);
+    }
+    if (done) return true;
+    close();
+    io.restart();
+    io.run();  // let the aborted operation complete
+    return false;
+  }
+
+  void connect(const std::string& host, uint16_t port, Clock::time_point deadline,
+               std::chrono::milliseconds timeout) {
+    tcp::resolver resolver(io);
+    bool done = false;
+    std::error_code ec;
+    tcp::resolver::results_type results;
+    resolver.async_resolve(host, std::to_string(port),
+                           [&](const std::error_code& e, tcp::resolver::results_type r) {
+                             ec = e;
+                             results = std::move(r);
+                             done = true;
+                           });
+    if (!run_until(done, deadline)) {
+      resolver.cancel();
+      fail_timeout("resolving", timeout);
+    }
+    if (ec) throw RpcConnectionError("cannot resolve " + where + ": " + ec.message());
+    std::string last_error = "no addresses";
+    for (const auto& entry : results) {
+      const tcp::endpoint endpoint = entry.endpoint();
+      // Create the socket ourselves so it is CLOEXEC from birth.
+      FileDescriptor fd = FileDescriptor::socket(endpoint.protocol().family(), SOCK_STREAM, 0);
+      socket = tcp::socket(io);
+      socket.assign(endpoint.protocol(), fd.release());
+      done = false;
+      socket.async_connect(endpoint, [&](const std::error_code& e) {
+        ec = e;
+        done = true;
+      });
+      if (!run_until(done, deadline)) fail_timeout("connecting to", timeout);
+      if (!ec) {
+        socket.set_option(tcp::no_delay(true));
+        return;
+      }
+      last_error = ec.message();
+      close();
+    }
+    throw RpcConnectionError("cannot connect to " + where + ": " + last_error);
+  }
+
+  void write_frame(const std::string& frame, Clock::time_point deadline,
+                   std::chrono::milliseconds timeout, std::string_view what) {
+    bool done = false;
+    std::error_code ec;
+    asio::async_write(socket, asio::buffer(frame), [&](const std::error_code& e, std::size_t) {
+      ec = e;
+      done = true;
+    });
+    if (!run_until(done, deadline)) fail_timeout(what, timeout);
+    if (ec) {
+      close();
+      throw RpcConnectionError("connection to " + where + " failed while sending: " + ec.message());
+    }
+  }
+
+  std::string read_frame(Clock::time_point deadline, std::chrono::milliseconds timeout,
+                         std::string_view what) {
+    std::string frame;
+    for (;;) {
+      const auto status = decoder.next(frame);
+      if (status == FrameDecoder::Status::kFrame) return frame;
+      if (status == FrameDecoder::Status::kOversize) {
+        close();
+        throw RpcConnectionError(where + " sent a frame of " +
+                                 std::to_string(decoder.oversize_length()) +
+                                 " bytes, over the 1 MiB limit");
+      }
+      bool done = false;
+      std::error_code ec;
+      std::size_t n = 0;
+      socket.async_read_some(asio::buffer(buf), [&](const std::error_code& e, std::size_t got) {
+        ec = e;
+        n = got;
+        done = true;
+      });
+      if (!run_until(done, deadline)) fail_timeout(what, timeout);
+      if (ec) {
+        close();
+        if (ec == asio::error::eof) throw RpcConnectionError("connection closed by " + where);
+        throw RpcConnectionError("connection to " + where + " failed: " + ec.message());
+      }
+      decoder.feed(std::string_view(buf.data(), n));
+    }
+  }
+
+  // Waits for the response with `id`, skipping notifications and stale
+  // responses to earlier timed-out calls.
+  RpcResponse read_response(const json& id, Clock::time_point deadline,
+                            std::chrono::milliseconds timeout, std::string_view what) {
+    for (;;) {
+      const std::string frame = read_frame(deadline, timeout, what);
+      RpcResponse response;
+      try {
+        response = parse_response(frame);
+      } catch (const RpcError& e) {
+        const json doc = json::parse(frame, nullptr, false);
+        if (doc.is_object() && doc.contains("method") && !doc.contains("id")) continue;
+        close();
+        throw RpcConnectionError("malformed response from " + where + ": " + e.what());
+      }
+      if (response.id == id) return response;
+    }
+  }
+
+  void handshake(const std::optional<Key>& key, Clock::time_point deadline,
+                 std::chrono::milliseconds timeout) {
+    const std::string frame = read_frame(deadline, timeout, "waiting for the challenge from");
+    const json challenge = json::parse(frame, nullptr, false);
+    const auto bad = [&](const std::string& why) {
+      close();
+      return RpcConnectionError("bad challenge from " + where + ": " + why);
+    };
+    if (!challenge.is_object() || challenge.value("method", "") != "auth.challenge" ||
+        !challenge.contains("params") || !challenge["params"].is_object()) {
+      throw bad("not an auth.challenge");
+    }
+    const json& params = challenge["params"];
+    if (params.value("version", 0) != kProtocolVersion) {
+      throw bad("unsupported protocol version " + dump_json(params.value("version", json())));
+    }
+    if (!params.value("auth_required", true)) return;
+    std::vector<uint8_t> nonce;
+    if (!params.contains("nonce") || !params["nonce"].is_string() ||
+        !from_hex(params["nonce"].get<std::string>(), nonce) || nonce.size() != kNonceBytes) {
+      throw bad("missing or malformed nonce");
+    }
+    if (!key) {
+      close();
+      throw RpcConnectionError(where + " requires authentication: give a key file (--key-file)");
+    }
+    const auto mac = hmac_sha256(*key, nonce.data(), nonce.size());
+    write_frame(encode_frame(dump_json(
+                    make_request(0, "auth.response", {{"hmac", to_hex(mac.data(), mac.size())}}))),
+                deadline, timeout, "authenticating with");
+    const RpcResponse response = read_response(0, deadline, timeout, "authenticating with");
+    if (!response.result) {
+      close();
+      throw RpcError(response.error_code, response.error_message + " (" + where + ")");
+    }
+  }
+};
+
+RpcClient::RpcClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+RpcClient::RpcClient(RpcClient&&) noexcept = default;
+RpcClient& RpcClient::operator=(RpcClient&&) noexcept = default;
+RpcClient::~RpcClient() = default;
+
+RpcClient RpcClient::connect(const std::string& host, uint16_t port, std::optional<Key> key,
+                             std::chrono::milliseconds timeout) {
+  auto impl = std::make_unique<Impl>();
+  impl->where =
+      (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  const auto deadline = Clock::now() + timeout;
+  impl->connect(host, port, deadline, timeout);
+  impl->handshake(key, deadline, timeout);
+  return RpcClient(std::move(impl));
+}
+
+json RpcClient::call(const std::string& method, json params, std::chrono::milliseconds timeout) {
+  if (!connected()) {
+    throw RpcConnectionError("not connected to " + (impl_ ? impl_->where : std::string("server")) +
+                             " (closed after an earlier error; reconnect)");
+  }
+  const auto deadline = Clock::now() + timeout;
+  const json id = impl_->next_id++;
+  const std::string what = "waiting for '" + method + "' from";
+  impl_->write_frame(encode_frame(dump_json(make_request(id, method, std::move(params)))), deadline,
+                     timeout, what);
+  RpcResponse response = impl_->read_response(id, deadline, timeout, what);
+  if (!response.result) throw RpcError(response.error_code, response.error_message);
+  return std::move(*response.result);
+}
+
+bool RpcClient::connected() const noexcept {
+  return impl_ && impl_->socket.is_open();
+}
+
+void RpcClient::close() noexcept {
+  if (impl_) impl_->close();
+}
+
+}  // namespace nabla::common

@@ -1,0 +1,446 @@
+// RpcServer: Asio-based control server. One Connection object per client,
+// all running on the caller's io_context; see rpc.hh for the protocol.
+#include <sys/socket.h>
+
+#include <array>
+#include <asio/ip/tcp.hpp>
+#include <asio/post.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/write.hpp>
+#include <atomic>
+#include <cerrno>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <system_error>
+
+#include "nabla/common/fd.hh"
+#include "nabla/common/ip_address.hh"
+#include "nabla/common/log.hh"
+#include "nabla/common/rpc.hh"
+
+namespace nabla::common {
+namespace detail {
+
+using asio::ip::tcp;
+using nlohmann::json;
+
+// After the last frame to a misbehaving client, how long we keep draining its
+// input before closing, so our error frame is not destroyed by a TCP reset.
+constexpr std::chrono::milliseconds kLingerTime{1000};
+constexpr std::chrono::milliseconds kAcceptRetry{100};
+constexpr std::size_t kReadChunk = 64 * 1024;
+
+class Connection;
+
+struct ServerState : std::enable_shared_from_this<ServerState> {
+  ServerState(asio::io_context& io_in, RpcServerOptions options_in)
+      : io(io_in), options(std::move(options_in)), acceptor(io_in), retry_timer(io_in) {}
+
+  void accept();
+  void on_acceptable(const std::error_code& ec);
+  void stop_now();
+  // Copies the handler out under the lock so it runs unlocked.
+  std::optional<RpcServer::Handler> find_method(const std::string& name) {
+    std::lock_guard lock(methods_mutex);
+    const auto it = methods.find(name);
+    if (it == methods.end()) return std::nullopt;
+    return it->second;
+  }
+
+  asio::io_context& io;
+  const RpcServerOptions options;
+  tcp::acceptor acceptor;
+  tcp protocol = tcp::v4();
+  asio::steady_timer retry_timer;
+  std::mutex methods_mutex;
+  std::map<std::string, RpcServer::Handler> methods;  // guarded by methods_mutex
+  std::set<std::shared_ptr<Connection>> connections;  // io thread only
+  std::atomic<std::size_t> connection_count{0};
+  std::atomic<uint16_t> port{0};
+  bool stopped = false;  // io thread only
+};
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(std::shared_ptr<ServerState> server, tcp::socket socket)
+      : server_(std::move(server)),
+        socket_(std::move(socket)),
+        timer_(server_->io),
+        decoder_(server_->options.max_frame_bytes) {}
+
+  void start();
+  void close();
+
+ private:
+  void read();
+  void on_read(const std::error_code& ec, std::size_t n);
+  void handle_frame(const std::string& payload);
+  void handle_auth(const RpcRequest& request);
+  void dispatch(const RpcRequest& request);
+  json call_handler(const RpcServer::Handler& handler, const RpcRequest& request);
+  void send(const json& message);
+  void write_next();
+  void finish();  // send what is queued, then drain and close
+  void arm_timer(std::chrono::milliseconds after);
+  void on_timer();
+
+  std::shared_ptr<ServerState> server_;
+  tcp::socket socket_;
+  asio::steady_timer timer_;
+  FrameDecoder decoder_;
+  std::array<char, kReadChunk> read_buf_{};
+  std::deque<std::string> out_;
+  std::array<uint8_t, kNonceBytes> nonce_{};
+  bool authenticated_ = false;
+  bool writing_ = false;
+  bool reading_ = false;
+  bool finishing_ = false;  // no more requests are processed
+  bool draining_ = false;   // send side shut down, discarding input
+  bool closed_ = false;
+};
+
+void Connection::start() {
+  nonce_ = random_nonce();
+  const bool auth_required = server_->options.key.has_value();
+  send(make_notification("auth.challenge", {{"version", kProtocolVersion},
+                                            {"nonce", to_hex(nonce_.data(), nonce_.size())},
+                                            {"auth_required", auth_required}}));
+  if (!auth_required) {
+    authenticated_ = true;
+    if (server_->options.idle_timeout.count() > 0) arm_timer(server_->options.idle_timeout);
+  } else {
+    arm_timer(server_->options.auth_timeout);
+  }
+  read();
+}
+
+void Connection::arm_timer(std::chrono::milliseconds after) {
+  timer_.expires_after(after);
+  timer_.async_wait([self = shared_from_this()](const std::error_code& ec) {
+    if (!ec) self->on_timer();
+  });
+}
+
+void Connection::on_timer() {
+  if (closed_) return;
+  if (draining_) {
+    close();
+  } else if (!authenticated_) {
+    log_info("control: closing connection that did not authenticate within ",
+             server_->options.auth_timeout.count(), "ms");
+    close();
+  } else {
+    log_debug("control: closing idle connection");
+    close();
+  }
+}
+
+void Connection::read() {
+  if (closed_ || reading_) return;
+  reading_ = true;
+  socket_.async_read_some(asio::buffer(read_buf_),
+                          [self = shared_from_this()](const std::error_code& ec, std::size_t n) {
+                            self->reading_ = false;
+                            self->on_read(ec, n);
+                          });
+}
+
+void Connection::on_read(const std::error_code& ec, std::size_t n) {
+  if (closed_) return;
+  if (ec) {
+    close();  // EOF, reset, or aborted by close()
+    return;
+  }
+  if (draining_) {
+    read();
+    return;
+  }
+  if (authenticated_ && server_->options.idle_timeout.count() > 0) {
+    arm_timer(server_->options.idle_timeout);
+  }
+  decoder_.feed(std::string_view(read_buf_.data(), n));
+  std::string frame;
+  while (!finishing_) {
+    const FrameDecoder::Status status = decoder_.next(frame);
+    if (status == FrameDecoder::Status::kNeedMore) break;
+    if (status == FrameDecoder::Status::kOversize) {
+      send(make_error(nullptr, rpc_code::kFrameTooLarge,
+                      "frame of " + std::to_string(decoder_.oversize_length()) +
+                          " bytes exceeds the " + std::to_string(server_->options.max_frame_bytes) +
+                          "-byte limit; closing connection"));
+      finish();
+      return;
+    }
+    handle_frame(frame);
+  }
+  if (finishing_) return;
+  // Backpressure: read more only once the answers so far are written.
+  if (!writing_) read();
+}
+
+void Connection::handle_frame(const std::string& payload) {
+  ParsedRequest parsed = parse_request(payload);
+  if (auto* error = std::get_if<json>(&parsed)) {
+    send(*error);
+    if (!authenticated_) finish();
+    return;
+  }
+  const RpcRequest& request = std::get<RpcRequest>(parsed);
+  if (!authenticated_) {
+    if (request.method == "auth.response") {
+      handle_auth(request);
+    } else {
+      send(make_error(request.id.value_or(nullptr), rpc_code::kNotAuthenticated,
+                      "not authenticated: answer auth.challenge with auth.response first"));
+      finish();
+    }
+    return;
+  }
+  dispatch(request);
+}
+
+void Connection::handle_auth(const RpcRequest& request) {
+  const json id = request.id.value_or(nullptr);
+  bool ok = false;
+  const auto hmac = request.params.is_object() ? request.params.find("hmac") : request.params.end();
+  std::vector<uint8_t> answer;
+  if (hmac != request.params.end() && hmac->is_string() &&
+      from_hex(hmac->get_ref<const std::string&>(), answer) && answer.size() == kHmacBytes) {
+    const auto expected = hmac_sha256(*server_->options.key, nonce_.data(), nonce_.size());
+    ok = constant_time_equal(expected.data(), answer.data(), kHmacBytes);
+  }
+  if (!ok) {
+    std::error_code ep_ec;
+    const auto peer = socket_.remote_endpoint(ep_ec);
+    log_warn("control: authentication failed from ",
+             ep_ec ? std::string("unknown peer") : peer.address().to_string());
+    send(make_error(id, rpc_code::kAuthFailed, "authentication failed"));
+    finish();
+    return;
+  }
+  authenticated_ = true;
+  if (server_->options.idle_timeout.count() > 0) {
+    arm_timer(server_->options.idle_timeout);
+  } else {
+    timer_.cancel();
+  }
+  send(make_result(id, {{"authenticated", true}}));
+}
+
+json Connection::call_handler(const RpcServer::Handler& handler, const RpcRequest& request) {
+  const json id = request.id.value_or(nullptr);
+  try {
+    return make_result(id, handler(request.params));
+  } catch (const RpcError& e) {
+    return make_error(id, e.code(), e.what());
+  } catch (const std::invalid_argument& e) {
+    return make_error(id, rpc_code::kInvalidParams, e.what());
+  } catch (const nlohmann::json::exception& e) {
+    // A handler reading params with .at()/.get<>() on a wrong type: the
+    // caller's fault, so -32602, with nlohmann's text naming the problem.
+    return make_error(id, rpc_code::kInvalidParams, std::string("invalid params: ") + e.what());
+  } catch (const std::exception& e) {
+    log_warn("control: method ", request.method, " failed: ", e.what());
+    return make_error(id, rpc_code::kInternalError, e.what());
+  } catch (...) {
+    return make_error(id, rpc_code::kInternalError, "unknown internal error");
+  }
+}
+
+void Connection::dispatch(const RpcRequest& request) {
+  json response;
+  if (request.method == "auth.response") {
+    response = make_result(request.id.value_or(nullptr), {{"authenticated", true}});
+  } else if (auto handler = request.method.rfind("auth.", 0) == 0
+                                ? std::nullopt
+                                : server_->find_method(request.method)) {
+    response = call_handler(*handler, request);
+  } else {
+    response = make_error(request.id.value_or(nullptr), rpc_code::kMethodNotFound,
+                          "method '" + request.method + "' not found");
+  }
+  if (request.id) send(response);  // notifications are never answered
+}
+
+void Connection::send(const json& message) {
+  if (closed_ || finishing_) return;
+  try {
+    out_.push_back(encode_frame(dump_json(message), server_->options.max_frame_bytes));
+  } catch (const std::length_error& e) {
+    out_.push_back(encode_frame(
+        dump_json(make_error(message.value("id", json(nullptr)), rpc_code::kInternalError,
+                             std::string("response too large: ") + e.what()))));
+  }
+  if (!writing_) write_next();
+}
+
+void Connection::write_next() {
+  if (out_.empty() || closed_) {
+    writing_ = false;
+    return;
+  }
+  writing_ = true;
+  asio::async_write(socket_, asio::buffer(out_.front()),
+                    [self = shared_from_this()](const std::error_code& ec, std::size_t) {
+                      if (self->closed_) return;
+                      if (ec) {
+                        self->close();
+                        return;
+                      }
+                      self->out_.pop_front();
+                      if (!self->out_.empty()) {
+                        self->write_next();
+                        return;
+                      }
+                      self->writing_ = false;
+                      if (self->finishing_) {
+                        self->finish();
+                      } else {
+                        self->read();
+                      }
+                    });
+}
+
+void Connection::finish() {
+  finishing_ = true;
+  if (writing_ || closed_ || draining_) return;  // resumes from the write handler
+  // Everything is written: half-close, then discard input until EOF or the
+  // linger time, so the peer reads our last frame before the connection dies.
+  draining_ = true;
+  std::error_code ignored;
+  socket_.shutdown(tcp::socket::shutdown_send, ignored);
+  arm_timer(kLingerTime);
+  read();
+}
+
+void Connection::close() {
+  if (closed_) return;
+  closed_ = true;
+  std::error_code ignored;
+  timer_.cancel();
+  socket_.close(ignored);
+  if (server_->connections.erase(shared_from_this()) > 0) --server_->connection_count;
+}
+
+void ServerState::accept() {
+  if (stopped) return;
+  acceptor.async_wait(
+      tcp::acceptor::wait_read,
+      [self = shared_from_this()](const std::error_code& ec) { self->on_acceptable(ec); });
+}
+
+void ServerState::on_acceptable(const std::error_code& ec) {
+  if (stopped || ec == asio::error::operation_aborted) return;
+  // accept4 so the connection fd is CLOEXEC from birth (daemons fork
+  // iptables); asio's own accept would leave a window without it.
+  const int fd =
+      ec ? -1 : ::accept4(acceptor.native_handle(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (fd < 0) {
+    const int err = ec ? ec.value() : errno;
+    if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR || err == ECONNABORTED) {
+      accept();
+      return;
+    }
+    // EMFILE and friends: back off instead of spinning.
+    log_warn("control: accept failed: ", std::system_category().message(err));
+    retry_timer.expires_after(kAcceptRetry);
+    retry_timer.async_wait([self = shared_from_this()](const std::error_code& wait_ec) {
+      if (!wait_ec) self->accept();
+    });
+    return;
+  }
+  FileDescriptor owned(fd);
+  if (connections.size() >= options.max_connections) {
+    log_warn("control: refusing connection: ", options.max_connections, " already open");
+  } else {
+    tcp::socket socket(io);
+    std::error_code assign_ec;
+    socket.assign(protocol, owned.get(), assign_ec);
+    if (!assign_ec) {
+      owned.release();
+      auto connection = std::make_shared<Connection>(shared_from_this(), std::move(socket));
+      connections.insert(connection);
+      ++connection_count;
+      try {
+        connection->start();
+      } catch (const std::exception& e) {  // e.g. RAND_bytes failure
+        log_error("control: cannot start connection: ", e.what());
+        connection->close();
+      }
+    }
+  }
+  accept();
+}
+
+void ServerState::stop_now() {
+  if (stopped) return;
+  stopped = true;
+  std::error_code ignored;
+  acceptor.close(ignored);
+  retry_timer.cancel();
+  const auto open = connections;  // close() erases from the set
+  for (const auto& connection : open) connection->close();
+}
+
+}  // namespace detail
+
+RpcServer::RpcServer(asio::io_context& io, RpcServerOptions options) {
+  const auto address = IpAddress::parse(options.listen_address);
+  if (!address) {
+    throw std::invalid_argument("bad listen address '" + options.listen_address +
+                                "': expected an IPv4 or IPv6 address");
+  }
+  if (!address->is_loopback() && !options.key) {
+    throw std::invalid_argument(
+        "refusing to listen on " + options.listen_address +
+        " without a key: a non-loopback control port needs --key-file (mode 0600, 32+ random "
+        "bytes as hex)");
+  }
+  if (options.max_frame_bytes > kMaxFrameBytes) options.max_frame_bytes = kMaxFrameBytes;
+  const std::string where = options.listen_address + ":" + std::to_string(options.port);
+  state_ = std::make_shared<detail::ServerState>(io, std::move(options));
+  auto& s = *state_;
+  s.protocol = address->is_v4() ? asio::ip::tcp::v4() : asio::ip::tcp::v6();
+  FileDescriptor fd = FileDescriptor::socket(address->af(), SOCK_STREAM | SOCK_NONBLOCK, 0);
+  try {
+    s.acceptor.assign(s.protocol, fd.get());
+    fd.release();
+    s.acceptor.set_option(asio::ip::tcp::acceptor::reuse_address(true));
+    s.acceptor.bind(
+        asio::ip::tcp::endpoint(asio::ip::make_address(s.options.listen_address), s.options.port));
+    s.acceptor.listen(asio::socket_base::max_listen_connections);
+    s.acceptor.non_blocking(true);
+  } catch (const std::system_error& e) {
+    throw std::system_error(e.code(), "control server on " + where);
+  }
+  s.port = s.acceptor.local_endpoint().port();
+  s.accept();
+}
+
+RpcServer::~RpcServer() {
+  if (state_) state_->stop_now();
+}
+
+void RpcServer::add_method(std::string name, Handler handler) {
+  if (name.rfind("auth.", 0) == 0) {
+    throw std::invalid_argument("method names starting with 'auth.' are reserved: " + name);
+  }
+  std::lock_guard lock(state_->methods_mutex);
+  state_->methods[std::move(name)] = std::move(handler);
+}
+
+uint16_t RpcServer::port() const noexcept {
+  return state_->port;
+}
+
+void RpcServer::stop() {
+  asio::post(state_->io, [state = state_] { state->stop_now(); });
+}
+
+std::size_t RpcServer::connection_count() const noexcept {
+  return state_->connection_count;
+}
+
+}  // namespace nabla::common
