@@ -73,7 +73,9 @@ int decode_status(int status) {
   return -1;
 }
 
-bool pid_alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
+bool pid_alive(pid_t pid) {
+  return ::kill(pid, 0) == 0 || errno == EPERM;
+}
 
 }  // namespace
 
@@ -159,7 +161,7 @@ CommandResult run_checked(const std::vector<std::string>& argv, const NetNamespa
 NetNamespace::NetNamespace(std::string_view label) {
   name_ = std::string(kNamespacePrefix) + std::to_string(::getpid()) + "-" +
           std::to_string(g_namespace_seq.fetch_add(1)) + "-" + std::string(label);
-  run_checked({"ip", "netns", "add", name_});
+  nabla::common::run_checked({"ip", "netns", "add", name_});  // in the root namespace
   try {
     set_up("lo");
   } catch (...) {
@@ -182,9 +184,13 @@ NetNamespace::~NetNamespace() {
   }
 }
 
-std::string NetNamespace::path() const { return "/run/netns/" + name_; }
+std::string NetNamespace::path() const {
+  return "/run/netns/" + name_;
+}
 
-FileDescriptor NetNamespace::open() const { return FileDescriptor::open(path(), O_RDONLY); }
+FileDescriptor NetNamespace::open() const {
+  return FileDescriptor::open(path(), O_RDONLY);
+}
 
 FileDescriptor NetNamespace::socket(int domain, int type, int protocol) const {
   const FileDescriptor ns_fd = open();
@@ -219,8 +225,8 @@ VethPair::VethPair(const NetNamespace& ns_a, std::string name_a, const NetNamesp
   if (name_a_.size() > 15 || name_b_.size() > 15) {
     throw std::invalid_argument("veth names must be at most 15 characters");
   }
-  run_checked({"ip", "link", "add", name_a_, "netns", ns_a.name(), "type", "veth", "peer",
-               "name", name_b_, "netns", ns_b.name()});
+  nabla::common::run_checked({"ip", "link", "add", name_a_, "netns", ns_a.name(), "type", "veth",
+                              "peer", "name", name_b_, "netns", ns_b.name()});
 }
 
 VethPair::~VethPair() {
