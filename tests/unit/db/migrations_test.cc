@@ -30,7 +30,7 @@ TEST(Migrations, EmptyFileBecomesCurrentSchemaAndReopenIsNoop) {
   }
   Database db = Database::open(dir.file("m.db"), OpenMode::kReadWrite);
   EXPECT_EQ(migrate(db), 0);
-  EXPECT_EQ(db.user_version(), 1);
+  EXPECT_EQ(db.user_version(), schema_version());
   EXPECT_EQ(query(db, "PRAGMA application_id").rows[0][0], Value(kApplicationId));
   EXPECT_EQ(tables(db),
             (std::vector<std::string>{"campaigns", "flows", "gradients", "injections",
@@ -71,10 +71,10 @@ TEST(Migrations, NewerDatabaseIsRefusedWithAClearMessage) {
     migrate(db);
     FAIL() << "newer schema accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("database schema version 2 is newer than this nabla "
-                                         "understands (1)"),
-              std::string::npos)
-        << e.what();
+    const std::string want = "database schema version " + std::to_string(schema_version() + 1) +
+                             " is newer than this nabla understands (" +
+                             std::to_string(schema_version()) + "); use a newer nabla";
+    EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
   }
   EXPECT_THROW(require_current_schema(db), Error);
 }
