@@ -215,6 +215,8 @@ json RpcClient::call(const std::string& method, json params, std::chrono::millis
     throw RpcConnectionError("not connected to " + (impl_ ? impl_->where : std::string("server")) +
                              " (closed after an earlier error; reconnect)");
   }
+  // `{}` in C++ makes a JSON null; callers mean "no params".
+  if (params.is_null()) params = json::object();
   const auto deadline = Clock::now() + timeout;
   const json id = impl_->next_id++;
   const std::string what = "waiting for '" + method + "' from";

@@ -145,8 +145,10 @@ class RpcClient {
   RpcClient& operator=(RpcClient&&) noexcept;
   ~RpcClient();
 
-  // Sends one request and waits for its response. Throws RpcError with the
-  // server's code and message, or RpcTimeoutError / RpcConnectionError.
+  // Sends one request and waits for its response. Null params are sent as
+  // {}. Throws RpcError with the server's code and message, or
+  // RpcTimeoutError / RpcConnectionError (std::length_error if the request
+  // exceeds 1 MiB).
   nlohmann::json call(const std::string& method, nlohmann::json params,
                       std::chrono::milliseconds timeout);
   bool connected() const noexcept;

@@ -1,0 +1,459 @@
+// The control protocol over real loopback sockets: RpcServer on its own
+// io_context thread, RpcClient and hand-rolled raw clients that misbehave.
+#include "nabla/common/rpc.hh"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "nabla/common/clock.hh"
+#include "nabla/common/fd.hh"
+
+namespace nabla::common {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+Key test_key(uint8_t fill) {
+  return Key(std::vector<uint8_t>(32, fill));
+}
+
+// A server running on its own control thread, as a daemon would run it.
+class ServerThread {
+ public:
+  explicit ServerThread(RpcServerOptions options) : server_(io_, std::move(options)) {
+    server_.add_method("echo", [](const json& params) { return params; });
+    server_.add_method("add", [](const json& params) {
+      for (const char* field : {"a", "b"}) {
+        if (!params.contains(field) || !params[field].is_number_integer()) {
+          throw std::invalid_argument(std::string("params.") + field + " must be an integer");
+        }
+      }
+      return json(params["a"].get<int64_t>() + params["b"].get<int64_t>());
+    });
+    server_.add_method("size", [](const json& params) {
+      return json(params.at("s").get_ref<const std::string&>().size());
+    });
+    server_.add_method("boom", [](const json&) -> json { throw std::runtime_error("kaboom"); });
+    server_.add_method("busy",
+                       [](const json&) -> json { throw RpcError(-32010, "injection busy"); });
+    server_.add_method("sleep", [](const json& params) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(params.at("ms").get<int>()));
+      return json("slept");
+    });
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~ServerThread() {
+    server_.stop();
+    thread_.join();
+  }
+  RpcServer& server() { return server_; }
+  uint16_t port() const { return server_.port(); }
+
+ private:
+  asio::io_context io_;
+  RpcServer server_;
+  std::thread thread_;
+};
+
+RpcServerOptions keyed_options(std::chrono::milliseconds auth_timeout = 3000ms) {
+  RpcServerOptions o;
+  o.key = test_key(0x42);
+  o.auth_timeout = auth_timeout;
+  return o;
+}
+
+// A blocking raw TCP client for protocol-level misbehaviour.
+class RawClient {
+ public:
+  explicit RawClient(uint16_t port) : fd_(FileDescriptor::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      throw std::runtime_error("connect failed");
+    }
+  }
+  void send_raw(const std::string& bytes) {
+    // MSG_NOSIGNAL: the server may already have closed on us.
+    size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = ::send(fd_.get(), bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+      if (n <= 0) return;
+      done += static_cast<size_t>(n);
+    }
+  }
+  void send_json(const json& j) { send_raw(encode_frame(j.dump())); }
+  // Next frame as JSON; nullopt on EOF/reset or after `timeout`.
+  std::optional<json> read(std::chrono::milliseconds timeout = 2000ms) {
+    const int64_t deadline = monotonic_ns() + timeout.count() * 1'000'000;
+    std::string frame;
+    for (;;) {
+      if (decoder_.next(frame) == FrameDecoder::Status::kFrame) return json::parse(frame);
+      const int64_t left_ms = (deadline - monotonic_ns()) / 1'000'000;
+      if (left_ms <= 0) return std::nullopt;
+      pollfd p{fd_.get(), POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left_ms)) <= 0) return std::nullopt;
+      char buf[65536];
+      const ssize_t n = ::recv(fd_.get(), buf, sizeof buf, 0);
+      if (n <= 0) {
+        eof_ = true;
+        return std::nullopt;
+      }
+      decoder_.feed(std::string_view(buf, static_cast<size_t>(n)));
+    }
+  }
+  // True when the server closed the connection within `timeout`.
+  bool closed_within(std::chrono::milliseconds timeout) {
+    while (!eof_) {
+      if (!read(timeout) && !eof_) return false;
+    }
+    return true;
+  }
+  json challenge() {
+    auto c = read();
+    if (!c) throw std::runtime_error("no challenge");
+    return *c;
+  }
+  // Reads the challenge and answers it with `key`.
+  void authenticate(const Key& key) {
+    const json c = challenge();
+    std::vector<uint8_t> nonce;
+    from_hex(c["params"]["nonce"].get<std::string>(), nonce);
+    const auto mac = hmac_sha256(key, nonce.data(), nonce.size());
+    send_json(make_request(0, "auth.response", {{"hmac", to_hex(mac.data(), mac.size())}}));
+    const auto r = read();
+    if (!r || !r->contains("result")) throw std::runtime_error("auth failed");
+  }
+
+ private:
+  FileDescriptor fd_;
+  FrameDecoder decoder_;
+  bool eof_ = false;
+};
+
+TEST(Rpc, RoundTripWithKey) {
+  ServerThread s(keyed_options());
+  RpcClient c = RpcClient::connect("127.0.0.1", s.port(), test_key(0x42), 2s);
+  EXPECT_EQ(c.call("echo", {{"x", 1}, {"s", "héllo"}}, 2s), json({{"x", 1}, {"s", "héllo"}}));
+  EXPECT_EQ(c.call("add", {{"a", 2}, {"b", 40}}, 2s), json(42));
+  EXPECT_EQ(c.call("echo", json::array({1, 2}), 2s), json::array({1, 2}));
+}
+
+TEST(Rpc, ChallengeShape) {
+  ServerThread s(keyed_options());
+  RawClient raw(s.port());
+  const json c = raw.challenge();
+  EXPECT_EQ(c["jsonrpc"], "2.0");
+  EXPECT_EQ(c["method"], "auth.challenge");
+  EXPECT_FALSE(c.contains("id"));
+  EXPECT_EQ(c["params"]["version"], 1);
+  EXPECT_EQ(c["params"]["auth_required"], true);
+  EXPECT_EQ(c["params"]["nonce"].get<std::string>().size(), 64u);
+  RawClient other(s.port());
+  EXPECT_NE(other.challenge()["params"]["nonce"], c["params"]["nonce"]);
+}
+
+TEST(Rpc, HandlerErrorsMapToCodesAndServerKeepsServing) {
+  ServerThread s(keyed_options());
+  RpcClient c = RpcClient::connect("127.0.0.1", s.port(), test_key(0x42), 2s);
+  const auto code_of = [&](const std::string& method, const json& params) {
+    try {
+      c.call(method, params, 2s);
+    } catch (const RpcError& e) {
+      return std::make_pair(e.code(), std::string(e.what()));
+    }
+    return std::make_pair(0, std::string());
+  };
+  EXPECT_EQ(code_of("add", {{"a", 1}}),
+            std::make_pair(-32602, std::string("params.b must be an integer")));
+  EXPECT_EQ(code_of("nope", {}), std::make_pair(-32601, std::string("method 'nope' not found")));
+  EXPECT_EQ(code_of("boom", {}), std::make_pair(-32603, std::string("kaboom")));
+  EXPECT_EQ(code_of("busy", {}), std::make_pair(-32010, std::string("injection busy")));
+  EXPECT_EQ(code_of("auth.challenge", {}).first, -32601);
+  const auto missing = code_of("size", {});  // nlohmann .at() on a missing field
+  EXPECT_EQ(missing.first, -32602);
+  EXPECT_NE(missing.second.find("'s'"), std::string::npos) << missing.second;
+  EXPECT_EQ(c.call("add", {{"a", 1}, {"b", 1}}, 2s), json(2));
+}
+
+TEST(Rpc, WrongKeyRejectedAndConnectionClosed) {
+  ServerThread s(keyed_options());
+  try {
+    RpcClient::connect("127.0.0.1", s.port(), test_key(0x43), 2s);
+    FAIL() << "wrong key accepted";
+  } catch (const RpcError& e) {
+    EXPECT_EQ(e.code(), -32001);
+    EXPECT_NE(std::string(e.what()).find("authentication failed"), std::string::npos);
+  }
+  RawClient raw(s.port());
+  raw.challenge();
+  raw.send_json(make_request(0, "auth.response", {{"hmac", std::string(64, '0')}}));
+  const auto err = raw.read();
+  ASSERT_TRUE(err);
+  EXPECT_EQ((*err)["error"]["code"], -32001);
+  EXPECT_EQ((*err)["id"], 0);
+  EXPECT_TRUE(raw.closed_within(2000ms));
+
+  RawClient malformed(s.port());
+  malformed.challenge();
+  malformed.send_json(make_request(0, "auth.response", {{"hmac", 12}}));
+  ASSERT_TRUE(malformed.read());
+  EXPECT_TRUE(malformed.closed_within(2000ms));
+  // Still serving the right key.
+  RpcClient ok = RpcClient::connect("127.0.0.1", s.port(), test_key(0x42), 2s);
+  EXPECT_EQ(ok.call("add", {{"a", 1}, {"b", 2}}, 2s), json(3));
+}
+
+TEST(Rpc, UnauthenticatedCallsNothing) {
+  ServerThread s(keyed_options());
+  RawClient raw(s.port());
+  raw.challenge();
+  raw.send_json(make_request(5, "echo", {{"x", 1}}));
+  const auto err = raw.read();
+  ASSERT_TRUE(err);
+  EXPECT_EQ((*err)["error"]["code"], -32002);
+  EXPECT_EQ((*err)["id"], 5);
+  EXPECT_TRUE(raw.closed_within(2000ms));
+  try {
+    RpcClient::connect("127.0.0.1", s.port(), std::nullopt, 2s);
+    FAIL() << "keyless client accepted by a keyed server";
+  } catch (const RpcConnectionError& e) {
+    EXPECT_NE(std::string(e.what()).find("requires authentication"), std::string::npos);
+  }
+}
+
+TEST(Rpc, SilentClientDroppedAfterAuthTimeout) {
+  ServerThread s(keyed_options(200ms));
+  RawClient raw(s.port());
+  const int64_t start = monotonic_ns();
+  raw.challenge();
+  EXPECT_TRUE(raw.closed_within(3000ms));
+  const double elapsed_ms = static_cast<double>(monotonic_ns() - start) / 1e6;
+  EXPECT_GE(elapsed_ms, 180.0);
+  EXPECT_LT(elapsed_ms, 1500.0);
+  // A client that authenticates in time is not dropped afterwards.
+  RawClient good(s.port());
+  good.authenticate(test_key(0x42));
+  std::this_thread::sleep_for(400ms);
+  good.send_json(make_request(1, "add", {{"a", 1}, {"b", 1}}));
+  const auto r = good.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ((*r)["result"], 2);
+}
+
+TEST(Rpc, OversizedFrameRefused) {
+  ServerThread s(keyed_options());
+  RawClient raw(s.port());
+  raw.authenticate(test_key(0x42));
+  // Exactly 1 MiB is allowed.
+  json req = make_request(1, "size", {{"s", ""}});
+  const std::size_t overhead = req.dump().size();
+  req["params"]["s"] = std::string(kMaxFrameBytes - overhead, 'x');
+  ASSERT_EQ(req.dump().size(), kMaxFrameBytes);
+  raw.send_json(req);
+  auto r = raw.read(5000ms);
+  ASSERT_TRUE(r);
+  EXPECT_EQ((*r)["result"], kMaxFrameBytes - overhead);
+  // One byte more is refused with an error, then the connection is closed.
+  const char header[4] = {0x00, 0x10, 0x00, 0x01};
+  raw.send_raw(std::string(header, 4) + std::string(1000, 'y'));
+  r = raw.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ((*r)["error"]["code"], -32003);
+  EXPECT_EQ((*r)["id"], nullptr);
+  EXPECT_NE((*r)["error"]["message"].get<std::string>().find("1048577"), std::string::npos);
+  EXPECT_TRUE(raw.closed_within(2000ms));
+  // Oversize before authenticating is refused the same way.
+  RawClient early(s.port());
+  early.challenge();
+  early.send_raw(std::string("\xff\xff\xff\xff", 4));
+  r = early.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ((*r)["error"]["code"], -32003);
+  EXPECT_TRUE(early.closed_within(2000ms));
+}
+
+TEST(Rpc, MalformedJsonAndUnknownMethodsWhileOthersAreServed) {
+  ServerThread s(keyed_options());
+  std::atomic<bool> stop{false};
+  std::atomic<int> good_calls{0};
+  std::atomic<int> bad_results{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 4; ++t) {
+    clients.emplace_back([&, t] {
+      RpcClient c = RpcClient::connect("127.0.0.1", s.port(), test_key(0x42), 2s);
+      for (int i = 0; i < 200 && !stop; ++i) {
+        if (c.call("add", {{"a", t}, {"b", i}}, 2s) != json(t + i)) ++bad_results;
+        ++good_calls;
+      }
+    });
+  }
+  RawClient raw(s.port());
+  raw.authenticate(test_key(0x42));
+  for (int round = 0; round < 20; ++round) {
+    raw.send_raw(encode_frame("{this is not json"));
+    auto r = raw.read();
+    ASSERT_TRUE(r);
+    EXPECT_EQ((*r)["error"]["code"], -32700);
+    raw.send_raw(encode_frame(""));
+    r = raw.read();
+    ASSERT_TRUE(r);
+    EXPECT_EQ((*r)["error"]["code"], -32700);
+    raw.send_json({{"jsonrpc", "2.0"}, {"id", round}, {"method", "no.such"}});
+    r = raw.read();
+    ASSERT_TRUE(r);
+    EXPECT_EQ((*r)["error"]["code"], -32601);
+    EXPECT_EQ((*r)["id"], round);
+    raw.send_json({{"jsonrpc", "2.0"}, {"id", round}});
+    r = raw.read();
+    ASSERT_TRUE(r);
+    EXPECT_EQ((*r)["error"]["code"], -32600);
+  }
+  // Notifications run but are never answered; the next request still is.
+  raw.send_json(make_notification("echo", json::object()));
+  raw.send_json(make_request("last", "echo", {{"ok", true}}));
+  const auto last = raw.read();
+  ASSERT_TRUE(last);
+  EXPECT_EQ((*last)["id"], "last");
+  for (auto& th : clients) th.join();
+  EXPECT_EQ(good_calls, 800);
+  EXPECT_EQ(bad_results, 0);
+}
+
+TEST(Rpc, KeylessLoopbackAndConstructionChecks) {
+  RpcServerOptions open;  // 127.0.0.1, no key
+  ServerThread s(open);
+  RpcClient c = RpcClient::connect("127.0.0.1", s.port(), std::nullopt, 2s);
+  EXPECT_EQ(c.call("add", {{"a", 3}, {"b", 4}}, 2s), json(7));
+  RpcClient with_key = RpcClient::connect("localhost", s.port(), test_key(1), 2s);
+  EXPECT_EQ(with_key.call("echo", {{"k", 1}}, 2s), json({{"k", 1}}));
+
+  asio::io_context io;
+  RpcServerOptions wide;
+  wide.listen_address = "0.0.0.0";
+  try {
+    RpcServer bad(io, wide);
+    FAIL() << "non-loopback listen without a key accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("without a key"), std::string::npos) << e.what();
+  }
+  RpcServerOptions junk;
+  junk.listen_address = "not-an-address";
+  EXPECT_THROW(RpcServer(io, junk), std::invalid_argument);
+  RpcServerOptions taken;
+  taken.port = s.port();  // already bound by the running server
+  try {
+    RpcServer dup(io, taken);
+    FAIL() << "second bind succeeded";
+  } catch (const std::system_error& e) {
+    EXPECT_NE(std::string(e.what()).find("127.0.0.1:" + std::to_string(s.port())),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(s.server().add_method("auth.sneaky", [](const json&) { return json(); }),
+               std::invalid_argument);
+}
+
+TEST(Rpc, IPv6Loopback) {
+  RpcServerOptions o = keyed_options();
+  o.listen_address = "::1";
+  std::optional<ServerThread> s;
+  try {
+    s.emplace(o);
+  } catch (const std::system_error& e) {
+    GTEST_SKIP() << "no IPv6 loopback here: " << e.what();
+  }
+  RpcClient c = RpcClient::connect("::1", s->port(), test_key(0x42), 2s);
+  EXPECT_EQ(c.call("add", {{"a", 5}, {"b", 6}}, 2s), json(11));
+}
+
+TEST(Rpc, ClientTimeoutsAndConnectionErrorsNameTheServer) {
+  ServerThread s(keyed_options());
+  RpcClient c = RpcClient::connect("127.0.0.1", s.port(), test_key(0x42), 2s);
+  const int64_t start = monotonic_ns();
+  try {
+    c.call("sleep", {{"ms", 300}}, 50ms);
+    FAIL() << "no timeout";
+  } catch (const RpcTimeoutError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("timed out after 50ms"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("127.0.0.1:" + std::to_string(s.port())), std::string::npos) << msg;
+  }
+  EXPECT_LT((monotonic_ns() - start) / 1'000'000, 250);
+  EXPECT_FALSE(c.connected());
+  EXPECT_THROW(c.call("echo", {}, 1s), RpcConnectionError);
+
+  // A closed port: bind one, note it, close it.
+  uint16_t free_port = 0;
+  {
+    FileDescriptor fd = FileDescriptor::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    socklen_t len = sizeof addr;
+    ASSERT_EQ(::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len), 0);
+    free_port = ntohs(addr.sin_port);
+  }
+  try {
+    RpcClient::connect("127.0.0.1", free_port, std::nullopt, 1s);
+    FAIL() << "connected to a closed port";
+  } catch (const RpcConnectionError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("cannot connect to 127.0.0.1:" + std::to_string(free_port)),
+        std::string::npos)
+        << e.what();
+  }
+  // A listener that never sends the challenge: the handshake times out.
+  FileDescriptor mute = FileDescriptor::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(mute.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(mute.get(), 4), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::getsockname(mute.get(), reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  EXPECT_THROW(RpcClient::connect("127.0.0.1", ntohs(addr.sin_port), std::nullopt, 100ms),
+               RpcTimeoutError);
+}
+
+TEST(Rpc, StopClosesConnections) {
+  auto s = std::make_unique<ServerThread>(keyed_options());
+  RpcClient c = RpcClient::connect("127.0.0.1", s->port(), test_key(0x42), 2s);
+  EXPECT_EQ(c.call("echo", {{"a", 1}}, 2s), json({{"a", 1}}));
+  for (int i = 0; i < 100 && s->server().connection_count() != 1; ++i) {
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_EQ(s->server().connection_count(), 1u);
+  s.reset();  // stop() + join: io.run() must return
+  EXPECT_THROW(c.call("echo", {}, 1s), RpcConnectionError);
+}
+
+TEST(Rpc, MaxConnectionsEnforced) {
+  RpcServerOptions o = keyed_options();
+  o.max_connections = 2;
+  ServerThread s(o);
+  RawClient a(s.port());
+  RawClient b(s.port());
+  a.challenge();
+  b.challenge();
+  RawClient c(s.port());
+  EXPECT_TRUE(c.closed_within(2000ms));
+  EXPECT_EQ(s.server().connection_count(), 2u);
+}
+
+}  // namespace
+}  // namespace nabla::common
