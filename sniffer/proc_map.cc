@@ -1,0 +1,112 @@
+// inode → process map; see proc_map.hh.
+#include "nabla/sniffer/proc_map.hh"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cstring>
+
+#include "nabla/common/fd.hh"
+
+namespace nabla::sniffer {
+namespace {
+
+// A DIR* that closes itself.
+class Dir {
+ public:
+  explicit Dir(int dirfd) : dir_(dirfd >= 0 ? ::fdopendir(dirfd) : nullptr) {
+    if (dir_ == nullptr && dirfd >= 0) ::close(dirfd);
+  }
+  ~Dir() {
+    if (dir_ != nullptr) ::closedir(dir_);
+  }
+  Dir(const Dir&) = delete;
+  Dir& operator=(const Dir&) = delete;
+  DIR* get() const { return dir_; }
+  int fd() const { return ::dirfd(dir_); }
+
+ private:
+  DIR* dir_;
+};
+
+bool parse_pid(const char* name, pid_t& pid) {
+  const char* end = name + std::strlen(name);
+  const auto [ptr, ec] = std::from_chars(name, end, pid);
+  return ec == std::errc() && ptr == end && pid > 0;
+}
+
+}  // namespace
+
+uint64_t parse_socket_link(std::string_view target) {
+  constexpr std::string_view kPrefix = "socket:[";
+  if (target.size() < kPrefix.size() + 2 || target.substr(0, kPrefix.size()) != kPrefix ||
+      target.back() != ']') {
+    return 0;
+  }
+  const std::string_view digits = target.substr(kPrefix.size(), target.size() - kPrefix.size() - 1);
+  uint64_t inode = 0;
+  const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), inode);
+  if (ec != std::errc() || ptr != digits.data() + digits.size()) return 0;
+  return inode;
+}
+
+ProcMap::ProcMap(std::string proc_root) : root_(std::move(proc_root)) {}
+
+size_t ProcMap::scan() {
+  inode_pid_.clear();
+  processes_ = 0;
+  ++generation_;
+  Dir proc(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (proc.get() == nullptr) return 0;
+  char path[64];
+  char link[64];
+  char comm[64];
+  for (dirent* ent = ::readdir(proc.get()); ent != nullptr; ent = ::readdir(proc.get())) {
+    pid_t pid = 0;
+    if (!parse_pid(ent->d_name, pid)) continue;
+    std::snprintf(path, sizeof path, "%d/fd", pid);
+    Dir fds(::openat(proc.fd(), path, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (fds.get() == nullptr) continue;  // exited, or not ours to read
+    ++processes_;
+    bool has_socket = false;
+    for (dirent* fd = ::readdir(fds.get()); fd != nullptr; fd = ::readdir(fds.get())) {
+      if (fd->d_name[0] == '.') continue;
+      const ssize_t n = ::readlinkat(fds.fd(), fd->d_name, link, sizeof link);
+      if (n <= 0 || static_cast<size_t>(n) >= sizeof link) continue;
+      const uint64_t inode = parse_socket_link(std::string_view(link, static_cast<size_t>(n)));
+      if (inode == 0) continue;
+      has_socket = true;
+      const auto [it, inserted] = inode_pid_.try_emplace(inode, pid);
+      if (!inserted && pid < it->second) it->second = pid;
+    }
+    if (!has_socket) continue;
+    Entry& entry = pids_[pid];
+    entry.generation = generation_;
+    ProcessInfo& info = entry.info;
+    // comm is re-read every scan: exec keeps the pid but changes the name.
+    info.pid = pid;
+    std::snprintf(path, sizeof path, "%d/comm", pid);
+    const common::FileDescriptor comm_fd(::openat(proc.fd(), path, O_RDONLY | O_CLOEXEC));
+    if (!comm_fd.valid()) continue;
+    const ssize_t n = ::read(comm_fd.get(), comm, sizeof comm - 1);
+    if (n <= 0) continue;
+    size_t len = static_cast<size_t>(n);
+    if (comm[len - 1] == '\n') --len;
+    info.comm.assign(comm, len);
+  }
+  // Forget processes that no longer own any socket.
+  std::erase_if(pids_,
+                [this](const auto& entry) { return entry.second.generation != generation_; });
+  return inode_pid_.size();
+}
+
+const ProcessInfo* ProcMap::find(uint64_t inode) const {
+  const auto it = inode_pid_.find(inode);
+  if (it == inode_pid_.end()) return nullptr;
+  const auto p = pids_.find(it->second);
+  return p == pids_.end() ? nullptr : &p->second.info;
+}
+
+}  // namespace nabla::sniffer

@@ -1,0 +1,190 @@
+// sock_diag dumps; see sock_diag.hh.
+#include "nabla/sniffer/sock_diag.hh"
+
+#include <libmnl/libmnl.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <linux/tcp.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+
+#include "nabla/common/error.hh"
+
+namespace nabla::sniffer {
+namespace {
+
+constexpr uint32_t kAllStates = ~0u;
+// Receive buffer: a sock_diag dump fills at most ~32 KiB per recv.
+constexpr size_t kRecvBytes = 64 * 1024;
+// tcp_info must reach at least bytes_received to be useful; data_segs_* sit
+// further on (Linux 4.6+) and are read only when present.
+constexpr size_t kMinTcpInfo = offsetof(tcp_info, tcpi_bytes_received) + sizeof(uint64_t);
+constexpr size_t kDataSegsEnd = offsetof(tcp_info, tcpi_data_segs_out) + sizeof(uint32_t);
+
+struct AttrTable {
+  const nlattr* info = nullptr;
+  bool malformed = false;
+};
+
+int attr_cb(const nlattr* attr, void* data) {
+  auto* table = static_cast<AttrTable*>(data);
+  // Unknown (newer-kernel) attributes are skipped, never read.
+  if (mnl_attr_type_valid(attr, INET_DIAG_MAX) < 0) return MNL_CB_OK;
+  if (mnl_attr_get_type(attr) == INET_DIAG_INFO) {
+    if (mnl_attr_validate(attr, MNL_TYPE_BINARY) < 0) {
+      table->malformed = true;
+      return MNL_CB_OK;
+    }
+    table->info = attr;
+  }
+  return MNL_CB_OK;
+}
+
+void copy_addr(int family, const __be32 raw[4], IpAddr& out) {
+  out.family = static_cast<uint8_t>(family);
+  std::memset(out.bytes, 0, sizeof out.bytes);
+  std::memcpy(out.bytes, raw, family == AF_INET ? 4 : 16);
+}
+
+struct DumpContext {
+  Proto proto;
+  bool include_listeners;
+  std::vector<SocketRecord>* out;
+  DumpCounters* counters;
+};
+
+int dump_cb(const nlmsghdr* nlh, void* data) {
+  auto* ctx = static_cast<DumpContext*>(data);
+  SocketRecord rec;
+  if (parse_inet_diag(nlh, ctx->proto, rec, *ctx->counters) != ParseResult::kOk) return MNL_CB_OK;
+  if (!ctx->include_listeners && ctx->proto == Proto::kTcp && rec.state == kTcpListen) {
+    return MNL_CB_OK;
+  }
+  ctx->out->push_back(rec);
+  return MNL_CB_OK;
+}
+
+}  // namespace
+
+ParseResult parse_inet_diag(const nlmsghdr* nlh, Proto proto, SocketRecord& out,
+                            DumpCounters& counters) {
+  if (nlh->nlmsg_type != SOCK_DIAG_BY_FAMILY) return ParseResult::kSkipped;
+  if (nlh->nlmsg_len < NLMSG_HDRLEN + sizeof(inet_diag_msg)) {
+    ++counters.malformed;
+    return ParseResult::kMalformed;
+  }
+  ++counters.messages;
+  const auto* msg = static_cast<const inet_diag_msg*>(mnl_nlmsg_get_payload(nlh));
+  if (msg->idiag_family != AF_INET && msg->idiag_family != AF_INET6) {
+    ++counters.malformed;
+    return ParseResult::kMalformed;
+  }
+  // mnl_attr_parse stops quietly at an attribute whose length overruns the
+  // message; such trailing garbage makes the whole record suspect.
+  const auto* end = reinterpret_cast<const char*>(nlh) + nlh->nlmsg_len;
+  const auto* tail = static_cast<const char*>(mnl_nlmsg_get_payload_tail(nlh));
+  const auto* attr = static_cast<const nlattr*>(mnl_nlmsg_get_payload_offset(nlh, sizeof *msg));
+  while (mnl_attr_ok(attr, static_cast<int>(tail - reinterpret_cast<const char*>(attr)))) {
+    attr = mnl_attr_next(attr);
+  }
+  const auto* parsed_to = reinterpret_cast<const char*>(attr);
+  AttrTable table;
+  if (parsed_to < end || mnl_attr_parse(nlh, sizeof(inet_diag_msg), attr_cb, &table) < 0 ||
+      table.malformed) {
+    ++counters.malformed;
+    return ParseResult::kMalformed;
+  }
+  out = SocketRecord{};
+  out.key.proto = proto;
+  copy_addr(msg->idiag_family, msg->id.idiag_src, out.key.local);
+  copy_addr(msg->idiag_family, msg->id.idiag_dst, out.key.remote);
+  out.key.local_port = ntohs(msg->id.idiag_sport);
+  out.key.remote_port = ntohs(msg->id.idiag_dport);
+  out.state = msg->idiag_state;
+  out.uid = msg->idiag_uid;
+  out.inode = msg->idiag_inode;
+  out.cookie = (uint64_t{msg->id.idiag_cookie[1]} << 32) | msg->id.idiag_cookie[0];
+  if (table.info != nullptr && proto == Proto::kTcp) {
+    const size_t len = mnl_attr_get_payload_len(table.info);
+    if (len < kMinTcpInfo) {
+      ++counters.short_tcp_info;
+    } else {
+      tcp_info info{};
+      std::memcpy(&info, mnl_attr_get_payload(table.info), std::min(len, sizeof info));
+      out.has_tcp_info = true;
+      out.tcp.segs_in = info.tcpi_segs_in;
+      out.tcp.segs_out = info.tcpi_segs_out;
+      out.tcp.bytes_acked = info.tcpi_bytes_acked;
+      out.tcp.bytes_received = info.tcpi_bytes_received;
+      if (len >= kDataSegsEnd) {
+        out.tcp.data_segs_in = info.tcpi_data_segs_in;
+        out.tcp.data_segs_out = info.tcpi_data_segs_out;
+      }
+    }
+  }
+  return ParseResult::kOk;
+}
+
+SockDiag::SockDiag()
+    : fd_(common::FileDescriptor::socket(AF_NETLINK, SOCK_RAW, NETLINK_SOCK_DIAG)),
+      buf_(kRecvBytes) {
+  sockaddr_nl local{};
+  local.nl_family = AF_NETLINK;
+  common::check_syscall("bind(NETLINK_SOCK_DIAG)",
+                        ::bind(fd_.get(), reinterpret_cast<sockaddr*>(&local), sizeof local));
+}
+
+bool SockDiag::dump(Proto proto, int family, std::vector<SocketRecord>& out,
+                    bool include_listeners) {
+  struct {
+    nlmsghdr nlh;
+    inet_diag_req_v2 req;
+  } request{};
+  request.nlh.nlmsg_len = sizeof request;
+  request.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+  request.nlh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  request.nlh.nlmsg_seq = ++seq_;
+  request.req.sdiag_family = static_cast<uint8_t>(family);
+  request.req.sdiag_protocol = proto == Proto::kTcp ? IPPROTO_TCP : IPPROTO_UDP;
+  request.req.idiag_ext = proto == Proto::kTcp ? (1u << (INET_DIAG_INFO - 1)) : 0;
+  request.req.idiag_states =
+      include_listeners || proto == Proto::kUdp ? kAllStates : kAllStates & ~(1u << kTcpListen);
+  sockaddr_nl kernel{};
+  kernel.nl_family = AF_NETLINK;
+  if (::sendto(fd_.get(), &request, sizeof request, 0, reinterpret_cast<sockaddr*>(&kernel),
+               sizeof kernel) < 0) {
+    ++counters_.errors;
+    return false;
+  }
+  DumpContext ctx{proto, include_listeners, &out, &counters_};
+  while (true) {
+    const ssize_t n = ::recv(fd_.get(), buf_.data(), buf_.size(), 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      ++counters_.errors;
+      return false;
+    }
+    // mnl_cb_run checks sequence numbers, walks NLMSG_OK boundaries, and
+    // returns MNL_CB_STOP at NLMSG_DONE, -1 on NLMSG_ERROR.
+    const int ret = mnl_cb_run(buf_.data(), static_cast<size_t>(n), seq_, 0, dump_cb, &ctx);
+    if (ret == MNL_CB_STOP) return true;
+    if (ret < 0) {
+      ++counters_.errors;
+      return false;
+    }
+  }
+}
+
+void SockDiag::dump_all(std::vector<SocketRecord>& out, bool include_listeners) {
+  out.clear();
+  for (Proto proto : {Proto::kTcp, Proto::kUdp}) {
+    for (int family : {AF_INET, AF_INET6}) dump(proto, family, out, include_listeners);
+  }
+}
+
+}  // namespace nabla::sniffer
