@@ -233,4 +233,25 @@ GradientEstimate estimate_gradient(std::span<const double> series,
   return estimate_gradient(series, baseline, k_d, delta_l_ns, options);
 }
 
+int k_d_for_period(std::size_t bins, std::int64_t bin_width_ns, std::int64_t period_ns) {
+  if (bins == 0 || bin_width_ns <= 0 || period_ns <= 0) {
+    throw std::invalid_argument("gradient: bins, bin width and period must be > 0");
+  }
+  const auto max = std::numeric_limits<std::int64_t>::max();
+  if (bins > static_cast<std::size_t>(max / bin_width_ns)) {
+    throw std::invalid_argument("gradient: bins * bin width overflows int64");
+  }
+  const std::int64_t span_ns = static_cast<std::int64_t>(bins) * bin_width_ns;
+  if (span_ns % period_ns != 0) {
+    throw std::invalid_argument(
+        "gradient: period must divide bins * bin width a whole number of times (k_d integer)");
+  }
+  const std::int64_t k_d = span_ns / period_ns;
+  if (k_d < 1 || static_cast<std::int64_t>(bins) < 4 * k_d) {
+    throw std::invalid_argument(
+        "gradient: period must span at least 4 bins and at most all of them");
+  }
+  return static_cast<int>(k_d);
+}
+
 }  // namespace nabla::analysis

@@ -87,6 +87,31 @@ TEST(Gradient, RejectsBadInput) {
   EXPECT_THROW(estimate_gradient(s128, short_baseline, 4, 1.0), std::invalid_argument);
 }
 
+TEST(Gradient, KdForPeriod) {
+  EXPECT_EQ(k_d_for_period(128, 50'000'000, 1'600'000'000), 4);
+  EXPECT_EQ(k_d_for_period(128, 50'000'000, 6'400'000'000), 1);
+  EXPECT_EQ(k_d_for_period(128, 50'000'000, 200'000'000), 32);
+  EXPECT_THROW(k_d_for_period(128, 50'000'000, 1'500'000'000), std::invalid_argument);
+  EXPECT_THROW(k_d_for_period(128, 50'000'000, 150'000'000), std::invalid_argument);  // 3 bins
+  EXPECT_THROW(k_d_for_period(128, 50'000'000, 12'800'000'000), std::invalid_argument);
+  EXPECT_THROW(k_d_for_period(128, 0, 1), std::invalid_argument);
+}
+
+// A series sitting on a 1e9 ns offset gives the same gradient.
+TEST(Gradient, OffsetInvariant) {
+  auto series = square_wave_bin_means(128, 32.0, 3.3, 2e6);
+  std::mt19937_64 rng(4);
+  std::normal_distribution<double> noise(0.0, 1e5);
+  for (double& x : series) x += noise(rng);
+  auto shifted = series;
+  for (double& x : shifted) x += 1e9;
+  const auto a = estimate_gradient(series, std::nullopt, 4, 2e6);
+  const auto b = estimate_gradient(shifted, std::nullopt, 4, 2e6);
+  EXPECT_NEAR(a.value, b.value, 1e-6);
+  EXPECT_NEAR(a.ci_high, b.ci_high, 1e-6);
+  EXPECT_NEAR(a.time_domain_value, b.time_domain_value, 1e-6);
+}
+
 // ---- Property: square wave injected into a noisy request stream ----
 
 struct Synthetic {

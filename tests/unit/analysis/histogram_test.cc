@@ -104,8 +104,14 @@ TEST(Histogram, MergeEqualsRecordingEverythingInOne) {
   const auto a_values = log_uniform_values(30000, 21, 1e10);
   const auto b_values = log_uniform_values(20000, 22, 1e6);
   LatencyHistogram a, b, all;
-  for (auto v : a_values) a.record(v), all.record(v);
-  for (auto v : b_values) b.record(v, 2), all.record(v, 2);
+  for (auto v : a_values) {
+    a.record(v);
+    all.record(v);
+  }
+  for (auto v : b_values) {
+    b.record(v, 2);
+    all.record(v, 2);
+  }
   a.record(-5);
   all.record(-5);
   a.merge(b);

@@ -63,6 +63,7 @@
 // low half-cycles, divided by delta_l_ns. NaN when a half has no whole bin.
 #include <complex>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 
@@ -110,5 +111,12 @@ GradientEstimate estimate_gradient(std::span<const double> series,
 GradientEstimate estimate_gradient(std::span<const double> series,
                                    std::optional<std::span<const double>> baseline, int k_d,
                                    double delta_l_ns, double confidence);
+
+// The injection frequency index for a square wave of period period_ns over N
+// bins of bin_width_ns: k_d = N * bin_width_ns / period_ns, which must be a
+// whole number (exact integer arithmetic) with N / k_d >= 4; otherwise
+// std::invalid_argument naming the period. (`nabla analyze gradient --bins 128
+// --bin-width 50ms --period 1.6s` gives k_d = 4.)
+int k_d_for_period(std::size_t bins, std::int64_t bin_width_ns, std::int64_t period_ns);
 
 }  // namespace nabla::analysis
