@@ -131,8 +131,9 @@ ParseResult parse_inet_diag(const nlmsghdr* nlh, Proto proto, SocketRecord& out,
 }
 
 SockDiag::SockDiag()
-    : fd_(common::FileDescriptor::socket(AF_NETLINK, SOCK_RAW, NETLINK_SOCK_DIAG)),
-      buf_(kRecvBytes) {
+    : SockDiag(common::FileDescriptor::socket(AF_NETLINK, SOCK_RAW, NETLINK_SOCK_DIAG)) {}
+
+SockDiag::SockDiag(common::FileDescriptor fd) : fd_(std::move(fd)), buf_(kRecvBytes) {
   sockaddr_nl local{};
   local.nl_family = AF_NETLINK;
   common::check_syscall("bind(NETLINK_SOCK_DIAG)",

@@ -35,6 +35,9 @@ class SockDiag {
  public:
   // Opens the NETLINK_SOCK_DIAG socket. Throws std::system_error.
   SockDiag();
+  // Uses a NETLINK_SOCK_DIAG socket made elsewhere (e.g. inside a network
+  // namespace with NetNamespace::socket); dumps then cover that namespace.
+  explicit SockDiag(common::FileDescriptor fd);
 
   // Appends every TCP (all states except LISTEN unless include_listeners)
   // or UDP socket of `family` (AF_INET/AF_INET6) to `out`. Returns false if

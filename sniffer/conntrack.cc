@@ -1,0 +1,220 @@
+// ctnetlink events; see conntrack.hh.
+#include "nabla/sniffer/conntrack.hh"
+
+#include <arpa/inet.h>
+#include <libmnl/libmnl.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netfilter/nfnetlink_conntrack.h>
+#include <linux/netlink.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "nabla/common/error.hh"
+
+namespace nabla::sniffer {
+namespace {
+
+constexpr size_t kRecvBytes = 64 * 1024;
+constexpr int kRcvBufBytes = 4 * 1024 * 1024;
+
+// Collects the attributes of one nesting level after validating each.
+template <int kMax>
+struct Attrs {
+  const nlattr* at[kMax + 1] = {};
+  bool malformed = false;
+};
+
+// Expected payload type per attribute, by level; MNL_TYPE_UNSPEC = not used.
+mnl_attr_data_type top_type(uint16_t type) {
+  switch (type) {
+    case CTA_TUPLE_ORIG:
+    case CTA_TUPLE_REPLY:
+    case CTA_COUNTERS_ORIG:
+    case CTA_COUNTERS_REPLY:
+      return MNL_TYPE_NESTED;
+    default:
+      return MNL_TYPE_UNSPEC;
+  }
+}
+mnl_attr_data_type tuple_type(uint16_t type) {
+  return type == CTA_TUPLE_IP || type == CTA_TUPLE_PROTO ? MNL_TYPE_NESTED : MNL_TYPE_UNSPEC;
+}
+mnl_attr_data_type ip_type(uint16_t type) {
+  switch (type) {
+    case CTA_IP_V4_SRC:
+    case CTA_IP_V4_DST:
+      return MNL_TYPE_U32;
+    default:
+      return MNL_TYPE_UNSPEC;  // v6 addresses are checked by length below
+  }
+}
+mnl_attr_data_type proto_type(uint16_t type) {
+  switch (type) {
+    case CTA_PROTO_NUM:
+      return MNL_TYPE_U8;
+    case CTA_PROTO_SRC_PORT:
+    case CTA_PROTO_DST_PORT:
+      return MNL_TYPE_U16;
+    default:
+      return MNL_TYPE_UNSPEC;
+  }
+}
+mnl_attr_data_type counter_type(uint16_t type) {
+  return type == CTA_COUNTERS_PACKETS || type == CTA_COUNTERS_BYTES ? MNL_TYPE_U64
+                                                                    : MNL_TYPE_UNSPEC;
+}
+
+template <int kMax, mnl_attr_data_type (*TypeOf)(uint16_t)>
+int collect_cb(const nlattr* attr, void* data) {
+  auto* attrs = static_cast<Attrs<kMax>*>(data);
+  if (mnl_attr_type_valid(attr, kMax) < 0) return MNL_CB_OK;  // newer kernel: skip
+  const uint16_t type = mnl_attr_get_type(attr);
+  const mnl_attr_data_type expected = TypeOf(type);
+  if (expected != MNL_TYPE_UNSPEC && mnl_attr_validate(attr, expected) < 0) {
+    attrs->malformed = true;
+    return MNL_CB_OK;
+  }
+  attrs->at[type] = attr;
+  return MNL_CB_OK;
+}
+
+template <int kMax, mnl_attr_data_type (*TypeOf)(uint16_t)>
+bool parse_nested(const nlattr* nest, Attrs<kMax>& out) {
+  return mnl_attr_parse_nested(nest, collect_cb<kMax, TypeOf>, &out) >= 0 && !out.malformed;
+}
+
+bool read_addr(const nlattr* attr, int family, IpAddr& out) {
+  if (attr == nullptr) return false;
+  const size_t len = family == AF_INET ? 4 : 16;
+  if (mnl_attr_get_payload_len(attr) != len) return false;
+  out.family = static_cast<uint8_t>(family);
+  std::memset(out.bytes, 0, sizeof out.bytes);
+  std::memcpy(out.bytes, mnl_attr_get_payload(attr), len);
+  return true;
+}
+
+// Returns kOk, kIgnored (not TCP/UDP) or kMalformed.
+ConntrackParse parse_tuple(const nlattr* tuple, ConntrackEvent& out) {
+  Attrs<CTA_TUPLE_MAX> t;
+  if (tuple == nullptr || !parse_nested<CTA_TUPLE_MAX, tuple_type>(tuple, t)) {
+    return ConntrackParse::kMalformed;
+  }
+  Attrs<CTA_IP_MAX> ip;
+  Attrs<CTA_PROTO_MAX> proto;
+  if (t.at[CTA_TUPLE_IP] == nullptr || t.at[CTA_TUPLE_PROTO] == nullptr ||
+      !parse_nested<CTA_IP_MAX, ip_type>(t.at[CTA_TUPLE_IP], ip) ||
+      !parse_nested<CTA_PROTO_MAX, proto_type>(t.at[CTA_TUPLE_PROTO], proto) ||
+      proto.at[CTA_PROTO_NUM] == nullptr) {
+    return ConntrackParse::kMalformed;
+  }
+  const uint8_t num = mnl_attr_get_u8(proto.at[CTA_PROTO_NUM]);
+  if (num != IPPROTO_TCP && num != IPPROTO_UDP) return ConntrackParse::kIgnored;
+  out.proto = num == IPPROTO_TCP ? Proto::kTcp : Proto::kUdp;
+  const bool v4 = ip.at[CTA_IP_V4_SRC] != nullptr;
+  const int family = v4 ? AF_INET : AF_INET6;
+  if (!read_addr(ip.at[v4 ? CTA_IP_V4_SRC : CTA_IP_V6_SRC], family, out.src) ||
+      !read_addr(ip.at[v4 ? CTA_IP_V4_DST : CTA_IP_V6_DST], family, out.dst) ||
+      proto.at[CTA_PROTO_SRC_PORT] == nullptr || proto.at[CTA_PROTO_DST_PORT] == nullptr) {
+    return ConntrackParse::kMalformed;
+  }
+  out.src_port = ntohs(mnl_attr_get_u16(proto.at[CTA_PROTO_SRC_PORT]));
+  out.dst_port = ntohs(mnl_attr_get_u16(proto.at[CTA_PROTO_DST_PORT]));
+  return ConntrackParse::kOk;
+}
+
+bool read_counters(const nlattr* nest, uint64_t& packets, uint64_t& bytes) {
+  Attrs<CTA_COUNTERS_MAX> c;
+  if (!parse_nested<CTA_COUNTERS_MAX, counter_type>(nest, c) ||
+      c.at[CTA_COUNTERS_PACKETS] == nullptr || c.at[CTA_COUNTERS_BYTES] == nullptr) {
+    return false;
+  }
+  packets = be64toh(mnl_attr_get_u64(c.at[CTA_COUNTERS_PACKETS]));
+  bytes = be64toh(mnl_attr_get_u64(c.at[CTA_COUNTERS_BYTES]));
+  return true;
+}
+
+}  // namespace
+
+ConntrackParse parse_conntrack_event(const nlmsghdr* nlh, ConntrackEvent& out) {
+  if ((nlh->nlmsg_type >> 8) != NFNL_SUBSYS_CTNETLINK) return ConntrackParse::kIgnored;
+  const int msg = nlh->nlmsg_type & 0xff;
+  if (msg != IPCTNL_MSG_CT_NEW && msg != IPCTNL_MSG_CT_DELETE) return ConntrackParse::kIgnored;
+  if (nlh->nlmsg_len < NLMSG_HDRLEN + sizeof(nfgenmsg)) return ConntrackParse::kMalformed;
+  out = ConntrackEvent{};
+  out.type = msg == IPCTNL_MSG_CT_NEW ? ConntrackEventType::kNew : ConntrackEventType::kDestroy;
+  Attrs<CTA_MAX> top;
+  if (mnl_attr_parse(nlh, sizeof(nfgenmsg), collect_cb<CTA_MAX, top_type>, &top) < 0 ||
+      top.malformed) {
+    return ConntrackParse::kMalformed;
+  }
+  const ConntrackParse tuple = parse_tuple(top.at[CTA_TUPLE_ORIG], out);
+  if (tuple != ConntrackParse::kOk) return tuple;
+  if (top.at[CTA_COUNTERS_ORIG] != nullptr && top.at[CTA_COUNTERS_REPLY] != nullptr) {
+    if (!read_counters(top.at[CTA_COUNTERS_ORIG], out.orig_packets, out.orig_bytes) ||
+        !read_counters(top.at[CTA_COUNTERS_REPLY], out.reply_packets, out.reply_bytes)) {
+      return ConntrackParse::kMalformed;
+    }
+    out.has_counters = true;
+  }
+  return ConntrackParse::kOk;
+}
+
+ConntrackListener::ConntrackListener()
+    : ConntrackListener(common::FileDescriptor::socket(AF_NETLINK, SOCK_RAW, NETLINK_NETFILTER)) {}
+
+ConntrackListener::ConntrackListener(common::FileDescriptor fd)
+    : fd_(std::move(fd)), buf_(kRecvBytes) {
+  subscribe();
+}
+
+void ConntrackListener::subscribe() {
+  // A burst of short connections must not overflow the queue; FORCE (root)
+  // lifts the rmem_max cap, the plain call is the unprivileged fallback.
+  if (::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVBUFFORCE, &kRcvBufBytes, sizeof kRcvBufBytes) !=
+      0) {
+    ::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVBUF, &kRcvBufBytes, sizeof kRcvBufBytes);
+  }
+  sockaddr_nl local{};
+  local.nl_family = AF_NETLINK;
+  local.nl_groups = NF_NETLINK_CONNTRACK_NEW | NF_NETLINK_CONNTRACK_DESTROY;
+  common::check_syscall("bind(NETLINK_NETFILTER, conntrack NEW|DESTROY)",
+                        ::bind(fd_.get(), reinterpret_cast<sockaddr*>(&local), sizeof local));
+}
+
+size_t ConntrackListener::read_available(std::vector<ConntrackEvent>& out) {
+  size_t added = 0;
+  while (true) {
+    const ssize_t n = ::recv(fd_.get(), buf_.data(), buf_.size(), MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == ENOBUFS) {
+        ++counters_.lost;  // some events are gone; later ones still arrive
+        continue;
+      }
+      return added;  // EAGAIN: drained
+    }
+    auto* nlh = reinterpret_cast<const nlmsghdr*>(buf_.data());
+    int len = static_cast<int>(n);
+    for (; mnl_nlmsg_ok(nlh, len); nlh = mnl_nlmsg_next(nlh, &len)) {
+      ConntrackEvent ev;
+      switch (parse_conntrack_event(nlh, ev)) {
+        case ConntrackParse::kOk:
+          ++counters_.events;
+          out.push_back(ev);
+          ++added;
+          break;
+        case ConntrackParse::kIgnored:
+          ++counters_.ignored;
+          break;
+        case ConntrackParse::kMalformed:
+          ++counters_.malformed;
+          break;
+      }
+    }
+  }
+}
+
+}  // namespace nabla::sniffer
