@@ -320,19 +320,20 @@ std::string Statement::sql() const {
 
 // ---------------------------------------------------------------- Transaction
 
-Transaction::Transaction(Database& db) : db_(&db) {
-  db_->exec("BEGIN IMMEDIATE");
+Transaction::Transaction(Database& db) : db_(&db), nested_(db.in_transaction()) {
+  db_->exec(nested_ ? "SAVEPOINT nabla_tx" : "BEGIN IMMEDIATE");
 }
 
 Transaction::~Transaction() {
   if (done_) return;
   // Never throw from here; a failed rollback (e.g. SQLite already rolled back
   // after an I/O error) leaves nothing more to undo.
-  sqlite3_exec(db_->handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+  const char* undo = nested_ ? "ROLLBACK TO nabla_tx; RELEASE nabla_tx" : "ROLLBACK";
+  sqlite3_exec(db_->handle(), undo, nullptr, nullptr, nullptr);
 }
 
 void Transaction::commit() {
-  db_->exec("COMMIT");
+  db_->exec(nested_ ? "RELEASE nabla_tx" : "COMMIT");
   done_ = true;
 }
 

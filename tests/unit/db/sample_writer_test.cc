@@ -95,5 +95,17 @@ TEST_F(SampleWriterTest, AFailedBatchIsRolledBackAndCounted) {
   EXPECT_EQ(count(), 1);
 }
 
+TEST_F(SampleWriterTest, FlushInsideACallersTransactionJoinsIt) {
+  Database& db = store_->database();
+  {
+    Transaction outer(db);
+    SampleWriter w = store_->sample_writer(run_);
+    for (int i = 0; i < 10; ++i) w.add(sample(i));
+    w.flush();
+    EXPECT_EQ(count(), 10);  // visible inside the caller's transaction
+  }                          // the caller rolls back: so do the samples
+  EXPECT_EQ(count(), 0);
+}
+
 }  // namespace
 }  // namespace nabla::db

@@ -147,6 +147,24 @@ TEST_F(SqliteTest, TransactionRollsBackUnlessCommitted) {
   EXPECT_EQ(query(db(), "SELECT count(*) FROM t").rows.at(0).at(0), Value(std::int64_t{1}));
 }
 
+TEST_F(SqliteTest, NestedTransactionsAreSavepoints) {
+  Transaction outer(db());
+  db().exec("INSERT INTO t (i) VALUES (1)");
+  {
+    Transaction inner(db());
+    db().exec("INSERT INTO t (i) VALUES (2)");
+  }  // rolls back only row 2
+  {
+    Transaction inner(db());
+    db().exec("INSERT INTO t (i) VALUES (3)");
+    inner.commit();
+  }
+  EXPECT_TRUE(db().in_transaction());
+  outer.commit();
+  EXPECT_FALSE(db().in_transaction());
+  EXPECT_EQ(query(db(), "SELECT group_concat(i) FROM t").rows[0][0], Value(std::string("1,3")));
+}
+
 TEST_F(SqliteTest, SecondWriterWaitsThenFailsBusy) {
   // Another connection holds the write lock; BEGIN IMMEDIATE on ours fails
   // with SQLITE_BUSY after busy_timeout. Shorten the timeout for the test.

@@ -172,6 +172,8 @@ class Statement {
 // BEGIN IMMEDIATE on construction (takes the write lock up front, so a busy
 // database fails here, within busy_timeout, not half-way through), ROLLBACK in
 // the destructor unless commit() was called. The destructor never throws.
+// Nested inside an open transaction it becomes a SAVEPOINT: commit() releases
+// it into the outer transaction, destruction rolls back only its own work.
 class Transaction {
  public:
   explicit Transaction(Database& db);
@@ -183,6 +185,7 @@ class Transaction {
 
  private:
   Database* db_;
+  bool nested_ = false;
   bool done_ = false;
 };
 
