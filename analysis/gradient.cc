@@ -15,7 +15,7 @@
 namespace nabla::analysis {
 namespace {
 
-constexpr int kPhaseGridPerBin = 256;
+constexpr int kPhaseGridPerBin = 32;
 
 void validate(std::size_t n, int k_d, double delta_l_ns, const GradientOptions& options) {
   if (n < 8 || !std::has_single_bit(n)) {

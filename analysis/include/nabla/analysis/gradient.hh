@@ -28,7 +28,7 @@
 //   - phase known (GradientOptions::phase_bins, the rising edge measured in
 //     bins from the series start): a = Re(D*conj(W))/|W|^2, signed;
 //   - phase unknown: theta maximises the projection Re(D*conj(W))/|W| over a
-//     grid (256 points per bin, then golden-section refinement); the result
+//     grid (32 points per bin, then golden-section refinement); the result
 //     is a magnitude (a >= 0), like the paper's equation 5.
 // gradient = a / delta_l_ns. The paper's closed form is kept as eq5_value for
 // reference; the tests show it is off by up to 1 - cos(pi/2n) at random phase
