@@ -254,4 +254,46 @@ int k_d_for_period(std::size_t bins, std::int64_t bin_width_ns, std::int64_t per
   return static_cast<int>(k_d);
 }
 
+namespace {
+
+std::int64_t earliest_ns(std::span<const LatencyRecord> records) {
+  if (records.empty()) throw std::invalid_argument("gradient: no records");
+  std::int64_t t = records.front().t_ns;
+  for (const auto& r : records) t = std::min(t, r.t_ns);
+  return t;
+}
+
+}  // namespace
+
+std::vector<TypedGradient> gradients_by_type(
+    std::span<const LatencyRecord> records,
+    std::optional<std::span<const LatencyRecord>> baseline_records, std::int64_t bin_width_ns,
+    std::size_t bins, std::int64_t period_ns, double delta_l_ns, const GradientOptions& options) {
+  const int k_d = k_d_for_period(bins, bin_width_ns, period_ns);
+  const auto measured = bin_by_type(records, earliest_ns(records), bin_width_ns, bins);
+  std::vector<BinnedSeries> baseline;
+  if (baseline_records) {
+    baseline = bin_by_type(*baseline_records, earliest_ns(*baseline_records), bin_width_ns, bins);
+  }
+  std::vector<TypedGradient> out;
+  out.reserve(measured.size());
+  for (const auto& series : measured) {
+    TypedGradient g;
+    g.type = series.type;
+    g.records = series.records;
+    g.filled_bins = series.filled_bins;
+    g.reliable = series.reliable;
+    std::optional<std::span<const double>> base;
+    for (const auto& b : baseline) {
+      if (b.type != series.type) continue;
+      base = b.mean_latency_ns;
+      g.has_baseline = true;
+      g.reliable = g.reliable && b.reliable;
+    }
+    g.estimate = estimate_gradient(series.mean_latency_ns, base, k_d, delta_l_ns, options);
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
 }  // namespace nabla::analysis

@@ -124,6 +124,10 @@ constexpr std::size_t kBins = 128;
 constexpr int kKd = 4;  // period 1.6 s = 32 bins
 constexpr double kDeltaNs = 2e6;
 
+std::int32_t uniform_type(std::mt19937_64& rng) {
+  return std::uniform_int_distribution<std::int32_t>(1, 2)(rng);
+}
+
 // Poisson arrivals (~50 per bin), response time = 10 ms + exponential noise
 // (mean 0.5 ms) + g * delta_l while the injected square wave is high at the
 // request's arrival; binned with bin_latencies.
@@ -175,6 +179,48 @@ TEST(Gradient, RecoversKnownGradientWithinFivePercentAndInsideCi) {
       }
     }
   }
+}
+
+// The CLI path: records of two types with different gradients, binned from
+// the earliest record, k_d from the period, one type with a baseline.
+TEST(Gradient, ByTypeFromRecords) {
+  std::mt19937_64 rng(12);
+  std::exponential_distribution<double> gap(100.0 / kBinNs);
+  std::exponential_distribution<double> noise(1.0 / 5e5);
+  const double period_ns = 1.6e9;
+  const double edge_ns = 0.3e9;
+  std::vector<LatencyRecord> records, baseline;
+  const std::int64_t t0 = 1'700'000'000'000'000'000;  // epoch-like offset
+  const double end_ns = static_cast<double>(kBins) * kBinNs;
+  for (double t = gap(rng); t < end_ns; t += gap(rng)) {
+    const std::int32_t type = uniform_type(rng);
+    const bool high = std::fmod(t - edge_ns + period_ns, period_ns) < period_ns / 2;
+    const double g = type == 1 ? 0.5 : 2.0;
+    const double latency = 1e7 * type + noise(rng) + (high ? g * kDeltaNs : 0.0);
+    records.push_back(
+        {t0 + static_cast<std::int64_t>(t), static_cast<std::int64_t>(latency), type});
+    baseline.push_back(
+        {static_cast<std::int64_t>(t), static_cast<std::int64_t>(1e7 + noise(rng)), 1});
+  }
+  const auto results = gradients_by_type(records, baseline, kBinNs, kBins, 1'600'000'000, kDeltaNs);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].type, 1);
+  EXPECT_TRUE(results[0].has_baseline);
+  EXPECT_NEAR(results[0].estimate.value, 0.5, 0.05);
+  EXPECT_EQ(results[1].type, 2);
+  EXPECT_FALSE(results[1].has_baseline);
+  EXPECT_NEAR(results[1].estimate.value, 2.0, 0.1);
+  for (const auto& r : results) {
+    EXPECT_EQ(r.estimate.k_d, 4);
+    EXPECT_EQ(r.estimate.bins, kBins);
+    EXPECT_TRUE(r.reliable);
+    EXPECT_LE(r.estimate.ci_low, r.type == 1 ? 0.5 : 2.0);
+    EXPECT_GE(r.estimate.ci_high, r.type == 1 ? 0.5 : 2.0);
+  }
+  EXPECT_THROW(gradients_by_type({}, std::nullopt, kBinNs, kBins, 1'600'000'000, kDeltaNs),
+               std::invalid_argument);
+  EXPECT_THROW(gradients_by_type(records, std::nullopt, kBinNs, kBins, 1'500'000'000, kDeltaNs),
+               std::invalid_argument);
 }
 
 // Coverage of the 95% interval across 200 seeded trials.

@@ -17,8 +17,9 @@
 // wave's coefficient at f_d as k_d*A/sin(pi/2n) independent of phase. That is
 // exact only for point samples, or for bin means when the wave's edges fall
 // on bin boundaries. A bin mean sees the fraction of the bin that was high, so
-// the coefficient is W(theta) = k_d/sin(pi/2n) * ((1-phi) + phi*e^{-j*pi/n})
-// times a phase factor, phi the fractional bin offset of the edge: its
+// the coefficient is (for integer n) W(theta) = k_d/sin(pi/2n) *
+// ((1-phi) + phi*e^{-j*pi/n}) times a phase factor, phi the fractional bin
+// offset of the edge: its
 // magnitude drops to cos(pi/2n) of the paper's value at phi = 1/2 (-7.6% at
 // 2n = 8 bins per period, the paper's recommended minimum). The injector's
 // clock is not synchronised with the bins, so we model it: W(theta) is the
@@ -47,9 +48,9 @@
 //     F(2, nu): r^2 = sigma^2 * (nu/2) * ((1-c)^{-2/nu} - 1)): the same
 //     t interval with the low end clamped at 0 — the normal approximation of
 //     the magnitude, good at high SNR;
-//   - phase unknown and not detected: [0, (|D| + r) / (min|W| * delta_l)],
-//     which covers with probability >= c whatever the true value (this is
-//     what makes the interval hold for a gradient of 0).
+//   - phase unknown and not detected: [0, (|D| + r) / (min|W| * delta_l)]
+//     (|Z| <= r, probability c, implies |S| <= |D| + r whatever the phase);
+//     with it the procedure covers a gradient of 0 with probability >= c.
 // The phase estimate's own error is ignored (second order at high SNR).
 // Measured coverage (200-300 seeded synthetic runs, tests/unit/analysis/
 // gradient_test.cc): ~94-95% for g = 0, 0.5, 1 with phase known or not. For
@@ -66,6 +67,9 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <vector>
+
+#include "nabla/analysis/binning.hh"
 
 namespace nabla::analysis {
 
@@ -118,5 +122,27 @@ GradientEstimate estimate_gradient(std::span<const double> series,
 // std::invalid_argument naming the period. (`nabla analyze gradient --bins 128
 // --bin-width 50ms --period 1.6s` gives k_d = 4.)
 int k_d_for_period(std::size_t bins, std::int64_t bin_width_ns, std::int64_t period_ns);
+
+// The `nabla analyze gradient` path: bin `records` per type into N bins of
+// bin_width_ns starting at the earliest t_ns, k_d from period_ns
+// (k_d_for_period), and estimate each type's gradient with the phase
+// estimated. The baseline records, when given, are binned the same way from
+// their own earliest t_ns and a type's baseline series is its FFT^0 (types
+// absent from the baseline get FFT^0 = 0). Throws std::invalid_argument for
+// empty records or the errors of k_d_for_period / estimate_gradient.
+struct TypedGradient {
+  std::int32_t type = 0;
+  GradientEstimate estimate;
+  std::size_t records = 0;      // records of this type inside the window
+  std::size_t filled_bins = 0;  // empty bins that were interpolated
+  bool reliable = true;         // BinnedSeries::reliable (and the baseline's)
+  bool has_baseline = false;
+};
+
+std::vector<TypedGradient> gradients_by_type(
+    std::span<const LatencyRecord> records,
+    std::optional<std::span<const LatencyRecord>> baseline_records, std::int64_t bin_width_ns,
+    std::size_t bins, std::int64_t period_ns, double delta_l_ns,
+    const GradientOptions& options = {});
 
 }  // namespace nabla::analysis
