@@ -57,6 +57,10 @@ Database Database::open(const std::string& path, OpenMode mode) {
   }
   Database db(raw, mode == OpenMode::kReadOnly);
   sqlite3_extended_result_codes(raw, 1);
+  // Defensive mode: user SQL (`nabla sql`) cannot corrupt the file through
+  // writable_schema, journal_mode=OFF or similar.
+  rc = sqlite3_db_config(raw, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
+  if (rc != SQLITE_OK) throw_error(raw, rc, "sqlite3_db_config(SQLITE_DBCONFIG_DEFENSIVE)");
   rc = sqlite3_busy_timeout(raw, kBusyTimeoutMs);
   if (rc != SQLITE_OK) throw_error(raw, rc, "sqlite3_busy_timeout");
   db.exec("PRAGMA foreign_keys = ON");

@@ -287,6 +287,27 @@ SampleWriter Store::sample_writer(std::int64_t run_id, std::size_t batch_rows) {
   return SampleWriter(db_, run_id, batch_rows);
 }
 
+std::int64_t Store::for_each_sample(std::int64_t run_id,
+                                    const std::function<void(const Sample&)>& visit) {
+  Statement st(db_,
+               "SELECT phase_id, send_ns, latency_ns, service_ns, type_id, ts_source "
+               "FROM samples WHERE run_id = ? ORDER BY send_ns, rowid");
+  st.bind(1, run_id);
+  std::int64_t rows = 0;
+  Sample s;
+  while (st.step()) {
+    s.phase_id = st.optional_int64(0);
+    s.send_ns = st.column_int64(1);
+    s.latency_ns = st.column_int64(2);
+    s.service_ns = st.optional_int64(3);
+    s.type_id = st.column_int64(4);
+    s.source = static_cast<TimestampSource>(st.column_int64(5));
+    visit(s);
+    ++rows;
+  }
+  return rows;
+}
+
 std::vector<std::int64_t> Store::recover_interrupted_runs(std::int64_t now_ns) {
   struct Orphan {
     std::int64_t id;

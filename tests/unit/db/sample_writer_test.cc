@@ -95,6 +95,26 @@ TEST_F(SampleWriterTest, AFailedBatchIsRolledBackAndCounted) {
   EXPECT_EQ(count(), 1);
 }
 
+TEST_F(SampleWriterTest, ReadBackInSendOrder) {
+  {
+    SampleWriter w = store_->sample_writer(run_);
+    for (int i : {3, 1, 2}) w.add(sample(i));
+  }
+  std::vector<std::int64_t> sends;
+  std::vector<std::optional<std::int64_t>> services;
+  EXPECT_EQ(store_->for_each_sample(run_,
+                                    [&](const Sample& s) {
+                                      sends.push_back(s.send_ns);
+                                      services.push_back(s.service_ns);
+                                      EXPECT_EQ(s.source, TimestampSource::kSoftware);
+                                      EXPECT_EQ(s.type_id, type_);
+                                    }),
+            3);
+  EXPECT_EQ(sends, (std::vector<std::int64_t>{1000, 2000, 3000}));
+  EXPECT_EQ(services, (std::vector<std::optional<std::int64_t>>{std::nullopt, std::nullopt, 3}));
+  EXPECT_EQ(store_->for_each_sample(run_ + 1, [](const Sample&) {}), 0);
+}
+
 TEST_F(SampleWriterTest, FlushInsideACallersTransactionJoinsIt) {
   Database& db = store_->database();
   {

@@ -208,6 +208,11 @@ TEST_F(SqliteTest, ReadOnlyOpenRefusesWrites) {
   EXPECT_THROW(Database::open(dir_.file("missing.db"), OpenMode::kReadOnly), Error);
 }
 
+TEST_F(SqliteTest, DefensiveModeBlocksSchemaTampering) {
+  db().exec("PRAGMA writable_schema = ON");  // accepted but ignored in defensive mode
+  EXPECT_THROW(db().exec("UPDATE sqlite_schema SET sql = 'x' WHERE name = 't'"), Error);
+}
+
 TEST(ValueToString, RendersDoublesShortestRoundTrip) {
   EXPECT_EQ(to_string(Value(0.1)), "0.1");
   EXPECT_EQ(to_string(Value(1e300)), "1e+300");

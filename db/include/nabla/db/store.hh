@@ -6,6 +6,7 @@
 // recover_interrupted_runs). Opening read-only (for `nabla sql`) does
 // neither and requires the current schema.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -55,6 +56,10 @@ class Store {
 
   SampleWriter sample_writer(std::int64_t run_id,
                              std::size_t batch_rows = SampleWriter::kDefaultBatchRows);
+  // Streams a run's samples in send order without loading them all (for
+  // export and offline analysis); returns the number of rows visited.
+  std::int64_t for_each_sample(std::int64_t run_id,
+                               const std::function<void(const Sample&)>& visit);
 
   // Marks failed every 'running' run whose owner (boot id, pid, pid start
   // time) is no longer running, with error "interrupted (process N no longer
