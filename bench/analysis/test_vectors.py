@@ -104,6 +104,7 @@ if __name__ == "__main__":
     adf("adf ar1(3,500)", ar1_half(3, 500))
     adf("adf ma1(4,300)", ma1(4, 300))
     adf("adf ma1(4,300) maxlag=3", ma1(4, 300), maxlag=3)
+    adf("adf ma1(13,20000)", ma1(13, 20000))
     adf("adf white(12,1000)", white_noise(12, 1000))
     adf("adf white(5,20)", white_noise(5, 20))
     adf("adf n4", np.array([1.0, 3.0, 2.0, 5.0]))

@@ -109,6 +109,18 @@ TEST(Adf, MovingAverageNeedsSeveralLags) {
                       4203.5278663405425});
 }
 
+TEST(Adf, DeepLagSearchOnALongSeries) {
+  // 20000 values: 47 candidate models on a common sample, AIC picks lag 19.
+  const auto r = adf_test(ma1(13, 20000));
+  EXPECT_EQ(r.max_lag, 46);
+  expect_adf(r, {-31.351460323588327,
+                 0.0,
+                 19,
+                 19980,
+                 {-3.4306773343513073, -2.861684670270882, -2.566847004033563},
+                 282800.54705511115});
+}
+
 TEST(Adf, ShortSeries) {
   expect_adf(adf_test(white_noise(5, 20)),
              {-4.24744185131983,
