@@ -1,0 +1,125 @@
+#include "nabla/coordinator/csv_series.hh"
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string_view>
+#include <unordered_map>
+
+namespace nabla::coordinator {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
+  return s;
+}
+
+bool parse_int(std::string_view field, std::int64_t& out) {
+  field = trim(field);
+  if (field.empty()) return false;
+  const char* end = field.data() + field.size();
+  auto [ptr, ec] = std::from_chars(field.data(), end, out);
+  return ec == std::errc() && ptr == end;
+}
+
+bool looks_numeric(std::string_view field) {
+  field = trim(field);
+  return !field.empty() && (std::isdigit(static_cast<unsigned char>(field.front())) ||
+                            field.front() == '-' || field.front() == '+');
+}
+
+}  // namespace
+
+CsvError::CsvError(const std::string& file, std::size_t line, const std::string& what)
+    : std::runtime_error(file + ":" + std::to_string(line) + ": " + what), line_(line) {}
+
+CsvSeries parse_csv_series(std::string_view text, const std::string& name) {
+  CsvSeries out;
+  std::unordered_map<std::string, std::int32_t> type_ids;
+  int columns = 0;  // 2 or 3 once known
+  std::size_t line_no = 0;
+  bool first_content_line = true;
+  while (!text.empty()) {
+    const std::size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+    ++line_no;
+    line = trim(line);
+    if (line.empty() || line.front() == '#') continue;
+
+    std::string_view fields[4];
+    int n = 0;
+    std::string_view rest = line;
+    while (true) {
+      const std::size_t comma = rest.find(',');
+      if (n == 4)
+        throw CsvError(name, line_no, "too many columns (expected t_ns,latency_ns[,type])");
+      fields[n++] = trim(rest.substr(0, comma));
+      if (comma == std::string_view::npos) break;
+      rest = rest.substr(comma + 1);
+    }
+    if (n > 3) throw CsvError(name, line_no, "too many columns (expected t_ns,latency_ns[,type])");
+
+    if (first_content_line) {
+      first_content_line = false;
+      if (!looks_numeric(fields[0])) {
+        const bool ok = n >= 2 && fields[0] == "t_ns" && fields[1] == "latency_ns" &&
+                        (n == 2 || fields[2] == "type");
+        if (!ok) {
+          throw CsvError(name, line_no,
+                         "header must be 't_ns,latency_ns' or 't_ns,latency_ns,type', got '" +
+                             std::string(line) + "'");
+        }
+        columns = n;
+        continue;
+      }
+    }
+    if (n < 2) throw CsvError(name, line_no, "expected at least 2 columns (t_ns,latency_ns)");
+    if (columns == 0) columns = n;
+    if (n != columns) {
+      throw CsvError(name, line_no,
+                     "expected " + std::to_string(columns) +
+                         " columns like the first record, got " + std::to_string(n));
+    }
+    std::int64_t t = 0;
+    std::int64_t latency = 0;
+    if (!parse_int(fields[0], t)) {
+      throw CsvError(name, line_no, "t_ns '" + std::string(fields[0]) + "' is not an integer");
+    }
+    if (!parse_int(fields[1], latency)) {
+      throw CsvError(name, line_no,
+                     "latency_ns '" + std::string(fields[1]) + "' is not an integer");
+    }
+    if (latency < 0) {
+      throw CsvError(name, line_no, "latency_ns is negative (" + std::to_string(latency) + ")");
+    }
+    std::string type_name = n == 3 ? std::string(fields[2]) : std::string("all");
+    if (type_name.empty()) throw CsvError(name, line_no, "type is empty");
+    auto [it, inserted] =
+        type_ids.try_emplace(type_name, static_cast<std::int32_t>(out.type_names.size()));
+    if (inserted) out.type_names.push_back(type_name);
+    out.t_ns.push_back(t);
+    out.latency_ns.push_back(latency);
+    out.type.push_back(it->second);
+  }
+  out.has_type_column = columns == 3;
+  if (out.size() == 0) throw CsvError(name, line_no, "no records");
+  return out;
+}
+
+CsvSeries read_csv_series(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw std::runtime_error("cannot read '" + path + "': " + std::strerror(errno));
+  }
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = std::move(buffer).str();
+  return parse_csv_series(text, path);
+}
+
+}  // namespace nabla::coordinator
