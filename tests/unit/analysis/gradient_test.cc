@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <numbers>
 #include <random>
 #include <stdexcept>
@@ -30,6 +31,22 @@ TEST(SquareWave, PaperClosedFormHoldsOnlyForEdgesOnBinBoundaries) {
   EXPECT_NEAR(square_wave_min_coefficient_magnitude(128, 16, 8), 38.62741699796952, 1e-6);
 }
 
+// The reduced phase span of the minimum search agrees with brute force.
+TEST(SquareWave, MinimumOverPhaseMatchesBruteForce) {
+  for (std::size_t n : {128u, 1024u}) {
+    for (std::size_t k : {1u, 3u, 6u, 10u, 16u, 27u}) {
+      const double period = static_cast<double>(n) / static_cast<double>(k);
+      double brute = std::numeric_limits<double>::infinity();
+      for (int g = 0; g <= 2000; ++g) {
+        brute = std::min(brute, std::abs(square_wave_coefficient(n, k, period, g / 2000.0)));
+      }
+      const double got = square_wave_min_coefficient_magnitude(n, k, period);
+      EXPECT_GE(got, brute * (1 - 1e-12)) << n << " " << k;
+      EXPECT_NEAR(got, brute, 1e-5 * brute) << n << " " << k;
+    }
+  }
+}
+
 TEST(SquareWave, BinMeansAndTheirSpectrum) {
   const auto w = square_wave_bin_means(8, 4.0, 0.25, 2.0);
   // high on [0.25, 2.25) and [4.25, 6.25)
@@ -39,11 +56,17 @@ TEST(SquareWave, BinMeansAndTheirSpectrum) {
   // The model coefficient is the rfft of the bin means.
   std::mt19937_64 rng(5);
   std::uniform_real_distribution<double> phase(0.0, 100.0);
-  for (int rep = 0; rep < 5; ++rep) {
-    const double theta = phase(rng);
-    const auto series = square_wave_bin_means(128, 128.0 / 3.0, theta, 1.0);
-    const auto c = square_wave_coefficient(128, 3, 128.0 / 3.0, theta);
-    EXPECT_NEAR(std::abs(rfft(series)[3] - c), 0.0, 1e-9);
+  for (std::size_t n : {8u, 128u, 1024u}) {
+    for (std::size_t k : {1u, 2u, 3u, 4u, 7u}) {
+      if (n < 4 * k) continue;
+      const double period = static_cast<double>(n) / static_cast<double>(k);
+      for (int rep = 0; rep < 20; ++rep) {
+        const double theta = rep < 3 ? rep * 0.5 : phase(rng);
+        const auto series = square_wave_bin_means(n, period, theta, 1.0);
+        const auto c = square_wave_coefficient(n, k, period, theta);
+        EXPECT_NEAR(std::abs(rfft(series)[k] - c), 0.0, 1e-9) << n << " " << k << " " << theta;
+      }
+    }
   }
   EXPECT_THROW(square_wave_bin_means(8, 0.0, 0.0, 1.0), std::invalid_argument);
 }

@@ -33,8 +33,9 @@ namespace nabla::analysis {
 
 // min over the phase of |square_wave_coefficient(bins, k, period, phase)|:
 // the smallest spectral response a unit wave can have at frequency k (the
-// coefficient's magnitude is periodic in the phase with period one bin, so a
-// fine grid over [0, 1) suffices). For integer half periods n it is
+// coefficient's magnitude is periodic in the phase with period one bin, and
+// with period 1/k'' (k'' = k/gcd(bins, k)) when k*period == bins, so a grid
+// over that span suffices). For integer half periods n it is
 // k * cos(pi/2n) / sin(pi/2n), reached at half a bin.
 double square_wave_min_coefficient_magnitude(std::size_t bins, std::size_t k, double period_bins);
 
