@@ -28,6 +28,12 @@ double np_of(std::size_t n, double p) {
   return std::abs(np - nearest) <= 1e-12 * std::max(1.0, np) ? nearest : np;
 }
 
+void reject_nan(const std::vector<double>& v) {
+  for (double x : v) {
+    if (std::isnan(x)) throw std::invalid_argument("percentile: data contains NaN");
+  }
+}
+
 }  // namespace
 
 std::size_t percentile_rank(std::size_t n, double p) {
@@ -63,6 +69,7 @@ PercentileEstimate percentile(std::span<const double> data, double p, double con
   const std::size_t r = percentile_rank(data.size(), p);
   const auto ranks = percentile_ci_ranks(data.size(), p, confidence);
   std::vector<double> v(data.begin(), data.end());
+  reject_nan(v);
   const auto at = [&v](std::size_t rank) {
     return v.begin() + static_cast<std::ptrdiff_t>(rank - 1);
   };
@@ -82,6 +89,7 @@ std::vector<PercentileEstimate> percentiles(std::span<const double> data,
                                             std::span<const double> ps, double confidence) {
   validate_confidence(confidence);
   std::vector<double> sorted(data.begin(), data.end());
+  reject_nan(sorted);
   std::sort(sorted.begin(), sorted.end());
   std::vector<PercentileEstimate> out;
   out.reserve(ps.size());

@@ -89,6 +89,10 @@ TEST(Percentile, EdgeCasesAndErrors) {
   EXPECT_THROW(percentile(one, -0.1), std::invalid_argument);
   EXPECT_THROW(percentile(one, 0.5, 1.0), std::invalid_argument);
   EXPECT_THROW(percentile(one, 0.5, 0.0), std::invalid_argument);
+  const std::vector<double> with_nan{1.0, std::nan(""), 3.0};
+  EXPECT_THROW(percentile(with_nan, 0.5), std::invalid_argument);
+  const std::vector<double> ps{0.5};
+  EXPECT_THROW(percentiles(with_nan, ps), std::invalid_argument);
 }
 
 // Selection and full sort agree on random data with ties.

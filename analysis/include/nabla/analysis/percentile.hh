@@ -16,8 +16,9 @@
 // there is NO interval (std::nullopt) — never a clamped one, which would claim
 // a confidence it does not have.
 //
-// Errors: empty data, p outside [0, 1] or confidence outside (0, 1) throw
-// std::invalid_argument naming the argument.
+// Errors: empty data, NaN in the data (unsorted entry points), p outside
+// [0, 1] or confidence outside (0, 1) throw std::invalid_argument naming the
+// argument.
 #include <cstddef>
 #include <optional>
 #include <span>
