@@ -1,0 +1,136 @@
+// nabla-sniffd's event loop; see daemon.hh.
+#include "nabla/sniffer/daemon.hh"
+
+#include <unistd.h>
+
+#include <asio/io_context.hpp>
+#include <asio/posix/stream_descriptor.hpp>
+#include <asio/signal_set.hpp>
+#include <asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdio>
+#include <ostream>
+
+#include "nabla/sniffer/control.hh"
+
+namespace nabla::sniffer {
+namespace {
+
+int64_t monotonic_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+std::string endpoint_text(const IpAddr& addr, uint16_t port) {
+  char buf[64];
+  addr.format(buf, sizeof buf);
+  return (addr.family == AF_INET6 ? "[" + std::string(buf) + "]" : std::string(buf)) + ":" +
+         std::to_string(port);
+}
+
+}  // namespace
+
+std::string format_flow_row(const ReportedFlow& flow) {
+  const FlowRecord& r = flow.record;
+  char line[512];
+  const char* dir = r.direction == Direction::kOutbound  ? "->"
+                    : r.direction == Direction::kInbound ? "<-"
+                                                         : "--";
+  std::snprintf(line, sizeof line, "%-3s %-28s %7d %-15s %s %-28s %8llu %8llu %10llu %10llu%s",
+                r.id.proto == Proto::kTcp ? "tcp" : "udp",
+                endpoint_text(r.id.local, r.id.local_port).c_str(), r.id.pid,
+                r.comm.empty() ? "?" : r.comm.c_str(), dir,
+                endpoint_text(r.id.remote, r.id.remote_port).c_str(),
+                static_cast<unsigned long long>(r.total.data_segs_out),
+                static_cast<unsigned long long>(r.total.data_segs_in),
+                static_cast<unsigned long long>(r.total.bytes_out),
+                static_cast<unsigned long long>(r.total.bytes_in),
+                flow.control             ? " control"
+                : r.conntrack_events > 0 ? " conntrack"
+                                         : "");
+  return line;
+}
+
+int run_daemon(const DaemonOptions& options, std::ostream& out) {
+  asio::io_context io;
+  Sniffer sniffer(options.sniffer);
+  std::unique_ptr<common::RpcServer> server;
+  if (!options.print) {
+    server = std::make_unique<common::RpcServer>(io, options.rpc);
+    register_control_methods(*server, sniffer);
+    out << "nabla-sniffd: listening on " << options.rpc.listen_address << ":" << server->port()
+        << std::endl;
+  }
+
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  asio::steady_timer timer(io);
+  std::optional<asio::posix::stream_descriptor> events;
+  bool stopping = false;
+  auto stop = [&] {
+    stopping = true;
+    signals.cancel();
+    timer.cancel();
+    if (events) events->cancel();
+    if (server) server->stop();
+  };
+  signals.async_wait([&](const std::error_code& ec, int) {
+    if (!ec) stop();
+  });
+
+  if (sniffer.conntrack_fd() >= 0) {
+    // The descriptor owns a dup, so the Sniffer keeps its own fd.
+    events.emplace(io, ::dup(sniffer.conntrack_fd()));
+    std::function<void()> arm = [&] {
+      events->async_wait(asio::posix::stream_descriptor::wait_read, [&](const std::error_code& ec) {
+        if (ec || stopping) return;
+        sniffer.drain_conntrack(monotonic_ns());
+        arm();
+      });
+    };
+    arm();
+  }
+
+  uint64_t cursor = 0;
+  uint64_t scans = 0;
+  const auto start = std::chrono::steady_clock::now();
+  const auto interval = std::chrono::nanoseconds(options.sniffer.interval_ns);
+  if (options.print && !options.print_json) {
+    char head[256];
+    std::snprintf(head, sizeof head, "%-3s %-28s %7s %-15s %s %-28s %8s %8s %10s %10s", "pro",
+                  "local", "pid", "comm", "  ", "remote", "segs_out", "segs_in", "bytes_out",
+                  "bytes_in");
+    out << head << std::endl;
+  }
+  std::function<void()> schedule = [&] {
+    timer.expires_at(start + interval * static_cast<int64_t>(scans));
+    timer.async_wait([&](const std::error_code& ec) {
+      if (ec || stopping) return;
+      const int64_t now = monotonic_ns();
+      sniffer.drain_conntrack(now);
+      sniffer.scan(now);
+      ++scans;
+      if (options.print) {
+        const auto flows = sniffer.flows(cursor, std::nullopt, options.include_control, cursor);
+        if (options.print_json) {
+          nlohmann::json line = {{"scan", scans}, {"flows", nlohmann::json::array()}};
+          for (const auto& f : flows) line["flows"].push_back(flow_to_json(f));
+          out << line.dump() << std::endl;
+        } else {
+          for (const auto& f : flows) out << format_flow_row(f) << '\n';
+          out.flush();
+        }
+      }
+      if (options.max_scans != 0 && scans >= options.max_scans) {
+        stop();
+        return;
+      }
+      schedule();
+    });
+  };
+  schedule();
+  io.run();
+  return 0;
+}
+
+}  // namespace nabla::sniffer

@@ -1,0 +1,37 @@
+#pragma once
+// nabla-sniffd's event loop: scans at absolute deadlines (start + k·interval,
+// so a slow scan never shifts the schedule), drains conntrack events as they
+// arrive, serves flows.list / daemon.info, and stops on SIGINT/SIGTERM. All
+// on one thread (one asio io_context), so the Sniffer needs no locks.
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <optional>
+#include <string>
+
+#include "nabla/common/rpc.hh"
+#include "nabla/sniffer/sniffer.hh"
+
+namespace nabla::sniffer {
+
+struct DaemonOptions {
+  SnifferOptions sniffer;
+  // Control server; ignored in print mode.
+  common::RpcServerOptions rpc;
+  // Print mode: a table (or JSON lines) of the flows that changed after each
+  // scan, no control server.
+  bool print = false;
+  bool print_json = false;
+  bool include_control = false;
+  uint64_t max_scans = 0;  // stop after this many scans; 0: run until a signal
+};
+
+// Runs until a signal or max_scans. Setup errors throw (system_error,
+// invalid_argument). `out` receives the print-mode output and the ready
+// line ("nabla-sniffd: listening on ADDR:PORT"). Returns the exit status.
+int run_daemon(const DaemonOptions& options, std::ostream& out);
+
+// Formats one flow as a table row (print mode).
+std::string format_flow_row(const ReportedFlow& flow);
+
+}  // namespace nabla::sniffer

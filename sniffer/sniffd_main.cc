@@ -1,0 +1,60 @@
+// nabla-sniffd: per-node link discovery daemon (sock_diag + conntrack).
+// Parses flags and runs the daemon loop from the library.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include "nabla/common/rpc_auth.hh"
+#include "nabla/common/units.hh"
+#include "nabla/sniffer/daemon.hh"
+
+int main(int argc, char** argv) {
+  CLI::App app{"nabla-sniffd: reports this node's TCP/UDP flows with processes at both ends"};
+  app.footer(R"(
+Flows are 5-tuples labelled with the local process; ports in the local
+ephemeral range (net.ipv4.ip_local_port_range) are folded to 0. Control
+methods: flows.list {since, min_messages, include_control}, daemon.info.
+Any listen address other than loopback requires --key-file.)");
+  bool print = false;
+  bool json = false;
+  bool include_control = false;
+  bool no_conntrack = false;
+  std::string interval = "1s";
+  uint64_t count = 0;
+  uint64_t min_messages = 1;
+  std::string listen = "127.0.0.1";
+  uint16_t port = 7312;
+  std::string key_file;
+  app.add_flag("--print", print, "print flows after each scan instead of serving");
+  app.add_flag("--json", json, "with --print: one JSON line per scan");
+  app.add_flag("--include-control", include_control, "with --print: show nabla's own connections");
+  app.add_flag("--no-conntrack", no_conntrack, "do not subscribe to conntrack events");
+  app.add_option("--interval", interval, "scan interval, e.g. 500ms, 1s (default 1s)");
+  app.add_option("--count", count, "stop after this many scans (default 0: run until a signal)");
+  app.add_option("--min-messages", min_messages, "report flows with at least this many messages");
+  app.add_option("--listen", listen, "control address (default 127.0.0.1)");
+  app.add_option("--port", port, "control port (default 7312)");
+  app.add_option("--key-file", key_file, "HMAC key file (0600, 32+ bytes)");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    nabla::sniffer::DaemonOptions opts;
+    opts.sniffer.interval_ns = nabla::common::parse_duration_ns(interval);
+    if (opts.sniffer.interval_ns < 10'000'000 || opts.sniffer.interval_ns > 3'600'000'000'000) {
+      throw std::invalid_argument("--interval: must be in [10ms, 1h]");
+    }
+    opts.sniffer.min_messages = min_messages;
+    opts.sniffer.conntrack = !no_conntrack;
+    opts.rpc.listen_address = listen;
+    opts.rpc.port = port;
+    if (!key_file.empty()) opts.rpc.key = nabla::common::load_key_file(key_file);
+    opts.print = print;
+    opts.print_json = json;
+    opts.include_control = include_control;
+    opts.max_scans = count;
+    return nabla::sniffer::run_daemon(opts, std::cout);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "nabla-sniffd: %s\n", e.what());
+    return 1;
+  }
+}

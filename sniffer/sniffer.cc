@@ -1,0 +1,158 @@
+// One node's sniffer; see sniffer.hh.
+#include "nabla/sniffer/sniffer.hh"
+
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace nabla::sniffer {
+namespace {
+
+int64_t now_monotonic_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+void interface_addresses(std::vector<IpAddr>& out) {
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return;
+  for (const ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr) continue;
+    IpAddr a;
+    if (i->ifa_addr->sa_family == AF_INET) {
+      a.family = AF_INET;
+      std::memcpy(a.bytes, &reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr, 4);
+    } else if (i->ifa_addr->sa_family == AF_INET6) {
+      a.family = AF_INET6;
+      std::memcpy(a.bytes, &reinterpret_cast<const sockaddr_in6*>(i->ifa_addr)->sin6_addr, 16);
+    } else {
+      continue;
+    }
+    out.push_back(a);
+  }
+  ::freeifaddrs(list);
+}
+
+}  // namespace
+
+Sniffer::Sniffer(SnifferOptions options)
+    : options_(std::move(options)), table_(PortRange::read_system()) {
+  if (options_.conntrack) {
+    try {
+      conntrack_ = std::make_unique<ConntrackListener>();
+    } catch (const std::system_error&) {
+      conntrack_.reset();  // reported by stats().conntrack_enabled
+    }
+  }
+}
+
+int Sniffer::conntrack_fd() const {
+  return conntrack_ ? conntrack_->fd() : -1;
+}
+
+void Sniffer::scan(int64_t now_ns) {
+  const int64_t t0 = now_monotonic_ns();
+  diag_.dump_all(sockets_, /*include_listeners=*/true);
+  procs_.scan();
+  listener_pid_.clear();
+  tuple_owner_.clear();
+  local_addrs_.clear();
+  interface_addresses(local_addrs_);
+  for (const SocketRecord& s : sockets_) {
+    const ProcessInfo* owner = procs_.find(s.inode);
+    if (owner == nullptr) continue;
+    const Owner who{owner->pid, owner->comm};
+    if (s.state == kTcpListen || s.key.remote_port == 0) {
+      listener_pid_.try_emplace(s.key.local_port, who);
+    } else {
+      tuple_owner_.try_emplace(table_.flow_id(s, 0), who);
+    }
+  }
+  table_.update(now_ns, sockets_, &procs_);
+  table_.expire(now_ns, options_.idle_expiry_ns);
+  stats_.scans += 1;
+  stats_.sockets_last_scan = sockets_.size();
+  stats_.last_scan_ns = now_monotonic_ns() - t0;
+}
+
+size_t Sniffer::drain_conntrack(int64_t now_ns) {
+  if (!conntrack_) return 0;
+  events_.clear();
+  const size_t n = conntrack_->read_available(events_);
+  for (const ConntrackEvent& ev : events_) note_event(now_ns, ev);
+  return n;
+}
+
+bool Sniffer::is_local(const IpAddr& addr) const {
+  const IpAddr a = normalise(addr);
+  if (a.family == AF_INET && a.bytes[0] == 127) return true;
+  return std::find(local_addrs_.begin(), local_addrs_.end(), a) != local_addrs_.end();
+}
+
+void Sniffer::note_event(int64_t now_ns, const ConntrackEvent& ev) {
+  const PortRange& range = table_.port_range();
+  auto direction_of = [&range](uint16_t local_port, uint16_t remote_port) {
+    const bool l = range.contains(local_port);
+    const bool r = range.contains(remote_port);
+    return l && !r ? Direction::kOutbound : r && !l ? Direction::kInbound : Direction::kUnknown;
+  };
+  auto record = [&](const IpAddr& local, uint16_t lport, const IpAddr& remote, uint16_t rport,
+                    bool initiator) {
+    FlowId id;
+    id.proto = ev.proto;
+    id.local = normalise(local);
+    id.local_port = range.fold(lport);
+    id.remote = normalise(remote);
+    id.remote_port = range.fold(rport);
+    Owner who;
+    if (const auto t = tuple_owner_.find(id); t != tuple_owner_.end()) {
+      who = t->second;
+    } else if (const auto l = listener_pid_.find(lport); !initiator && l != listener_pid_.end()) {
+      who = l->second;
+    }
+    id.pid = who.pid;
+    FlowCounts counts;
+    if (ev.has_counters) {
+      counts.data_segs_out = initiator ? ev.orig_packets : ev.reply_packets;
+      counts.data_segs_in = initiator ? ev.reply_packets : ev.orig_packets;
+      counts.bytes_out = initiator ? ev.orig_bytes : ev.reply_bytes;
+      counts.bytes_in = initiator ? ev.reply_bytes : ev.orig_bytes;
+    }
+    table_.note(now_ns, id, direction_of(lport, rport), counts, who.comm);
+  };
+  if (is_local(ev.src)) record(ev.src, ev.src_port, ev.dst, ev.dst_port, true);
+  if (is_local(ev.dst)) record(ev.dst, ev.dst_port, ev.src, ev.src_port, false);
+}
+
+bool Sniffer::is_control(const FlowId& id) const {
+  const auto& ports = options_.control_ports;
+  return std::find(ports.begin(), ports.end(), id.local_port) != ports.end() ||
+         std::find(ports.begin(), ports.end(), id.remote_port) != ports.end();
+}
+
+std::vector<ReportedFlow> Sniffer::flows(uint64_t cursor, std::optional<uint64_t> min_messages,
+                                         bool include_control, uint64_t& next_cursor) const {
+  std::vector<ReportedFlow> out;
+  for (FlowRecord& r :
+       table_.since(cursor, min_messages.value_or(options_.min_messages), next_cursor)) {
+    const bool control = is_control(r.id);
+    if (control && !include_control) continue;
+    out.push_back(ReportedFlow{std::move(r), control});
+  }
+  return out;
+}
+
+SnifferStats Sniffer::stats() const {
+  SnifferStats s = stats_;
+  s.sock_diag = diag_.counters();
+  s.conntrack_enabled = conntrack_ != nullptr;
+  if (conntrack_) s.conntrack = conntrack_->counters();
+  s.flows = table_.size();
+  return s;
+}
+
+}  // namespace nabla::sniffer
