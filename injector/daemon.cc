@@ -1,0 +1,138 @@
+#include "nabla/injector/daemon.hh"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <asio/io_context.hpp>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <iostream>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include "nabla/common/clock.hh"
+#include "nabla/common/log.hh"
+#include "nabla/common/netns.hh"
+#include "nabla/common/rpc.hh"
+#include "nabla/injector/engine.hh"
+#include "nabla/injector/iptables_rules.hh"
+#include "nabla/injector/nfqueue.hh"
+#include "nabla/injector/service.hh"
+
+namespace nabla::injector {
+
+std::pair<std::string, uint16_t> parse_listen(const std::string& text) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 >= text.size()) {
+    throw std::invalid_argument("--listen: expected ADDR:PORT, got '" + text + "'");
+  }
+  std::string host = text.substr(0, colon);
+  if (host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  const std::string port_text = text.substr(colon + 1);
+  size_t used = 0;
+  int port = -1;
+  try {
+    port = std::stoi(port_text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != port_text.size() || port < 0 || port > 65535) {
+    throw std::invalid_argument("--listen: port must be 0..65535, got '" + port_text + "'");
+  }
+  if (!common::IpAddress::parse(host)) {
+    throw std::invalid_argument("--listen: '" + host + "' is not an IPv4/IPv6 address");
+  }
+  return {host, static_cast<uint16_t>(port)};
+}
+
+std::vector<std::string> check_environment(uint16_t queue_num) {
+  std::vector<std::string> missing;
+  if (::geteuid() != 0) missing.push_back("not running as root (NFQUEUE and iptables need it)");
+  for (const char* tool : {"iptables", "ip6tables", "iptables-save"}) {
+    if (common::find_program(tool).empty()) {
+      missing.push_back(std::string(tool) + " not found in PATH");
+    }
+  }
+  if (missing.empty()) {
+    const auto r = common::run_command({"iptables", "-w", "5", "-L", "OUTPUT", "-n"});
+    if (r.exit_code != 0) missing.push_back("iptables does not work: " + r.stderr_text);
+    try {
+      NfQueueConfig config;
+      config.queue_num = queue_num;
+      NfQueue probe(config);
+    } catch (const std::exception& e) {
+      missing.push_back(std::string("NFQUEUE unusable (is nfnetlink_queue available?): ") +
+                        e.what());
+    }
+  }
+  return missing;
+}
+
+int run_daemon(const DaemonOptions& options) {
+  const auto [host, port] = parse_listen(options.listen);
+  common::RpcServerOptions rpc;
+  rpc.listen_address = host;
+  rpc.port = port;
+  if (options.key_file) rpc.key = common::load_key_file(*options.key_file);
+
+  // Signals are taken synchronously by this thread; every thread started
+  // below inherits the block.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  IptablesBackend rules;  // removes stale chains of a crashed run first
+  DelayEngine engine(EngineOptions{options.spin_ns});
+  engine.start();
+  ServiceOptions so;
+  so.queue_base = options.queue_num;
+  so.queue_maxlen = options.queue_maxlen;
+  so.spin_ns = options.spin_ns;
+  InjectorService service(so, engine, rules, [] { return common::monotonic_ns(); });
+
+  asio::io_context io;
+  auto server = std::make_unique<common::RpcServer>(io, rpc);
+  service.register_methods(*server);
+  common::log_info("listening on ", host, ":", server->port(), ", queues from ", options.queue_num);
+  std::cout << "nabla-injectd listening on " << host << ":" << server->port() << std::endl;
+  std::thread control([&io] { io.run(); });
+
+  std::atomic<bool> quit{false};
+  std::mutex m;
+  std::condition_variable cv;
+  std::thread leases([&] {
+    std::unique_lock lock(m);
+    while (!quit) {
+      cv.wait_for(lock, std::chrono::milliseconds(100));
+      if (quit) break;
+      try {
+        service.expire_leases(common::monotonic_ns());
+      } catch (const std::exception& e) {
+        common::log_error("lease check: ", e.what());
+      }
+    }
+  });
+
+  int signo = 0;
+  sigwait(&signals, &signo);
+  common::log_info("signal ", signo, ": stopping every injection and removing rules");
+  {
+    std::lock_guard lock(m);
+    quit = true;
+  }
+  cv.notify_all();
+  leases.join();
+  server->stop();
+  control.join();
+  server.reset();
+  service.stop_all();
+  engine.stop();
+  return 0;  // `rules` removes the chains on the way out
+}
+
+}  // namespace nabla::injector

@@ -1,0 +1,328 @@
+#include "nabla/injector/engine.hh"
+
+#include <netinet/in.h>
+#include <netinet/ip.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "nabla/common/clock.hh"
+#include "nabla/common/error.hh"
+#include "nabla/common/log.hh"
+
+namespace nabla::injector {
+
+namespace {
+
+constexpr uint64_t kTimerTag = 0;
+constexpr uint64_t kWakeTag = 1;
+constexpr uint64_t kFirstSlotTag = 2;  // epoll data = slot id + this
+constexpr int64_t kHousekeepingNs = 100'000'000;
+
+}  // namespace
+
+DelayEngine::DelayEngine(EngineOptions options)
+    : options_(options), wheel_(common::monotonic_ns()) {
+  epoll_ = common::FileDescriptor(
+      common::check_syscall("epoll_create1", ::epoll_create1(EPOLL_CLOEXEC)));
+  timer_fd_ = common::FileDescriptor(common::check_syscall(
+      "timerfd_create", ::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)));
+  wake_fd_ = common::FileDescriptor(
+      common::check_syscall("eventfd", ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)));
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kTimerTag;
+  common::check_syscall("epoll_ctl(timerfd)",
+                        ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, timer_fd_.get(), &ev));
+  ev.data.u64 = kWakeTag;
+  common::check_syscall("epoll_ctl(eventfd)",
+                        ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, wake_fd_.get(), &ev));
+}
+
+DelayEngine::~DelayEngine() {
+  stop();
+  std::lock_guard lock(mutex_);
+  for (auto& [id, slot] : slots_) {
+    for (auto& o : slot.outstanding) {
+      if (o.state == IdState::kHeld) {
+        o.state = IdState::kReleasing;
+        slot.releasing.push_back(o.id);
+      }
+    }
+    release_marked(slot);
+  }
+}
+
+void DelayEngine::start() {
+  running_ = true;
+  thread_ = std::thread([this] { run(); });
+}
+
+void DelayEngine::stop() noexcept {
+  if (!running_.exchange(false)) return;
+  const uint64_t one = 1;
+  if (::write(wake_fd_.get(), &one, sizeof one) < 0) {
+    common::log_warn("engine: wake write failed: ", std::strerror(errno));
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+uint64_t DelayEngine::add(std::unique_ptr<NfQueue> queue,
+                          std::unique_ptr<InjectionPipeline> pipeline) {
+  std::lock_guard lock(mutex_);
+  const uint64_t id = next_slot_++;
+  const int fd = queue->fd();
+  Slot slot;
+  slot.queue_maxlen = queue->config().queue_maxlen;
+  slot.queue = std::move(queue);
+  slot.pipeline = std::move(pipeline);
+  slots_.emplace(id, std::move(slot));
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = id + kFirstSlotTag;
+  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) {
+    const int err = errno;
+    slots_.erase(id);
+    throw std::system_error(err, std::system_category(), "epoll_ctl(nfqueue)");
+  }
+  return id;
+}
+
+DelayEngine::Detached DelayEngine::remove(uint64_t slot_id) {
+  std::lock_guard lock(mutex_);
+  auto it = slots_.find(slot_id);
+  if (it == slots_.end()) return {};
+  Slot& slot = it->second;
+  ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, slot.queue->fd(), nullptr);
+  // Drain what already reached the socket so it is released, not dropped.
+  on_readable(slot_id, slot);
+  for (auto& o : slot.outstanding) {
+    if (o.state == IdState::kHeld) {
+      o.state = IdState::kReleasing;
+      slot.releasing.push_back(o.id);
+    }
+  }
+  release_marked(slot);
+  Detached out{std::move(slot.queue), std::move(slot.pipeline)};
+  slots_.erase(it);
+  return out;
+}
+
+bool DelayEngine::with_slot(uint64_t slot_id,
+                            const std::function<void(InjectionPipeline&, const QueueView&)>& fn) {
+  std::lock_guard lock(mutex_);
+  auto it = slots_.find(slot_id);
+  if (it == slots_.end()) return false;
+  QueueView view{it->second.queue->counters(), it->second.held.size(), it->second.queue_maxlen};
+  fn(*it->second.pipeline, view);
+  return true;
+}
+
+void DelayEngine::on_packet(uint64_t slot_id, Slot& slot, const QueuedPacket& packet,
+                            int64_t now_ns) {
+  InjectionPipeline& pipeline = *slot.pipeline;
+  PacketCounters& counters = pipeline.accounting().counters();
+  ++counters.packets;
+  counters.bytes += packet.original_length;
+  PacketPlan plan = pipeline.plan(now_ns, packet.payload, packet.original_length);
+  if (plan.drop) {
+    ++counters.dropped;
+    slot.queue->verdict(packet.id, NfQueue::kDrop);
+    return;
+  }
+  Held held;
+  held.arrival_ns = now_ns;
+  held.wave = plan.wave;
+  const bool whole = packet.payload.size() == packet.original_length;
+  if (plan.corrupt && whole) {
+    held.rewritten.assign(packet.payload.begin(), packet.payload.end());
+    const bool fix = pipeline.config().corrupt->fix_checksum;
+    if (corrupt_packet(held.rewritten, pipeline.corruption_rng(), fix)) {
+      ++counters.corrupted;
+    } else {
+      held.rewritten.clear();
+    }
+  }
+  if (plan.duplicate && whole && !packet.gso && !packet.payload.empty() &&
+      (packet.payload[0] >> 4) == 4) {
+    const auto& src = held.rewritten.empty()
+                          ? std::vector<uint8_t>(packet.payload.begin(), packet.payload.end())
+                          : held.rewritten;
+    held.copy = src;
+    // A locally sent packet may carry only the pseudo-header sum
+    // (CHECKSUM_PARTIAL); the raw-socket copy must be complete.
+    if (packet.checksum_not_ready && held.rewritten.empty()) fix_transport_checksum(held.copy);
+    ++counters.duplicated;
+  }
+  if (plan.reordered) ++counters.reordered;
+  if (plan.release_ns <= now_ns) {
+    // Due now: no wheel, one verdict.
+    slot.queue->verdict(packet.id, NfQueue::kAccept, held.rewritten);
+    pipeline.accounting().record_delay(common::monotonic_ns() - now_ns, plan.wave);
+    if (!held.copy.empty()) send_duplicate(held.copy);
+    return;
+  }
+  ++counters.delayed;
+  held.timer = wheel_.schedule(plan.release_ns, (slot_id << 32) | packet.id);
+  slot.held.emplace(packet.id, std::move(held));
+  slot.outstanding.push_back({packet.id, IdState::kHeld});
+  if (slot.held.size() >= slot.queue_maxlen && slot.queue_maxlen > 0) ++counters.queue_full;
+}
+
+void DelayEngine::on_readable(uint64_t slot_id, Slot& slot) {
+  const int64_t now_ns = common::monotonic_ns();
+  slot.queue->receive(
+      [&](const QueuedPacket& packet) { on_packet(slot_id, slot, packet, now_ns); });
+  slot.queue->flush();
+  PacketCounters& counters = slot.pipeline->accounting().counters();
+  counters.enobufs = slot.queue->counters().enobufs + slot.queue->counters().id_gaps;
+  counters.verdict_errors = slot.queue->counters().send_errors;
+}
+
+void DelayEngine::fire_timers(int64_t now_ns) {
+  std::vector<Slot*> touched;
+  wheel_.advance(now_ns, [&](const ExpiredTimer& t) {
+    const uint64_t slot_id = t.payload >> 32;
+    const auto id = static_cast<uint32_t>(t.payload & 0xffffffffu);
+    auto it = slots_.find(slot_id);
+    if (it == slots_.end()) return;
+    Slot& slot = it->second;
+    auto pos = std::lower_bound(slot.outstanding.begin(), slot.outstanding.end(), id,
+                                [](const Outstanding& o, uint32_t v) { return o.id < v; });
+    if (pos == slot.outstanding.end() || pos->id != id || pos->state != IdState::kHeld) return;
+    pos->state = IdState::kReleasing;
+    if (slot.releasing.empty()) touched.push_back(&slot);
+    slot.releasing.push_back(id);
+  });
+  for (Slot* slot : touched) release_marked(*slot);
+}
+
+void DelayEngine::release_marked(Slot& slot) {
+  if (slot.releasing.empty()) return;
+  // The contiguous prefix of ids that are releasing now or already verdicted
+  // can go as one batch verdict at the last releasing id in it.
+  uint32_t batch_id = 0;
+  size_t batch_count = 0;
+  size_t prefix = 0;
+  for (const auto& o : slot.outstanding) {
+    if (o.state == IdState::kHeld) break;
+    if (o.state == IdState::kReleasing) {
+      batch_id = o.id;
+      ++batch_count;
+    }
+    ++prefix;
+  }
+  InjectionPipeline& pipeline = *slot.pipeline;
+  std::vector<const std::vector<uint8_t>*> duplicates;
+  // Individual verdicts: rewritten packets, and releasing ids outside the
+  // prefix. Rewritten ones precede the batch so the batch does not accept
+  // them unmodified.
+  for (uint32_t id : slot.releasing) {
+    const Held& h = slot.held.at(id);
+    const bool in_batch = batch_count >= 2 && id <= batch_id;
+    if (!in_batch || !h.rewritten.empty()) {
+      slot.queue->verdict(id, NfQueue::kAccept, h.rewritten);
+    }
+  }
+  if (batch_count >= 2) slot.queue->batch_verdict(batch_id, NfQueue::kAccept);
+  slot.queue->flush();
+  const int64_t verdict_ns = common::monotonic_ns();
+  for (uint32_t id : slot.releasing) {
+    auto it = slot.held.find(id);
+    pipeline.accounting().record_delay(verdict_ns - it->second.arrival_ns, it->second.wave);
+    if (!it->second.copy.empty()) send_duplicate(it->second.copy);
+    wheel_.cancel(it->second.timer);  // no-op when it fired
+    slot.held.erase(it);
+  }
+  for (auto& o : slot.outstanding) {
+    if (o.state == IdState::kReleasing) o.state = IdState::kVerdicted;
+  }
+  slot.outstanding.erase(slot.outstanding.begin(),
+                         slot.outstanding.begin() + static_cast<std::ptrdiff_t>(prefix));
+  slot.releasing.clear();
+  PacketCounters& counters = pipeline.accounting().counters();
+  counters.verdict_errors = slot.queue->counters().send_errors;
+}
+
+void DelayEngine::send_duplicate(const std::vector<uint8_t>& packet) {
+  if (!raw4_) {
+    raw4_ = common::FileDescriptor(::socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW));
+    if (!raw4_) return;
+    const uint32_t mark = kNablaPacketMark;
+    ::setsockopt(raw4_.get(), SOL_SOCKET, SO_MARK, &mark, sizeof mark);
+  }
+  if (packet.size() < 20) return;
+  sockaddr_in dst{};
+  dst.sin_family = AF_INET;
+  std::memcpy(&dst.sin_addr, &packet[16], 4);
+  ::sendto(raw4_.get(), packet.data(), packet.size(), MSG_DONTWAIT,
+           reinterpret_cast<const sockaddr*>(&dst), sizeof dst);
+}
+
+void DelayEngine::arm_timer() {
+  const int64_t next = wheel_.next_deadline_ns();
+  int64_t target = next == TimerWheel::kNoDeadline ? 0 : next - options_.spin_ns;
+  if (next != TimerWheel::kNoDeadline && target <= 0) target = 1;
+  if (target == armed_ns_) return;
+  itimerspec spec{};
+  spec.it_value.tv_sec = target / 1'000'000'000;
+  spec.it_value.tv_nsec = target % 1'000'000'000;
+  ::timerfd_settime(timer_fd_.get(), TFD_TIMER_ABSTIME, &spec, nullptr);
+  armed_ns_ = target;
+}
+
+void DelayEngine::run() {
+  ::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+  epoll_event events[64];
+  while (running_) {
+    const int n = ::epoll_wait(epoll_.get(), events, 64, 100);
+    if (n < 0 && errno != EINTR) {
+      common::log_error("engine: epoll_wait: ", std::strerror(errno));
+      break;
+    }
+    ++wakeups_;
+    std::lock_guard lock(mutex_);
+    for (int i = 0; i < n; ++i) {
+      const uint64_t tag = events[i].data.u64;
+      if (tag == kTimerTag) {
+        uint64_t expirations = 0;
+        if (::read(timer_fd_.get(), &expirations, sizeof expirations) < 0) {
+          // EAGAIN after a re-arm race: harmless.
+        }
+        armed_ns_ = -1;
+      } else if (tag == kWakeTag) {
+        uint64_t value = 0;
+        if (::read(wake_fd_.get(), &value, sizeof value) < 0) {
+        }
+      } else {
+        auto it = slots_.find(tag - kFirstSlotTag);
+        if (it != slots_.end()) on_readable(it->first, it->second);
+      }
+    }
+    // Spin the last stretch for precision (bounded by spin_ns).
+    const int64_t next = wheel_.next_deadline_ns();
+    if (options_.spin_ns > 0 && next != TimerWheel::kNoDeadline) {
+      int64_t now = common::monotonic_ns();
+      if (next > now && next - now <= options_.spin_ns) {
+        while ((now = common::monotonic_ns()) < next) {
+        }
+      }
+    }
+    fire_timers(common::monotonic_ns());
+    const int64_t now = common::monotonic_ns();
+    if (now - last_housekeeping_ns_ >= kHousekeepingNs) {
+      for (auto& [id, slot] : slots_) slot.pipeline->flow_order().forget_released(now);
+      last_housekeeping_ns_ = now;
+    }
+    arm_timer();
+  }
+}
+
+}  // namespace nabla::injector

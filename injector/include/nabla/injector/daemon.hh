@@ -1,0 +1,30 @@
+#pragma once
+// nabla-injectd as a library: flag values in, run until SIGINT/SIGTERM.
+// main.cc only parses flags and calls these.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nabla::injector {
+
+struct DaemonOptions {
+  std::string listen = "127.0.0.1:7311";  // ADDR:PORT, [IPv6]:PORT
+  std::optional<std::string> key_file;
+  uint16_t queue_num = 0;
+  uint32_t queue_maxlen = 65536;
+  int64_t spin_ns = 0;
+};
+
+// Splits "ADDR:PORT" / "[V6]:PORT"; throws std::invalid_argument naming
+// --listen.
+std::pair<std::string, uint16_t> parse_listen(const std::string& text);
+
+// What --check found missing, in plain words (empty: all good).
+std::vector<std::string> check_environment(uint16_t queue_num);
+
+// Runs the daemon; returns the process exit code. Blocks SIGINT/SIGTERM and
+// waits for one; on it, stops every injection and removes every rule.
+int run_daemon(const DaemonOptions& options);
+
+}  // namespace nabla::injector

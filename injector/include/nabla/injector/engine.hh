@@ -1,0 +1,129 @@
+#pragma once
+// The data plane: one thread running an epoll loop over every injection's
+// NFQUEUE socket, an absolute-deadline timerfd (CLOCK_MONOTONIC,
+// TFD_TIMER_ABSTIME) armed at the timer wheel's next deadline, and an eventfd
+// for shutdown. It optionally spins for the last spin_ns before a deadline;
+// timer slack is set to 1 ns. Packet callbacks never sleep: a packet is
+// either verdicted at once (drop, zero delay) or put on the timer wheel.
+//
+// Verdicts: when every held id of a queue up to some id is being released in
+// the same pass, one NFQNL_MSG_VERDICT_BATCH covers them; the others get
+// individual verdicts in the same pass. Because a batch never covers a packet
+// that is not due, nothing can starve behind it, so no separate periodic
+// flush of deferred verdicts is needed (a 100 ms housekeeping tick trims the
+// flow tables).
+//
+// Control threads add and remove injections and read their stats through the
+// methods below; they share state with the loop under one mutex, which the
+// loop holds only while processing (never while waiting).
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "nabla/common/fd.hh"
+#include "nabla/injector/injection.hh"
+#include "nabla/injector/nfqueue.hh"
+#include "nabla/injector/timer_wheel.hh"
+
+namespace nabla::injector {
+
+struct EngineOptions {
+  int64_t spin_ns = 0;  // busy-wait this long before each deadline (precision)
+};
+
+// Counters of one injection as seen by the engine, besides the pipeline's.
+struct QueueView {
+  NfQueueCounters queue;
+  size_t held = 0;  // packets currently delayed
+  uint32_t queue_maxlen = 0;
+};
+
+class DelayEngine {
+ public:
+  explicit DelayEngine(EngineOptions options);
+  // Stops the loop; every held packet is accepted first.
+  ~DelayEngine();
+  DelayEngine(const DelayEngine&) = delete;
+  DelayEngine& operator=(const DelayEngine&) = delete;
+
+  // Starts the loop thread (it stays in the caller's network namespace).
+  void start();
+  void stop() noexcept;
+
+  // Hands over a bound queue and its pipeline; returns the slot id.
+  uint64_t add(std::unique_ptr<NfQueue> queue, std::unique_ptr<InjectionPipeline> pipeline);
+  // Accepts every packet the slot holds (now, in order), detaches the queue
+  // from the loop and returns both so the caller can read final stats and
+  // destroy them (unbinding the queue) after removing the rules.
+  struct Detached {
+    std::unique_ptr<NfQueue> queue;
+    std::unique_ptr<InjectionPipeline> pipeline;
+  };
+  Detached remove(uint64_t slot);
+
+  // Runs fn under the engine lock with the slot's pipeline and queue view.
+  // Returns false if the slot does not exist.
+  bool with_slot(uint64_t slot,
+                 const std::function<void(InjectionPipeline&, const QueueView&)>& fn);
+
+  uint64_t loop_wakeups() const { return wakeups_.load(); }
+
+ private:
+  struct Held {
+    int64_t arrival_ns = 0;
+    WavePoint wave;
+    TimerHandle timer;
+    std::vector<uint8_t> rewritten;  // replacement payload (corruption), else empty
+    std::vector<uint8_t> copy;       // whole packet to duplicate, else empty
+  };
+  enum class IdState : uint8_t { kHeld, kReleasing, kVerdicted };
+  struct Outstanding {
+    uint32_t id;
+    IdState state;
+  };
+  struct Slot {
+    std::unique_ptr<NfQueue> queue;
+    std::unique_ptr<InjectionPipeline> pipeline;
+    std::unordered_map<uint32_t, Held> held;
+    std::deque<Outstanding> outstanding;  // ascending ids, arrival order
+    std::vector<uint32_t> releasing;      // ids released in this pass
+    uint32_t queue_maxlen = 0;
+  };
+
+  void run();
+  void on_readable(uint64_t slot_id, Slot& slot);
+  void on_packet(uint64_t slot_id, Slot& slot, const QueuedPacket& packet, int64_t now_ns);
+  void fire_timers(int64_t now_ns);
+  void release_marked(Slot& slot);  // sends verdicts for slot.releasing
+  void arm_timer();
+  void send_duplicate(const std::vector<uint8_t>& packet);
+
+  EngineOptions options_;
+  std::mutex mutex_;
+  std::map<uint64_t, Slot> slots_;
+  uint64_t next_slot_ = 1;
+  TimerWheel wheel_;
+  common::FileDescriptor epoll_;
+  common::FileDescriptor timer_fd_;
+  common::FileDescriptor wake_fd_;
+  common::FileDescriptor raw4_;  // duplicates are re-sent through it (marked)
+  std::thread thread_;
+  std::atomic<bool> running_{false};
+  std::atomic<uint64_t> wakeups_{0};
+  int64_t armed_ns_ = -1;
+  int64_t last_housekeeping_ns_ = 0;
+};
+
+// Packets the daemon itself re-sends carry this mark; rules skip them.
+inline constexpr uint32_t kNablaPacketMark = 0x6e61626c;  // "nabl"
+
+}  // namespace nabla::injector

@@ -1,0 +1,95 @@
+#pragma once
+// One NFQUEUE binding through libmnl and libnetfilter_queue's nfq_nlmsg_* API
+// (after libnetfilter_queue's examples/nf-queue.c): bound on construction,
+// unbound by the destructor. The socket is non-blocking and lives in the
+// network namespace of the thread that creates it.
+//
+// Setup (throws std::system_error naming the step): bind the queue number,
+// copy mode packet with the copy range (128 bytes unless a fault needs the
+// payload), flags FAIL_OPEN | GSO, queue max length, NETLINK_NO_ENOBUFS and a
+// large receive buffer. Config messages ask for an ACK so that a queue number
+// already taken by another process fails here (EBUSY), not silently.
+//
+// Data path (never throws): receive() hands each queued packet to a callback
+// and counts trouble; verdicts are appended to a send buffer and go out in
+// one sendto per flush(). A batch verdict accepts every queued id up to the
+// given id: only use it when all of them are being released now.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+struct mnl_socket;
+
+namespace nabla::injector {
+
+struct NfQueueConfig {
+  uint16_t queue_num = 0;
+  uint32_t copy_range = 128;      // bytes of each packet copied to us
+  uint32_t queue_maxlen = 65536;  // packets the kernel holds for us
+  int receive_buffer_bytes = 8 << 20;
+  bool fail_open = true;  // queue full: pass the packet, do not drop
+};
+
+struct QueuedPacket {
+  uint32_t id = 0;
+  uint16_t hw_protocol = 0;          // ETH_P_IP / ETH_P_IPV6 (host order)
+  uint32_t original_length = 0;      // NFQA_CAP_LEN, or the payload length
+  std::span<const uint8_t> payload;  // at most copy_range bytes, from the IP header
+  bool checksum_not_ready = false;   // NFQA_SKB_CSUMNOTREADY
+  bool gso = false;                  // NFQA_SKB_GSO
+};
+
+struct NfQueueCounters {
+  uint64_t received = 0;
+  uint64_t enobufs = 0;        // receive overruns reported by the socket
+  uint64_t id_gaps = 0;        // ids the kernel assigned but never delivered
+  uint64_t malformed = 0;      // messages failing attribute validation
+  uint64_t verdicts_sent = 0;  // individual verdict messages
+  uint64_t batch_verdicts_sent = 0;
+  uint64_t send_errors = 0;
+};
+
+class NfQueue {
+ public:
+  static constexpr uint32_t kAccept = 1;  // NF_ACCEPT
+  static constexpr uint32_t kDrop = 0;    // NF_DROP
+
+  explicit NfQueue(const NfQueueConfig& config);
+  ~NfQueue();
+  NfQueue(const NfQueue&) = delete;
+  NfQueue& operator=(const NfQueue&) = delete;
+
+  int fd() const;
+  uint16_t queue_num() const { return config_.queue_num; }
+  const NfQueueConfig& config() const { return config_; }
+
+  // Reads every message available now (bounded: at most max_reads recvs) and
+  // calls on_packet for each. Returns the number of packets.
+  size_t receive(const std::function<void(const QueuedPacket&)>& on_packet, size_t max_reads = 64);
+
+  // Appends a verdict; with a replacement payload the packet is rewritten.
+  void verdict(uint32_t id, uint32_t verdict, std::span<const uint8_t> new_payload = {});
+  // Appends a batch verdict for every queued id <= id.
+  void batch_verdict(uint32_t id, uint32_t verdict);
+  // Sends what was appended. Returns false if the kernel refused it.
+  bool flush();
+
+  const NfQueueCounters& counters() const { return counters_; }
+
+ private:
+  void send_config(const std::function<void(char*)>& build, const char* what);
+  char* append_slot(size_t max_bytes);
+
+  NfQueueConfig config_;
+  mnl_socket* socket_ = nullptr;
+  unsigned int portid_ = 0;
+  std::vector<char> receive_buffer_;
+  std::vector<char> send_buffer_;
+  size_t send_used_ = 0;
+  uint32_t last_id_ = 0;
+  NfQueueCounters counters_;
+};
+
+}  // namespace nabla::injector

@@ -1,0 +1,92 @@
+#pragma once
+// InjectorService: the control methods of nabla-injectd, each a function from
+// JSON params to a JSON result. Parameters are validated before anything
+// touches the kernel; errors name the field (std::invalid_argument ->
+// JSON-RPC -32602).
+//
+// Lifecycle of an injection:
+//   start: validate -> bind an NFQUEUE (queue_base + k) -> hand it to the
+//          engine -> install the iptables rules (rollback on failure)
+//   stop:  remove the rules -> release every held packet -> unbind
+// Leases: each injection expires lease_s after its start or last renewal
+// (inject.update renews too); expire_leases(now), called every 100 ms by the
+// daemon's lease thread, stops lapsed injections, so rules are gone within
+// ~0.2 s of a lapse. Thread-safe: one mutex serialises control operations.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+
+#include "nabla/injector/engine.hh"
+#include "nabla/injector/iptables_rules.hh"
+
+namespace nabla::common {
+class RpcServer;
+}
+
+namespace nabla::injector {
+
+struct ServiceOptions {
+  uint16_t queue_base = 0;        // --queue-num: first queue number used
+  uint32_t queue_maxlen = 65536;  // --queue-maxlen
+  int max_injections = 64;
+  int64_t spin_ns = 0;  // for daemon.info
+  std::string version = "0.1.0";
+};
+
+class InjectorService {
+ public:
+  using Clock = std::function<int64_t()>;  // monotonic ns
+
+  InjectorService(ServiceOptions options, DelayEngine& engine, RuleBackend& rules, Clock clock);
+  ~InjectorService();  // stops every injection
+  InjectorService(const InjectorService&) = delete;
+  InjectorService& operator=(const InjectorService&) = delete;
+
+  nlohmann::json start(const nlohmann::json& params);   // inject.start
+  nlohmann::json update(const nlohmann::json& params);  // inject.update
+  nlohmann::json stop(const nlohmann::json& params);    // inject.stop
+  nlohmann::json list(const nlohmann::json& params);    // inject.list
+  nlohmann::json stats(const nlohmann::json& params);   // inject.stats
+  nlohmann::json renew(const nlohmann::json& params);   // lease.renew
+  nlohmann::json info(const nlohmann::json& params);    // daemon.info
+
+  // Stops injections whose lease lapsed at or before now_ns; returns their ids.
+  std::vector<std::string> expire_leases(int64_t now_ns);
+  void stop_all() noexcept;
+
+  // Registers every method above on the server.
+  void register_methods(common::RpcServer& server);
+
+ private:
+  struct Active {
+    std::string id;
+    uint64_t slot = 0;
+    uint16_t queue_num = 0;
+    InjectionConfig config;
+    int64_t started_ns = 0;
+    int64_t lease_ns = 0;
+    int64_t expires_ns = 0;
+    std::unique_ptr<InstalledRule> rule;
+  };
+
+  Active& find(const nlohmann::json& params);
+  nlohmann::json stop_locked(const std::string& id, const char* reason);
+  nlohmann::json describe(const Active& a, int64_t now_ns) const;
+
+  ServiceOptions options_;
+  DelayEngine& engine_;
+  RuleBackend& rules_;
+  Clock clock_;
+  std::mutex mutex_;
+  std::map<std::string, Active> active_;
+  uint64_t next_id_ = 1;
+  std::mt19937_64 seed_source_;
+  int64_t started_ns_;
+};
+
+}  // namespace nabla::injector

@@ -1,0 +1,47 @@
+// nabla-injectd: NFQUEUE delay and fault injection, controlled over JSON-RPC.
+// Thin main: flags in, nabla::injector::run_daemon out.
+#include <CLI/CLI.hpp>
+#include <exception>
+#include <iostream>
+
+#include "nabla/common/log.hh"
+#include "nabla/injector/daemon.hh"
+
+int main(int argc, char** argv) {
+  nabla::injector::DaemonOptions options;
+  std::string key_file;
+  std::string log_level = "info";
+  int64_t spin_us = 0;
+  bool check = false;
+  CLI::App app{"nabla-injectd: delay and fault injection on links (NFQUEUE)"};
+  app.add_option("--listen", options.listen, "control address ADDR:PORT")
+      ->default_val("127.0.0.1:7311");
+  app.add_option("--key-file", key_file, "HMAC key file (0600, 32+ bytes); required off loopback");
+  app.add_option("--queue-num", options.queue_num, "first NFQUEUE number (one per injection)")
+      ->default_val(0);
+  app.add_option("--queue-maxlen", options.queue_maxlen, "kernel queue length per injection")
+      ->default_val(65536)
+      ->check(CLI::Range(16, 1 << 24));
+  app.add_option("--spin-us", spin_us, "busy-wait the last N us before a deadline")
+      ->default_val(0)
+      ->check(CLI::Range(0, 10000));
+  app.add_option("--log-level", log_level, "error|warn|info|debug")->default_val("info");
+  app.add_flag("--check", check, "verify kernel and tools, print what is missing");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    nabla::common::set_log_program("nabla-injectd");
+    nabla::common::set_log_level(nabla::common::parse_log_level(log_level));
+    if (!key_file.empty()) options.key_file = key_file;
+    options.spin_ns = spin_us * 1000;
+    if (check) {
+      const auto missing = nabla::injector::check_environment(options.queue_num);
+      for (const auto& m : missing) std::cout << "missing: " << m << "\n";
+      if (missing.empty()) std::cout << "ok: root, iptables, ip6tables, NFQUEUE usable\n";
+      return missing.empty() ? 0 : 1;
+    }
+    return nabla::injector::run_daemon(options);
+  } catch (const std::exception& e) {
+    std::cerr << "nabla-injectd: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,55 @@
+// nabla-injectd end to end: constant delay accuracy and link matching.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "injector_testbed.hh"
+#include "nabla_test_support.hh"
+
+namespace nabla::testing {
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+
+TEST(InjectorDelay, Constant20msOnUdpIsAccurateAndOnlyOnTheLink) {
+  NABLA_REQUIRE_ROOT_OR_SKIP();
+  InjectorTestbed bed;
+  bed.start_daemon();
+  const auto started = bed.call("inject.start", {{"link", "udp 10.77.0.1 -> 10.77.0.2:9000"},
+                                                 {"delay", "20ms"},
+                                                 {"lease_s", 30},
+                                                 {"seed", 7}});
+  const std::string id = started.at("id");
+  ASSERT_EQ(started.at("seed"), 7);
+  // The flow starts while the injection is active (first-packet conntrack race).
+  std::vector<ProbeResult> on_link;
+  std::vector<ProbeResult> off_link;
+  std::thread other([&] { off_link = run_udp_probes(bed, 9001, 300, 300.0); });
+  on_link = run_udp_probes(bed, 9000, 1000, 1000.0);
+  other.join();
+  const auto stats = bed.call("inject.stats", {{"id", id}});
+  bed.call("inject.stop", {{"id", id}});
+
+  EXPECT_LE(lost(on_link), 1u) << "UDP probes lost under the injection";
+  const int64_t p50 = delay_percentile(on_link, 0.5);
+  EXPECT_GE(p50, 20 * kMs);
+  EXPECT_LE(p50, 20 * kMs + kMs / 2);
+  const double receiver_mean = delay_mean(on_link);
+  const double daemon_mean = stats.at("actual_delay_ns").at("mean").get<double>();
+  EXPECT_NEAR(daemon_mean, receiver_mean, 0.1 * kMs);
+  EXPECT_GE(stats.at("packets").get<uint64_t>(), 999u);
+  EXPECT_EQ(stats.at("dropped").get<uint64_t>(), 0u);
+  // Port 9001 is not on the link: not delayed.
+  EXPECT_EQ(lost(off_link), 0u);
+  EXPECT_LT(delay_percentile(off_link, 0.99), 2 * kMs);
+  std::printf("receiver p50 %.3f ms p99 %.3f ms mean %.3f ms; daemon mean %.3f ms p99 %.3f ms\n",
+              p50 / 1e6, delay_percentile(on_link, 0.99) / 1e6, receiver_mean / 1e6,
+              daemon_mean / 1e6, stats.at("actual_delay_ns").at("p99").get<double>() / 1e6);
+  EXPECT_TRUE(bed.call("inject.list", nlohmann::json::object()).at("injections").empty());
+  // Stop removed the rule; the chains stay until the daemon exits.
+  for (const auto& line : bed.nabla_rules())
+    EXPECT_EQ(line.find("nabla:"), std::string::npos) << line;
+}
+
+}  // namespace
+}  // namespace nabla::testing

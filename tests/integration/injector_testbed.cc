@@ -1,0 +1,218 @@
+#include "injector_testbed.hh"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "nabla/common/clock.hh"
+#include "nabla/common/rpc.hh"
+
+namespace nabla::testing {
+
+namespace {
+
+sockaddr_in address(const char* ip, uint16_t port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  ::inet_pton(AF_INET, ip, &a.sin_addr);
+  return a;
+}
+
+}  // namespace
+
+InjectorTestbed::InjectorTestbed() {
+  snd_ = std::make_unique<common::NetNamespace>("snd");
+  rcv_ = std::make_unique<common::NetNamespace>("rcv");
+  veth_ = std::make_unique<common::VethPair>(*snd_, "nb-snd0", *rcv_, "nb-rcv0");
+  snd_->add_address("nb-snd0", std::string(kSenderIp) + "/24");
+  rcv_->add_address("nb-rcv0", std::string(kReceiverIp) + "/24");
+  snd_->set_up("nb-snd0");
+  rcv_->set_up("nb-rcv0");
+  log_path_ = "/tmp/nabla-injectd-test-" + std::to_string(::getpid()) + ".log";
+}
+
+InjectorTestbed::~InjectorTestbed() {
+  daemon_.reset();  // SIGTERM: the daemon removes its rules
+  veth_.reset();
+  rcv_.reset();
+  snd_.reset();  // whatever rules remain vanish with the namespace
+  std::remove(log_path_.c_str());
+}
+
+void InjectorTestbed::start_daemon(const std::vector<std::string>& extra_flags) {
+  std::vector<std::string> argv = {NABLA_INJECTD_PATH, "--listen", "127.0.0.1:7311", "--log-level",
+                                   "info"};
+  argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
+  daemon_ = std::make_unique<common::ChildProcess>(argv, snd_.get(), log_path_);
+  const int64_t deadline = common::monotonic_ns() + 5'000'000'000;
+  for (;;) {
+    try {
+      call("daemon.info", nlohmann::json::object());
+      return;
+    } catch (const std::exception& e) {
+      if (!daemon_->running()) throw std::runtime_error("nabla-injectd exited: " + daemon_log());
+      if (common::monotonic_ns() > deadline) {
+        throw std::runtime_error(std::string("nabla-injectd not answering: ") + e.what());
+      }
+      ::usleep(20'000);
+    }
+  }
+}
+
+void InjectorTestbed::kill_daemon_hard() {
+  daemon_->signal(SIGKILL);
+  daemon_->wait(std::chrono::seconds(5));
+  daemon_.reset();
+}
+
+void InjectorTestbed::stop_daemon() {
+  daemon_.reset();
+}
+
+pid_t InjectorTestbed::daemon_pid() const {
+  return daemon_ ? daemon_->pid() : -1;
+}
+
+std::string InjectorTestbed::daemon_log() const {
+  std::ifstream in(log_path_);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+nlohmann::json InjectorTestbed::call(const std::string& method, const nlohmann::json& params) {
+  nlohmann::json result;
+  std::exception_ptr error;
+  const common::FileDescriptor ns = snd_->open();
+  // The RPC client's socket must live in the sender namespace (the daemon
+  // listens on its loopback): a helper thread enters it.
+  std::thread helper([&] {
+    try {
+      if (::setns(ns.get(), CLONE_NEWNET) != 0) throw std::runtime_error("setns failed");
+      auto client =
+          common::RpcClient::connect("127.0.0.1", 7311, std::nullopt, std::chrono::seconds(2));
+      result = client.call(method, params, std::chrono::seconds(5));
+    } catch (...) {
+      error = std::current_exception();
+    }
+  });
+  helper.join();
+  if (error) std::rethrow_exception(error);
+  return result;
+}
+
+std::vector<std::string> InjectorTestbed::nabla_rules() {
+  std::vector<std::string> out;
+  const auto r = snd_->run({"iptables-save"});
+  std::istringstream lines(r.stdout_text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.find("NABLA") != std::string::npos || line.find("nabla:") != std::string::npos) {
+      out.push_back(line);
+    }
+  }
+  return out;
+}
+
+std::vector<ProbeResult> run_udp_probes(InjectorTestbed& bed, uint16_t port, int count,
+                                        double rate_pps, size_t size,
+                                        std::chrono::milliseconds drain) {
+  size = std::max<size_t>(size, 16);
+  std::vector<ProbeResult> results(static_cast<size_t>(count));
+  common::FileDescriptor rx = bed.receiver().socket(AF_INET, SOCK_DGRAM, 0);
+  const sockaddr_in to = address(kReceiverIp, port);
+  if (::bind(rx.get(), reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0) {
+    throw std::runtime_error("bind receiver");
+  }
+  int big = 4 << 20;
+  ::setsockopt(rx.get(), SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof big);
+  common::FileDescriptor tx = bed.sender().socket(AF_INET, SOCK_DGRAM, 0);
+  std::atomic<bool> sending_done{false};
+  std::atomic<int64_t> stop_at{0};
+  std::thread receiver([&] {
+    std::vector<uint8_t> buf(65536);
+    for (;;) {
+      pollfd p{rx.get(), POLLIN, 0};
+      const int n = ::poll(&p, 1, 20);
+      const int64_t now = common::monotonic_ns();
+      if (n > 0) {
+        const ssize_t got = ::recv(rx.get(), buf.data(), buf.size(), 0);
+        const int64_t at = common::monotonic_ns();
+        if (got >= 12) {
+          uint32_t seq = 0;
+          int64_t sent = 0;
+          std::memcpy(&seq, buf.data(), 4);
+          std::memcpy(&sent, buf.data() + 4, 8);
+          if (seq < results.size()) results[seq].delay_ns = at - sent;
+        }
+        continue;
+      }
+      if (sending_done && now >= stop_at) break;
+    }
+  });
+  std::vector<uint8_t> payload(size, 0x5a);
+  const int64_t start = common::monotonic_ns();
+  const double interval_ns = 1e9 / rate_pps;
+  for (int i = 0; i < count; ++i) {
+    const int64_t due = start + static_cast<int64_t>(std::llround(i * interval_ns));
+    while (common::monotonic_ns() < due) {
+      const int64_t left = due - common::monotonic_ns();
+      if (left > 200'000) ::usleep(static_cast<useconds_t>((left - 100'000) / 1000));
+    }
+    const auto seq = static_cast<uint32_t>(i);
+    const int64_t now = common::monotonic_ns();
+    std::memcpy(payload.data(), &seq, 4);
+    std::memcpy(payload.data() + 4, &now, 8);
+    results[static_cast<size_t>(i)].seq = seq;
+    results[static_cast<size_t>(i)].send_ns = now;
+    ::sendto(tx.get(), payload.data(), payload.size(), 0, reinterpret_cast<const sockaddr*>(&to),
+             sizeof to);
+  }
+  stop_at = common::monotonic_ns() + drain.count() * 1'000'000;
+  sending_done = true;
+  receiver.join();
+  return results;
+}
+
+int64_t delay_percentile(const std::vector<ProbeResult>& probes, double q) {
+  std::vector<int64_t> d;
+  for (const auto& p : probes) {
+    if (p.delay_ns >= 0) d.push_back(p.delay_ns);
+  }
+  if (d.empty()) return -1;
+  std::sort(d.begin(), d.end());
+  const size_t rank = std::max<size_t>(1, static_cast<size_t>(std::ceil(q * d.size())));
+  return d[std::min(rank, d.size()) - 1];
+}
+
+double delay_mean(const std::vector<ProbeResult>& probes) {
+  double sum = 0;
+  size_t n = 0;
+  for (const auto& p : probes) {
+    if (p.delay_ns >= 0) {
+      sum += static_cast<double>(p.delay_ns);
+      ++n;
+    }
+  }
+  return n == 0 ? 0.0 : sum / static_cast<double>(n);
+}
+
+size_t lost(const std::vector<ProbeResult>& probes) {
+  return static_cast<size_t>(
+      std::count_if(probes.begin(), probes.end(), [](const auto& p) { return p.delay_ns < 0; }));
+}
+
+}  // namespace nabla::testing
