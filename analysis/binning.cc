@@ -83,7 +83,9 @@ std::int64_t bin_width_ns(std::span<const std::int64_t> arrival_times_ns, std::s
   std::sort(t.begin(), t.end());
   RunningStats spans;
   for (std::size_t i = 0; i + k < t.size(); ++i) spans.add(static_cast<double>(t[i + k] - t[i]));
-  return static_cast<std::int64_t>(std::ceil(spans.mean() + 3.0 * spans.stddev(1)));
+  // At least 1 ns: arrivals stamped with identical times would give 0.
+  return std::max<std::int64_t>(
+      1, static_cast<std::int64_t>(std::ceil(spans.mean() + 3.0 * spans.stddev(1))));
 }
 
 BinnedSeries bin_latencies(std::span<const LatencyRecord> records, std::int64_t start_ns,

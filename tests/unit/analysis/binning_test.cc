@@ -23,6 +23,11 @@ TEST(BinWidth, SortsArrivals) {
   EXPECT_EQ(bin_width_ns(t, 3), 246);
 }
 
+TEST(BinWidth, IdenticalTimesGiveOneNanosecond) {
+  const std::vector<std::int64_t> t(10, 5);
+  EXPECT_EQ(bin_width_ns(t, 3), 1);
+}
+
 TEST(BinWidth, RejectsTooFewArrivals) {
   const std::vector<std::int64_t> t{0, 10, 20};
   EXPECT_THROW(bin_width_ns(t, 0), std::invalid_argument);

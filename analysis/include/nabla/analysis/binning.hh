@@ -10,7 +10,8 @@
 // and the time from there to the k-th following arrival is the residual gap
 // plus k-1 whole gaps; for Poisson arrivals the residual is distributed like
 // a whole gap, so k gaps is the interval that has to fit in a bin for it to
-// hold k requests. The result is rounded up to a whole nanosecond.
+// hold k requests. The result is rounded up to a whole nanosecond (and is at
+// least 1 ns).
 //
 // Empty-bin policy: a bin that received no request takes the value linearly
 // interpolated (by bin index) between its nearest non-empty neighbours; a run
