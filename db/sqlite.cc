@@ -140,6 +140,18 @@ Statement::Statement(Database& db, std::string_view sql) : db_(db.handle()) {
                               SQLITE_PREPARE_PERSISTENT, &stmt_, &tail);
   if (rc != SQLITE_OK) throw_error(db_, rc, sql);
   if (stmt_ == nullptr) throw Error(SQLITE_MISUSE, "empty statement", std::string(sql));
+  // Only whitespace and comments may follow (they prepare to no statement):
+  // a second statement would otherwise be silently ignored.
+  const std::string_view rest = sql.substr(static_cast<std::size_t>(tail - sql.data()));
+  if (!rest.empty()) {
+    sqlite3_stmt* next = nullptr;
+    rc = sqlite3_prepare_v2(db_, rest.data(), static_cast<int>(rest.size()), &next, nullptr);
+    sqlite3_finalize(next);
+    if (rc != SQLITE_OK || next != nullptr) {
+      sqlite3_finalize(std::exchange(stmt_, nullptr));
+      throw Error(SQLITE_MISUSE, "one statement expected, found more", std::string(sql));
+    }
+  }
 }
 
 Statement::Statement(Statement&& other) noexcept
@@ -348,26 +360,7 @@ QueryResult query(Database& db, std::string_view sql) {
 }
 
 QueryResult query(Database& db, std::string_view sql, std::span<const Value> params) {
-  sqlite3_stmt* raw = nullptr;
-  const char* tail = nullptr;
-  int rc = sqlite3_prepare_v2(db.handle(), sql.data(), static_cast<int>(sql.size()), &raw, &tail);
-  if (rc != SQLITE_OK) throw_error(db.handle(), rc, sql);
-  sqlite3_finalize(raw);
-  if (raw == nullptr) throw Error(SQLITE_MISUSE, "empty statement", std::string(sql));
-  std::string_view first = sql.substr(0, static_cast<std::size_t>(tail - sql.data()));
-  std::string_view rest = sql.substr(first.size());
-  if (!rest.empty()) {
-    // Only whitespace and comments may follow: they prepare to no statement.
-    sqlite3_stmt* next = nullptr;
-    rc =
-        sqlite3_prepare_v2(db.handle(), rest.data(), static_cast<int>(rest.size()), &next, nullptr);
-    sqlite3_finalize(next);
-    if (rc != SQLITE_OK || next != nullptr) {
-      throw Error(SQLITE_MISUSE, "query() runs exactly one statement", std::string(sql));
-    }
-  }
-
-  Statement st(db, first);
+  Statement st(db, sql);
   for (std::size_t i = 0; i < params.size(); ++i) st.bind(static_cast<int>(i + 1), params[i]);
   QueryResult result;
   const int n = st.column_count();

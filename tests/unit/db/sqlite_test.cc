@@ -189,6 +189,8 @@ TEST_F(SqliteTest, QueryRunsExactlyOneStatement) {
   EXPECT_EQ(to_string(r.rows[0][3]), "x'0102'");
   EXPECT_EQ(to_string(r.rows[0][4]), "NULL");
   EXPECT_THROW(query(db(), "SELECT 1; DELETE FROM t"), Error);
+  EXPECT_THROW(db().prepare("DELETE FROM t; SELECT 1"), Error);
+  EXPECT_THROW(db().prepare("  -- nothing\n"), Error);
   EXPECT_EQ(query(db(), "SELECT count(*) FROM t").rows[0][0], Value(std::int64_t{1}));
   const std::vector<Value> params = {Value(std::int64_t{1})};
   EXPECT_EQ(query(db(), "SELECT s FROM t WHERE i = ?", params).rows[0][0], Value(std::string("a")));

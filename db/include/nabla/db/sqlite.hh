@@ -94,7 +94,8 @@ class Database {
 };
 
 // A prepared statement. Parameter indexes are 1-based, column indexes
-// 0-based, as in SQLite.
+// 0-based, as in SQLite. The SQL must hold exactly one statement (trailing
+// whitespace and comments are fine); use Database::exec for scripts.
 class Statement {
  public:
   Statement(Database& db, std::string_view sql);
@@ -189,7 +190,7 @@ class Transaction {
   bool done_ = false;
 };
 
-// Runs exactly one statement (a trailing ';', whitespace or comments are fine;
+// Runs exactly one statement (a trailing ";", whitespace or comments are fine;
 // a second statement is an error) and returns its columns and every row.
 QueryResult query(Database& db, std::string_view sql);
 QueryResult query(Database& db, std::string_view sql, std::span<const Value> params);
