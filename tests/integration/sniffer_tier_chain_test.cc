@@ -132,11 +132,11 @@ TEST(SnifferTierChain, DiscoversTiersShortFlowsAndUdp) {
   ns.run_checked({"iptables", "-w", "-A", "INPUT", "-m", "conntrack", "--ctstate",
                   "NEW,ESTABLISHED", "-j", "ACCEPT"});
   const std::string tier = NABLA_TIER_PATH;
-  const std::string out_path = ::testing::TempDir() + "sniffd-chain-" +
-                               std::to_string(::getpid()) + ".jsonl";
-  ChildProcess db({tier, "--listen", "127.0.0.1:9003", "--workers", "2", "--url",
-                   "* service=fixed:100us"},
-                  &ns, "/dev/null");
+  const std::string out_path =
+      ::testing::TempDir() + "sniffd-chain-" + std::to_string(::getpid()) + ".jsonl";
+  ChildProcess db(
+      {tier, "--listen", "127.0.0.1:9003", "--workers", "2", "--url", "* service=fixed:100us"}, &ns,
+      "/dev/null");
   ChildProcess app({tier, "--listen", "127.0.0.1:9002", "--workers", "2", "--tier",
                     "db=127.0.0.1:9003", "--url", "* call=db:serial:3"},
                    &ns, "/dev/null");
@@ -147,9 +147,9 @@ TEST(SnifferTierChain, DiscoversTiersShortFlowsAndUdp) {
   ASSERT_TRUE(get(client));  // the whole chain is up
   connect_in(ns, kDb);       // (and db accepts; closed at once)
 
-  ChildProcess sniffd({NABLA_SNIFFD_PATH, "--print", "--json", "--interval", "100ms", "--count",
-                       "8"},
-                      &ns, out_path);
+  ChildProcess sniffd(
+      {NABLA_SNIFFD_PATH, "--print", "--json", "--interval", "100ms", "--count", "8"}, &ns,
+      out_path);
   std::this_thread::sleep_for(std::chrono::milliseconds(150));  // sniffd subscribed
 
   for (int i = 1; i < kRequests; ++i) ASSERT_TRUE(get(client));
