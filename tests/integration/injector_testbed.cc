@@ -102,8 +102,7 @@ nlohmann::json InjectorTestbed::call(const std::string& method, const nlohmann::
   std::thread helper([&] {
     try {
       if (::setns(ns.get(), CLONE_NEWNET) != 0) throw std::runtime_error("setns failed");
-      auto client =
-          common::RpcClient::connect("127.0.0.1", 7311, std::nullopt, std::chrono::seconds(2));
+      auto client = common::RpcClient::connect("127.0.0.1", 7311, key_, std::chrono::seconds(2));
       result = client.call(method, params, std::chrono::seconds(5));
     } catch (...) {
       error = std::current_exception();

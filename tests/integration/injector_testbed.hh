@@ -9,10 +9,12 @@
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "nabla/common/netns.hh"
+#include "nabla/common/rpc_auth.hh"
 
 namespace nabla::testing {
 
@@ -36,6 +38,9 @@ class InjectorTestbed {
   pid_t daemon_pid() const;
   std::string daemon_log() const;
 
+  // Key used by call(); the daemon must then run with --key-file.
+  void set_client_key(std::optional<common::Key> key) { key_ = std::move(key); }
+
   // One JSON-RPC call to the daemon (throws common::RpcError on an error).
   nlohmann::json call(const std::string& method, const nlohmann::json& params);
 
@@ -48,6 +53,7 @@ class InjectorTestbed {
   std::unique_ptr<common::VethPair> veth_;
   std::unique_ptr<common::ChildProcess> daemon_;
   std::string log_path_;
+  std::optional<common::Key> key_;
 };
 
 struct ProbeResult {

@@ -1,0 +1,150 @@
+// nabla-injectd safety: a crashed daemon leaves traffic flowing (fail-open via
+// --queue-bypass) and its next start removes the stale chains; lapsed leases
+// remove injections; bad and unauthenticated requests are refused while the
+// daemon keeps serving.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "injector_testbed.hh"
+#include "nabla/common/clock.hh"
+#include "nabla/common/json_rpc.hh"
+#include "nabla_test_support.hh"
+
+namespace nabla::testing {
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+
+size_t count_containing(const std::vector<std::string>& lines, const std::string& needle) {
+  size_t n = 0;
+  for (const auto& l : lines) n += l.find(needle) != std::string::npos ? 1 : 0;
+  return n;
+}
+
+TEST(InjectorFailsafe, Kill9KeepsTrafficFlowingAndNextStartRemovesStaleChains) {
+  NABLA_REQUIRE_ROOT_OR_SKIP();
+  InjectorTestbed bed;
+  bed.start_daemon();
+  bed.call("inject.start",
+           {{"link", "udp 10.77.0.1 -> 10.77.0.2:9000"}, {"delay", "20ms"}, {"lease_s", 30}});
+  int64_t killed_at = 0;
+  std::thread killer([&] {
+    ::usleep(500'000);
+    killed_at = common::monotonic_ns();
+    bed.kill_daemon_hard();
+  });
+  const auto probes = run_udp_probes(bed, 9000, 1500, 1000.0);
+  killer.join();
+  size_t after = 0;
+  for (const auto& p : probes) {
+    if (p.send_ns < killed_at + 100 * kMs) continue;
+    ++after;
+    EXPECT_GE(p.delay_ns, 0) << "probe " << p.seq << " lost after the daemon died";
+    EXPECT_LT(p.delay_ns, 2 * kMs) << "probe " << p.seq << " still delayed after the daemon died";
+  }
+  EXPECT_GT(after, 800u);
+  // Before the kill, probes were delayed.
+  EXPECT_GT(probes[100].delay_ns, 19 * kMs);
+
+  // The crashed daemon left its chains and its rule behind...
+  const auto stale = bed.nabla_rules();
+  EXPECT_EQ(count_containing(stale, "nabla:inj-1"), 1u);
+  // ...and the next start removes them and makes fresh, empty ones.
+  bed.start_daemon();
+  const auto fresh = bed.nabla_rules();
+  EXPECT_EQ(count_containing(fresh, "nabla:"), 0u);
+  EXPECT_EQ(count_containing(fresh, "-A OUTPUT -j NABLA-OUT"), 1u);
+  EXPECT_EQ(count_containing(fresh, ":NABLA-OUT"), 1u);
+  // SIGTERM removes everything.
+  bed.stop_daemon();
+  EXPECT_TRUE(bed.nabla_rules().empty());
+}
+
+TEST(InjectorFailsafe, LapsedLeaseRemovesTheInjectionWithinOneSecond) {
+  NABLA_REQUIRE_ROOT_OR_SKIP();
+  InjectorTestbed bed;
+  bed.start_daemon();
+  const auto started =
+      bed.call("inject.start",
+               {{"link", "udp 10.77.0.1 -> 10.77.0.2:9000"}, {"delay", "20ms"}, {"lease_s", 1.0}});
+  const std::string id = started.at("id");
+  ::usleep(600'000);
+  bed.call("lease.renew", {{"id", id}});
+  const int64_t lapse_at = common::monotonic_ns() + 1000 * kMs;
+  ::usleep(600'000);  // 1.2 s after start: alive only thanks to the renewal
+  EXPECT_EQ(bed.call("inject.list", nlohmann::json::object()).at("injections").size(), 1u);
+  EXPECT_EQ(count_containing(bed.nabla_rules(), "nabla:" + id), 1u);
+  int64_t gone_at = 0;
+  while (common::monotonic_ns() < lapse_at + 3000 * kMs) {
+    if (count_containing(bed.nabla_rules(), "nabla:" + id) == 0) {
+      gone_at = common::monotonic_ns();
+      break;
+    }
+    ::usleep(20'000);
+  }
+  ASSERT_GT(gone_at, 0) << "rule still present 3 s after the lease lapsed";
+  EXPECT_LE(gone_at - lapse_at, 1000 * kMs);
+  EXPECT_GE(gone_at - lapse_at, -50 * kMs);  // not removed before the lapse
+  EXPECT_TRUE(bed.call("inject.list", nlohmann::json::object()).at("injections").empty());
+  const auto probes = run_udp_probes(bed, 9000, 100, 1000.0);
+  EXPECT_EQ(lost(probes), 0u);
+  EXPECT_LT(delay_percentile(probes, 0.99), 2 * kMs);
+}
+
+int error_code_of(InjectorTestbed& bed, const std::string& method, const nlohmann::json& params,
+                  std::string* message) {
+  try {
+    bed.call(method, params);
+  } catch (const common::RpcError& e) {
+    *message = e.what();
+    return e.code();
+  }
+  return 0;
+}
+
+TEST(InjectorFailsafe, MalformedAndUnauthenticatedRequestsAreRefused) {
+  NABLA_REQUIRE_ROOT_OR_SKIP();
+  InjectorTestbed bed;
+  const std::string key_path = "/tmp/nabla-injectd-key-" + std::to_string(::getpid());
+  const common::Key key = common::generate_key_file(key_path);
+  bed.set_client_key(key);
+  bed.start_daemon({"--key-file", key_path});
+  std::string message;
+  EXPECT_EQ(
+      error_code_of(bed, "inject.start", {{"link", "udp 10.77.0.300 -> 10.77.0.2:9000"}}, &message),
+      common::rpc_code::kInvalidParams);
+  EXPECT_EQ(message.rfind("link", 0), 0u) << message;
+  EXPECT_EQ(error_code_of(
+                bed, "inject.start",
+                {{"link", "udp 10.77.0.1 -> 10.77.0.2:9000"}, {"faults", {{"loss", {{"p", 1.5}}}}}},
+                &message),
+            common::rpc_code::kInvalidParams);
+  EXPECT_EQ(message.rfind("faults.loss.p", 0), 0u) << message;
+  EXPECT_EQ(error_code_of(bed, "inject.start",
+                          {{"link", "udp 10.77.0.1 -> 10.77.0.2:9000"}, {"lease_s", -1}}, &message),
+            common::rpc_code::kInvalidParams);
+  EXPECT_EQ(message.rfind("lease_s", 0), 0u) << message;
+  EXPECT_EQ(error_code_of(bed, "inject.stop", {{"id", "inj-99"}}, &message),
+            common::rpc_code::kInvalidParams);
+  EXPECT_EQ(error_code_of(bed, "inject.nonsense", nlohmann::json::object(), &message),
+            common::rpc_code::kMethodNotFound);
+  // Nothing was started, and no rule was touched by the bad requests.
+  EXPECT_TRUE(bed.call("inject.list", nlohmann::json::object()).at("injections").empty());
+  EXPECT_EQ(count_containing(bed.nabla_rules(), "nabla:"), 0u);
+  // A client without the key can call nothing; with a wrong key neither.
+  bed.set_client_key(std::nullopt);
+  EXPECT_ANY_THROW(bed.call("daemon.info", nlohmann::json::object()));
+  common::Key wrong = common::generate_key_file(key_path + ".wrong");
+  bed.set_client_key(wrong);
+  EXPECT_ANY_THROW(bed.call("inject.list", nlohmann::json::object()));
+  // The daemon keeps serving.
+  bed.set_client_key(key);
+  EXPECT_EQ(bed.call("daemon.info", nlohmann::json::object()).at("injections"), 0);
+  std::remove(key_path.c_str());
+  std::remove((key_path + ".wrong").c_str());
+}
+
+}  // namespace
+}  // namespace nabla::testing
