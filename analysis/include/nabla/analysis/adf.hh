@@ -23,6 +23,7 @@
 // double on data shifted to its mean, and the solve runs on the correlation-
 // scaled matrix in long double.
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
