@@ -31,7 +31,7 @@ Patterns and the true link gradient they imply on the link to TIER:
 Response headers: X-Service-Time-Ns (request read -> response ready, minus
 downstream waits), X-Queue-Ns (wait for a worker), X-Downstream-Ns.
 
-Example: nabla-tier --listen 0.0.0.0:8080 --tier db=10.9.0.4:8080 \
+Example: nabla-tier --listen 0.0.0.0:8080 --tier db=10.9.0.4:8080 --tier audit=10.9.0.5:8080 \
   --url '/view service=exp:200us call=db:serial:3' --url '/auth service=fixed:100us' \
   --url '/bid call=db:serial:1 call=audit:async:/audit' --url '/browse call=db:parallel:4'
 TOML (--config): [server] listen/workers/seed, [tiers] NAME = "HOST:PORT",

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 
 namespace nabla::loadgen {
@@ -107,6 +108,57 @@ TEST(ParseHttpResponse, Framing) {
   EXPECT_FALSE(
       parse_http_response("HTTP/1.1 502 Bad\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
           .head.keep_alive);
+}
+
+}  // namespace
+}  // namespace nabla::loadgen
+
+namespace nabla::loadgen {
+namespace {
+
+// Seeded random mutations of valid requests: the parser never reads past the
+// buffer, never claims more than it has, and a prefix of a complete request
+// is incomplete or already bad — never a different complete request.
+TEST(ParseHttpRequest, RandomMutationsStayInBounds) {
+  std::mt19937_64 rng(20261122);
+  const std::string seeds[] = {
+      "GET /view?id=1 HTTP/1.1\r\nHost: a\r\n\r\n",
+      "POST /bid HTTP/1.1\r\nContent-Length: 11\r\nConnection: keep-alive\r\n\r\nhello world",
+      "GET / HTTP/1.0\r\n\r\n",
+  };
+  const char alphabet[] = "GET /:\r\n HTTP1.0Content-Length\t0123456789xX\x7f\x01";
+  for (int iter = 0; iter < 20000; ++iter) {
+    std::string buf = seeds[rng() % 3];
+    const int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits; ++e) {
+      const size_t pos = rng() % (buf.size() + 1);
+      const char c = alphabet[rng() % (sizeof alphabet - 1)];
+      switch (rng() % 3) {
+        case 0:
+          buf.insert(pos, 1, c);
+          break;
+        case 1:
+          if (pos < buf.size()) buf.erase(pos, 1);
+          break;
+        default:
+          if (pos < buf.size()) buf[pos] = c;
+      }
+    }
+    const RequestParse p = parse_http_request(buf);
+    if (p.status == ParseStatus::kComplete) {
+      ASSERT_LE(p.head.consumed, buf.size()) << buf;
+      ASSERT_FALSE(p.head.path.empty());
+      ASSERT_EQ(p.head.path.front(), '/');
+      ASSERT_LE(p.head.body_bytes, kMaxBodyBytes);
+      // Every strict prefix that ends before the body is complete is not complete.
+      const RequestParse shorter = parse_http_request(buf.substr(0, p.head.consumed - 1));
+      ASSERT_NE(shorter.status, ParseStatus::kComplete) << buf;
+    } else if (p.status == ParseStatus::kBad) {
+      ASSERT_TRUE(p.error_status == 400 || p.error_status == 413 || p.error_status == 431 ||
+                  p.error_status == 501 || p.error_status == 505)
+          << p.error_status;
+    }
+  }
 }
 
 }  // namespace
