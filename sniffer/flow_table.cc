@@ -146,8 +146,18 @@ std::vector<FlowRecord> FlowTable::since(uint64_t cursor, uint64_t min_messages,
   std::vector<FlowRecord> out;
   for (const auto& [id, flow] : flows_) {
     if (flow.updated_seq <= cursor) continue;
-    const bool counted = id.proto == Proto::kTcp && flow.conntrack_events == 0;
-    if (counted ? flow.total.messages() < min_messages : min_messages > 1) continue;
+    // Segment counts decide when there are any; UDP sockets and conntrack
+    // events without accounting prove a flow exists but not how busy it is.
+    const uint64_t messages = flow.total.messages();
+    bool pass = false;
+    if (messages > 0) {
+      pass = messages >= min_messages;
+    } else if (id.proto == Proto::kUdp || flow.conntrack_events > 0) {
+      pass = min_messages <= 1;
+    } else {
+      pass = min_messages == 0;  // e.g. TIME_WAIT leftovers: no counters at all
+    }
+    if (!pass) continue;
     out.push_back(flow);
   }
   next_cursor = seq_;

@@ -32,7 +32,9 @@ struct Link {
 
   Link() {
     const PortRange range = PortRange::read_system();
-    for (uint16_t p = 20000; p < range.low && port == 0; p += 7) {
+    // Below the ephemeral range; under 1024 only if the range starts that low (root).
+    const uint16_t first = range.low > 20500 ? 20000 : 600;
+    for (uint16_t p = first; p < range.low && port == 0; p += 7) {
       listener = FileDescriptor::socket(AF_INET, SOCK_STREAM, 0);
       sockaddr_in sa{};
       sa.sin_family = AF_INET;

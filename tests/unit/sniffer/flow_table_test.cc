@@ -166,3 +166,48 @@ TEST(FlowTable, NoteCreatesConntrackFlows) {
 
 }  // namespace
 }  // namespace nabla::sniffer
+
+namespace nabla::sniffer {
+namespace {
+
+TEST(FlowTable, ThresholdRulesForFlowsWithoutCounts) {
+  FlowTable table(PortRange{32768, 60999});
+  SocketRecord tw;  // a TIME_WAIT leftover: no inode, no tcp_info
+  tw.key.proto = Proto::kTcp;
+  tw.key.local.family = AF_INET;
+  tw.key.remote.family = AF_INET;
+  tw.key.local_port = 40000;
+  tw.key.remote_port = 8080;
+  tw.state = 6;
+  tw.cookie = 99;
+  SocketRecord udp = tw;
+  udp.key.proto = Proto::kUdp;
+  udp.key.remote_port = 53;
+  udp.cookie = 100;
+  std::vector<SocketRecord> scan = {tw, udp};
+  table.update(1, scan, nullptr);
+  uint64_t cursor = 0;
+  auto flows = table.since(0, 1, cursor);
+  ASSERT_EQ(flows.size(), 1u);  // the UDP flow; the TCP one has no message
+  EXPECT_EQ(flows[0].id.proto, Proto::kUdp);
+  EXPECT_EQ(table.since(0, 0, cursor).size(), 2u);
+  EXPECT_TRUE(table.since(0, 2, cursor).empty());
+  // A conntrack-noted TCP flow that sock_diag also counted obeys the counts.
+  FlowId id = table.flow_id(tw, 0);
+  table.note(2, id, Direction::kOutbound, FlowCounts{}, "");
+  EXPECT_EQ(table.since(0, 1, cursor).size(), 2u);
+  SocketRecord live = tw;
+  live.cookie = 101;
+  live.has_tcp_info = true;
+  live.tcp.data_segs_out = 4;
+  live.tcp.data_segs_in = 4;
+  scan = {live};
+  table.update(3, scan, nullptr);
+  bool found = false;
+  for (const auto& f : table.since(0, 8, cursor)) found = found || f.id == id;
+  EXPECT_TRUE(found);
+  for (const auto& f : table.since(0, 9, cursor)) EXPECT_FALSE(f.id == id);
+}
+
+}  // namespace
+}  // namespace nabla::sniffer

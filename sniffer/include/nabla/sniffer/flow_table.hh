@@ -10,7 +10,9 @@
 // contributes everything it has counted so far (its life up to now falls in
 // this interval or, at start-up, before it — for discovery that is traffic
 // worth reporting), with tcp_info's SYN byte removed from bytes_acked.
-// Sockets that vanished are forgotten at the next update.
+// Sockets that vanished are forgotten at the next update. UDP sockets carry
+// no counters in sock_diag: a connected UDP socket marks its flow active when
+// first seen; its traffic is known only from conntrack accounting.
 #include <cstdint>
 #include <span>
 #include <string>
@@ -79,8 +81,10 @@ class FlowTable {
             const std::string& comm);
 
   // Flows changed after `cursor` with at least `min_messages` messages in
-  // total (TCP) — UDP and conntrack-only flows have no segment counts and
-  // pass when min_messages <= 1. Returns the new cursor in `next_cursor`.
+  // total. Flows without segment counts (UDP sockets, conntrack events
+  // without nf_conntrack_acct) pass when min_messages <= 1; TCP flows with no
+  // counted message at all (TIME_WAIT leftovers) only when it is 0. Returns
+  // the new cursor in `next_cursor`.
   std::vector<FlowRecord> since(uint64_t cursor, uint64_t min_messages,
                                 uint64_t& next_cursor) const;
   // Drops flows idle for longer than `idle_ns`.
