@@ -87,7 +87,7 @@ int run_daemon(const DaemonOptions& options) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   IptablesBackend rules;  // removes stale chains of a crashed run first
-  DelayEngine engine(EngineOptions{options.spin_ns});
+  DelayEngine engine(EngineOptions{options.spin_ns, options.realtime_priority});
   engine.start();
   ServiceOptions so;
   so.queue_base = options.queue_num;

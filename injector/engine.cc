@@ -2,6 +2,8 @@
 
 #include <netinet/in.h>
 #include <netinet/ip.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
@@ -178,6 +180,10 @@ void DelayEngine::on_packet(uint64_t slot_id, Slot& slot, const QueuedPacket& pa
 
 void DelayEngine::on_readable(uint64_t slot_id, Slot& slot) {
   const int64_t now_ns = common::monotonic_ns();
+  // Release everything already due first: a packet that arrives now with no
+  // delay left (release == now) must not overtake a held packet of its flow
+  // whose deadline passed while we were busy.
+  fire_timers(now_ns);
   slot.queue->receive(
       [&](const QueuedPacket& packet) { on_packet(slot_id, slot, packet, now_ns); });
   slot.queue->flush();
@@ -220,18 +226,20 @@ void DelayEngine::release_marked(Slot& slot) {
     ++prefix;
   }
   InjectionPipeline& pipeline = *slot.pipeline;
-  std::vector<const std::vector<uint8_t>*> duplicates;
-  // Individual verdicts: rewritten packets, and releasing ids outside the
-  // prefix. Rewritten ones precede the batch so the batch does not accept
-  // them unmodified.
+  // Verdicts go out in id order (= arrival order within a flow): first the
+  // batch for the prefix, then single verdicts for the rest. A rewritten
+  // packet needs its own verdict, so a prefix holding one is not batched.
+  std::sort(slot.releasing.begin(), slot.releasing.end());
+  bool batch = batch_count >= 2;
   for (uint32_t id : slot.releasing) {
-    const Held& h = slot.held.at(id);
-    const bool in_batch = batch_count >= 2 && id <= batch_id;
-    if (!in_batch || !h.rewritten.empty()) {
-      slot.queue->verdict(id, NfQueue::kAccept, h.rewritten);
-    }
+    if (id > batch_id) break;
+    if (!slot.held.at(id).rewritten.empty()) batch = false;
   }
-  if (batch_count >= 2) slot.queue->batch_verdict(batch_id, NfQueue::kAccept);
+  if (batch) slot.queue->batch_verdict(batch_id, NfQueue::kAccept);
+  for (uint32_t id : slot.releasing) {
+    if (batch && id <= batch_id) continue;
+    slot.queue->verdict(id, NfQueue::kAccept, slot.held.at(id).rewritten);
+  }
   slot.queue->flush();
   const int64_t verdict_ns = common::monotonic_ns();
   for (uint32_t id : slot.releasing) {
@@ -280,6 +288,15 @@ void DelayEngine::arm_timer() {
 
 void DelayEngine::run() {
   ::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+  if (options_.realtime_priority > 0) {
+    sched_param param{};
+    param.sched_priority = options_.realtime_priority;
+    const int err = ::pthread_setschedparam(::pthread_self(), SCHED_FIFO, &param);
+    if (err != 0) {
+      common::log_warn("engine: SCHED_FIFO priority ", options_.realtime_priority,
+                       " refused: ", std::strerror(err), "; running unprioritised");
+    }
+  }
   epoll_event events[64];
   while (running_) {
     const int n = ::epoll_wait(epoll_.get(), events, 64, 100);

@@ -25,6 +25,10 @@ int main(int argc, char** argv) {
   app.add_option("--spin-us", spin_us, "busy-wait the last N us before a deadline")
       ->default_val(0)
       ->check(CLI::Range(0, 10000));
+  app.add_option("--rt-priority", options.realtime_priority,
+                 "SCHED_FIFO priority of the packet loop (1-99; 0 = normal scheduling)")
+      ->default_val(0)
+      ->check(CLI::Range(0, 99));
   app.add_option("--log-level", log_level, "error|warn|info|debug")->default_val("info");
   app.add_flag("--check", check, "verify kernel and tools, print what is missing");
   CLI11_PARSE(app, argc, argv);

@@ -3,6 +3,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -142,6 +144,11 @@ std::vector<ProbeResult> run_udp_probes(InjectorTestbed& bed, uint16_t port, int
   std::atomic<bool> sending_done{false};
   std::atomic<int64_t> stop_at{0};
   std::thread receiver([&] {
+    // Real-time priority so that the measuring thread is not the thing that
+    // is late on a loaded 2-core machine.
+    sched_param param{};
+    param.sched_priority = 5;
+    ::pthread_setschedparam(::pthread_self(), SCHED_FIFO, &param);
     std::vector<uint8_t> buf(65536);
     for (;;) {
       pollfd p{rx.get(), POLLIN, 0};
@@ -163,6 +170,13 @@ std::vector<ProbeResult> run_udp_probes(InjectorTestbed& bed, uint16_t port, int
     }
   });
   std::vector<uint8_t> payload(size, 0x5a);
+  // The sender too: stamps must be taken right before sendto.
+  int old_policy = 0;
+  sched_param old_param{};
+  ::pthread_getschedparam(::pthread_self(), &old_policy, &old_param);
+  sched_param rt{};
+  rt.sched_priority = 5;
+  ::pthread_setschedparam(::pthread_self(), SCHED_FIFO, &rt);
   const int64_t start = common::monotonic_ns();
   const double interval_ns = 1e9 / rate_pps;
   for (int i = 0; i < count; ++i) {
@@ -180,6 +194,7 @@ std::vector<ProbeResult> run_udp_probes(InjectorTestbed& bed, uint16_t port, int
     ::sendto(tx.get(), payload.data(), payload.size(), 0, reinterpret_cast<const sockaddr*>(&to),
              sizeof to);
   }
+  ::pthread_setschedparam(::pthread_self(), old_policy, &old_param);
   stop_at = common::monotonic_ns() + drain.count() * 1'000'000;
   sending_done = true;
   receiver.join();

@@ -14,6 +14,7 @@ struct DaemonOptions {
   uint16_t queue_num = 0;
   uint32_t queue_maxlen = 65536;
   int64_t spin_ns = 0;
+  int realtime_priority = 0;  // SCHED_FIFO priority of the packet loop, 0 = off
 };
 
 // Splits "ADDR:PORT" / "[V6]:PORT"; throws std::invalid_argument naming

@@ -38,6 +38,11 @@ namespace nabla::injector {
 
 struct EngineOptions {
   int64_t spin_ns = 0;  // busy-wait this long before each deadline (precision)
+  // SCHED_FIFO priority of the loop thread (0 = normal scheduling). On a
+  // loaded machine this is what keeps release times on schedule: the loop
+  // sleeps in epoll_wait between deadlines, so it costs no CPU, and any spin
+  // is bounded by spin_ns.
+  int realtime_priority = 0;
 };
 
 // Counters of one injection as seen by the engine, besides the pipeline's.
