@@ -1,6 +1,7 @@
 // nabla-tier: a synthetic multi-tier HTTP/1.1 server with known link
 // gradients. Parses flags / TOML and runs TierServer until SIGINT/SIGTERM.
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -80,6 +81,13 @@ int main(int argc, char** argv) {
     }
     for (const auto& u : urls) cfg.urls.push_back(UrlSpec::parse(u));
     cfg.validate();
+
+    // Many keep-alive clients need many fds: lift the soft limit to the hard one.
+    rlimit lim{};
+    if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+      lim.rlim_cur = lim.rlim_max;
+      setrlimit(RLIMIT_NOFILE, &lim);
+    }
 
     sigset_t set;
     sigemptyset(&set);

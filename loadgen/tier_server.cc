@@ -93,8 +93,10 @@ TierServer::TierServer(TierConfig config) : config_(std::move(config)) {
     ::inet_pton(AF_INET, config_.listen.host.c_str(), &sa->sin_addr);
     len = sizeof *sa;
   }
-  check_syscall(::bind(listen_fd_.get(), reinterpret_cast<sockaddr*>(&ss), len), "bind");
-  check_syscall(::listen(listen_fd_.get(), 1024), "listen");
+  const std::string where = config_.listen.host + " port " + std::to_string(config_.listen.port);
+  check_syscall(::bind(listen_fd_.get(), reinterpret_cast<sockaddr*>(&ss), len),
+                ("bind " + where).c_str());
+  check_syscall(::listen(listen_fd_.get(), 1024), ("listen " + where).c_str());
   len = sizeof ss;
   check_syscall(::getsockname(listen_fd_.get(), reinterpret_cast<sockaddr*>(&ss), &len),
                 "getsockname");
@@ -150,6 +152,7 @@ TierCounters TierServer::counters() const {
   c.downstream_failures = downstream_failures_.load();
   c.async_dropped = async_dropped_.load();
   c.connections = connections_.load();
+  c.accept_errors = accept_errors_.load();
   return c;
 }
 
@@ -184,7 +187,15 @@ void TierServer::io_loop() {
 void TierServer::accept_all() {
   while (true) {
     UniqueFd fd(::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-    if (!fd.valid()) return;  // EAGAIN, or a transient error (EMFILE...): try on the next event
+    if (!fd.valid()) {
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        // Out of descriptors: the listener would stay readable and spin the
+        // loop, so stop watching it until a connection closes.
+        accept_errors_.fetch_add(1, std::memory_order_relaxed);
+        set_listening(false);
+      }
+      return;  // EAGAIN (drained) or a per-connection error (ECONNABORTED...)
+    }
     if (conns_.size() >= static_cast<size_t>(config_.max_connections)) continue;
     const int one = 1;
     ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -281,8 +292,16 @@ void TierServer::flush(Connection& c) {
 }
 
 void TierServer::close_connection(uint64_t id) {
-  conns_.erase(id);
-}  // close() drops epoll
+  conns_.erase(id);  // close() drops it from epoll
+  if (!listening_) set_listening(true);
+}
+
+void TierServer::set_listening(bool on) {
+  epoll_event ev{};
+  ev.events = on ? static_cast<uint32_t>(EPOLLIN) : 0u;
+  ev.data.u64 = kListenerId;
+  if (::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_MOD, listen_fd_.get(), &ev) == 0) listening_ = on;
+}
 
 void TierServer::drain_done() {
   std::vector<Done> done;

@@ -38,6 +38,7 @@ struct TierCounters {
   uint64_t downstream_failures = 0;  // requests answered 502
   uint64_t async_dropped = 0;        // async calls dropped, queue full
   uint64_t connections = 0;          // accepted
+  uint64_t accept_errors = 0;        // accept failed for lack of fds (listener paused meanwhile)
 };
 
 class TierServer {
@@ -86,6 +87,7 @@ class TierServer {
   void try_dispatch(Connection& c);
   void flush(Connection& c);
   void close_connection(uint64_t id);
+  void set_listening(bool on);
   void drain_done();
 
   TierConfig config_;
@@ -97,6 +99,7 @@ class TierServer {
 
   std::map<uint64_t, std::unique_ptr<Connection>> conns_;  // I/O thread only
   uint64_t next_conn_id_ = 2;                              // 0 listener, 1 eventfd
+  bool listening_ = true;                                  // listener armed in epoll
 
   std::mutex jobs_mu_;
   std::condition_variable jobs_cv_;
@@ -119,6 +122,7 @@ class TierServer {
   std::atomic<uint64_t> downstream_failures_{0};
   std::atomic<uint64_t> async_dropped_{0};
   std::atomic<uint64_t> connections_{0};
+  std::atomic<uint64_t> accept_errors_{0};
 };
 
 }  // namespace nabla::loadgen
