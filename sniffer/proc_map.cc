@@ -54,34 +54,39 @@ uint64_t parse_socket_link(std::string_view target) {
 
 ProcMap::ProcMap(std::string proc_root) : root_(std::move(proc_root)) {}
 
+bool ProcMap::scan_fds(int proc_dirfd, pid_t pid) {
+  char path[32];
+  char link[64];
+  std::snprintf(path, sizeof path, "%d/fd", pid);
+  Dir fds(::openat(proc_dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fds.get() == nullptr) return false;  // exited, or not ours to read
+  bool has_socket = false;
+  for (dirent* fd = ::readdir(fds.get()); fd != nullptr; fd = ::readdir(fds.get())) {
+    if (fd->d_name[0] == '.') continue;
+    const ssize_t n = ::readlinkat(fds.fd(), fd->d_name, link, sizeof link);
+    if (n <= 0 || static_cast<size_t>(n) >= sizeof link) continue;
+    const uint64_t inode = parse_socket_link(std::string_view(link, static_cast<size_t>(n)));
+    if (inode == 0) continue;
+    has_socket = true;
+    const auto [it, inserted] = inode_pid_.try_emplace(inode, pid);
+    if (!inserted && pid < it->second) it->second = pid;
+  }
+  return has_socket;
+}
+
 size_t ProcMap::scan() {
   inode_pid_.clear();
   processes_ = 0;
   ++generation_;
   Dir proc(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (proc.get() == nullptr) return 0;
-  char path[64];
-  char link[64];
+  char path[32];
   char comm[64];
   for (dirent* ent = ::readdir(proc.get()); ent != nullptr; ent = ::readdir(proc.get())) {
     pid_t pid = 0;
     if (!parse_pid(ent->d_name, pid)) continue;
-    std::snprintf(path, sizeof path, "%d/fd", pid);
-    Dir fds(::openat(proc.fd(), path, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (fds.get() == nullptr) continue;  // exited, or not ours to read
     ++processes_;
-    bool has_socket = false;
-    for (dirent* fd = ::readdir(fds.get()); fd != nullptr; fd = ::readdir(fds.get())) {
-      if (fd->d_name[0] == '.') continue;
-      const ssize_t n = ::readlinkat(fds.fd(), fd->d_name, link, sizeof link);
-      if (n <= 0 || static_cast<size_t>(n) >= sizeof link) continue;
-      const uint64_t inode = parse_socket_link(std::string_view(link, static_cast<size_t>(n)));
-      if (inode == 0) continue;
-      has_socket = true;
-      const auto [it, inserted] = inode_pid_.try_emplace(inode, pid);
-      if (!inserted && pid < it->second) it->second = pid;
-    }
-    if (!has_socket) continue;
+    if (!scan_fds(proc.fd(), pid)) continue;
     Entry& entry = pids_[pid];
     entry.generation = generation_;
     ProcessInfo& info = entry.info;
@@ -100,6 +105,14 @@ size_t ProcMap::scan() {
   std::erase_if(pids_,
                 [this](const auto& entry) { return entry.second.generation != generation_; });
   return inode_pid_.size();
+}
+
+size_t ProcMap::rescan_known() {
+  Dir proc(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (proc.get() == nullptr) return 0;
+  const size_t before = inode_pid_.size();
+  for (const auto& [pid, entry] : pids_) scan_fds(proc.fd(), pid);
+  return inode_pid_.size() - before;
 }
 
 const ProcessInfo* ProcMap::find(uint64_t inode) const {

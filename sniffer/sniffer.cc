@@ -83,8 +83,43 @@ size_t Sniffer::drain_conntrack(int64_t now_ns) {
   if (!conntrack_) return 0;
   events_.clear();
   const size_t n = conntrack_->read_available(events_);
+  resolve_initiators();
   for (const ConntrackEvent& ev : events_) note_event(now_ns, ev);
   return n;
+}
+
+void Sniffer::resolve_initiators() {
+  // A NEW event arrives with the SYN, while the connecting socket still
+  // exists: find it by its exact tuple, and its owner among the processes
+  // that owned sockets at the last scan (one partial /proc pass per batch,
+  // and only for (process, service) pairs not resolved before).
+  bool unknown = false;
+  for (const ConntrackEvent& ev : events_) {
+    if (ev.type != ConntrackEventType::kNew || !is_local(ev.src)) continue;
+    if (tuple_owner_.count(initiator_id(ev)) != 0) continue;
+    SocketRecord rec;
+    if (!diag_.lookup(ev.proto, ev.src, ev.src_port, ev.dst, ev.dst_port, rec)) continue;
+    pending_inodes_.emplace_back(initiator_id(ev), rec.inode);
+    unknown = unknown || procs_.find(rec.inode) == nullptr;
+  }
+  if (unknown) procs_.rescan_known();
+  for (const auto& [id, inode] : pending_inodes_) {
+    if (const ProcessInfo* owner = procs_.find(inode)) {
+      tuple_owner_.try_emplace(id, Owner{owner->pid, owner->comm});
+    }
+  }
+  pending_inodes_.clear();
+}
+
+FlowId Sniffer::initiator_id(const ConntrackEvent& ev) const {
+  const PortRange& range = table_.port_range();
+  FlowId id;
+  id.proto = ev.proto;
+  id.local = normalise(ev.src);
+  id.local_port = range.fold(ev.src_port);
+  id.remote = normalise(ev.dst);
+  id.remote_port = range.fold(ev.dst_port);
+  return id;
 }
 
 bool Sniffer::is_local(const IpAddr& addr) const {

@@ -181,6 +181,54 @@ bool SockDiag::dump(Proto proto, int family, std::vector<SocketRecord>& out,
   }
 }
 
+bool SockDiag::lookup(Proto proto, const IpAddr& local, uint16_t local_port, const IpAddr& remote,
+                      uint16_t remote_port, SocketRecord& out) {
+  if (local.family != remote.family || (local.family != AF_INET && local.family != AF_INET6)) {
+    return false;
+  }
+  struct {
+    nlmsghdr nlh;
+    inet_diag_req_v2 req;
+  } request{};
+  request.nlh.nlmsg_len = sizeof request;
+  request.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+  request.nlh.nlmsg_flags = NLM_F_REQUEST;
+  request.nlh.nlmsg_seq = ++seq_;
+  request.req.sdiag_family = local.family;
+  request.req.sdiag_protocol = proto == Proto::kTcp ? IPPROTO_TCP : IPPROTO_UDP;
+  request.req.idiag_ext = proto == Proto::kTcp ? (1u << (INET_DIAG_INFO - 1)) : 0;
+  request.req.idiag_states = kAllStates;
+  request.req.id.idiag_sport = htons(local_port);
+  request.req.id.idiag_dport = htons(remote_port);
+  std::memcpy(request.req.id.idiag_src, local.bytes, local.family == AF_INET ? 4 : 16);
+  std::memcpy(request.req.id.idiag_dst, remote.bytes, remote.family == AF_INET ? 4 : 16);
+  request.req.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
+  request.req.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+  sockaddr_nl kernel{};
+  kernel.nl_family = AF_NETLINK;
+  if (::sendto(fd_.get(), &request, sizeof request, 0, reinterpret_cast<sockaddr*>(&kernel),
+               sizeof kernel) < 0) {
+    ++counters_.errors;
+    return false;
+  }
+  std::vector<SocketRecord> found;  // at most one record; lookups are rare
+  DumpContext ctx{proto, true, &found, &counters_};
+  while (true) {
+    const ssize_t n = ::recv(fd_.get(), buf_.data(), buf_.size(), 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      ++counters_.errors;
+      return false;
+    }
+    // One record, or NLMSG_ERROR (ENOENT: the socket is gone).
+    const int ret = mnl_cb_run(buf_.data(), static_cast<size_t>(n), seq_, 0, dump_cb, &ctx);
+    if (ret <= MNL_CB_STOP || !found.empty()) break;
+  }
+  if (found.empty()) return false;
+  out = found.front();
+  return true;
+}
+
 void SockDiag::dump_all(std::vector<SocketRecord>& out, bool include_listeners) {
   out.clear();
   for (Proto proto : {Proto::kTcp, Proto::kUdp}) {

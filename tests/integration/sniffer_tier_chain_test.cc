@@ -159,6 +159,9 @@ TEST(SnifferTierChain, DiscoversTiersShortFlowsAndUdp) {
   {
     FileDescriptor shorty = connect_in(ns, kDb, "127.0.0.2");
     ASSERT_TRUE(get(shorty));
+    // Lives 20 ms: far shorter than the 100 ms scan interval, long enough for
+    // the sniffer to look the connecting socket up when the event arrives.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_LT(Clock::now() - t0, std::chrono::milliseconds(50));
 
@@ -205,6 +208,13 @@ TEST(SnifferTierChain, DiscoversTiersShortFlowsAndUdp) {
   ASSERT_NE(short_in, nullptr);
   EXPECT_EQ(short_in->comm, "nabla-tier");
   EXPECT_GE(short_in->conntrack_events, 1u);
+
+  // Its client end, attributed to this test (the connecting socket is looked
+  // up when conntrack reports it), client port folded. (A connection that
+  // closes within the sniffer's wake-up latency, ~1 ms, keeps pid 0 here.)
+  const Flow* short_out = find(flows, "tcp", 0, kDb, ::getpid());
+  ASSERT_NE(short_out, nullptr);
+  EXPECT_EQ(short_out->local_addr, "127.0.0.2");
 
   // The UDP flow, attributed to this test's bound receiver.
   const Flow* udp_in = find(flows, "udp", kUdp, 0, ::getpid(), "127.0.0.3");

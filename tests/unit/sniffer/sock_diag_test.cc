@@ -281,3 +281,46 @@ TEST(SockDiag, FindsConnectedUdp) {
 
 }  // namespace
 }  // namespace nabla::sniffer
+
+namespace nabla::sniffer {
+namespace {
+
+IpAddr loopback4() {
+  IpAddr a;
+  a.family = AF_INET;
+  a.bytes[0] = 127;
+  a.bytes[3] = 1;
+  return a;
+}
+
+TEST(SockDiag, ExactLookupFindsOneSocket) {
+  TcpPair pair(AF_INET, 10, 10);
+  SockDiag diag;
+  SocketRecord rec;
+  const uint16_t cport = local_port(pair.client.get());
+  ASSERT_TRUE(diag.lookup(Proto::kTcp, loopback4(), cport, loopback4(), pair.server_port, rec));
+  EXPECT_EQ(rec.inode, inode_of(pair.client.get()));
+  EXPECT_EQ(rec.key.local_port, cport);
+  ASSERT_TRUE(diag.lookup(Proto::kTcp, loopback4(), pair.server_port, loopback4(), cport, rec));
+  EXPECT_EQ(rec.inode, inode_of(pair.server.get()));
+  // A tuple nobody has: not found, and the socket stays usable.
+  EXPECT_FALSE(diag.lookup(Proto::kTcp, loopback4(), 1, loopback4(), 2, rec));
+  EXPECT_TRUE(diag.lookup(Proto::kTcp, loopback4(), cport, loopback4(), pair.server_port, rec));
+  EXPECT_EQ(diag.counters().errors, 0u);
+}
+
+TEST(ProcMap, RescanKnownFindsNewSocketsOfKnownProcesses) {
+  TcpPair first(AF_INET, 1, 1);  // this process owns sockets at scan time
+  ProcMap procs;
+  procs.scan();
+  ASSERT_NE(procs.find(inode_of(first.client.get())), nullptr);
+  TcpPair later(AF_INET, 1, 1);
+  EXPECT_EQ(procs.find(inode_of(later.client.get())), nullptr);
+  EXPECT_GE(procs.rescan_known(), 2u);
+  const ProcessInfo* owner = procs.find(inode_of(later.client.get()));
+  ASSERT_NE(owner, nullptr);
+  EXPECT_EQ(owner->pid, ::getpid());
+}
+
+}  // namespace
+}  // namespace nabla::sniffer

@@ -24,11 +24,17 @@ class ProcMap {
 
   // Rebuilds the inode map. Returns the number of socket fds found.
   size_t scan();
+  // Adds the sockets opened since the last scan by processes that owned
+  // sockets then (a cheap partial scan, e.g. for a connection conntrack just
+  // reported). Returns the number of inodes added.
+  size_t rescan_known();
   // The owner of a socket inode from the last scan, or nullptr.
   const ProcessInfo* find(uint64_t inode) const;
   size_t processes_scanned() const { return processes_; }
 
  private:
+  bool scan_fds(int proc_dirfd, pid_t pid);  // true if the process owns a socket
+
   std::string root_;
   std::unordered_map<uint64_t, pid_t> inode_pid_;
   struct Entry {

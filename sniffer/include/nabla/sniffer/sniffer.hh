@@ -5,8 +5,11 @@
 //
 // Conntrack flows are attributed to processes as far as the node can know:
 // the local end of an inbound connection is the process listening on its
-// port; an outbound one inherits the pid of a flow already seen on the same
-// folded tuple, else pid 0 (the process may be gone by the time we look).
+// port; an outbound one is the owner of the connecting socket, looked up by
+// its exact tuple when the NEW event arrives (the socket exists from the SYN
+// on) among processes that owned sockets at the last scan, and cached per
+// folded tuple. Otherwise (a process born since the last scan that connects
+// and closes at once) pid 0.
 //
 // nabla's own control connections (ports in `control_ports`, by default the
 // injectd and sniffd ports) are labelled `control` and left out of the link
@@ -19,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "nabla/sniffer/conntrack.hh"
@@ -75,6 +79,8 @@ class Sniffer {
 
  private:
   void note_event(int64_t now_ns, const ConntrackEvent& ev);
+  void resolve_initiators();
+  FlowId initiator_id(const ConntrackEvent& ev) const;
   bool is_local(const IpAddr& addr) const;
   bool is_control(const FlowId& id) const;
 
@@ -92,6 +98,7 @@ class Sniffer {
   };
   std::unordered_map<uint16_t, Owner> listener_pid_;           // listening port → owner
   std::unordered_map<FlowId, Owner, FlowIdHash> tuple_owner_;  // folded tuple (pid 0) → owner
+  std::vector<std::pair<FlowId, uint64_t>> pending_inodes_;    // reused by resolve_initiators
   SnifferStats stats_;
 };
 

@@ -43,6 +43,11 @@ class SockDiag {
   // or UDP socket of `family` (AF_INET/AF_INET6) to `out`. Returns false if
   // the dump failed (counted); what was parsed before stays in `out`.
   bool dump(Proto proto, int family, std::vector<SocketRecord>& out, bool include_listeners);
+  // Looks up the one socket with this exact local/remote tuple (a
+  // non-dump SOCK_DIAG request). False when there is none (counted as
+  // nothing: a closed socket is a normal outcome).
+  bool lookup(Proto proto, const IpAddr& local, uint16_t local_port, const IpAddr& remote,
+              uint16_t remote_port, SocketRecord& out);
   // TCP+UDP × IPv4+IPv6 into `out` (cleared first).
   void dump_all(std::vector<SocketRecord>& out, bool include_listeners = false);
 
