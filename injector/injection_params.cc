@@ -160,8 +160,14 @@ InjectionConfig parse_injection_config(const json& params, const InjectionConfig
     config.seed = default_seed;
   }
   if (const json* seed = member(params, "seed")) {
-    if (!seed->is_number_unsigned()) bad("seed", "must be a non-negative integer");
-    config.seed = seed->get<uint64_t>();
+    // JSON parsers store small non-negative integers as signed or unsigned.
+    if (seed->is_number_unsigned()) {
+      config.seed = seed->get<uint64_t>();
+    } else if (seed->is_number_integer() && seed->get<int64_t>() >= 0) {
+      config.seed = static_cast<uint64_t>(seed->get<int64_t>());
+    } else {
+      bad("seed", "must be a non-negative integer");
+    }
   }
   if (const json* delay = member(params, "delay")) config.delay = parse_waveform(*delay, "delay");
   parse_lease_s(params);

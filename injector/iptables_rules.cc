@@ -4,7 +4,6 @@
 
 #include "nabla/common/log.hh"
 #include "nabla/common/netns.hh"
-#include "nabla/injector/engine.hh"
 
 namespace nabla::injector {
 

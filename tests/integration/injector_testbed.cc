@@ -23,6 +23,8 @@
 
 namespace nabla::testing {
 
+thread_local size_t g_unknown_datagrams = 0;
+
 namespace {
 
 sockaddr_in address(const char* ip, uint16_t port) {
@@ -143,6 +145,7 @@ std::vector<ProbeResult> run_udp_probes(InjectorTestbed& bed, uint16_t port, int
   common::FileDescriptor tx = bed.sender().socket(AF_INET, SOCK_DGRAM, 0);
   std::atomic<bool> sending_done{false};
   std::atomic<int64_t> stop_at{0};
+  size_t unknown = 0;
   std::thread receiver([&] {
     // Real-time priority so that the measuring thread is not the thing that
     // is late on a loaded 2-core machine.
@@ -162,7 +165,14 @@ std::vector<ProbeResult> run_udp_probes(InjectorTestbed& bed, uint16_t port, int
           int64_t sent = 0;
           std::memcpy(&seq, buf.data(), 4);
           std::memcpy(&sent, buf.data() + 4, 8);
-          if (seq < results.size()) results[seq].delay_ns = at - sent;
+          if (seq < results.size()) {
+            auto& r = results[seq];
+            if (r.copies++ == 0) r.delay_ns = at - sent;
+            for (ssize_t i = 12; i < got; ++i)
+              r.intact = r.intact && buf[static_cast<size_t>(i)] == 0x5a;
+          } else {
+            ++unknown;
+          }
         }
         continue;
       }
@@ -198,6 +208,7 @@ std::vector<ProbeResult> run_udp_probes(InjectorTestbed& bed, uint16_t port, int
   stop_at = common::monotonic_ns() + drain.count() * 1'000'000;
   sending_done = true;
   receiver.join();
+  g_unknown_datagrams = unknown;
   return results;
 }
 
@@ -226,7 +237,7 @@ double delay_mean(const std::vector<ProbeResult>& probes) {
 
 size_t lost(const std::vector<ProbeResult>& probes) {
   return static_cast<size_t>(
-      std::count_if(probes.begin(), probes.end(), [](const auto& p) { return p.delay_ns < 0; }));
+      std::count_if(probes.begin(), probes.end(), [](const auto& p) { return p.copies == 0; }));
 }
 
 }  // namespace nabla::testing

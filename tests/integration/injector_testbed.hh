@@ -59,7 +59,9 @@ class InjectorTestbed {
 struct ProbeResult {
   uint32_t seq = 0;
   int64_t send_ns = 0;    // stamped by the sender (intended = actual here)
-  int64_t delay_ns = -1;  // receive - send; -1 when lost
+  int64_t delay_ns = -1;  // receive - send (first copy); -1 when lost
+  int copies = 0;         // datagrams received with this seq
+  bool intact = true;     // every copy's filler bytes as sent
 };
 
 // Sends `count` UDP probes of `size` bytes from the sender namespace to
@@ -74,5 +76,8 @@ std::vector<ProbeResult> run_udp_probes(
 int64_t delay_percentile(const std::vector<ProbeResult>& probes, double q);
 double delay_mean(const std::vector<ProbeResult>& probes);
 size_t lost(const std::vector<ProbeResult>& probes);
+
+// Datagrams whose sequence number was out of range (a corrupted header).
+extern thread_local size_t g_unknown_datagrams;
 
 }  // namespace nabla::testing

@@ -128,7 +128,4 @@ class DelayEngine {
   int64_t last_housekeeping_ns_ = 0;
 };
 
-// Packets the daemon itself re-sends carry this mark; rules skip them.
-inline constexpr uint32_t kNablaPacketMark = 0x6e61626c;  // "nabl"
-
 }  // namespace nabla::injector

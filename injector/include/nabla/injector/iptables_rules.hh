@@ -10,6 +10,7 @@
 // chains object removes jumps and chains on destruction, and its constructor
 // first removes leftovers of a crashed run. Commands run via fork/exec with an
 // argument vector (never a shell); failures throw with the command's stderr.
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +18,10 @@
 #include "nabla/common/link_spec.hh"
 
 namespace nabla::injector {
+
+// Packets the daemon itself re-sends (duplicate fault) carry this mark and
+// every rule skips them, so a copy is never queued again.
+inline constexpr uint32_t kNablaPacketMark = 0x6e61626c;  // "nabl"
 
 enum class Direction : uint8_t { kOut, kIn, kFwd };
 
