@@ -73,9 +73,14 @@ struct RpcClient::Impl {
     for (const auto& entry : results) {
       const tcp::endpoint endpoint = entry.endpoint();
       // Create the socket ourselves so it is CLOEXEC from birth.
-      FileDescriptor fd = FileDescriptor::socket(endpoint.protocol().family(), SOCK_STREAM, 0);
-      socket = tcp::socket(io);
-      socket.assign(endpoint.protocol(), fd.release());
+      try {
+        FileDescriptor fd = FileDescriptor::socket(endpoint.protocol().family(), SOCK_STREAM, 0);
+        socket = tcp::socket(io);
+        socket.assign(endpoint.protocol(), fd.release());
+      } catch (const std::system_error& e) {  // e.g. no IPv6 here: try the next address
+        last_error = e.what();
+        continue;
+      }
       done = false;
       socket.async_connect(endpoint, [&](const std::error_code& e) {
         ec = e;

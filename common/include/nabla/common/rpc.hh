@@ -51,7 +51,10 @@
 // (they hold up every other client). A handler throws RpcError{code, msg}
 // for a specific error, std::invalid_argument for -32602 (put the field name
 // in the message), and anything else becomes -32603 with its what(); the
-// server keeps serving either way.
+// server keeps serving either way. Each connection reads its next requests
+// only after its previous answers are written, so a client that never reads
+// cannot make the server buffer without bound; it just holds one of
+// max_connections slots (set idle_timeout to reclaim such slots).
 //
 // ## Using RpcClient in a CLI
 //   auto client = RpcClient::connect("10.0.0.2", 7311, key, 2s);
