@@ -188,49 +188,48 @@ json analyze_gradient(const AnalyzeGradientOptions& options) {
   require_positive(options.period_ns, "--period");
   require_positive(options.delay_ns, "--delay");
   if (options.bins == 0) throw std::invalid_argument("--bins must be greater than 0");
-  const int k_d = analysis::k_d_for_period(options.bins, options.bin_width_ns, options.period_ns);
-
   const CsvSeries s = read_csv_series(options.file);
   const auto records = to_records(s);
-  const auto series =
-      analysis::bin_by_type(records, first_time(s), options.bin_width_ns, options.bins);
 
-  std::optional<CsvSeries> base;
-  std::vector<analysis::BinnedSeries> base_series;
+  // Type ids are per file (order of first appearance): give the baseline's
+  // records the ids of the same names in the measured file.
+  std::optional<std::vector<analysis::LatencyRecord>> base_records;
   if (options.baseline_file) {
-    base = read_csv_series(*options.baseline_file);
-    const auto base_records = to_records(*base);
-    base_series =
-        analysis::bin_by_type(base_records, first_time(*base), options.bin_width_ns, options.bins);
+    const CsvSeries base = read_csv_series(*options.baseline_file);
+    base_records = to_records(base);
+    std::vector<std::int32_t> remap(base.type_names.size());
+    for (std::size_t i = 0; i < base.type_names.size(); ++i) {
+      const auto it = std::find(s.type_names.begin(), s.type_names.end(), base.type_names[i]);
+      remap[i] = it == s.type_names.end()
+                     ? static_cast<std::int32_t>(s.type_names.size() + i)  // matches nothing
+                     : static_cast<std::int32_t>(it - s.type_names.begin());
+    }
+    for (auto& r : *base_records) r.type = remap[static_cast<std::size_t>(r.type)];
   }
+
+  analysis::GradientOptions gradient_options;
+  gradient_options.confidence = options.confidence;
+  const auto typed = analysis::gradients_by_type(
+      records,
+      base_records ? std::optional<std::span<const analysis::LatencyRecord>>(*base_records)
+                   : std::nullopt,
+      options.bin_width_ns, options.bins, options.period_ns, static_cast<double>(options.delay_ns),
+      gradient_options);
 
   json results = json::array();
   json warnings = json::array();
-  for (const auto& ts : series) {
-    const std::string& name = s.type_names[static_cast<std::size_t>(ts.type)];
-    std::optional<std::span<const double>> baseline;
-    if (base) {
-      const auto it = std::find(base->type_names.begin(), base->type_names.end(), name);
-      const auto bit =
-          it == base->type_names.end()
-              ? base_series.end()
-              : std::find_if(base_series.begin(), base_series.end(), [&](const auto& b) {
-                  return b.type == static_cast<std::int32_t>(it - base->type_names.begin());
-                });
-      if (bit == base_series.end()) {
-        throw std::invalid_argument("type '" + name + "' has no records in the baseline file " +
-                                    *options.baseline_file);
-      }
-      baseline = std::span<const double>(bit->mean_latency_ns);
-    }
-    const auto g =
-        analysis::estimate_gradient(ts.mean_latency_ns, baseline, k_d,
-                                    static_cast<double>(options.delay_ns), options.confidence);
-    if (!ts.reliable) {
-      warnings.push_back("type '" + name + "': " + std::to_string(ts.filled_bins) + " of " +
+  for (const auto& t : typed) {
+    const std::string& name = s.type_names[static_cast<std::size_t>(t.type)];
+    const auto& g = t.estimate;
+    if (!t.reliable) {
+      warnings.push_back("type '" + name + "': " + std::to_string(t.filled_bins) + " of " +
                          std::to_string(options.bins) +
                          " bins were empty and interpolated; the gradient is likely underestimated "
                          "(use wider bins or a longer series)");
+    }
+    if (options.baseline_file && !t.has_baseline) {
+      warnings.push_back("type '" + name + "' has no records in the baseline " +
+                         *options.baseline_file + "; its FFT0 is taken as 0");
     }
     results.push_back({{"type", name},
                        {"gradient", g.value},
@@ -243,9 +242,9 @@ json analyze_gradient(const AnalyzeGradientOptions& options) {
                        {"snr", g.snr},
                        {"k_d", g.k_d},
                        {"bins", g.bins},
-                       {"records", ts.records},
-                       {"empty_bins", ts.filled_bins},
-                       {"reliable", ts.reliable}});
+                       {"records", t.records},
+                       {"empty_bins", t.filled_bins},
+                       {"reliable", t.reliable}});
   }
   return {{"file", options.file},
           {"bin_width_ns", options.bin_width_ns},
