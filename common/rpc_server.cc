@@ -360,6 +360,8 @@ void ServerState::on_acceptable(const std::error_code& ec) {
     socket.assign(protocol, owned.get(), assign_ec);
     if (!assign_ec) {
       owned.release();
+      // Small request/response frames: never wait for Nagle.
+      socket.set_option(tcp::no_delay(true), assign_ec);
       auto connection = std::make_shared<Connection>(shared_from_this(), std::move(socket));
       connections.insert(connection);
       ++connection_count;
