@@ -54,10 +54,15 @@ std::string format_flow_row(const ReportedFlow& flow) {
 
 int run_daemon(const DaemonOptions& options, std::ostream& out) {
   asio::io_context io;
-  Sniffer sniffer(options.sniffer);
   std::unique_ptr<common::RpcServer> server;
+  SnifferOptions sniffer_options = options.sniffer;
   if (!options.print) {
     server = std::make_unique<common::RpcServer>(io, options.rpc);
+    // Our own control port is a control connection whatever its number.
+    sniffer_options.control_ports.push_back(server->port());
+  }
+  Sniffer sniffer(sniffer_options);
+  if (server) {
     register_control_methods(*server, sniffer);
     out << "nabla-sniffd: listening on " << options.rpc.listen_address << ":" << server->port()
         << std::endl;
