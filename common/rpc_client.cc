@@ -7,8 +7,10 @@
 #include <asio/connect.hpp>
 #include <asio/ip/tcp.hpp>
 #include <asio/write.hpp>
+#include <vector>
 
 #include "nabla/common/fd.hh"
+#include "nabla/common/ip_address.hh"
 #include "nabla/common/rpc.hh"
 
 namespace nabla::common {
@@ -54,9 +56,16 @@ struct RpcClient::Impl {
 
   void connect(const std::string& host, uint16_t port, Clock::time_point deadline,
                std::chrono::milliseconds timeout) {
-    tcp::resolver resolver(io);
     bool done = false;
     std::error_code ec;
+    // Address literals (the common case) skip the resolver and its thread.
+    if (IpAddress::parse(host)) {
+      try_endpoints({tcp::endpoint(asio::ip::make_address(host), port)}, deadline, timeout);
+      return;
+    }
+    // Names: the wait is bounded by `timeout`, but a hung getaddrinfo cannot
+    // be interrupted, so the system resolver's own timeout still applies.
+    tcp::resolver resolver(io);
     tcp::resolver::results_type results;
     resolver.async_resolve(host, std::to_string(port),
                            [&](const std::error_code& e, tcp::resolver::results_type r) {
@@ -69,9 +78,17 @@ struct RpcClient::Impl {
       fail_timeout("resolving", timeout);
     }
     if (ec) throw RpcConnectionError("cannot resolve " + where + ": " + ec.message());
+    std::vector<tcp::endpoint> endpoints;
+    for (const auto& entry : results) endpoints.push_back(entry.endpoint());
+    try_endpoints(endpoints, deadline, timeout);
+  }
+
+  void try_endpoints(const std::vector<tcp::endpoint>& endpoints, Clock::time_point deadline,
+                     std::chrono::milliseconds timeout) {
+    bool done = false;
+    std::error_code ec;
     std::string last_error = "no addresses";
-    for (const auto& entry : results) {
-      const tcp::endpoint endpoint = entry.endpoint();
+    for (const tcp::endpoint& endpoint : endpoints) {
       // Create the socket ourselves so it is CLOEXEC from birth.
       try {
         FileDescriptor fd = FileDescriptor::socket(endpoint.protocol().family(), SOCK_STREAM, 0);

@@ -138,9 +138,10 @@ class RpcTimeoutError : public RpcConnectionError {
 
 class RpcClient {
  public:
-  // Connects, reads the challenge and authenticates. `host` may be a name or
-  // an address literal. Throws RpcConnectionError / RpcTimeoutError naming
-  // host:port, or RpcError (e.g. -32001) when the server rejects the key.
+  // Connects, reads the challenge and authenticates (a key is ignored when
+  // the server does not require one). `host` may be a name or an address
+  // literal; `timeout` bounds the whole handshake. Throws RpcConnectionError / RpcTimeoutError
+  // naming host:port, or RpcError (e.g. -32001) when the server rejects the key.
   static RpcClient connect(const std::string& host, uint16_t port, std::optional<Key> key,
                            std::chrono::milliseconds timeout);
 
