@@ -38,6 +38,8 @@ sockaddr_in address(const char* ip, uint16_t port) {
 }  // namespace
 
 InjectorTestbed::InjectorTestbed() {
+  // Namespaces of earlier runs that were killed (creator pid gone).
+  common::sweep_stale_namespaces();
   snd_ = std::make_unique<common::NetNamespace>("snd");
   rcv_ = std::make_unique<common::NetNamespace>("rcv");
   veth_ = std::make_unique<common::VethPair>(*snd_, "nb-snd0", *rcv_, "nb-rcv0");
@@ -57,8 +59,11 @@ InjectorTestbed::~InjectorTestbed() {
 }
 
 void InjectorTestbed::start_daemon(const std::vector<std::string>& extra_flags) {
-  std::vector<std::string> argv = {NABLA_INJECTD_PATH, "--listen", "127.0.0.1:7311", "--log-level",
-                                   "info"};
+  // --rt-priority: the packet loop must not be the thing that is late on a
+  // loaded 2-core CI machine (the probe threads run at a lower RT priority).
+  std::vector<std::string> argv = {
+      NABLA_INJECTD_PATH, "--listen", "127.0.0.1:7311", "--log-level", "info",
+      "--rt-priority",    "10"};
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
   daemon_ = std::make_unique<common::ChildProcess>(argv, snd_.get(), log_path_);
   const int64_t deadline = common::monotonic_ns() + 5'000'000'000;

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# nabla-injectd throughput and delay accuracy, as ratios against a no-rule
+# baseline and beside a naive sleeping NFQUEUE delayer, all in one run inside
+# private network namespaces (needs root). Reproduce with:
+#   bash bench/injector/injector.sh build
+#
+# tc netem is not in this kernel. On a machine that has it, the peer figure
+# for the accuracy table is the same probe run against netem on the sender's
+# veth end, e.g. (inside the sender namespace, replacing the injection):
+#   ip netns exec <snd> tc qdisc add dev nb-snd0 root netem delay 1ms limit 100000
+#   <run the same probes>; ip netns exec <snd> tc qdisc del dev nb-snd0 root
+set -euo pipefail
+build=${1:-build}
+if [ "$(id -u)" != 0 ]; then echo "injector bench: needs root, skipped"; exit 0; fi
+cmake --build "$build" --target injector_bench nabla-injectd >/dev/null
+"$build/bench/injector/injector_bench" --seconds "${NABLA_BENCH_SECONDS:-2}"
