@@ -165,7 +165,12 @@ void DelayEngine::on_packet(uint64_t slot_id, Slot& slot, const QueuedPacket& pa
   }
   if (plan.reordered) ++counters.reordered;
   if (plan.release_ns <= now_ns) {
-    // Due now: no wheel, one verdict.
+    // Due now: no wheel. Plain packets are accepted together at the end of
+    // this receive pass (one batch verdict when nothing older is held).
+    if (held.rewritten.empty() && held.copy.empty()) {
+      slot.immediate.emplace_back(packet.id, plan.wave);
+      return;
+    }
     slot.queue->verdict(packet.id, NfQueue::kAccept, held.rewritten);
     pipeline.accounting().record_delay(common::monotonic_ns() - now_ns, plan.wave);
     if (!held.copy.empty()) send_duplicate(held.copy);
@@ -186,10 +191,35 @@ void DelayEngine::on_readable(uint64_t slot_id, Slot& slot) {
   fire_timers(now_ns);
   slot.queue->receive(
       [&](const QueuedPacket& packet) { on_packet(slot_id, slot, packet, now_ns); });
+  release_immediate(slot, now_ns);
   slot.queue->flush();
   PacketCounters& counters = slot.pipeline->accounting().counters();
   counters.enobufs = slot.queue->counters().enobufs + slot.queue->counters().id_gaps;
   counters.verdict_errors = slot.queue->counters().send_errors;
+}
+
+void DelayEngine::release_immediate(Slot& slot, int64_t arrival_ns) {
+  if (slot.immediate.empty()) return;
+  const uint32_t last = slot.immediate.back().first;  // ids ascend
+  // A batch accepts every queued id <= last: only if no held packet is among them.
+  bool older_held = false;
+  for (const auto& o : slot.outstanding) {
+    if (o.state == IdState::kHeld) {
+      older_held = o.id < last;
+      break;
+    }
+  }
+  if (slot.immediate.size() >= 2 && !older_held) {
+    slot.queue->batch_verdict(last, NfQueue::kAccept);
+  } else {
+    for (const auto& [id, wave] : slot.immediate) slot.queue->verdict(id, NfQueue::kAccept);
+  }
+  slot.queue->flush();
+  const int64_t verdict_ns = common::monotonic_ns();
+  for (const auto& [id, wave] : slot.immediate) {
+    slot.pipeline->accounting().record_delay(verdict_ns - arrival_ns, wave);
+  }
+  slot.immediate.clear();
 }
 
 void DelayEngine::fire_timers(int64_t now_ns) {

@@ -101,6 +101,8 @@ class DelayEngine {
     std::unordered_map<uint32_t, Held> held;
     std::deque<Outstanding> outstanding;  // ascending ids, arrival order
     std::vector<uint32_t> releasing;      // ids released in this pass
+    // Zero-delay packets of this receive pass, accepted together at its end.
+    std::vector<std::pair<uint32_t, WavePoint>> immediate;
     uint32_t queue_maxlen = 0;
   };
 
@@ -109,6 +111,7 @@ class DelayEngine {
   void on_packet(uint64_t slot_id, Slot& slot, const QueuedPacket& packet, int64_t now_ns);
   void fire_timers(int64_t now_ns);
   void release_marked(Slot& slot);  // sends verdicts for slot.releasing
+  void release_immediate(Slot& slot, int64_t arrival_ns);
   void arm_timer();
   void send_duplicate(const std::vector<uint8_t>& packet);
 
