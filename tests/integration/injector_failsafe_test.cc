@@ -146,5 +146,18 @@ TEST(InjectorFailsafe, MalformedAndUnauthenticatedRequestsAreRefused) {
   std::remove((key_path + ".wrong").c_str());
 }
 
+TEST(InjectorFailsafe, CheckReportsAUsableEnvironment) {
+  NABLA_REQUIRE_ROOT_OR_SKIP();
+  InjectorTestbed bed;
+  const auto r = bed.sender().run({NABLA_INJECTD_PATH, "--check", "--queue-num", "9"});
+  EXPECT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
+  EXPECT_NE(r.stdout_text.find("ok:"), std::string::npos) << r.stdout_text;
+  // A bad flag value is refused with a message naming it.
+  const auto bad = bed.sender().run({NABLA_INJECTD_PATH, "--listen", "localhost:99999"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE((bad.stdout_text + bad.stderr_text).find("--listen"), std::string::npos)
+      << bad.stdout_text << bad.stderr_text;
+}
+
 }  // namespace
 }  // namespace nabla::testing
