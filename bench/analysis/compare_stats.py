@@ -91,11 +91,20 @@ def main(label, nabla_path, nabla_wall, ref_path, ref_wall, driver_path=None):
                  secs["adf"] / max(mine["adf"], 1e-9)))
     speedup = ref_wall / max(nabla_wall, 1e-9)
     fixed = ref["adf"].get("lag_search") == "fixed"
+    if fixed:
+        # The reference did one ADF regression instead of maxlag + 1: the ratio
+        # is a lower bound, and the speed target does not apply to it.
+        missed = worst > DIFF_TARGET
+        speed_note = "speed target n/a: reference ran 1 of %d ADF fits" % (
+            lookup(nabla, "adf.max_lag") + 1 if "max_lag" in nabla.get("adf", {}) else 0)
+    else:
+        missed = speedup < SPEED_TARGET or worst > DIFF_TARGET
+        speed_note = "target >=%gx" % SPEED_TARGET
     print("stats %s: nabla %.2f s, scipy+statsmodels%s %.1f s, speedup %s%.1fx, max rel diff %.1e "
-          "(target >=%gx, <=%g)%s"
-          % (label, nabla_wall, " (ADF at fixed lag)" if fixed else "", ref_wall,
-             ">=" if fixed else "", speedup, worst, SPEED_TARGET, DIFF_TARGET,
-             "" if speedup >= SPEED_TARGET and worst <= DIFF_TARGET else "  ** TARGET MISSED **"))
+          "(%s, <=%g)%s"
+          % (label, nabla_wall, " (ADF at nabla's lag only)" if fixed else "", ref_wall,
+             ">=" if fixed else "", speedup, worst, speed_note, DIFF_TARGET,
+             "  ** TARGET MISSED **" if missed else ""))
     return 0 if worst <= DIFF_TARGET else 1
 
 
