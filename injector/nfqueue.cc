@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <system_error>
@@ -77,6 +78,23 @@ int on_message(const nlmsghdr* nlh, void* data) {
 }
 
 }  // namespace
+
+KernelQueueCounters read_kernel_queue_counters(uint16_t queue_num) {
+  KernelQueueCounters out;
+  std::FILE* f = std::fopen("/proc/net/netfilter/nfnetlink_queue", "r");
+  if (f == nullptr) return out;
+  unsigned long long v[9] = {};
+  // queue_number peer_portid queue_total copy_mode copy_range queue_dropped
+  // user_dropped id_sequence 1
+  while (std::fscanf(f, "%llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+                     &v[4], &v[5], &v[6], &v[7], &v[8]) == 9) {
+    if (v[0] != queue_num) continue;
+    out = {true, v[2], v[5], v[6], v[7]};
+    break;
+  }
+  std::fclose(f);
+  return out;
+}
 
 NfQueue::NfQueue(const NfQueueConfig& config)
     : config_(config), receive_buffer_(kReceiveBufferBytes), send_buffer_(kSendBufferBytes) {

@@ -171,6 +171,15 @@ json InjectorService::stats(const json& params) {
     s["id_gaps"] = view.queue.id_gaps;
     s["batch_verdicts"] = view.queue.batch_verdicts_sent;
     s["verdicts"] = view.queue.verdicts_sent;
+    // The kernel's view: with fail-open, queue-full and delivery failures pass
+    // packets undelayed and are invisible here; without it they are counted.
+    const KernelQueueCounters k = read_kernel_queue_counters(a.queue_num);
+    if (k.found) {
+      s["kernel"] = {{"queue_total", k.queue_total},
+                     {"queue_dropped", k.queue_dropped},
+                     {"user_dropped", k.user_dropped},
+                     {"id_sequence", k.id_sequence}};
+    }
     out.update(s);
   });
   return out;

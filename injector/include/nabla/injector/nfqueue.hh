@@ -51,6 +51,17 @@ struct NfQueueCounters {
   uint64_t send_errors = 0;
 };
 
+// The kernel's own counters for a queue, from
+// /proc/net/netfilter/nfnetlink_queue (of the caller's network namespace).
+struct KernelQueueCounters {
+  bool found = false;
+  uint64_t queue_total = 0;    // packets waiting for a verdict now
+  uint64_t queue_dropped = 0;  // dropped because the queue was full (not fail-open)
+  uint64_t user_dropped = 0;   // netlink delivery failed (ENOBUFS; not fail-open)
+  uint64_t id_sequence = 0;    // last packet id assigned
+};
+KernelQueueCounters read_kernel_queue_counters(uint16_t queue_num);
+
 class NfQueue {
  public:
   static constexpr uint32_t kAccept = 1;  // NF_ACCEPT
