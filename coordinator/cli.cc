@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "nabla/coordinator/analyze.hh"
+#include "nabla/coordinator/inject_command.hh"
 
 #ifndef NABLA_VERSION
 #define NABLA_VERSION "0.1.0"
@@ -17,6 +18,7 @@ int run_cli(int argc, char** argv) {
   app.set_version_flag("--version", NABLA_VERSION);
   app.require_subcommand(1);
   register_analyze_command(app);
+  register_inject_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,55 @@
+#include "nabla/coordinator/node_address.hh"
+
+#include <charconv>
+#include <stdexcept>
+
+namespace nabla::coordinator {
+
+std::string NodeAddress::to_string() const {
+  const bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+NodeAddress parse_node_address(std::string_view text, std::uint16_t default_port,
+                               std::string_view flag) {
+  auto bad = [&](const std::string& why) {
+    return std::invalid_argument(std::string(flag) + ": '" + std::string(text) + "' " + why +
+                                 " (expected HOST:PORT, e.g. 10.0.0.2:7311 or [fd00::2]:7311)");
+  };
+  NodeAddress out;
+  std::string_view port_text;
+  if (!text.empty() && text.front() == '[') {
+    const std::size_t close = text.find(']');
+    if (close == std::string_view::npos) throw bad("has no closing ']'");
+    out.host = std::string(text.substr(1, close - 1));
+    const std::string_view rest = text.substr(close + 1);
+    if (!rest.empty()) {
+      if (rest.front() != ':') throw bad("has text after ']' that is not ':PORT'");
+      port_text = rest.substr(1);
+    }
+  } else {
+    const std::size_t colon = text.rfind(':');
+    if (colon != std::string_view::npos && text.find(':') != colon) {
+      throw bad("is an IPv6 address without brackets");
+    }
+    out.host = std::string(text.substr(0, colon));
+    if (colon != std::string_view::npos) port_text = text.substr(colon + 1);
+  }
+  if (out.host.empty()) throw bad("has no host");
+  if (port_text.empty()) {
+    if (text.back() == ':') throw bad("has an empty port");
+    out.port = default_port;
+    return out;
+  }
+  unsigned port = 0;
+  const auto [ptr, ec] =
+      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (ec != std::errc() || ptr != port_text.data() + port_text.size() || port == 0 ||
+      port > 65535) {
+    throw bad("has a bad port (1-65535)");
+  }
+  out.port = static_cast<std::uint16_t>(port);
+  return out;
+}
+
+}  // namespace nabla::coordinator
