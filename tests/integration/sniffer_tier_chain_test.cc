@@ -143,9 +143,13 @@ TEST(SnifferTierChain, DiscoversTiersShortFlowsAndUdp) {
   ChildProcess web({tier, "--listen", "127.0.0.1:9001", "--workers", "2", "--tier",
                     "app=127.0.0.1:9002", "--url", "* call=app:serial:1"},
                    &ns, "/dev/null");
+  // Downstream tiers first: web answers 502 when app is not listening yet,
+  // which on a loaded machine takes longer than starting web. (Each probe
+  // connection is closed at once, before nabla-sniffd starts.)
+  connect_in(ns, kDb);
+  connect_in(ns, kApp);
   FileDescriptor client = connect_in(ns, kWeb);
   ASSERT_TRUE(get(client));  // the whole chain is up
-  connect_in(ns, kDb);       // (and db accepts; closed at once)
 
   ChildProcess sniffd(
       {NABLA_SNIFFD_PATH, "--print", "--json", "--interval", "100ms", "--count", "8"}, &ns,
