@@ -243,7 +243,7 @@ void register_inject_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "seed for the fault generators (default: random, reported)");
   cmd->add_flag("--json", o->json, "print the final statistics as JSON");
   cmd->callback([o, node, for_text] {
-    o->node = parse_node_address(*node, common::kInjectdPort);
+    o->node = common::parse_host_port(*node, common::kInjectdPort);
     if (!for_text->empty()) {
       try {
         o->for_ns = common::parse_duration_ns(*for_text);

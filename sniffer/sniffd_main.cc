@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <iostream>
 
+#include "nabla/common/host_port.hh"
+#include "nabla/common/rpc.hh"
 #include "nabla/common/rpc_auth.hh"
 #include "nabla/common/units.hh"
 #include "nabla/sniffer/daemon.hh"
@@ -22,8 +24,7 @@ Any listen address other than loopback requires --key-file.)");
   std::string interval = "1s";
   uint64_t count = 0;
   uint64_t min_messages = 1;
-  std::string listen = "127.0.0.1";
-  uint16_t port = 7312;
+  std::string listen = "127.0.0.1:7312";
   std::string key_file;
   app.add_flag("--print", print, "print flows after each scan instead of serving");
   app.add_flag("--json", json, "with --print: one JSON line per scan");
@@ -32,8 +33,7 @@ Any listen address other than loopback requires --key-file.)");
   app.add_option("--interval", interval, "scan interval, e.g. 500ms, 1s (default 1s)");
   app.add_option("--count", count, "stop after this many scans (default 0: run until a signal)");
   app.add_option("--min-messages", min_messages, "report flows with at least this many messages");
-  app.add_option("--listen", listen, "control address (default 127.0.0.1)");
-  app.add_option("--port", port, "control port (default 7312)");
+  app.add_option("--listen", listen, "control address ADDR[:PORT] (default 127.0.0.1:7312)");
   app.add_option("--key-file", key_file, "HMAC key file (0600, 32+ bytes)");
   CLI11_PARSE(app, argc, argv);
 
@@ -45,8 +45,9 @@ Any listen address other than loopback requires --key-file.)");
     }
     opts.sniffer.min_messages = min_messages;
     opts.sniffer.conntrack = !no_conntrack;
-    opts.rpc.listen_address = listen;
-    opts.rpc.port = port;
+    const auto address = nabla::common::parse_listen_address(listen, nabla::common::kSniffdPort);
+    opts.rpc.listen_address = address.host;
+    opts.rpc.port = address.port;
     if (!key_file.empty()) opts.rpc.key = nabla::common::load_key_file(key_file);
     opts.print = print;
     opts.print_json = json;

@@ -15,7 +15,7 @@
 #include <optional>
 #include <string>
 
-#include "nabla/coordinator/node_address.hh"
+#include "nabla/common/host_port.hh"
 
 namespace CLI {
 class App;
@@ -24,7 +24,7 @@ class App;
 namespace nabla::coordinator {
 
 struct InjectOptions {
-  NodeAddress node;
+  common::HostPort node;
   std::optional<std::string> key_file;
   std::string link;
   std::string direction = "out";

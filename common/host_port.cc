@@ -1,22 +1,26 @@
-#include "nabla/coordinator/node_address.hh"
+#include "nabla/common/host_port.hh"
 
 #include <charconv>
 #include <stdexcept>
 
-namespace nabla::coordinator {
+#include "nabla/common/ip_address.hh"
 
-std::string NodeAddress::to_string() const {
+namespace nabla::common {
+
+std::string HostPort::to_string() const {
   const bool v6 = host.find(':') != std::string::npos;
   return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
-NodeAddress parse_node_address(std::string_view text, std::uint16_t default_port,
-                               std::string_view flag) {
+namespace {
+
+HostPort parse(std::string_view text, std::uint16_t default_port, std::string_view flag,
+               bool allow_port_zero) {
   auto bad = [&](const std::string& why) {
     return std::invalid_argument(std::string(flag) + ": '" + std::string(text) + "' " + why +
                                  " (expected HOST:PORT, e.g. 10.0.0.2:7311 or [fd00::2]:7311)");
   };
-  NodeAddress out;
+  HostPort out;
   std::string_view port_text;
   if (!text.empty() && text.front() == '[') {
     const std::size_t close = text.find(']');
@@ -44,12 +48,29 @@ NodeAddress parse_node_address(std::string_view text, std::uint16_t default_port
   unsigned port = 0;
   const auto [ptr, ec] =
       std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (ec != std::errc() || ptr != port_text.data() + port_text.size() || port == 0 ||
-      port > 65535) {
-    throw bad("has a bad port (1-65535)");
+  if (ec != std::errc() || ptr != port_text.data() + port_text.size() ||
+      (port == 0 && !allow_port_zero) || port > 65535) {
+    throw bad(allow_port_zero ? "has a bad port (0-65535)" : "has a bad port (1-65535)");
   }
   out.port = static_cast<std::uint16_t>(port);
   return out;
 }
 
-}  // namespace nabla::coordinator
+}  // namespace
+
+HostPort parse_host_port(std::string_view text, std::uint16_t default_port, std::string_view flag) {
+  return parse(text, default_port, flag, false);
+}
+
+HostPort parse_listen_address(std::string_view text, std::uint16_t default_port,
+                              std::string_view flag) {
+  HostPort out = parse(text, default_port, flag, true);
+  if (!IpAddress::parse(out.host)) {
+    throw std::invalid_argument(std::string(flag) + ": '" + out.host +
+                                "' is not an IP address (listen on an address literal, e.g. "
+                                "127.0.0.1:7312 or [::1]:7312)");
+  }
+  return out;
+}
+
+}  // namespace nabla::common
