@@ -29,8 +29,8 @@ Patterns and the true link gradient they imply on the link to TIER:
   async        fire and forget, response never waits  gradient 0
   none         no call                                gradient 0
 
-Response headers: X-Service-Time-Ns (request read -> response ready, minus
-downstream waits), X-Queue-Ns (wait for a worker), X-Downstream-Ns.
+Response headers: X-Service-Time-Ns (worker picked the request up -> response
+ready, minus downstream waits), X-Queue-Ns (wait for a worker), X-Downstream-Ns.
 
 Example: nabla-tier --listen 0.0.0.0:8080 --tier db=10.9.0.4:8080 --tier audit=10.9.0.5:8080 \
   --url '/view service=exp:200us call=db:serial:3' --url '/auth service=fixed:100us' \

@@ -73,8 +73,8 @@ std::string TierServer::handle(const Job& job, std::mt19937_64& rng) {
   const int64_t queue_ns = picked_ns - job.read_done_ns;
   if (job.spec == nullptr) {
     not_found_.fetch_add(1, std::memory_order_relaxed);
-    return make_response(404, "Not Found", job.keep_alive, 0, monotonic_ns() - job.read_done_ns,
-                         queue_ns, 0);
+    return make_response(404, "Not Found", job.keep_alive, 0, monotonic_ns() - picked_ns, queue_ns,
+                         0);
   }
   const UrlSpec& spec = *job.spec;
   burn_until(picked_ns + spec.service.draw_ns(rng), spec.mode);
@@ -104,7 +104,10 @@ std::string TierServer::handle(const Job& job, std::mt19937_64& rng) {
     downstream_ns += monotonic_ns() - t0;
   }
   if (!ok) downstream_failures_.fetch_add(1, std::memory_order_relaxed);
-  const int64_t service_ns = monotonic_ns() - job.read_done_ns - downstream_ns;
+  // Service time as tailbench defines it: the worker's own time on the
+  // request, without the wait for a worker (X-Queue-Ns) and without the
+  // synchronous downstream calls (X-Downstream-Ns).
+  const int64_t service_ns = monotonic_ns() - picked_ns - downstream_ns;
   return ok ? make_response(200, "OK", job.keep_alive, spec.response_bytes, service_ns, queue_ns,
                             downstream_ns)
             : make_response(502, "Bad Gateway", job.keep_alive, 0, service_ns, queue_ns,

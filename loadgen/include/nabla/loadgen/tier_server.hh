@@ -7,9 +7,10 @@
 // requests wait in the connection's buffer, so responses keep their order.
 //
 // Response headers, as tailbench separates service and sojourn time:
-//   X-Service-Time-Ns  request fully read → response ready to write, minus the
-//                      downstream waits (so it includes the wait for a worker)
+//   X-Service-Time-Ns  a worker picked it up → response ready to write, minus
+//                      the downstream waits (service time without queueing)
 //   X-Queue-Ns         request fully read → a worker picked it up
+// so sojourn inside the server = X-Queue-Ns + X-Service-Time-Ns + X-Downstream-Ns.
 //   X-Downstream-Ns    time spent waiting on synchronous downstream calls
 // A request whose synchronous downstream calls fail is answered 502.
 // Malformed requests are answered 400 (or 413/431/501/505) and the
