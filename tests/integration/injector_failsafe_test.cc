@@ -37,14 +37,18 @@ TEST(InjectorFailsafe, Kill9KeepsTrafficFlowingAndNextStartRemovesStaleChains) {
   });
   const auto probes = run_udp_probes(bed, 9000, 1500, 1000.0);
   killer.join();
-  size_t after = 0;
+  // Every probe sent 100 ms after the kill arrives and none carries the
+  // 20 ms delay (bound 10 ms: a lone probe can meet ~1-3 ms of scheduling
+  // noise on a loaded CI VM); their p95 is below 2 ms.
+  std::vector<ProbeResult> after;
   for (const auto& p : probes) {
     if (p.send_ns < killed_at + 100 * kMs) continue;
-    ++after;
-    EXPECT_GE(p.delay_ns, 0) << "probe " << p.seq << " lost after the daemon died";
-    EXPECT_LT(p.delay_ns, 2 * kMs) << "probe " << p.seq << " still delayed after the daemon died";
+    after.push_back(p);
+    EXPECT_GT(p.copies, 0) << "probe " << p.seq << " lost after the daemon died";
+    EXPECT_LT(p.delay_ns, 10 * kMs) << "probe " << p.seq << " still delayed after the daemon died";
   }
-  EXPECT_GT(after, 800u);
+  EXPECT_GT(after.size(), 800u);
+  EXPECT_LT(delay_percentile(after, 0.95), 2 * kMs);
   // Before the kill, probes were delayed.
   EXPECT_GT(probes[100].delay_ns, 19 * kMs);
 
@@ -90,7 +94,7 @@ TEST(InjectorFailsafe, LapsedLeaseRemovesTheInjectionWithinOneSecond) {
   EXPECT_TRUE(bed.call("inject.list", nlohmann::json::object()).at("injections").empty());
   const auto probes = run_udp_probes(bed, 9000, 100, 1000.0);
   EXPECT_EQ(lost(probes), 0u);
-  EXPECT_LT(delay_percentile(probes, 0.99), 2 * kMs);
+  EXPECT_LT(delay_percentile(probes, 0.95), 2 * kMs);  // the 20 ms delay is gone
 }
 
 int error_code_of(InjectorTestbed& bed, const std::string& method, const nlohmann::json& params,
