@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "nabla/common/clock.hh"
+#include "nabla/common/host_port.hh"
 #include "nabla/common/log.hh"
 #include "nabla/common/netns.hh"
 #include "nabla/common/rpc.hh"
@@ -23,30 +24,6 @@
 #include "nabla/injector/service.hh"
 
 namespace nabla::injector {
-
-std::pair<std::string, uint16_t> parse_listen(const std::string& text) {
-  const auto colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 >= text.size()) {
-    throw std::invalid_argument("--listen: expected ADDR:PORT, got '" + text + "'");
-  }
-  std::string host = text.substr(0, colon);
-  if (host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  const std::string port_text = text.substr(colon + 1);
-  size_t used = 0;
-  int port = -1;
-  try {
-    port = std::stoi(port_text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != port_text.size() || port < 0 || port > 65535) {
-    throw std::invalid_argument("--listen: port must be 0..65535, got '" + port_text + "'");
-  }
-  if (!common::IpAddress::parse(host)) {
-    throw std::invalid_argument("--listen: '" + host + "' is not an IPv4/IPv6 address");
-  }
-  return {host, static_cast<uint16_t>(port)};
-}
 
 std::vector<std::string> check_environment(uint16_t queue_num) {
   std::vector<std::string> missing;
@@ -72,7 +49,7 @@ std::vector<std::string> check_environment(uint16_t queue_num) {
 }
 
 int run_daemon(const DaemonOptions& options) {
-  const auto [host, port] = parse_listen(options.listen);
+  const auto [host, port] = common::parse_listen_address(options.listen, common::kInjectdPort);
   common::RpcServerOptions rpc;
   rpc.listen_address = host;
   rpc.port = port;

@@ -17,9 +17,6 @@ struct DaemonOptions {
   int realtime_priority = 0;  // SCHED_FIFO priority of the packet loop, 0 = off
 };
 
-// Splits "ADDR:PORT" / "[V6]:PORT"; throws std::invalid_argument naming
-// --listen.
-std::pair<std::string, uint16_t> parse_listen(const std::string& text);
 
 // What --check found missing, in plain words (empty: all good).
 std::vector<std::string> check_environment(uint16_t queue_num);
