@@ -20,12 +20,13 @@ build: deps
 	cmake -S . -B $(BUILD) -G Ninja -DNABLA_WERROR=$(WERROR) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Unit and integration tests (root-labelled tests need root; with
-# NABLA_REQUIRE_ROOT=1 they fail instead of skipping), then the fuzzers for a
-# bounded time when clang is present.
+# The fuzzers for a bounded time (when clang is present), then the unit and
+# integration tests (root-labelled tests need root; with NABLA_REQUIRE_ROOT=1
+# they fail instead of skipping). CTest runs last so its summary line closes
+# the output.
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	@$(MAKE) --no-print-directory fuzz
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 unit: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L unit
