@@ -1,0 +1,104 @@
+#pragma once
+// Request/response codecs for the open-loop engine behind one interface.
+//
+// A Codec writes requests (encode) and frames responses (parse). Parsing is
+// incremental over a caller-owned buffer: the engine appends received bytes
+// and calls parse() until it returns kIncomplete, dropping `consumed` bytes
+// after each kComplete; several responses in one read are parsed one per call,
+// a partial response returns kIncomplete. parse() never throws: kBad is a
+// protocol error the engine counts (and then reopens the connection, since
+// the byte stream can no longer be framed).
+//
+// Responses are matched to requests in order (every protocol here answers in
+// order on one connection, pipelined or not); echo additionally carries the
+// request id so a mismatch is detected as a protocol error.
+//
+// Echo frame (both directions), all integers big-endian:
+//   u32 length of the rest | u64 request id | u8 flags | [u64 service ns if
+//   flags & kEchoHasServiceTime] | payload
+// The echo server copies id and payload and may set the service-time flag.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nabla/loadgen/http_message.hh"
+
+namespace nabla::loadgen {
+
+struct ResponseFrame {
+  ParseStatus status = ParseStatus::kIncomplete;
+  size_t consumed = 0;
+  int64_t service_time_ns = -1;  // reported by the server, -1 when absent
+  uint64_t request_id = 0;       // echo only
+  bool server_error = false;     // well-framed error reply (HTTP >= 500, RESP '-', memcached ERROR)
+};
+
+class Codec {
+ public:
+  virtual ~Codec() = default;
+  // Appends one request to `out`; returns its transaction type (index into
+  // type_names()). Draws any randomness (URL, key, value size) from `rng`.
+  virtual uint32_t encode(std::string& out, uint64_t request_id, std::mt19937_64& rng) = 0;
+  virtual ResponseFrame parse(std::string_view buffer) const = 0;
+  virtual std::vector<std::string> type_names() const = 0;
+  // True when responses carry the request id (parse() fills request_id).
+  virtual bool carries_request_id() const { return false; }
+};
+
+struct WeightedUrl {
+  std::string path;
+  double weight = 1.0;
+};
+
+enum class KeyDistribution { kUniform, kZipf };
+
+struct ProtocolSpec {
+  enum class Kind { kHttp, kEcho, kMemcached, kRedis } kind = Kind::kEcho;
+  // HTTP: URL mix; each URL is one transaction type.
+  std::vector<WeightedUrl> urls{{"/", 1.0}};
+  std::string host_header = "localhost";
+  // Echo: request payload bytes.
+  size_t echo_payload_bytes = 16;
+  // Memcached/Redis: `keys` keys "key:<i>", GET with probability get_ratio
+  // (type 0) else SET (type 1) with a value of value_bytes.
+  uint64_t keys = 1000;
+  KeyDistribution key_distribution = KeyDistribution::kUniform;
+  double zipf_s = 0.99;
+  double get_ratio = 0.9;
+  size_t value_bytes = 32;
+};
+
+// Throws std::invalid_argument for an empty URL mix, non-positive weights,
+// zero keys, or a ratio outside [0,1].
+std::unique_ptr<Codec> make_codec(const ProtocolSpec& spec);
+
+// Echo helpers shared with the test echo server.
+inline constexpr uint8_t kEchoHasServiceTime = 1;
+inline constexpr size_t kEchoMaxFrame = 1 << 20;
+void append_echo_frame(std::string& out, uint64_t id, std::string_view payload,
+                       int64_t service_ns = -1);
+// Parses one echo frame: id, payload view, service time (-1 when absent).
+struct EchoFrame {
+  ParseStatus status = ParseStatus::kIncomplete;
+  size_t consumed = 0;
+  uint64_t id = 0;
+  int64_t service_ns = -1;
+  std::string_view payload;
+};
+EchoFrame parse_echo_frame(std::string_view buffer);
+
+// Zipf(s) over ranks 1..n by inverse CDF on a precomputed table.
+class ZipfSampler {
+ public:
+  ZipfSampler(uint64_t n, double s);
+  uint64_t operator()(std::mt19937_64& rng) const;  // 0-based rank
+
+ private:
+  std::vector<double> cdf_;
+};
+
+}  // namespace nabla::loadgen
