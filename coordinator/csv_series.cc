@@ -51,16 +51,45 @@ CsvSeries parse_csv_series(std::string_view text, const std::string& name) {
     line = trim(line);
     if (line.empty() || line.front() == '#') continue;
 
-    std::string_view fields[4];
+    // Fields split on commas; a field may be quoted ("a,b", "say ""hi""")
+    // as RFC 4180 writes it, so type names may hold commas and quotes.
+    std::string fields[4];
     int n = 0;
-    std::string_view rest = line;
+    std::size_t pos = 0;
     while (true) {
-      const std::size_t comma = rest.find(',');
       if (n == 4)
         throw CsvError(name, line_no, "too many columns (expected t_ns,latency_ns[,type])");
-      fields[n++] = trim(rest.substr(0, comma));
-      if (comma == std::string_view::npos) break;
-      rest = rest.substr(comma + 1);
+      std::string& field = fields[n++];
+      while (pos < line.size() && (line[pos] == ' ' || line[pos] == '\t')) ++pos;
+      if (pos < line.size() && line[pos] == '"') {
+        ++pos;
+        bool closed = false;
+        while (pos < line.size()) {
+          if (line[pos] == '"') {
+            if (pos + 1 < line.size() && line[pos + 1] == '"') {
+              field += '"';
+              pos += 2;
+              continue;
+            }
+            ++pos;
+            closed = true;
+            break;
+          }
+          field += line[pos++];
+        }
+        if (!closed) throw CsvError(name, line_no, "unterminated quoted field");
+        while (pos < line.size() && (line[pos] == ' ' || line[pos] == '\t')) ++pos;
+        if (pos < line.size() && line[pos] != ',') {
+          throw CsvError(name, line_no, "text after a quoted field");
+        }
+      } else {
+        const std::size_t comma = line.find(',', pos);
+        field = std::string(trim(line.substr(
+            pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos)));
+        pos = comma == std::string_view::npos ? line.size() : comma;
+      }
+      if (pos >= line.size()) break;
+      ++pos;  // the comma
     }
     if (n > 3) throw CsvError(name, line_no, "too many columns (expected t_ns,latency_ns[,type])");
 
@@ -97,7 +126,7 @@ CsvSeries parse_csv_series(std::string_view text, const std::string& name) {
     if (latency < 0) {
       throw CsvError(name, line_no, "latency_ns is negative (" + std::to_string(latency) + ")");
     }
-    std::string type_name = n == 3 ? std::string(fields[2]) : std::string("all");
+    std::string type_name = n == 3 ? fields[2] : std::string("all");
     if (type_name.empty()) throw CsvError(name, line_no, "type is empty");
     auto [it, inserted] =
         type_ids.try_emplace(type_name, static_cast<std::int32_t>(out.type_names.size()));

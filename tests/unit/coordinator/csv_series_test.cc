@@ -25,6 +25,14 @@ TEST(CsvSeries, TypesInOrderOfFirstAppearance) {
   EXPECT_TRUE(s.has_type_column);
 }
 
+TEST(CsvSeries, QuotedTypes) {
+  const auto s = parse_csv_series("1,10,\"a,b\"\n2,20, \"say \"\"hi\"\"\" \n3,30,plain\n", "x");
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_EQ(s.type_names[0], "a,b");
+  EXPECT_EQ(s.type_names[1], "say \"hi\"");
+  EXPECT_EQ(s.type_names[2], "plain");
+}
+
 void expect_error(const std::string& text, std::size_t line, const std::string& fragment) {
   try {
     parse_csv_series(text, "f.csv");
@@ -45,6 +53,8 @@ TEST(CsvSeries, ErrorsNameTheLine) {
   expect_error("1\n", 1, "at least 2 columns");
   expect_error("t_ns,latency_ns\n", 1, "no records");
   expect_error("1.5,2\n", 1, "t_ns '1.5' is not an integer");
+  expect_error("1,2,\"open\n", 1, "unterminated quoted field");
+  expect_error("1,2,\"a\"b\n", 1, "text after a quoted field");
 }
 
 }  // namespace

@@ -2,8 +2,9 @@
 // Reading latency series from CSV files for `nabla analyze`.
 //
 // Format: one record per line, `t_ns,latency_ns[,type]`, integers in
-// nanoseconds; `type` is any text without commas (a URL, a transaction name)
-// and defaults to "all" when the column is absent. A first line whose first
+// nanoseconds; `type` is any text (a URL, a transaction name), quoted as in
+// RFC 4180 when it holds a comma or a quote ("a,b", "say ""hi"""), and
+// defaults to "all" when the column is absent. A first line whose first
 // field is not a number is a header and must name the columns
 // `t_ns,latency_ns[,type]`. Blank lines and lines starting with '#' are
 // skipped; CRLF line ends are accepted. Anything else is an error naming the
