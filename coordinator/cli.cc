@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "nabla/coordinator/analyze.hh"
+#include "nabla/coordinator/discover_command.hh"
 #include "nabla/coordinator/history_command.hh"
 #include "nabla/coordinator/inject_command.hh"
 
@@ -20,6 +21,7 @@ int run_cli(int argc, char** argv) {
   app.require_subcommand(1);
   register_analyze_command(app);
   register_inject_command(app);
+  register_discover_command(app);
   register_history_commands(app);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,196 @@
+// `nabla discover`; see discover_command.hh.
+#include "nabla/coordinator/discover_command.hh"
+
+#include <arpa/inet.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <ostream>
+#include <stdexcept>
+#include <thread>
+
+#include "nabla/common/clock.hh"
+#include "nabla/common/rpc.hh"
+#include "nabla/common/units.hh"
+#include "nabla/coordinator/discover.hh"
+#include "nabla/coordinator/text_table.hh"
+
+namespace nabla::coordinator {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+
+constexpr milliseconds kCallTimeout{3000};
+
+bool is_address_literal(const std::string& host) {
+  unsigned char buf[16];
+  return ::inet_pton(AF_INET, host.c_str(), buf) == 1 ||
+         ::inet_pton(AF_INET6, host.c_str(), buf) == 1;
+}
+
+std::string end_text(const LinkEnd& e) {
+  std::string s = e.host + " ";
+  s += e.known ? e.comm + "[" + std::to_string(e.pid) + "]" : "(unknown process)";
+  return s;
+}
+
+void print_table(std::ostream& out, const std::vector<Link>& links) {
+  TextTable t({"proto", "src", "src port", "dst", "dst port", "segments", "bytes"});
+  for (const Link& l : links) {
+    t.add_row({l.proto, end_text(l.src), std::to_string(l.src.port), end_text(l.dst),
+               std::to_string(l.dst.port), std::to_string(l.segments), std::to_string(l.bytes)});
+  }
+  t.print(out);
+  out << links.size() << " one-way links (port 0: ephemeral)\n";
+}
+
+// One node's connection and accumulated records.
+struct NodeState {
+  const DiscoverNode* node = nullptr;
+  std::optional<common::RpcClient> client;
+  uint64_t cursor = 0;
+  std::vector<FlowEnd> flows;
+};
+
+void poll(NodeState& s, const DiscoverOptions& o) {
+  const std::string where =
+      "node " + s.node->name + " (nabla-sniffd at " + s.node->address.to_string() + ")";
+  json answer;
+  try {
+    answer = s.client->call("flows.list",
+                            {{"since", s.cursor},
+                             {"min_messages", std::min<uint64_t>(o.min_messages, 1)},
+                             {"include_control", o.include_control}},
+                            kCallTimeout);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(where + ": flows.list failed: " + e.what());
+  }
+  try {
+    std::vector<FlowEnd> update;
+    for (const json& f : answer.at("flows")) update.push_back(parse_flow(f));
+    merge_flows(s.flows, update);
+    s.cursor = answer.at("cursor").get<uint64_t>();
+  } catch (const std::exception& e) {
+    throw std::runtime_error(where + ": bad flows.list answer: " + e.what());
+  }
+}
+
+}  // namespace
+
+DiscoverNode parse_discover_node(const std::string& text) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw std::invalid_argument("--node: expected NAME=HOST[:PORT], got '" + text + "'");
+  }
+  DiscoverNode n;
+  n.name = text.substr(0, eq);
+  n.address = common::parse_host_port(text.substr(eq + 1), common::kSniffdPort);
+  return n;
+}
+
+int run_discover(const DiscoverOptions& o, std::ostream& out) {
+  if (o.nodes.empty()) throw std::invalid_argument("--node: give at least one node");
+  for (size_t i = 0; i < o.nodes.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (o.nodes[i].name == o.nodes[j].name) {
+        throw std::invalid_argument("--node: name '" + o.nodes[i].name + "' given twice");
+      }
+    }
+  }
+  if (o.for_ns < 0) throw std::invalid_argument("--for: must be >= 0");
+  std::optional<common::Key> key;
+  if (o.key_file) key = common::load_key_file(*o.key_file);
+
+  std::vector<NodeState> states(o.nodes.size());
+  for (size_t i = 0; i < o.nodes.size(); ++i) {
+    states[i].node = &o.nodes[i];
+    const common::HostPort& a = o.nodes[i].address;
+    try {
+      states[i].client.emplace(common::RpcClient::connect(a.host, a.port, key, kCallTimeout));
+    } catch (const std::exception& e) {
+      throw std::runtime_error("node " + o.nodes[i].name + ": cannot reach nabla-sniffd at " +
+                               a.to_string() + ": " + e.what());
+    }
+  }
+  // Poll every node now, then every poll_ns until --for has passed, and a
+  // last time at the end (flows.list with a cursor returns only changes).
+  const int64_t t0 = common::monotonic_ns();
+  while (true) {
+    for (NodeState& s : states) poll(s, o);
+    const int64_t left = t0 + o.for_ns - common::monotonic_ns();
+    if (left <= 0) break;
+    std::this_thread::sleep_for(std::chrono::nanoseconds(std::min(left, o.poll_ns)));
+  }
+
+  std::vector<NodeFlows> nodes;
+  for (const NodeState& s : states) {
+    NodeFlows n{s.node->name, {}, s.flows};
+    if (is_address_literal(s.node->address.host)) n.addrs.push_back(s.node->address.host);
+    nodes.push_back(std::move(n));
+  }
+  JoinOptions jo;
+  jo.include_control = o.include_control;
+  jo.min_messages = o.min_messages;
+  const std::vector<Link> links = join_flows(nodes, jo);
+  switch (o.format) {
+    case DiscoverOptions::Format::kJson: {
+      json nodes_json = json::array();
+      for (const DiscoverNode& n : o.nodes) {
+        nodes_json.push_back({{"name", n.name}, {"address", n.address.to_string()}});
+      }
+      out << json{{"nodes", nodes_json},
+                  {"duration_s", static_cast<double>(o.for_ns) / 1e9},
+                  {"links", links_to_json(links)}}
+                 .dump(2)
+          << '\n';
+      break;
+    }
+    case DiscoverOptions::Format::kDot:
+      out << links_to_dot(links);
+      break;
+    case DiscoverOptions::Format::kTable:
+      print_table(out, links);
+      break;
+  }
+  return 0;
+}
+
+void register_discover_command(CLI::App& app) {
+  auto o = std::make_shared<DiscoverOptions>();
+  auto nodes = std::make_shared<std::vector<std::string>>();
+  auto for_text = std::make_shared<std::string>("5s");
+  auto json_flag = std::make_shared<bool>(false);
+  auto dot_flag = std::make_shared<bool>(false);
+  auto* cmd = app.add_subcommand("discover", "find the links between nodes from their sniffers");
+  cmd->add_option("--node", *nodes, "NAME=HOST[:PORT] of a nabla-sniffd (port 7312 by default)")
+      ->required();
+  cmd->add_option("--key-file", o->key_file, "HMAC key file (hex, mode 0600)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--for", *for_text, "how long to watch, e.g. 5s")->default_val("5s");
+  cmd->add_option("--min-messages", o->min_messages, "drop one-way links with fewer messages")
+      ->default_val(1);
+  cmd->add_flag("--include-control", o->include_control, "also show nabla's own connections");
+  auto* j = cmd->add_flag("--json", *json_flag, "print {nodes, links[]} as JSON");
+  auto* d = cmd->add_flag("--dot", *dot_flag, "print a Graphviz digraph");
+  j->excludes(d);
+  cmd->callback([o, nodes, for_text, json_flag, dot_flag] {
+    o->nodes.clear();
+    for (const std::string& n : *nodes) o->nodes.push_back(parse_discover_node(n));
+    try {
+      o->for_ns = common::parse_duration_ns(*for_text);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("--for: ") + e.what());
+    }
+    o->format = *json_flag  ? DiscoverOptions::Format::kJson
+                : *dot_flag ? DiscoverOptions::Format::kDot
+                            : DiscoverOptions::Format::kTable;
+    const int code = run_discover(*o, std::cout);
+    if (code != 0) throw CLI::RuntimeError(code);
+  });
+}
+
+}  // namespace nabla::coordinator
