@@ -1,0 +1,470 @@
+#include "nabla/loadgen/engine.hh"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <deque>
+#include <memory>
+#include <stdexcept>
+#include <system_error>
+#include <thread>
+
+#include "nabla/common/clock.hh"
+#include "nabla/common/fd.hh"
+
+namespace nabla::loadgen {
+
+void ErrorCounts::add(const ErrorCounts& o) {
+  connect += o.connect;
+  read += o.read;
+  write += o.write;
+  timeout += o.timeout;
+  protocol += o.protocol;
+  server += o.server;
+}
+
+double EngineResult::achieved_rate() const {
+  if (completed < 2 || last_intended_ns <= first_intended_ns) return 0;
+  return static_cast<double>(completed - 1) * 1e9 /
+         static_cast<double>(last_intended_ns - first_intended_ns);
+}
+
+namespace {
+
+constexpr int64_t kReconnectBackoffNs = 10'000'000;
+constexpr size_t kReadChunk = 64 * 1024;
+
+struct Outstanding {
+  int64_t intended_ns;
+  int64_t lateness_ns;
+  uint64_t id;
+  uint32_t type;
+};
+
+struct Connection {
+  common::FileDescriptor fd;
+  bool connected = false;
+  int64_t retry_at_ns = 0;  // when closed: earliest reopen
+  std::string out;          // bytes not yet accepted by send()
+  std::string in;           // bytes received, not yet framed
+  std::deque<Outstanding> outstanding;
+  uint32_t generation = 0;  // in epoll data: stale events of a closed socket are ignored
+};
+
+struct ThreadResult {
+  std::vector<Sample> samples;
+  analysis::LatencyHistogram latency;
+  analysis::LatencyHistogram lateness;
+  uint64_t scheduled = 0, sent = 0, completed = 0, late = 0, reconnects = 0;
+  uint64_t timestamp_fallbacks = 0;
+  ErrorCounts errors;
+  int64_t first_intended_ns = INT64_MAX, last_intended_ns = INT64_MIN;
+};
+
+class Worker {
+ public:
+  Worker(const EngineConfig& config, ScheduleSpec schedule, int64_t start_ns, uint64_t seed,
+         int connections, uint64_t max_requests)
+      : config_(config),
+        schedule_(std::move(schedule), start_ns, seed),
+        rng_(seed ^ 0x9e3779b97f4a7c15ULL),
+        codec_(make_codec(config.protocol)),
+        conns_(static_cast<size_t>(connections)),
+        max_requests_(max_requests),
+        end_ns_(config.duration_ns > 0 ? start_ns + config.duration_ns : INT64_MAX),
+        epoll_(::epoll_create1(EPOLL_CLOEXEC)),
+        timer_(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC)) {
+    if (!epoll_) throw std::system_error(errno, std::system_category(), "epoll_create1");
+    if (!timer_) throw std::system_error(errno, std::system_category(), "timerfd_create");
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = kTimerTag;
+    if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, timer_.get(), &ev) != 0) {
+      throw std::system_error(errno, std::system_category(), "epoll_ctl(timerfd)");
+    }
+    addr_.sin_family = AF_INET;
+    addr_.sin_port = htons(config.port);
+    if (::inet_pton(AF_INET, config.host.c_str(), &addr_.sin_addr) != 1) {
+      throw std::invalid_argument("engine: host must be an IPv4 literal: " + config.host);
+    }
+    if (config.software_rx_timestamps) offset_ns_ = clock_offset_ns();
+  }
+
+  ThreadResult run() {
+    int64_t now = common::monotonic_ns();
+    for (size_t i = 0; i < conns_.size(); ++i) open(i, now);
+    int64_t drain_deadline = INT64_MAX;
+    std::vector<epoll_event> events(conns_.size() + 1);
+    for (;;) {
+      now = common::monotonic_ns();
+      generate(now);
+      dispatch(now);
+      check_timeouts(now);
+      if (sending_done_) {
+        // After the last intended send, stragglers (queued or outstanding)
+        // get one request timeout, then count as timeouts.
+        if (drain_deadline == INT64_MAX) drain_deadline = now + config_.request_timeout_ns;
+        if ((backlog_.empty() && idle()) || now >= drain_deadline) break;
+      }
+      int timeout_ms = next_wait_ms(now);
+      int n =
+          ::epoll_wait(epoll_.get(), events.data(), static_cast<int>(events.size()), timeout_ms);
+      if (n < 0 && errno != EINTR) {
+        throw std::system_error(errno, std::system_category(), "epoll_wait");
+      }
+      for (int i = 0; i < n; ++i) handle(events[static_cast<size_t>(i)]);
+    }
+    // Whatever is still outstanding or queued after the drain never completed.
+    for (auto& c : conns_) result_.errors.timeout += c.outstanding.size();
+    result_.errors.timeout += backlog_.size();
+    return std::move(result_);
+  }
+
+ private:
+  static constexpr uint64_t kTimerTag = UINT64_MAX;
+
+  uint64_t tag(size_t i) const { return (uint64_t{conns_[i].generation} << 32) | i; }
+
+  bool idle() const {
+    return std::all_of(conns_.begin(), conns_.end(),
+                       [](const Connection& c) { return c.outstanding.empty(); });
+  }
+
+  void generate(int64_t now) {
+    while (!sending_done_) {
+      auto t = schedule_.peek();
+      if (!t || *t >= end_ns_ || (max_requests_ > 0 && result_.scheduled >= max_requests_)) {
+        sending_done_ = true;
+        break;
+      }
+      if (*t > now) break;
+      schedule_.next();
+      backlog_.push_back(*t);
+      ++result_.scheduled;
+      result_.first_intended_ns = std::min(result_.first_intended_ns, *t);
+      result_.last_intended_ns = std::max(result_.last_intended_ns, *t);
+    }
+  }
+
+  // Drains the backlog (oldest first) onto the least-loaded open connection.
+  void dispatch(int64_t now) {
+    while (!backlog_.empty()) {
+      Connection* best = nullptr;
+      size_t best_index = 0;
+      for (size_t i = 0; i < conns_.size(); ++i) {
+        auto& c = conns_[i];
+        if (!c.fd) {
+          if (now >= c.retry_at_ns) open(i, now);
+          continue;
+        }
+        if (!c.connected) continue;
+        if (c.outstanding.size() >= static_cast<size_t>(config_.max_outstanding)) continue;
+        if (best == nullptr || c.outstanding.size() < best->outstanding.size()) {
+          best = &c;
+          best_index = i;
+        }
+      }
+      if (best == nullptr) return;
+      int64_t intended = backlog_.front();
+      backlog_.pop_front();
+      uint64_t id = next_id_++;
+      uint32_t type = codec_->encode(best->out, id, rng_);
+      int64_t lateness = now - intended;
+      best->outstanding.push_back({intended, lateness, id, type});
+      ++result_.sent;
+      result_.lateness.record(std::max<int64_t>(lateness, 0));
+      if (lateness > config_.late_threshold_ns) ++result_.late;
+      flush(best_index, now);
+    }
+  }
+
+  void flush(size_t i, int64_t now) {
+    auto& c = conns_[i];
+    while (!c.out.empty()) {
+      ssize_t n = ::send(c.fd.get(), c.out.data(), c.out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        c.out.erase(0, static_cast<size_t>(n));
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      fail(i, now, &ErrorCounts::write);
+      return;
+    }
+    watch(i, !c.out.empty());
+  }
+
+  void watch(size_t i, bool want_write) {
+    epoll_event ev{};
+    ev.events = EPOLLIN | (want_write ? EPOLLOUT : 0u);
+    ev.data.u64 = tag(i);
+    ::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, conns_[i].fd.get(), &ev);
+  }
+
+  void open(size_t i, int64_t now) {
+    auto& c = conns_[i];
+    c = Connection{};
+    common::FileDescriptor fd(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!fd) {
+      ++result_.errors.connect;
+      c.retry_at_ns = now + kReconnectBackoffNs;
+      return;
+    }
+    int one = 1;
+    ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    int rc = ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr_), sizeof addr_);
+    if (rc != 0 && errno != EINPROGRESS) {
+      ++result_.errors.connect;
+      c.retry_at_ns = now + kReconnectBackoffNs;
+      return;
+    }
+    epoll_event ev{};
+    c.generation = static_cast<uint32_t>(++opened_);
+    ev.events = EPOLLIN | EPOLLOUT;
+    ev.data.u64 = tag(i);
+    if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd.get(), &ev) != 0) {
+      ++result_.errors.connect;
+      c.retry_at_ns = now + kReconnectBackoffNs;
+      return;
+    }
+    c.connected = rc == 0;
+    c.fd = std::move(fd);
+    if (c.connected) on_connected(c);
+    if (opened_ > conns_.size()) ++result_.reconnects;
+  }
+
+  // SO_TIMESTAMPING with OPT_ID is refused (EINVAL) on a TCP socket that is
+  // not yet connected, so it is enabled here. On failure the connection keeps
+  // the user-space clock (its samples then say kUser): a data-path fallback,
+  // not an error.
+  void on_connected(Connection& c) {
+    if (!config_.software_rx_timestamps) return;
+    try {
+      enable_software_timestamps(c.fd.get());
+    } catch (const std::system_error&) {
+      ++result_.timestamp_fallbacks;
+    }
+  }
+
+  // Closes a broken connection; its outstanding requests fail with `kind`.
+  void fail(size_t i, int64_t now, uint64_t ErrorCounts::*kind) {
+    auto& c = conns_[i];
+    result_.errors.*kind += std::max<size_t>(c.outstanding.size(), kind == &ErrorCounts::connect);
+    c = Connection{};  // closes the fd, which also removes it from epoll
+    c.retry_at_ns = now + kReconnectBackoffNs;
+  }
+
+  void check_timeouts(int64_t now) {
+    for (size_t i = 0; i < conns_.size(); ++i) {
+      auto& c = conns_[i];
+      if (!c.outstanding.empty() &&
+          now - c.outstanding.front().intended_ns > config_.request_timeout_ns) {
+        fail(i, now, &ErrorCounts::timeout);
+      }
+    }
+  }
+
+  int next_wait_ms(int64_t now) {
+    int64_t wait_ns = 10'000'000;  // timeouts and reconnects are checked at least every 10 ms
+    if (!sending_done_ && backlog_.empty()) {
+      if (auto t = schedule_.peek()) {
+        int64_t until = *t - now;
+        if (until <= config_.spin_ns) return 0;  // spin (or due now)
+        // Sleep on the timerfd's absolute deadline, minus the spin window.
+        itimerspec its{};
+        int64_t deadline = *t - config_.spin_ns;
+        its.it_value.tv_sec = deadline / 1'000'000'000;
+        its.it_value.tv_nsec = deadline % 1'000'000'000;
+        ::timerfd_settime(timer_.get(), TFD_TIMER_ABSTIME, &its, nullptr);
+        // The timerfd wakes us precisely; the epoll timeout is only a fallback.
+        return static_cast<int>(std::min<int64_t>(wait_ns, until) / 1'000'000 + 1);
+      }
+    }
+    return static_cast<int>(wait_ns / 1'000'000);
+  }
+
+  void handle(const epoll_event& ev) {
+    int64_t now = common::monotonic_ns();
+    if (ev.data.u64 == kTimerTag) {
+      uint64_t expirations;
+      [[maybe_unused]] ssize_t r = ::read(timer_.get(), &expirations, sizeof expirations);
+      return;
+    }
+    size_t i = ev.data.u64 & 0xffffffffu;
+    auto& c = conns_[i];
+    if (!c.fd || (ev.data.u64 >> 32) != c.generation) return;
+    if (!c.connected) {
+      int err = 0;
+      socklen_t len = sizeof err;
+      ::getsockopt(c.fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+      if (err != 0 || (ev.events & (EPOLLERR | EPOLLHUP))) {
+        fail(i, now, &ErrorCounts::connect);
+        return;
+      }
+      c.connected = true;
+      on_connected(c);
+      watch(i, false);
+      dispatch(now);
+      return;
+    }
+    if (ev.events & (EPOLLIN | EPOLLERR | EPOLLHUP)) read_ready(i);
+    if (conns_[i].fd && (ev.events & EPOLLOUT)) flush(i, now);
+  }
+
+  void read_ready(size_t i) {
+    auto& c = conns_[i];
+    char buf[kReadChunk];
+    for (;;) {
+      int64_t rx_ns;
+      TimestampSource source = TimestampSource::kUser;
+      long n;
+      if (config_.software_rx_timestamps) {
+        RecvResult r = recv_with_timestamp(c.fd.get(), buf, sizeof buf);
+        rx_ns = common::monotonic_ns();
+        n = r.bytes;
+        if (r.software_rx_ns) {
+          rx_ns = *r.software_rx_ns - offset_ns_;
+          source = TimestampSource::kSoftware;
+        }
+      } else {
+        n = ::recv(c.fd.get(), buf, sizeof buf, MSG_DONTWAIT);
+        rx_ns = common::monotonic_ns();
+      }
+      if (n == 0) {
+        fail(i, rx_ns, &ErrorCounts::read);
+        return;
+      }
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) fail(i, rx_ns, &ErrorCounts::read);
+        return;
+      }
+      c.in.append(buf, static_cast<size_t>(n));
+      if (!frame(i, rx_ns, source)) return;
+    }
+  }
+
+  // Frames every complete response in the buffer; false when the connection
+  // was closed for a protocol error.
+  bool frame(size_t i, int64_t rx_ns, TimestampSource source) {
+    auto& c = conns_[i];
+    size_t pos = 0;
+    for (;;) {
+      ResponseFrame f = codec_->parse(std::string_view(c.in).substr(pos));
+      if (f.status == ParseStatus::kIncomplete) break;
+      if (f.status == ParseStatus::kBad || c.outstanding.empty() ||
+          (codec_->carries_request_id() && f.request_id != c.outstanding.front().id)) {
+        // An unexpected or unframeable reply: the stream can no longer be
+        // matched to requests. The first outstanding is the protocol error,
+        // the rest are lost with the connection (counted as read errors).
+        ++result_.errors.protocol;
+        if (!c.outstanding.empty()) c.outstanding.pop_front();
+        fail(i, rx_ns, &ErrorCounts::read);
+        return false;
+      }
+      pos += f.consumed;
+      Outstanding o = c.outstanding.front();
+      c.outstanding.pop_front();
+      if (f.server_error) ++result_.errors.server;
+      Sample s{o.intended_ns, rx_ns - o.intended_ns, o.lateness_ns,
+               o.type,        f.service_time_ns,     source};
+      result_.latency.record(std::max<int64_t>(s.latency_ns, 0));
+      ++result_.completed;
+      if (config_.record_samples) result_.samples.push_back(s);
+    }
+    c.in.erase(0, pos);
+    return true;
+  }
+
+  const EngineConfig& config_;
+  Schedule schedule_;
+  std::mt19937_64 rng_;
+  std::unique_ptr<Codec> codec_;
+  std::vector<Connection> conns_;
+  uint64_t max_requests_;
+  int64_t end_ns_;
+  common::FileDescriptor epoll_;
+  common::FileDescriptor timer_;
+  sockaddr_in addr_{};
+  int64_t offset_ns_ = 0;
+  std::deque<int64_t> backlog_;  // intended times not yet sent
+  bool sending_done_ = false;
+  uint64_t next_id_ = 1;
+  size_t opened_ = 0;
+  ThreadResult result_;
+};
+
+}  // namespace
+
+EngineResult run_engine(const EngineConfig& config, int64_t start_ns) {
+  if (config.max_requests == 0 && config.duration_ns <= 0) {
+    throw std::invalid_argument("engine: needs max_requests or duration_ns");
+  }
+  if (config.threads < 1) throw std::invalid_argument("engine: threads must be >= 1");
+  if (config.connections < config.threads) {
+    throw std::invalid_argument("engine: connections must be >= threads");
+  }
+  if (config.max_outstanding < 1) throw std::invalid_argument("engine: K must be >= 1");
+  if (config.request_timeout_ns <= 0) throw std::invalid_argument("engine: timeout must be > 0");
+  auto parts = split(config.schedule, config.threads);
+  const auto t = static_cast<uint64_t>(config.threads);
+  std::vector<std::unique_ptr<Worker>> workers;
+  for (int i = 0; i < config.threads; ++i) {
+    const auto u = static_cast<uint64_t>(i);
+    int conns = config.connections / config.threads + (i < config.connections % config.threads);
+    uint64_t max =
+        config.max_requests == 0 ? 0 : config.max_requests / t + (u < config.max_requests % t);
+    if (config.max_requests != 0 && max == 0) continue;  // more threads than requests
+    workers.push_back(std::make_unique<Worker>(
+        config, parts[u], start_ns + split_phase_ns(config.schedule, i, config.threads),
+        config.seed + 0x632be59bd9b4e019ULL * (u + 1), conns, max));
+  }
+  std::vector<ThreadResult> results(workers.size());
+  std::vector<std::exception_ptr> failures(workers.size());
+  {
+    std::vector<std::jthread> threads;
+    for (size_t i = 0; i < workers.size(); ++i) {
+      threads.emplace_back([&, i] {
+        try {
+          results[i] = workers[i]->run();
+        } catch (...) {
+          failures[i] = std::current_exception();
+        }
+      });
+    }
+  }
+  for (auto& f : failures) {
+    if (f) std::rethrow_exception(f);
+  }
+  EngineResult out;
+  out.type_names = make_codec(config.protocol)->type_names();
+  out.first_intended_ns = INT64_MAX;
+  out.last_intended_ns = INT64_MIN;
+  for (auto& r : results) {
+    out.samples.insert(out.samples.end(), r.samples.begin(), r.samples.end());
+    out.latency.merge(r.latency);
+    out.lateness.merge(r.lateness);
+    out.scheduled += r.scheduled;
+    out.sent += r.sent;
+    out.completed += r.completed;
+    out.late += r.late;
+    out.reconnects += r.reconnects;
+    out.timestamp_fallbacks += r.timestamp_fallbacks;
+    out.errors.add(r.errors);
+    out.first_intended_ns = std::min(out.first_intended_ns, r.first_intended_ns);
+    out.last_intended_ns = std::max(out.last_intended_ns, r.last_intended_ns);
+  }
+  if (out.scheduled == 0) out.first_intended_ns = out.last_intended_ns = start_ns;
+  std::sort(out.samples.begin(), out.samples.end(),
+            [](const Sample& a, const Sample& b) { return a.intended_ns < b.intended_ns; });
+  return out;
+}
+
+}  // namespace nabla::loadgen

@@ -1,0 +1,108 @@
+#pragma once
+// Open-loop load engine.
+//
+// Pieces and data flow:
+//   EngineConfig ──split()──▶ T per-thread Schedules (schedule.hh) ──▶ T threads
+//   Each thread owns one epoll loop, a timerfd armed at the next intended send
+//   time (absolute CLOCK_MONOTONIC deadline; optional spin for the last
+//   spin_ns), its share of the C connections (non-blocking TCP, TCP_NODELAY)
+//   and one Codec (protocol.hh).
+//   Due intended times go into a FIFO backlog; the backlog is drained onto
+//   connections with fewer than K requests outstanding (pipelining). A request
+//   that leaves after intended + late_threshold_ns — because every connection
+//   was at K, or the loop woke late — is counted late with its lateness, and
+//   its latency is STILL measured from the intended send time (no coordinated
+//   omission: lancet §3, tailbench §IV). Send times never depend on replies.
+//   Received bytes are appended to the connection's buffer and framed by the
+//   codec; each response completes the oldest outstanding request on its
+//   connection: Sample{intended, latency = receive - intended, lateness, type,
+//   server-reported service time, timestamp source} into the thread's vector
+//   and LatencyHistogram. At the end the per-thread samples are concatenated
+//   (sorted by intended time) and the histograms merged — samples are merged,
+//   never per-thread percentiles averaged.
+//   Errors are counted by kind (connect, read, write, timeout, protocol); a
+//   broken connection's outstanding requests are counted against the error
+//   that broke it and the connection is reopened (after a short backoff).
+//   The run is bounded by max_requests and/or duration_ns, and after the last
+//   send by request_timeout_ns for the stragglers.
+//   Receive times: user-space CLOCK_MONOTONIC right after recv() (source
+//   kUser), or with software_rx_timestamps the kernel's SO_TIMESTAMPING RX
+//   software stamp of the last byte read (source kSoftware), converted to the
+//   monotonic clock by an offset measured once per thread (timestamping.hh).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nabla/analysis/histogram.hh"
+#include "nabla/loadgen/protocol.hh"
+#include "nabla/loadgen/schedule.hh"
+#include "nabla/loadgen/timestamping.hh"
+
+namespace nabla::loadgen {
+
+struct EngineConfig {
+  std::string host = "127.0.0.1";  // IPv4 literal
+  uint16_t port = 0;
+  int threads = 1;
+  int connections = 1;      // total, spread over threads (>= threads)
+  int max_outstanding = 1;  // K per connection
+  ScheduleSpec schedule;
+  ProtocolSpec protocol;
+  uint64_t max_requests = 0;  // 0 = no count bound
+  int64_t duration_ns = 0;    // 0 = no time bound; at least one bound is required
+  int64_t request_timeout_ns = 1'000'000'000;
+  // A send later than intended + this is "late". 200 µs: above the usual
+  // timerfd wake-up jitter of a loaded VM, far below any queueing we want to see.
+  int64_t late_threshold_ns = 200'000;
+  int64_t spin_ns = 0;  // busy-poll this long before each deadline (0 = sleep only)
+  bool software_rx_timestamps = false;
+  bool record_samples = true;
+  uint64_t seed = 1;
+};
+
+struct Sample {
+  int64_t intended_ns = 0;  // monotonic
+  int64_t latency_ns = 0;   // receive - intended
+  int64_t lateness_ns = 0;  // actual send - intended
+  uint32_t type = 0;
+  int64_t service_time_ns = -1;
+  TimestampSource source = TimestampSource::kUser;
+};
+
+struct ErrorCounts {
+  uint64_t connect = 0;
+  uint64_t read = 0;
+  uint64_t write = 0;
+  uint64_t timeout = 0;
+  uint64_t protocol = 0;
+  uint64_t server = 0;  // well-framed error replies (still sampled)
+  uint64_t total() const { return connect + read + write + timeout + protocol; }
+  void add(const ErrorCounts& o);
+};
+
+struct EngineResult {
+  std::vector<Sample> samples;  // sorted by intended_ns
+  analysis::LatencyHistogram latency;
+  analysis::LatencyHistogram lateness;  // of every request sent
+  uint64_t scheduled = 0;               // intended send times generated
+  uint64_t sent = 0;
+  uint64_t completed = 0;
+  uint64_t late = 0;
+  ErrorCounts errors;
+  uint64_t reconnects = 0;
+  uint64_t timestamp_fallbacks = 0;  // connections where SO_TIMESTAMPING was refused
+  int64_t first_intended_ns = 0;
+  int64_t last_intended_ns = 0;
+  std::vector<std::string> type_names;
+  // Completed requests per second over [first, last] intended time.
+  double achieved_rate() const;
+};
+
+// Throws std::invalid_argument on a bad configuration (no bound, threads < 1,
+// connections < threads, K < 1, bad schedule or protocol) and
+// std::system_error when a thread cannot set up epoll/timerfd. Data-path
+// failures are counted in the result, never thrown. start_ns is the first
+// intended send time (monotonic).
+EngineResult run_engine(const EngineConfig& config, int64_t start_ns);
+
+}  // namespace nabla::loadgen

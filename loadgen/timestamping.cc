@@ -1,0 +1,107 @@
+#include "nabla/loadgen/timestamping.hh"
+
+#include <linux/errqueue.h>
+#include <linux/ethtool.h>
+#include <linux/net_tstamp.h>
+#include <linux/sockios.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+
+#include "nabla/common/clock.hh"
+#include "nabla/common/fd.hh"
+
+namespace nabla::loadgen {
+
+const char* to_string(TimestampSource source) {
+  switch (source) {
+    case TimestampSource::kHardware:
+      return "hardware";
+    case TimestampSource::kSoftware:
+      return "software";
+    case TimestampSource::kUser:
+      return "user";
+  }
+  return "user";
+}
+
+HardwareTimestampInfo detect_hardware(const std::string& interface) {
+  HardwareTimestampInfo info;
+  if (interface.empty() || interface.size() >= IFNAMSIZ) {
+    info.reason = "invalid interface name '" + interface + "'";
+    return info;
+  }
+  common::FileDescriptor fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!fd) {
+    info.reason = std::string("socket: ") + std::strerror(errno);
+    return info;
+  }
+  ethtool_ts_info ts{};
+  ts.cmd = ETHTOOL_GET_TS_INFO;
+  ifreq ifr{};
+  std::memcpy(ifr.ifr_name, interface.c_str(), interface.size());
+  ifr.ifr_data = reinterpret_cast<char*>(&ts);
+  if (::ioctl(fd.get(), SIOCETHTOOL, &ifr) != 0) {
+    info.reason = "ETHTOOL_GET_TS_INFO on " + interface + ": " + std::strerror(errno);
+    return info;
+  }
+  const unsigned need =
+      SOF_TIMESTAMPING_RX_HARDWARE | SOF_TIMESTAMPING_TX_HARDWARE | SOF_TIMESTAMPING_RAW_HARDWARE;
+  if ((ts.so_timestamping & need) != need) {
+    info.reason = interface + ": driver offers no hardware RX/TX timestamps (software only)";
+    return info;
+  }
+  if (ts.phc_index < 0) {
+    info.reason = interface + ": no PTP hardware clock";
+    return info;
+  }
+  info.available = true;
+  return info;
+}
+
+void enable_software_timestamps(int fd) {
+  int flags = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_TX_SOFTWARE |
+              SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY;
+  if (::setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof flags) != 0) {
+    throw std::system_error(errno, std::system_category(), "setsockopt(SO_TIMESTAMPING)");
+  }
+}
+
+int64_t clock_offset_ns() {
+  int64_t a = common::monotonic_ns();
+  int64_t r = common::realtime_ns();
+  int64_t b = common::monotonic_ns();
+  return r - (a + (b - a) / 2);
+}
+
+RecvResult recv_with_timestamp(int fd, char* buf, size_t len) {
+  RecvResult out;
+  iovec iov{buf, len};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(scm_timestamping)) + 64];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  out.bytes = ::recvmsg(fd, &msg, MSG_DONTWAIT);
+  if (out.bytes <= 0) return out;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_TIMESTAMPING) {
+      scm_timestamping ts;
+      std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
+      // ts[0] is the software stamp; ts[2] would be the raw hardware one.
+      if (ts.ts[0].tv_sec != 0 || ts.ts[0].tv_nsec != 0) {
+        out.software_rx_ns = int64_t{ts.ts[0].tv_sec} * 1'000'000'000 + ts.ts[0].tv_nsec;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace nabla::loadgen
