@@ -1,0 +1,123 @@
+// The engine against the real nabla-tier binary on 127.0.0.1 (a child
+// process this test starts and kills by pid). Bounds are strict below and
+// generous above: the suite runs on a loaded 2-core VM.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "nabla/common/clock.hh"
+#include "nabla/loadgen/engine.hh"
+
+namespace nabla::loadgen {
+namespace {
+
+// RAII child: nabla-tier --listen 127.0.0.1:0; the port is read from its
+// "nabla-tier listening on HOST port N" line.
+class TierProcess {
+ public:
+  explicit TierProcess(std::vector<std::string> args) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return;
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(fds[1], STDOUT_FILENO);
+      std::vector<char*> argv;
+      std::string bin = NABLA_TIER_BINARY;
+      argv.push_back(bin.data());
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(bin.c_str(), argv.data());
+      ::_exit(127);
+    }
+    ::close(fds[1]);
+    std::string line;
+    pollfd p{fds[0], POLLIN, 0};
+    const int64_t deadline = common::monotonic_ns() + 5'000'000'000;
+    while (line.find('\n') == std::string::npos && common::monotonic_ns() < deadline) {
+      if (::poll(&p, 1, 100) <= 0) continue;
+      char buf[256];
+      ssize_t n = ::read(fds[0], buf, sizeof buf);
+      if (n <= 0) break;
+      line.append(buf, static_cast<size_t>(n));
+    }
+    ::close(fds[0]);
+    auto at = line.find(" port ");
+    if (at != std::string::npos) port_ = static_cast<uint16_t>(std::stoi(line.substr(at + 6)));
+  }
+  ~TierProcess() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      int status;
+      ::waitpid(pid_, &status, 0);
+    }
+  }
+  uint16_t port() const { return port_; }
+
+ private:
+  pid_t pid_ = -1;
+  uint16_t port_ = 0;
+};
+
+TEST(EngineTier, HttpUrlMixAgainstNablaTier) {
+  TierProcess tier({"--listen", "127.0.0.1:0", "--workers", "8", "--url",
+                    "/a service=fixed:1ms mode=sleep", "--url", "/b service=fixed:3ms mode=sleep"});
+  ASSERT_NE(tier.port(), 0) << "nabla-tier did not report its port";
+  EngineConfig c;
+  c.port = tier.port();
+  c.protocol.kind = ProtocolSpec::Kind::kHttp;
+  c.protocol.urls = {{"/a", 1.0}, {"/b", 1.0}};
+  c.connections = 8;
+  c.max_outstanding = 2;
+  c.threads = 2;
+  c.schedule.kind = ScheduleKind::kFixed;
+  c.schedule.rate_per_s = 2000;
+  c.duration_ns = 2'000'000'000;
+  EngineResult r = run_engine(c, common::monotonic_ns() + 20'000'000);
+  EXPECT_EQ(r.errors.total(), 0u);
+  EXPECT_EQ(r.errors.server, 0u);
+  EXPECT_EQ(r.completed, r.scheduled);
+  EXPECT_NEAR(r.achieved_rate(), 2000, 20);  // within 1%
+  ASSERT_EQ(r.type_names, (std::vector<std::string>{"/a", "/b"}));
+  std::vector<int64_t> lat[2];
+  for (const auto& s : r.samples) {
+    ASSERT_LT(s.type, 2u);
+    lat[s.type].push_back(s.latency_ns);
+    // X-Service-Time-Ns: at least the sleep, not much more on an idle worker.
+    EXPECT_GE(s.service_time_ns, s.type == 0 ? 1'000'000 : 3'000'000);
+  }
+  for (int t = 0; t < 2; ++t) {
+    ASSERT_GT(lat[t].size(), 1000u);
+    std::nth_element(lat[t].begin(), lat[t].begin() + lat[t].size() / 2, lat[t].end());
+    const int64_t p50 = lat[t][lat[t].size() / 2];
+    const int64_t service = t == 0 ? 1'000'000 : 3'000'000;
+    EXPECT_GE(p50, service);
+    EXPECT_LT(p50, service + 3'000'000) << "type " << t;  // small network + scheduling floor
+  }
+}
+
+TEST(EngineTier, ClosedLoopAgainstNablaTierShowsLateSends) {
+  TierProcess tier({"--listen", "127.0.0.1:0", "--url", "/ service=fixed:5ms mode=sleep"});
+  ASSERT_NE(tier.port(), 0);
+  EngineConfig c;
+  c.port = tier.port();
+  c.protocol.kind = ProtocolSpec::Kind::kHttp;
+  c.schedule.kind = ScheduleKind::kFixed;
+  c.schedule.rate_per_s = 1000;  // 5x the 200/s one connection with K = 1 can do
+  c.max_requests = 100;
+  c.request_timeout_ns = 3'000'000'000;
+  EngineResult r = run_engine(c, common::monotonic_ns() + 20'000'000);
+  EXPECT_EQ(r.completed, 100u);
+  EXPECT_GE(r.late, 90u);
+  EXPECT_GT(r.samples.back().latency_ns, 350'000'000);
+}
+
+}  // namespace
+}  // namespace nabla::loadgen
