@@ -6,6 +6,7 @@
 
 #include "nabla/coordinator/analyze.hh"
 #include "nabla/coordinator/discover_command.hh"
+#include "nabla/coordinator/testbed_command.hh"
 #include "nabla/coordinator/history_command.hh"
 #include "nabla/coordinator/inject_command.hh"
 
@@ -22,6 +23,7 @@ int run_cli(int argc, char** argv) {
   register_analyze_command(app);
   register_inject_command(app);
   register_discover_command(app);
+  register_testbed_command(app);
   register_history_commands(app);
   try {
     app.parse(argc, argv);
