@@ -1,0 +1,183 @@
+// `nabla discover` end to end on a Testbed of four hosts (client, web, app,
+// db: one namespace each, bridged in a switch namespace, 10.213.0.0/24
+// inside them only; all removed on exit, even on failure):
+//   client (this test) → web nabla-tier (serial:1) → app (serial:3) → db,
+// a nabla-sniffd on every host listening on its testbed address with a key,
+// 200 requests on one keep-alive connection, then `nabla discover --json`
+// run inside the client namespace must return exactly the 6 one-way links
+// with the right processes at both ends, ephemeral ports folded to 0,
+// segment counts that follow the call patterns, and no control connection.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "nabla/common/fd.hh"
+#include "nabla/common/netns.hh"
+#include "nabla/common/rpc_auth.hh"
+#include "nabla/coordinator/testbed.hh"
+#include "nabla_test_support.hh"
+
+namespace {
+
+using nabla::common::ChildProcess;
+using nabla::common::FileDescriptor;
+using nabla::common::NetNamespace;
+using nabla::coordinator::Testbed;
+using nabla::coordinator::TestbedSpec;
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+constexpr int kRequests = 200;
+
+FileDescriptor connect_in(const NetNamespace& ns, const std::string& ip, uint16_t port) {
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(port);
+  ::inet_pton(AF_INET, ip.c_str(), &sa.sin_addr);
+  while (Clock::now() < deadline) {
+    FileDescriptor fd = ns.socket(AF_INET, SOCK_STREAM, 0);
+    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0) return fd;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ADD_FAILURE() << "cannot connect to " << ip << ":" << port;
+  return FileDescriptor();
+}
+
+// One GET and its full response (the tiers answer with an empty body).
+bool get(const FileDescriptor& fd) {
+  fd.write_all(std::string_view("GET /view HTTP/1.1\r\nHost: web\r\n\r\n"));
+  std::string buf;
+  char chunk[4096];
+  while (buf.find("\r\n\r\n") == std::string::npos) {
+    const ssize_t r = ::recv(fd.get(), chunk, sizeof chunk, 0);
+    if (r <= 0) return false;
+    buf.append(chunk, static_cast<size_t>(r));
+  }
+  return buf.rfind("HTTP/1.1 200", 0) == 0;
+}
+
+const json* find_link(const json& links, const std::string& src, const std::string& dst) {
+  for (const json& l : links) {
+    if (l["src"]["host"] == src && l["dst"]["host"] == dst) return &l;
+  }
+  return nullptr;
+}
+
+TEST(DiscoverTestbed, FindsExactlyTheSixOneWayLinksOfTheChain) {
+  NABLA_REQUIRE_ROOT_OR_SKIP();
+  const auto t0 = Clock::now();
+  nabla::common::sweep_stale_namespaces();
+  TestbedSpec spec;
+  for (const char* name : {"client", "web", "app", "db"}) spec.hosts.push_back({name, {}});
+  Testbed tb(spec);
+  const auto& client = tb.host("client");
+  const std::string web = tb.host("web").address;
+  const std::string app = tb.host("app").address;
+  const std::string db = tb.host("db").address;
+
+  const std::string tier = NABLA_TIER_PATH;
+  ChildProcess& db_tier = tb.start(
+      "db", {tier, "--listen", db + ":9003", "--workers", "2", "--url", "* service=fixed:100us"});
+  ChildProcess& app_tier =
+      tb.start("app", {tier, "--listen", app + ":9002", "--workers", "2", "--tier",
+                       "db=" + db + ":9003", "--url", "* call=db:serial:3"});
+  ChildProcess& web_tier =
+      tb.start("web", {tier, "--listen", web + ":9001", "--workers", "2", "--tier",
+                       "app=" + app + ":9002", "--url", "* call=app:serial:1"});
+  // Readiness, downstream first, from the caller's host, before any sniffer
+  // runs (these probe connections carry no data, so they are no links).
+  connect_in(tb.host("app").ns, db, 9003);
+  connect_in(tb.host("web").ns, app, 9002);
+  connect_in(client.ns, web, 9001);
+
+  const std::string key =
+      ::testing::TempDir() + "discover-key-" + std::to_string(::getpid()) + ".hex";
+  nabla::common::generate_key_file(key);
+  for (const auto& h : tb.hosts()) {
+    tb.start(h->name, {NABLA_SNIFFD_PATH, "--listen", h->address + ":7312", "--key-file", key,
+                       "--interval", "100ms"});
+  }
+  for (const auto& h : tb.hosts()) connect_in(client.ns, h->address, 7312);  // control: no link
+
+  FileDescriptor conn = connect_in(client.ns, web, 9001);
+  for (int i = 0; i < kRequests; ++i) ASSERT_TRUE(get(conn)) << "request " << i;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a scan after the load
+
+  const std::string out_path =
+      ::testing::TempDir() + "discover-out-" + std::to_string(::getpid()) + ".json";
+  std::vector<std::string> argv = {NABLA_PATH, "discover", "--key-file", key,
+                                   "--for",    "1s",       "--json"};
+  for (const auto& h : tb.hosts()) {
+    argv.push_back("--node");
+    argv.push_back(h->name + "=" + h->address + ":7312");
+  }
+  {
+    ChildProcess discover(argv, &client.ns, out_path);
+    ASSERT_EQ(discover.wait(std::chrono::seconds(15)), 0);
+  }
+  std::ifstream in(out_path);
+  std::stringstream text;
+  text << in.rdbuf();
+  ::unlink(out_path.c_str());
+  ::unlink(key.c_str());
+  const json result = json::parse(text.str());
+  const json& links = result["links"];
+  ASSERT_EQ(links.size(), 6u) << links.dump(2);
+
+  struct Expect {
+    const char* src;
+    const char* dst;
+    pid_t src_pid, dst_pid;
+    int src_port, dst_port;
+  };
+  const pid_t me = ::getpid();
+  const Expect expected[] = {
+      {"client", "web", me, web_tier.pid(), 0, 9001},
+      {"web", "client", web_tier.pid(), me, 9001, 0},
+      {"web", "app", web_tier.pid(), app_tier.pid(), 0, 9002},
+      {"app", "web", app_tier.pid(), web_tier.pid(), 9002, 0},
+      {"app", "db", app_tier.pid(), db_tier.pid(), 0, 9003},
+      {"db", "app", db_tier.pid(), app_tier.pid(), 9003, 0},
+  };
+  for (const Expect& e : expected) {
+    const json* l = find_link(links, e.src, e.dst);
+    ASSERT_NE(l, nullptr) << e.src << "->" << e.dst << " missing in " << links.dump(2);
+    EXPECT_EQ((*l)["proto"], "tcp");
+    EXPECT_EQ((*l)["src"]["pid"], e.src_pid) << e.src << "->" << e.dst;
+    EXPECT_EQ((*l)["dst"]["pid"], e.dst_pid) << e.src << "->" << e.dst;
+    EXPECT_EQ((*l)["src"]["port"], e.src_port) << e.src << "->" << e.dst;
+    EXPECT_EQ((*l)["dst"]["port"], e.dst_port) << e.src << "->" << e.dst;
+    EXPECT_TRUE((*l)["src"]["known"].get<bool>() && (*l)["dst"]["known"].get<bool>());
+  }
+  EXPECT_EQ((*find_link(links, "web", "app"))["src"]["comm"], "nabla-tier");
+  EXPECT_EQ((*find_link(links, "db", "app"))["src"]["comm"], "nabla-tier");
+  // Message counts follow the patterns: each request and each response is one
+  // small data segment, so requests are counted exactly; the bound allows
+  // for a rare retransmission on a loaded machine (data_segs_out counts them).
+  auto segments = [&](const char* s, const char* d) {
+    return (*find_link(links, s, d))["segments"].get<uint64_t>();
+  };
+  auto expect_about = [&](const char* s, const char* d, uint64_t n) {
+    EXPECT_GE(segments(s, d), n) << s << "->" << d;
+    EXPECT_LE(segments(s, d), n + n / 20) << s << "->" << d;
+  };
+  expect_about("client", "web", kRequests);
+  expect_about("web", "client", kRequests);
+  expect_about("web", "app", kRequests);
+  expect_about("app", "web", kRequests);
+  expect_about("app", "db", 3 * kRequests);
+  expect_about("db", "app", 3 * kRequests);
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(30));
+}
+
+}  // namespace
