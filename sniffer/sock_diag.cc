@@ -69,6 +69,39 @@ int dump_cb(const nlmsghdr* nlh, void* data) {
   return MNL_CB_OK;
 }
 
+// Sends one SOCK_DIAG request and feeds the replies to dump_cb: a dump until
+// the kernel says it is done, a lookup until its record (or the error that
+// says the socket is gone). False when the exchange itself failed (counted).
+bool exchange(int fd, std::vector<std::byte>& buf, uint32_t seq, const void* request, size_t size,
+              DumpContext& ctx, bool until_first_record) {
+  sockaddr_nl kernel{};
+  kernel.nl_family = AF_NETLINK;
+  if (::sendto(fd, request, size, 0, reinterpret_cast<sockaddr*>(&kernel), sizeof kernel) < 0) {
+    ++ctx.counters->errors;
+    return false;
+  }
+  while (true) {
+    const ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      ++ctx.counters->errors;
+      return false;
+    }
+    // mnl_cb_run checks sequence numbers, walks NLMSG_OK boundaries, and
+    // returns MNL_CB_STOP at NLMSG_DONE, -1 on NLMSG_ERROR.
+    const int ret = mnl_cb_run(buf.data(), static_cast<size_t>(n), seq, 0, dump_cb, &ctx);
+    if (until_first_record) {
+      if (ret <= MNL_CB_STOP || !ctx.out->empty()) return true;
+      continue;
+    }
+    if (ret == MNL_CB_STOP) return true;
+    if (ret < 0) {
+      ++ctx.counters->errors;
+      return false;
+    }
+  }
+}
+
 }  // namespace
 
 ParseResult parse_inet_diag(const nlmsghdr* nlh, Proto proto, SocketRecord& out,
@@ -155,30 +188,8 @@ bool SockDiag::dump(Proto proto, int family, std::vector<SocketRecord>& out,
   request.req.idiag_ext = proto == Proto::kTcp ? (1u << (INET_DIAG_INFO - 1)) : 0;
   request.req.idiag_states =
       include_listeners || proto == Proto::kUdp ? kAllStates : kAllStates & ~(1u << kTcpListen);
-  sockaddr_nl kernel{};
-  kernel.nl_family = AF_NETLINK;
-  if (::sendto(fd_.get(), &request, sizeof request, 0, reinterpret_cast<sockaddr*>(&kernel),
-               sizeof kernel) < 0) {
-    ++counters_.errors;
-    return false;
-  }
   DumpContext ctx{proto, include_listeners, &out, &counters_};
-  while (true) {
-    const ssize_t n = ::recv(fd_.get(), buf_.data(), buf_.size(), 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      ++counters_.errors;
-      return false;
-    }
-    // mnl_cb_run checks sequence numbers, walks NLMSG_OK boundaries, and
-    // returns MNL_CB_STOP at NLMSG_DONE, -1 on NLMSG_ERROR.
-    const int ret = mnl_cb_run(buf_.data(), static_cast<size_t>(n), seq_, 0, dump_cb, &ctx);
-    if (ret == MNL_CB_STOP) return true;
-    if (ret < 0) {
-      ++counters_.errors;
-      return false;
-    }
-  }
+  return exchange(fd_.get(), buf_, seq_, &request, sizeof request, ctx, false);
 }
 
 bool SockDiag::lookup(Proto proto, const IpAddr& local, uint16_t local_port, const IpAddr& remote,
@@ -204,26 +215,9 @@ bool SockDiag::lookup(Proto proto, const IpAddr& local, uint16_t local_port, con
   std::memcpy(request.req.id.idiag_dst, remote.bytes, remote.family == AF_INET ? 4 : 16);
   request.req.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
   request.req.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
-  sockaddr_nl kernel{};
-  kernel.nl_family = AF_NETLINK;
-  if (::sendto(fd_.get(), &request, sizeof request, 0, reinterpret_cast<sockaddr*>(&kernel),
-               sizeof kernel) < 0) {
-    ++counters_.errors;
-    return false;
-  }
   std::vector<SocketRecord> found;  // at most one record; lookups are rare
   DumpContext ctx{proto, true, &found, &counters_};
-  while (true) {
-    const ssize_t n = ::recv(fd_.get(), buf_.data(), buf_.size(), 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      ++counters_.errors;
-      return false;
-    }
-    // One record, or NLMSG_ERROR (ENOENT: the socket is gone).
-    const int ret = mnl_cb_run(buf_.data(), static_cast<size_t>(n), seq_, 0, dump_cb, &ctx);
-    if (ret <= MNL_CB_STOP || !found.empty()) break;
-  }
+  if (!exchange(fd_.get(), buf_, seq_, &request, sizeof request, ctx, true)) return false;
   if (found.empty()) return false;
   out = found.front();
   return true;
