@@ -2,9 +2,13 @@
 #include "nabla/coordinator/testbed.hh"
 
 #include <arpa/inet.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <toml++/toml.h>
 
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -200,6 +204,31 @@ nlohmann::json Testbed::describe() const {
 size_t remove_testbed_leftovers(const nlohmann::json& state) noexcept {
   size_t removed = 0;
   try {
+    // Processes a crashed `up` left behind (nothing kills them when their
+    // parent dies): SIGKILL by pid, but only a pid that still runs the
+    // recorded program inside the recorded host's namespace (no pid reuse
+    // can make this hit another process).
+    std::map<std::string, std::string> ns_of;
+    for (const auto& h : state.value("hosts", nlohmann::json::array())) {
+      ns_of[h.at("name").get<std::string>()] = h.at("namespace").get<std::string>();
+    }
+    for (const auto& p : state.value("processes", nlohmann::json::array())) {
+      const pid_t pid = p.at("pid").get<pid_t>();
+      const std::string ns = ns_of[p.at("host").get<std::string>()];
+      const std::string exe = std::filesystem::path(p.at("argv0").get<std::string>()).filename();
+      std::ifstream comm_file("/proc/" + std::to_string(pid) + "/comm");
+      std::string comm;
+      if (pid <= 1 || ns.empty() || !std::getline(comm_file, comm) || comm != exe.substr(0, 15)) {
+        continue;
+      }
+      struct stat proc_ns {};
+      struct stat host_ns {};
+      if (::stat(("/proc/" + std::to_string(pid) + "/ns/net").c_str(), &proc_ns) == 0 &&
+          ::stat(("/run/netns/" + ns).c_str(), &host_ns) == 0 && proc_ns.st_ino == host_ns.st_ino &&
+          proc_ns.st_dev == host_ns.st_dev) {
+        ::kill(pid, SIGKILL);
+      }
+    }
     std::vector<std::string> names;
     if (state.contains("switch")) names.push_back(state["switch"].get<std::string>());
     for (const auto& h : state.value("hosts", nlohmann::json::array())) {

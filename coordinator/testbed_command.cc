@@ -41,11 +41,20 @@ void write_state(const std::string& path, const json& state) {
   }
 }
 
-// True when `pid` is alive and runs a program called "nabla".
+// True when `pid` is alive (not a zombie awaiting its parent's wait) and
+// runs a program called "nabla".
 bool is_nabla_process(pid_t pid) {
-  std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
-  std::string name;
-  return comm && std::getline(comm, name) && name == "nabla";
+  std::ifstream stat_file("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!stat_file || !std::getline(stat_file, stat)) return false;
+  // "pid (comm) state ...": comm may hold spaces or parentheses.
+  const size_t open = stat.find('(');
+  const size_t close = stat.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close + 2 >= stat.size()) {
+    return false;
+  }
+  const char state = stat[close + 2];
+  return stat.substr(open + 1, close - open - 1) == "nabla" && state != 'Z' && state != 'X';
 }
 
 }  // namespace

@@ -91,8 +91,10 @@ class Testbed {
   std::vector<Proc> processes_;
 };
 
-// Deletes the namespaces named in a state file written by `nabla testbed up`
-// plus every stale nb-* namespace; returns how many were removed.
+// Cleans up after a crashed `nabla testbed up`: SIGKILLs the processes its
+// state file lists (only a pid still running that program inside that
+// host's namespace), deletes the nb-*-tb-* namespaces it names, then every
+// stale nb-* namespace; returns how many namespaces were removed.
 size_t remove_testbed_leftovers(const nlohmann::json& state) noexcept;
 
 }  // namespace nabla::coordinator
