@@ -51,8 +51,12 @@ using LinkKey = std::tuple<std::string, LinkEnd, LinkEnd>;
 struct Totals {
   uint64_t segments = 0;
   uint64_t bytes = 0;
-  bool counted = false;  // some record carried counters (else: UDP without accounting)
+  bool counted = false;  // some record carried counters (else: only seen, not counted)
 };
+
+bool has_counts(const FlowEnd& f) {
+  return f.segments_out + f.segments_in + f.bytes_out + f.bytes_in > 0;
+}
 
 LinkEnd local_end(const NodeFlows& node, const FlowEnd& f) {
   return {node.name, f.pid, f.comm, f.local_port, f.pid != 0 || !f.comm.empty()};
@@ -174,11 +178,13 @@ std::vector<Link> join_flows(const std::vector<NodeFlows>& nodes, const JoinOpti
         there.host = peer_node != nullptr ? peer_node->name : f.remote_addr;
         there.port = f.remote_port;
       }
-      const bool counted =
-          f.segments_out + f.segments_in + f.bytes_out + f.bytes_in > 0 || f.proto == "tcp";
-      if (counted) {
+      if (has_counts(f)) {
         add(f.proto, here, there, f.segments_out, f.bytes_out, true);
-        if (match == nullptr) add(f.proto, there, here, f.segments_in, f.bytes_in, true);
+        if (match == nullptr || !has_counts(*match)) {
+          add(f.proto, there, here, f.segments_in, f.bytes_in, true);
+        }
+      } else if (match != nullptr && has_counts(*match)) {
+        // The peer's counted record yields both directions.
       } else if (f.direction == "inbound") {
         if (match == nullptr) add(f.proto, there, here, 0, 0, false);
       } else {

@@ -131,6 +131,29 @@ TEST(DiscoverJoin, UdpWithoutCountersFollowsDirection) {
   EXPECT_EQ(links[0].dst.port, 9999);
 }
 
+TEST(DiscoverJoin, UncountedEndGivesWayToCountedPeer) {
+  // A short TCP connection: the client end known only from conntrack (no
+  // counts), the server end counted by a scan.
+  NodeFlows c{"c", {"10.0.0.7"}, {}};
+  c.flows.push_back(flow("tcp", "10.0.0.7", 0, 70, "curl", "10.0.0.8", 80, 0, 0, 0, 0));
+  NodeFlows s{"s", {"10.0.0.8"}, {}};
+  s.flows.push_back(flow("tcp", "10.0.0.8", 80, 80, "srv", "10.0.0.7", 0, 1, 1, 90, 40));
+  auto links = join_flows({c, s});
+  ASSERT_EQ(links.size(), 2u);
+  const Link* cs = find(links, "c", "s");
+  ASSERT_NE(cs, nullptr);
+  EXPECT_EQ(cs->segments, 1u);
+  EXPECT_EQ(cs->bytes, 40u);
+  EXPECT_EQ(cs->src.pid, 70);
+  // Both ends uncounted: one client→server link, kept at min_messages 1.
+  s.flows[0] = flow("tcp", "10.0.0.8", 80, 80, "srv", "10.0.0.7", 0, 0, 0, 0, 0);
+  links = join_flows({c, s});
+  ASSERT_EQ(links.size(), 1u);
+  EXPECT_EQ(links[0].src.pid, 70);
+  EXPECT_EQ(links[0].dst.pid, 80);
+  EXPECT_EQ(links[0].dst.port, 80);
+}
+
 TEST(DiscoverJoin, MergeReplacesCumulativeRecords) {
   std::vector<FlowEnd> flows = chain()[0].flows;
   merge_flows(flows, {flow("tcp", "10.0.0.2", 80, 100, "nginx", "10.0.0.1", 0, 99, 10, 2, 5),

@@ -15,9 +15,14 @@
 //    own record yields that direction, so no direction is counted twice.
 // A peer without a record keeps an unknown process (pid 0, comm "",
 // `known` false) instead of being dropped. Loopback remotes belong to the
-// same node. A direction that carried no data is not a link — except for
-// UDP, whose sockets carry no counters: there the record's direction says
-// who sends.
+// same node. A direction that carried no data is not a link (with
+// min_messages >= 1). Records without any counts — UDP sockets, and flows
+// seen only through conntrack events without nf_conntrack_acct (e.g. a TCP
+// connection that lived less than a scan interval) — are seen, not counted:
+// they yield one link with zero counts in the direction their `direction`
+// gives (the client, who owns the ephemeral port, sends to the server), pass
+// any min_messages, and give way to the peer's record when that one is
+// counted.
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
