@@ -46,6 +46,8 @@ struct Outstanding {
   int64_t lateness_ns;
   uint64_t id;
   uint32_t type;
+  uint32_t end_key;           // OPT_ID byte offset of the request's last byte
+  int64_t tx_ns = INT64_MIN;  // kernel TX stamp (monotonic) once matched
 };
 
 struct Connection {
@@ -55,7 +57,9 @@ struct Connection {
   std::string out;          // bytes not yet accepted by send()
   std::string in;           // bytes received, not yet framed
   std::deque<Outstanding> outstanding;
-  uint32_t generation = 0;  // in epoll data: stale events of a closed socket are ignored
+  uint32_t generation = 0;
+  uint32_t tx_bytes = 0;    // bytes queued since SO_TIMESTAMPING was enabled (wraps like the key)
+  bool timestamps = false;  // in epoll data: stale events of a closed socket are ignored
 };
 
 struct ThreadResult {
@@ -175,9 +179,11 @@ class Worker {
       int64_t intended = backlog_.front();
       backlog_.pop_front();
       uint64_t id = next_id_++;
+      const size_t before = best->out.size();
       uint32_t type = codec_->encode(best->out, id, rng_);
+      best->tx_bytes += static_cast<uint32_t>(best->out.size() - before);
       int64_t lateness = now - intended;
-      best->outstanding.push_back({intended, lateness, id, type});
+      best->outstanding.push_back({intended, lateness, id, type, best->tx_bytes - 1});
       ++result_.sent;
       result_.lateness.record(std::max<int64_t>(lateness, 0));
       if (lateness > config_.late_threshold_ns) ++result_.late;
@@ -248,6 +254,7 @@ class Worker {
     if (!config_.software_rx_timestamps) return;
     try {
       enable_software_timestamps(c.fd.get());
+      c.timestamps = true;
     } catch (const std::system_error&) {
       ++result_.timestamp_fallbacks;
     }
@@ -318,8 +325,23 @@ class Worker {
     if (conns_[i].fd && (ev.events & EPOLLOUT)) flush(i, now);
   }
 
+  // Matches kernel TX stamps to outstanding requests by byte offset: a stamp
+  // with key k covers every request whose last byte has offset <= k (mod 2^32).
+  void drain_tx(Connection& c) {
+    if (!c.timestamps) return;
+    auto stamps = read_tx_timestamps(c.fd.get());
+    for (const TxTimestamp& t : stamps) {
+      for (auto& o : c.outstanding) {
+        if (o.tx_ns != INT64_MIN) continue;
+        if (static_cast<int32_t>(t.byte_key - o.end_key) < 0) break;
+        o.tx_ns = t.software_ns - offset_ns_;
+      }
+    }
+  }
+
   void read_ready(size_t i) {
     auto& c = conns_[i];
+    drain_tx(c);
     char buf[kReadChunk];
     for (;;) {
       int64_t rx_ns;
@@ -373,8 +395,17 @@ class Worker {
       Outstanding o = c.outstanding.front();
       c.outstanding.pop_front();
       if (f.server_error) ++result_.errors.server;
-      Sample s{o.intended_ns, rx_ns - o.intended_ns, o.lateness_ns,
-               o.type,        f.service_time_ns,     source};
+      Sample s;
+      s.intended_ns = o.intended_ns;
+      s.latency_ns = rx_ns - o.intended_ns;
+      s.lateness_ns = o.lateness_ns;
+      s.type = o.type;
+      s.service_time_ns = f.service_time_ns;
+      s.source = source;
+      if (o.tx_ns != INT64_MIN) {
+        s.lateness_ns = o.tx_ns - o.intended_ns;
+        s.send_source = TimestampSource::kSoftware;
+      }
       result_.latency.record(std::max<int64_t>(s.latency_ns, 0));
       ++result_.completed;
       if (config_.record_samples) result_.samples.push_back(s);

@@ -5,6 +5,7 @@
 #include <linux/net_tstamp.h>
 #include <linux/sockios.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -99,6 +100,40 @@ RecvResult recv_with_timestamp(int fd, char* buf, size_t len) {
       if (ts.ts[0].tv_sec != 0 || ts.ts[0].tv_nsec != 0) {
         out.software_rx_ns = int64_t{ts.ts[0].tv_sec} * 1'000'000'000 + ts.ts[0].tv_nsec;
       }
+    }
+  }
+  return out;
+}
+
+std::vector<TxTimestamp> read_tx_timestamps(int fd) {
+  std::vector<TxTimestamp> out;
+  for (;;) {
+    alignas(cmsghdr) char control[512];
+    char data[1];
+    iovec iov{data, sizeof data};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    if (::recvmsg(fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT) < 0) break;
+    std::optional<int64_t> stamp;
+    const sock_extended_err* ee = nullptr;
+    sock_extended_err ee_copy;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_TIMESTAMPING) {
+        scm_timestamping ts;
+        std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
+        stamp = int64_t{ts.ts[0].tv_sec} * 1'000'000'000 + ts.ts[0].tv_nsec;
+      } else if ((c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR) ||
+                 (c->cmsg_level == SOL_IPV6 && c->cmsg_type == IPV6_RECVERR)) {
+        std::memcpy(&ee_copy, CMSG_DATA(c), sizeof ee_copy);
+        ee = &ee_copy;
+      }
+    }
+    if (stamp && ee != nullptr && ee->ee_errno == ENOMSG &&
+        ee->ee_origin == SO_EE_ORIGIN_TIMESTAMPING && ee->ee_info == SCM_TSTAMP_SND) {
+      out.push_back({ee->ee_data, *stamp});
     }
   }
   return out;

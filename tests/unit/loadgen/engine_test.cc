@@ -53,6 +53,7 @@ TEST(Engine, OpenLoopRateIsAchievedWithoutErrors) {
   EXPECT_EQ(r.latency.count(), r.completed);
   for (const auto& s : r.samples) {
     EXPECT_EQ(s.source, TimestampSource::kUser);
+    EXPECT_EQ(s.send_source, TimestampSource::kUser);
     EXPECT_GE(s.latency_ns, s.lateness_ns);  // measured from the intended time
   }
 }
@@ -141,6 +142,10 @@ TEST(Engine, SoftwareRxTimestampsAreUsedAndPlausible) {
   size_t software = 0;
   for (const auto& s : r.samples) {
     software += s.source == TimestampSource::kSoftware;
+    // TX stamps matched by byte offset give every sample a kernel send time.
+    EXPECT_EQ(s.send_source, TimestampSource::kSoftware);
+    EXPECT_GT(s.lateness_ns, -1'000'000);  // realtime/monotonic offset slack
+    EXPECT_LT(s.lateness_ns, s.latency_ns);
     EXPECT_GE(s.latency_ns, 900'000);  // the 1 ms delay, minus realtime/monotonic offset slack
     EXPECT_LT(s.latency_ns, 500'000'000);
   }

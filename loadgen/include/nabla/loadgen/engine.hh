@@ -29,6 +29,10 @@
 //   kUser), or with software_rx_timestamps the kernel's SO_TIMESTAMPING RX
 //   software stamp of the last byte read (source kSoftware), converted to the
 //   monotonic clock by an offset measured once per thread (timestamping.hh).
+//   With timestamps on, the kernel TX stamp of each request (matched by byte
+//   offset, OPT_ID) replaces the user-space send time in Sample::lateness_ns
+//   (send_source kSoftware); the run-wide `late` count and lateness histogram
+//   use the user-space send time, known at dispatch.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -63,10 +67,11 @@ struct EngineConfig {
 struct Sample {
   int64_t intended_ns = 0;  // monotonic
   int64_t latency_ns = 0;   // receive - intended
-  int64_t lateness_ns = 0;  // actual send - intended
+  int64_t lateness_ns = 0;  // actual send - intended (send per send_source)
   uint32_t type = 0;
   int64_t service_time_ns = -1;
-  TimestampSource source = TimestampSource::kUser;
+  TimestampSource source = TimestampSource::kUser;       // of the receive time
+  TimestampSource send_source = TimestampSource::kUser;  // of the actual send time
 };
 
 struct ErrorCounts {

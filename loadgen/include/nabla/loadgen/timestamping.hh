@@ -8,13 +8,17 @@
 // completes a response. Kernel stamps are CLOCK_REALTIME; they are converted
 // to the monotonic clock with an offset measured by clock_offset_ns().
 //
-// TX stamps (error queue, matched by byte offset because OPT_ID counts bytes
-// on TCP) are NOT implemented yet: the engine's send time is the user-space
-// clock at send(). Hardware timestamping is only detected (detect_hardware)
-// and reported absent with its reason; enabling it (SIOCSHWTSTAMP) is not done.
+// TX stamps (SCM_TSTAMP_SND, "handed to the driver") come back on the error
+// queue (MSG_ERRQUEUE, which also raises EPOLLERR until drained). With OPT_ID
+// on TCP the key is the byte offset of the last byte of the send since
+// timestamping was enabled, so a request whose last byte has offset <= key
+// left by that stamp. Hardware timestamping is only detected
+// (detect_hardware) and reported absent with its reason; enabling it
+// (SIOCSHWTSTAMP) is not done.
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace nabla::loadgen {
 
@@ -44,5 +48,14 @@ struct RecvResult {
 
 // recvmsg() into buf with room for the timestamp control message.
 RecvResult recv_with_timestamp(int fd, char* buf, size_t len);
+
+struct TxTimestamp {
+  uint32_t byte_key = 0;    // offset of the last byte covered (OPT_ID on TCP)
+  int64_t software_ns = 0;  // CLOCK_REALTIME
+};
+
+// Drains the socket's error queue; returns its SCM_TSTAMP_SND stamps in order.
+// Never throws (data path).
+std::vector<TxTimestamp> read_tx_timestamps(int fd);
 
 }  // namespace nabla::loadgen
