@@ -268,6 +268,9 @@ class Worker {
     c.retry_at_ns = now + kReconnectBackoffNs;
   }
 
+  // The timeout runs from the intended send time, like the latency: a request
+  // that waited in the backlog for longer than the timeout is timed out as
+  // soon as it is at the head of its connection.
   void check_timeouts(int64_t now) {
     for (size_t i = 0; i < conns_.size(); ++i) {
       auto& c = conns_[i];

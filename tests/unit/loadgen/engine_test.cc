@@ -153,6 +153,20 @@ TEST(Engine, SoftwareRxTimestampsAreUsedAndPlausible) {
   EXPECT_EQ(r.timestamp_fallbacks, 0u);
 }
 
+TEST(Engine, SpinModeStillSendsEveryRequestOnTime) {
+  EchoServer server;
+  EngineConfig c = echo_config(server.port());
+  c.schedule.kind = ScheduleKind::kFixed;
+  c.schedule.rate_per_s = 500;
+  c.max_requests = 200;
+  c.spin_ns = 300'000;
+  EngineResult r = run_engine(c, soon());
+  EXPECT_EQ(r.completed, 200u);
+  EXPECT_EQ(r.errors.total(), 0u);
+  EXPECT_LT(r.lateness.percentile(0.5), 1'000'000);
+  EXPECT_NEAR(r.achieved_rate(), 500, 5);
+}
+
 TEST(Engine, InvalidConfigurationsThrow) {
   EngineConfig c;
   EXPECT_THROW(run_engine(c, 0), std::invalid_argument);  // no bound
