@@ -1,7 +1,11 @@
 #include "nabla/loadgen/schedule.hh"
 
+#include <cerrno>
+#include <charconv>
 #include <cmath>
+#include <fstream>
 #include <stdexcept>
+#include <system_error>
 
 namespace nabla::loadgen {
 
@@ -52,6 +56,27 @@ int64_t split_phase_ns(const ScheduleSpec& spec, int index, int parts) {
   }
   (void)parts;
   return 0;
+}
+
+std::vector<int64_t> load_trace(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::system_error(errno, std::system_category(), "open trace " + path);
+  std::vector<int64_t> out;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    if (line.empty() || line.front() == '#') continue;
+    int64_t v = 0;
+    auto [p, ec] = std::from_chars(line.data(), line.data() + line.size(), v);
+    if (ec != std::errc() || p != line.data() + line.size()) {
+      throw std::invalid_argument(path + ":" + std::to_string(n) + ": not an integer ns time");
+    }
+    if (!out.empty() && v < out.back()) {
+      throw std::invalid_argument(path + ":" + std::to_string(n) + ": time decreases");
+    }
+    out.push_back(v);
+  }
+  return out;
 }
 
 Schedule::Schedule(ScheduleSpec spec, int64_t start_ns, uint64_t seed)

@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <system_error>
 #include <vector>
 
 #include "nabla/analysis/anderson_darling.hh"
@@ -98,6 +102,27 @@ TEST(Schedule, SplitKeepsTheUnionOfATrace) {
   spec.rate_per_s = 900;
   auto rparts = split(spec, 3);
   EXPECT_DOUBLE_EQ(rparts[1].rate_per_s, 300);
+}
+
+TEST(Schedule, TraceFileIsReadWithCommentsAndRejectsBadLines) {
+  const std::string path = ::testing::TempDir() + "nabla_trace_test.txt";
+  {
+    std::ofstream f(path);
+    f << "# send times\n1000\n\n1500\r\n4000\n";
+  }
+  EXPECT_EQ(load_trace(path), (std::vector<int64_t>{1000, 1500, 4000}));
+  {
+    std::ofstream f(path);
+    f << "1000\n900\n";
+  }
+  EXPECT_THROW(load_trace(path), std::invalid_argument);
+  {
+    std::ofstream f(path);
+    f << "10x\n";
+  }
+  EXPECT_THROW(load_trace(path), std::invalid_argument);
+  std::remove(path.c_str());
+  EXPECT_THROW(load_trace(path), std::system_error);
 }
 
 TEST(Schedule, InvalidSpecsThrow) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace nabla::loadgen {
@@ -38,6 +39,12 @@ std::vector<ScheduleSpec> split(const ScheduleSpec& spec, int parts);
 
 // Phase offset in ns for part `index` of `parts` of a kFixed split (0 otherwise).
 int64_t split_phase_ns(const ScheduleSpec& spec, int index, int parts);
+
+// Reads a trace file: one send time in integer nanoseconds per line (any
+// origin); blank lines and lines starting with '#' are skipped. Throws
+// std::system_error when the file cannot be opened and std::invalid_argument
+// naming the line for a malformed or decreasing entry.
+std::vector<int64_t> load_trace(const std::string& path);
 
 class Schedule {
  public:
