@@ -54,6 +54,19 @@ struct Totals {
   bool counted = false;  // some record carried counters (else: only seen, not counted)
 };
 
+std::string flow_key(const std::string& proto, const std::string& local_addr, uint16_t local_port,
+                     const std::string& remote_addr, uint16_t remote_port) {
+  return proto + '|' + local_addr + '|' + std::to_string(local_port) + '|' + remote_addr + '|' +
+         std::to_string(remote_port);
+}
+
+// A record's identity: its two ends, and with `with_pid` its process.
+std::string identity(const FlowEnd& f, bool with_pid) {
+  std::string k = flow_key(f.proto, f.local_addr, f.local_port, f.remote_addr, f.remote_port);
+  if (with_pid) k += '|' + std::to_string(f.pid);
+  return k;
+}
+
 bool has_counts(const FlowEnd& f) {
   return f.segments_out + f.segments_in + f.bytes_out + f.bytes_in > 0;
 }
@@ -106,17 +119,16 @@ FlowEnd parse_flow(const json& flow) {
 }
 
 void merge_flows(std::vector<FlowEnd>& flows, const std::vector<FlowEnd>& update) {
-  auto same = [](const FlowEnd& a, const FlowEnd& b) {
-    return a.proto == b.proto && a.local_addr == b.local_addr && a.local_port == b.local_port &&
-           a.remote_addr == b.remote_addr && a.remote_port == b.remote_port && a.pid == b.pid;
-  };
+  // Hashed by identity so a poll costs O(records), not O(records²).
+  std::unordered_map<std::string, size_t> index;
+  index.reserve(flows.size() + update.size());
+  for (size_t i = 0; i < flows.size(); ++i) index.emplace(identity(flows[i], true), i);
   for (const FlowEnd& u : update) {
-    auto it =
-        std::find_if(flows.begin(), flows.end(), [&](const FlowEnd& f) { return same(f, u); });
-    if (it != flows.end()) {
-      *it = u;
-    } else {
+    const auto [it, inserted] = index.emplace(identity(u, true), flows.size());
+    if (inserted) {
       flows.push_back(u);
+    } else {
+      flows[it->second] = u;
     }
   }
 }
@@ -131,6 +143,14 @@ std::vector<Link> join_flows(const std::vector<NodeFlows>& nodes, const JoinOpti
     }
     for (const FlowEnd& f : nodes[i].flows) {
       if (!is_loopback(f.local_addr)) owner.emplace(f.local_addr, i);
+    }
+  }
+
+  // node index | proto, local end, remote end → that node's records.
+  std::unordered_map<std::string, std::vector<const FlowEnd*>> by_end;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    for (const FlowEnd& f : nodes[i].flows) {
+      by_end[std::to_string(i) + '|' + identity(f, false)].push_back(&f);
     }
   }
 
@@ -157,16 +177,16 @@ std::vector<Link> join_flows(const std::vector<NodeFlows>& nodes, const JoinOpti
       // Its matching record: prefer a known process, then the busiest.
       const FlowEnd* match = nullptr;
       if (peer_node != nullptr) {
-        for (const FlowEnd& g : peer_node->flows) {
-          if (g.proto != f.proto || g.local_addr != f.remote_addr ||
-              g.local_port != f.remote_port || g.remote_addr != f.local_addr ||
-              g.remote_port != f.local_port) {
-            continue;
-          }
-          if (match == nullptr || (match->pid == 0 && g.pid != 0) ||
-              ((match->pid == 0) == (g.pid == 0) &&
-               g.segments_out + g.segments_in > match->segments_out + match->segments_in)) {
-            match = &g;
+        const auto it = by_end.find(
+            std::to_string(peer_node - nodes.data()) + '|' +
+            flow_key(f.proto, f.remote_addr, f.remote_port, f.local_addr, f.local_port));
+        if (it != by_end.end()) {
+          for (const FlowEnd* g : it->second) {
+            if (match == nullptr || (match->pid == 0 && g->pid != 0) ||
+                ((match->pid == 0) == (g->pid == 0) &&
+                 g->segments_out + g->segments_in > match->segments_out + match->segments_in)) {
+              match = g;
+            }
           }
         }
       }

@@ -154,6 +154,28 @@ TEST(DiscoverJoin, UncountedEndGivesWayToCountedPeer) {
   EXPECT_EQ(links[0].dst.port, 80);
 }
 
+TEST(DiscoverJoin, ManyServersAndMergedPolls) {
+  // 2000 server ports on s, each called from c: 4000 one-way links, each
+  // direction counted once; a second poll replaces every record.
+  constexpr int kServers = 2000;
+  NodeFlows c{"c", {"10.1.0.1"}, {}};
+  NodeFlows s{"s", {"10.1.0.2"}, {}};
+  std::vector<FlowEnd> update;
+  for (int i = 0; i < kServers; ++i) {
+    const auto port = static_cast<uint16_t>(10000 + i);
+    c.flows.push_back(flow("tcp", "10.1.0.1", 0, 1, "cli", "10.1.0.2", port, 1, 1, 10, 20));
+    s.flows.push_back(flow("tcp", "10.1.0.2", port, 2, "srv", "10.1.0.1", 0, 1, 1, 20, 10));
+    update.push_back(flow("tcp", "10.1.0.1", 0, 1, "cli", "10.1.0.2", port, 2, 2, 30, 40));
+  }
+  merge_flows(c.flows, update);
+  ASSERT_EQ(c.flows.size(), static_cast<size_t>(kServers));
+  const auto links = join_flows({c, s});
+  ASSERT_EQ(links.size(), static_cast<size_t>(2 * kServers));
+  uint64_t bytes = 0;
+  for (const Link& l : links) bytes += l.bytes;
+  EXPECT_EQ(bytes, static_cast<uint64_t>(kServers) * (30 + 20));
+}
+
 TEST(DiscoverJoin, MergeReplacesCumulativeRecords) {
   std::vector<FlowEnd> flows = chain()[0].flows;
   merge_flows(flows, {flow("tcp", "10.0.0.2", 80, 100, "nginx", "10.0.0.1", 0, 99, 10, 2, 5),
