@@ -24,6 +24,7 @@
 #include "nabla/common/rpc_auth.hh"
 #include "nabla/coordinator/testbed.hh"
 #include "nabla_test_support.hh"
+#include "tier_probe.hh"
 
 namespace {
 
@@ -34,38 +35,6 @@ using nabla::coordinator::Testbed;
 using nabla::coordinator::TestbedSpec;
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
-
-sockaddr_in addr(const std::string& ip, uint16_t port) {
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(port);
-  ::inet_pton(AF_INET, ip.c_str(), &sa.sin_addr);
-  return sa;
-}
-
-FileDescriptor connect_in(const NetNamespace& ns, const std::string& ip, uint16_t port) {
-  const auto deadline = Clock::now() + std::chrono::seconds(5);
-  sockaddr_in sa = addr(ip, port);
-  while (Clock::now() < deadline) {
-    FileDescriptor fd = ns.socket(AF_INET, SOCK_STREAM, 0);
-    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0) return fd;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ADD_FAILURE() << "cannot connect to " << ip << ":" << port;
-  return FileDescriptor();
-}
-
-bool get(const FileDescriptor& fd) {
-  fd.write_all(std::string_view("GET /x HTTP/1.1\r\nHost: srv\r\n\r\n"));
-  std::string buf;
-  char chunk[4096];
-  while (buf.find("\r\n\r\n") == std::string::npos) {
-    const ssize_t r = ::recv(fd.get(), chunk, sizeof chunk, 0);
-    if (r <= 0) return false;
-    buf.append(chunk, static_cast<size_t>(r));
-  }
-  return buf.rfind("HTTP/1.1 200", 0) == 0;
-}
 
 TEST(DiscoverShortUdp, FindsASub50msConnectionAndAUdpFlow) {
   NABLA_REQUIRE_ROOT_OR_SKIP();
@@ -84,10 +53,10 @@ TEST(DiscoverShortUdp, FindsASub50msConnectionAndAUdpFlow) {
   }
   ChildProcess& tier = tb.start("srv", {NABLA_TIER_PATH, "--listen", srv.address + ":9003",
                                         "--workers", "1", "--url", "* service=fixed:10us"});
-  connect_in(cli.ns, srv.address, 9003);  // ready (no data: no link)
+  nabla::testing::connect_in(cli.ns, srv.address, 9003);  // ready (no data: no link)
 
   FileDescriptor udp_rx = srv.ns.socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in rx = addr(srv.address, 9999);
+  sockaddr_in rx = nabla::testing::ipv4_address(srv.address, 9999);
   ASSERT_EQ(::bind(udp_rx.get(), reinterpret_cast<sockaddr*>(&rx), sizeof rx), 0);
 
   const std::string key =
@@ -97,20 +66,20 @@ TEST(DiscoverShortUdp, FindsASub50msConnectionAndAUdpFlow) {
     tb.start(h->name, {NABLA_SNIFFD_PATH, "--listen", h->address + ":7312", "--key-file", key,
                        "--interval", "300ms"});
   }
-  for (const auto& h : tb.hosts()) connect_in(cli.ns, h->address, 7312);
+  for (const auto& h : tb.hosts()) nabla::testing::connect_in(cli.ns, h->address, 7312);
   std::this_thread::sleep_for(std::chrono::milliseconds(400));  // a scan saw the receiver
 
   // Connect, one request and its response, close: all within 50 ms.
   const auto t0 = Clock::now();
   {
-    FileDescriptor shorty = connect_in(cli.ns, srv.address, 9003);
-    ASSERT_TRUE(get(shorty));
+    FileDescriptor shorty = nabla::testing::connect_in(cli.ns, srv.address, 9003);
+    ASSERT_TRUE(nabla::testing::http_get_ok(shorty));
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_LT(Clock::now() - t0, std::chrono::milliseconds(50));
 
   FileDescriptor udp_tx = cli.ns.socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in tx = addr(cli.address, 0);
+  sockaddr_in tx = nabla::testing::ipv4_address(cli.address, 0);
   ASSERT_EQ(::bind(udp_tx.get(), reinterpret_cast<sockaddr*>(&tx), sizeof tx), 0);
   ASSERT_EQ(::sendto(udp_tx.get(), "x", 1, 0, reinterpret_cast<sockaddr*>(&rx), sizeof rx), 1);
   pollfd pfd{udp_rx.get(), POLLIN, 0};

@@ -25,6 +25,7 @@
 #include "nabla/common/rpc_auth.hh"
 #include "nabla/coordinator/testbed.hh"
 #include "nabla_test_support.hh"
+#include "tier_probe.hh"
 
 namespace {
 
@@ -37,34 +38,6 @@ using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
 constexpr int kRequests = 200;
-
-FileDescriptor connect_in(const NetNamespace& ns, const std::string& ip, uint16_t port) {
-  const auto deadline = Clock::now() + std::chrono::seconds(5);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(port);
-  ::inet_pton(AF_INET, ip.c_str(), &sa.sin_addr);
-  while (Clock::now() < deadline) {
-    FileDescriptor fd = ns.socket(AF_INET, SOCK_STREAM, 0);
-    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0) return fd;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ADD_FAILURE() << "cannot connect to " << ip << ":" << port;
-  return FileDescriptor();
-}
-
-// One GET and its full response (the tiers answer with an empty body).
-bool get(const FileDescriptor& fd) {
-  fd.write_all(std::string_view("GET /view HTTP/1.1\r\nHost: web\r\n\r\n"));
-  std::string buf;
-  char chunk[4096];
-  while (buf.find("\r\n\r\n") == std::string::npos) {
-    const ssize_t r = ::recv(fd.get(), chunk, sizeof chunk, 0);
-    if (r <= 0) return false;
-    buf.append(chunk, static_cast<size_t>(r));
-  }
-  return buf.rfind("HTTP/1.1 200", 0) == 0;
-}
 
 const json* find_link(const json& links, const std::string& src, const std::string& dst) {
   for (const json& l : links) {
@@ -96,9 +69,9 @@ TEST(DiscoverTestbed, FindsExactlyTheSixOneWayLinksOfTheChain) {
                        "app=" + app + ":9002", "--url", "* call=app:serial:1"});
   // Readiness, downstream first, from the caller's host, before any sniffer
   // runs (these probe connections carry no data, so they are no links).
-  connect_in(tb.host("app").ns, db, 9003);
-  connect_in(tb.host("web").ns, app, 9002);
-  connect_in(client.ns, web, 9001);
+  nabla::testing::connect_in(tb.host("app").ns, db, 9003);
+  nabla::testing::connect_in(tb.host("web").ns, app, 9002);
+  nabla::testing::connect_in(client.ns, web, 9001);
 
   const std::string key =
       ::testing::TempDir() + "discover-key-" + std::to_string(::getpid()) + ".hex";
@@ -107,10 +80,12 @@ TEST(DiscoverTestbed, FindsExactlyTheSixOneWayLinksOfTheChain) {
     tb.start(h->name, {NABLA_SNIFFD_PATH, "--listen", h->address + ":7312", "--key-file", key,
                        "--interval", "100ms"});
   }
-  for (const auto& h : tb.hosts()) connect_in(client.ns, h->address, 7312);  // control: no link
+  for (const auto& h : tb.hosts())
+    nabla::testing::connect_in(client.ns, h->address, 7312);  // control: no link
 
-  FileDescriptor conn = connect_in(client.ns, web, 9001);
-  for (int i = 0; i < kRequests; ++i) ASSERT_TRUE(get(conn)) << "request " << i;
+  FileDescriptor conn = nabla::testing::connect_in(client.ns, web, 9001);
+  for (int i = 0; i < kRequests; ++i)
+    ASSERT_TRUE(nabla::testing::http_get_ok(conn)) << "request " << i;
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a scan after the load
 
   const std::string out_path =

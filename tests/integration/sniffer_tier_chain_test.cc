@@ -26,6 +26,7 @@
 #include "nabla/common/fd.hh"
 #include "nabla/common/netns.hh"
 #include "nabla_test_support.hh"
+#include "tier_probe.hh"
 
 namespace {
 
@@ -39,44 +40,6 @@ constexpr uint16_t kApp = 9002;
 constexpr uint16_t kDb = 9003;
 constexpr uint16_t kUdp = 9999;
 constexpr int kRequests = 20;
-
-sockaddr_in addr(const char* ip, uint16_t port) {
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(port);
-  ::inet_pton(AF_INET, ip, &sa.sin_addr);
-  return sa;
-}
-
-// Connects inside `ns` (optionally from `source`), retrying until the tier is up.
-FileDescriptor connect_in(const NetNamespace& ns, uint16_t port, const char* source = nullptr) {
-  const auto deadline = Clock::now() + std::chrono::seconds(5);
-  while (Clock::now() < deadline) {
-    FileDescriptor fd = ns.socket(AF_INET, SOCK_STREAM, 0);
-    if (source != nullptr) {
-      sockaddr_in src = addr(source, 0);
-      ::bind(fd.get(), reinterpret_cast<sockaddr*>(&src), sizeof src);
-    }
-    sockaddr_in sa = addr("127.0.0.1", port);
-    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0) return fd;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ADD_FAILURE() << "cannot connect to port " << port;
-  return FileDescriptor();
-}
-
-// Sends one GET and reads one full response (our tiers answer with an empty body).
-bool get(const FileDescriptor& fd) {
-  fd.write_all(std::string_view("GET /view HTTP/1.1\r\nHost: web\r\n\r\n"));
-  std::string buf;
-  char chunk[4096];
-  while (buf.find("\r\n\r\n") == std::string::npos) {
-    const ssize_t r = ::recv(fd.get(), chunk, sizeof chunk, 0);
-    if (r <= 0) return false;
-    buf.append(chunk, static_cast<size_t>(r));
-  }
-  return buf.rfind("HTTP/1.1 200", 0) == 0;
-}
 
 struct Flow {
   std::string proto, local_addr, remote_addr, comm, direction;
@@ -146,23 +109,23 @@ TEST(SnifferTierChain, DiscoversTiersShortFlowsAndUdp) {
   // Downstream tiers first: web answers 502 when app is not listening yet,
   // which on a loaded machine takes longer than starting web. (Each probe
   // connection is closed at once, before nabla-sniffd starts.)
-  connect_in(ns, kDb);
-  connect_in(ns, kApp);
-  FileDescriptor client = connect_in(ns, kWeb);
-  ASSERT_TRUE(get(client));  // the whole chain is up
+  nabla::testing::connect_in(ns, "127.0.0.1", kDb);
+  nabla::testing::connect_in(ns, "127.0.0.1", kApp);
+  FileDescriptor client = nabla::testing::connect_in(ns, "127.0.0.1", kWeb);
+  ASSERT_TRUE(nabla::testing::http_get_ok(client));  // the whole chain is up
 
   ChildProcess sniffd(
       {NABLA_SNIFFD_PATH, "--print", "--json", "--interval", "100ms", "--count", "8"}, &ns,
       out_path);
   std::this_thread::sleep_for(std::chrono::milliseconds(150));  // sniffd subscribed
 
-  for (int i = 1; i < kRequests; ++i) ASSERT_TRUE(get(client));
+  for (int i = 1; i < kRequests; ++i) ASSERT_TRUE(nabla::testing::http_get_ok(client));
 
   // A short flow to db from another source address: connect, one message, close.
   const auto t0 = Clock::now();
   {
-    FileDescriptor shorty = connect_in(ns, kDb, "127.0.0.2");
-    ASSERT_TRUE(get(shorty));
+    FileDescriptor shorty = nabla::testing::connect_in(ns, "127.0.0.1", kDb, "127.0.0.2");
+    ASSERT_TRUE(nabla::testing::http_get_ok(shorty));
     // Lives 20 ms: far shorter than the 100 ms scan interval, long enough for
     // the sniffer to look the connecting socket up when the event arrives.
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -171,11 +134,11 @@ TEST(SnifferTierChain, DiscoversTiersShortFlowsAndUdp) {
 
   // UDP: a bound receiver (owned by this test) and one datagram to it.
   FileDescriptor udp_rx = ns.socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in rx = addr("127.0.0.1", kUdp);
+  sockaddr_in rx = nabla::testing::ipv4_address("127.0.0.1", kUdp);
   ASSERT_EQ(::bind(udp_rx.get(), reinterpret_cast<sockaddr*>(&rx), sizeof rx), 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(150));  // a scan sees the receiver
   FileDescriptor udp_tx = ns.socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in tx = addr("127.0.0.3", 0);
+  sockaddr_in tx = nabla::testing::ipv4_address("127.0.0.3", 0);
   ASSERT_EQ(::bind(udp_tx.get(), reinterpret_cast<sockaddr*>(&tx), sizeof tx), 0);
   ASSERT_EQ(::sendto(udp_tx.get(), "x", 1, 0, reinterpret_cast<sockaddr*>(&rx), sizeof rx), 1);
 
