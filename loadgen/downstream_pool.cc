@@ -11,13 +11,15 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "nabla/common/clock.hh"
+#include "nabla/common/fd.hh"
 #include "nabla/loadgen/http_message.hh"
 
 namespace nabla::loadgen {
 namespace {
 
-using detail::monotonic_ns;
-using detail::UniqueFd;
+using common::monotonic_ns;
+using UniqueFd = common::FileDescriptor;
 
 // A pool larger than this closes returned connections instead of keeping them.
 constexpr size_t kMaxIdle = 256;

@@ -12,14 +12,16 @@
 #include <cerrno>
 #include <cstring>
 
+#include "nabla/common/clock.hh"
+#include "nabla/common/error.hh"
+#include "nabla/common/fd.hh"
 #include "nabla/loadgen/http_message.hh"
 
 namespace nabla::loadgen {
 namespace {
 
-using detail::check_syscall;
-using detail::monotonic_ns;
-using detail::UniqueFd;
+using common::monotonic_ns;
+using UniqueFd = common::FileDescriptor;
 
 constexpr uint64_t kListenerId = 0;
 constexpr uint64_t kWakeId = 1;
@@ -73,11 +75,11 @@ TierServer::TierServer(TierConfig config) : config_(std::move(config)) {
     pools_[name] = std::make_unique<DownstreamPool>(name, addr, kDownstreamTimeoutNs);
   }
   const bool v6 = config_.listen.host.find(':') != std::string::npos;
-  listen_fd_ = UniqueFd(check_syscall(
-      ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), "socket"));
+  listen_fd_ = UniqueFd(common::check_syscall(
+      "socket", ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)));
   const int one = 1;
-  check_syscall(::setsockopt(listen_fd_.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one),
-                "setsockopt(SO_REUSEADDR)");
+  common::check_syscall("setsockopt(SO_REUSEADDR)",
+                        ::setsockopt(listen_fd_.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one));
   sockaddr_storage ss{};
   socklen_t len = 0;
   if (v6) {
@@ -94,23 +96,25 @@ TierServer::TierServer(TierConfig config) : config_(std::move(config)) {
     len = sizeof *sa;
   }
   const std::string where = config_.listen.host + " port " + std::to_string(config_.listen.port);
-  check_syscall(::bind(listen_fd_.get(), reinterpret_cast<sockaddr*>(&ss), len),
-                ("bind " + where).c_str());
-  check_syscall(::listen(listen_fd_.get(), 1024), ("listen " + where).c_str());
+  common::check_syscall(("bind " + where).c_str(),
+                        ::bind(listen_fd_.get(), reinterpret_cast<sockaddr*>(&ss), len));
+  common::check_syscall(("listen " + where).c_str(), ::listen(listen_fd_.get(), 1024));
   len = sizeof ss;
-  check_syscall(::getsockname(listen_fd_.get(), reinterpret_cast<sockaddr*>(&ss), &len),
-                "getsockname");
+  common::check_syscall("getsockname",
+                        ::getsockname(listen_fd_.get(), reinterpret_cast<sockaddr*>(&ss), &len));
   port_ = ntohs(v6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
                    : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
 
-  epoll_fd_ = UniqueFd(check_syscall(::epoll_create1(EPOLL_CLOEXEC), "epoll_create1"));
-  wake_fd_ = UniqueFd(check_syscall(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), "eventfd"));
+  epoll_fd_ = UniqueFd(common::check_syscall("epoll_create1", ::epoll_create1(EPOLL_CLOEXEC)));
+  wake_fd_ = UniqueFd(common::check_syscall("eventfd", ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)));
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = kListenerId;
-  check_syscall(::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, listen_fd_.get(), &ev), "epoll_ctl");
+  common::check_syscall("epoll_ctl",
+                        ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, listen_fd_.get(), &ev));
   ev.data.u64 = kWakeId;
-  check_syscall(::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, wake_fd_.get(), &ev), "epoll_ctl");
+  common::check_syscall("epoll_ctl",
+                        ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, wake_fd_.get(), &ev));
 }
 
 TierServer::~TierServer() {

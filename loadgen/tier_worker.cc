@@ -4,12 +4,13 @@
 #include <sys/eventfd.h>
 #include <time.h>
 
+#include "nabla/common/clock.hh"
 #include "nabla/loadgen/tier_server.hh"
 
 namespace nabla::loadgen {
 namespace {
 
-using detail::monotonic_ns;
+using common::monotonic_ns;
 
 // Async calls waiting beyond this are dropped (and counted): a fire-and-forget
 // call must never make the tier's memory grow without bound.

@@ -9,13 +9,13 @@
 #include <cstdint>
 #include <thread>
 
-#include "nabla/loadgen/detail/posix.hh"
+#include "nabla/common/clock.hh"
 #include "tier_client.hh"
 
 namespace nabla::loadgen {
 namespace {
 
-using detail::monotonic_ns;
+using common::monotonic_ns;
 using testing::Reply;
 using testing::TestClient;
 

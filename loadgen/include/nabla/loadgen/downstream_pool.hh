@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "nabla/loadgen/detail/posix.hh"
+#include "nabla/common/fd.hh"
 #include "nabla/loadgen/tier_config.hh"
 
 namespace nabla::loadgen {
@@ -41,15 +41,15 @@ class DownstreamPool {
 
  private:
   // An idle connection (reused = true) or a new one; invalid on failure.
-  detail::UniqueFd acquire(bool& reused);
-  void release(detail::UniqueFd fd);
+  common::FileDescriptor acquire(bool& reused);
+  void release(common::FileDescriptor fd);
 
   std::string tier_name_;
   sockaddr_storage addr_{};
   socklen_t addr_len_ = 0;
   int64_t timeout_ns_;
   mutable std::mutex mu_;
-  std::vector<detail::UniqueFd> idle_;
+  std::vector<common::FileDescriptor> idle_;
   std::atomic<uint64_t> ok_{0};
   std::atomic<uint64_t> failed_{0};
   std::atomic<uint64_t> connects_{0};

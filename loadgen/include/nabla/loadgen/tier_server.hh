@@ -26,7 +26,7 @@
 #include <thread>
 #include <vector>
 
-#include "nabla/loadgen/detail/posix.hh"
+#include "nabla/common/fd.hh"
 #include "nabla/loadgen/downstream_pool.hh"
 #include "nabla/loadgen/tier_config.hh"
 
@@ -93,9 +93,9 @@ class TierServer {
 
   TierConfig config_;
   uint16_t port_ = 0;
-  detail::UniqueFd listen_fd_;
-  detail::UniqueFd epoll_fd_;
-  detail::UniqueFd wake_fd_;  // eventfd: completions and stop
+  common::FileDescriptor listen_fd_;
+  common::FileDescriptor epoll_fd_;
+  common::FileDescriptor wake_fd_;  // eventfd: completions and stop
   std::map<std::string, std::unique_ptr<DownstreamPool>> pools_;
 
   std::map<uint64_t, std::unique_ptr<Connection>> conns_;  // I/O thread only
