@@ -11,16 +11,11 @@
 #include <cstdio>
 #include <ostream>
 
+#include "nabla/common/clock.hh"
 #include "nabla/sniffer/control.hh"
 
 namespace nabla::sniffer {
 namespace {
-
-int64_t monotonic_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
 
 std::string endpoint_text(const IpAddr& addr, uint16_t port) {
   char buf[64];
@@ -89,7 +84,7 @@ int run_daemon(const DaemonOptions& options, std::ostream& out) {
     std::function<void()> arm = [&] {
       events->async_wait(asio::posix::stream_descriptor::wait_read, [&](const std::error_code& ec) {
         if (ec || stopping) return;
-        sniffer.drain_conntrack(monotonic_ns());
+        sniffer.drain_conntrack(common::monotonic_ns());
         arm();
       });
     };
@@ -111,7 +106,7 @@ int run_daemon(const DaemonOptions& options, std::ostream& out) {
     timer.expires_at(start + interval * static_cast<int64_t>(scans));
     timer.async_wait([&](const std::error_code& ec) {
       if (ec || stopping) return;
-      const int64_t now = monotonic_ns();
+      const int64_t now = common::monotonic_ns();
       sniffer.drain_conntrack(now);
       sniffer.scan(now);
       ++scans;

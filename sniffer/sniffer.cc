@@ -8,14 +8,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "nabla/common/clock.hh"
+
 namespace nabla::sniffer {
 namespace {
-
-int64_t now_monotonic_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
 
 void interface_addresses(std::vector<IpAddr>& out) {
   ifaddrs* list = nullptr;
@@ -55,7 +51,7 @@ int Sniffer::conntrack_fd() const {
 }
 
 void Sniffer::scan(int64_t now_ns) {
-  const int64_t t0 = now_monotonic_ns();
+  const int64_t t0 = common::monotonic_ns();
   diag_.dump_all(sockets_, /*include_listeners=*/true);
   procs_.scan();
   listener_pid_.clear();
@@ -76,7 +72,7 @@ void Sniffer::scan(int64_t now_ns) {
   table_.expire(now_ns, options_.idle_expiry_ns);
   stats_.scans += 1;
   stats_.sockets_last_scan = sockets_.size();
-  stats_.last_scan_ns = now_monotonic_ns() - t0;
+  stats_.last_scan_ns = common::monotonic_ns() - t0;
 }
 
 size_t Sniffer::drain_conntrack(int64_t now_ns) {

@@ -69,6 +69,25 @@ int dump_cb(const nlmsghdr* nlh, void* data) {
   return MNL_CB_OK;
 }
 
+// A SOCK_DIAG_BY_FAMILY request for `proto` sockets of `family`, with
+// tcp_info asked for on TCP; callers fill in the states or the socket id.
+struct DiagRequest {
+  nlmsghdr nlh;
+  inet_diag_req_v2 req;
+};
+
+DiagRequest make_request(Proto proto, uint8_t family, uint16_t flags, uint32_t seq) {
+  DiagRequest request{};
+  request.nlh.nlmsg_len = sizeof request;
+  request.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+  request.nlh.nlmsg_flags = flags;
+  request.nlh.nlmsg_seq = seq;
+  request.req.sdiag_family = family;
+  request.req.sdiag_protocol = proto == Proto::kTcp ? IPPROTO_TCP : IPPROTO_UDP;
+  request.req.idiag_ext = proto == Proto::kTcp ? (1u << (INET_DIAG_INFO - 1)) : 0;
+  return request;
+}
+
 // Sends one SOCK_DIAG request and feeds the replies to dump_cb: a dump until
 // the kernel says it is done, a lookup until its record (or the error that
 // says the socket is gone). False when the exchange itself failed (counted).
@@ -175,17 +194,8 @@ SockDiag::SockDiag(common::FileDescriptor fd) : fd_(std::move(fd)), buf_(kRecvBy
 
 bool SockDiag::dump(Proto proto, int family, std::vector<SocketRecord>& out,
                     bool include_listeners) {
-  struct {
-    nlmsghdr nlh;
-    inet_diag_req_v2 req;
-  } request{};
-  request.nlh.nlmsg_len = sizeof request;
-  request.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
-  request.nlh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-  request.nlh.nlmsg_seq = ++seq_;
-  request.req.sdiag_family = static_cast<uint8_t>(family);
-  request.req.sdiag_protocol = proto == Proto::kTcp ? IPPROTO_TCP : IPPROTO_UDP;
-  request.req.idiag_ext = proto == Proto::kTcp ? (1u << (INET_DIAG_INFO - 1)) : 0;
+  DiagRequest request =
+      make_request(proto, static_cast<uint8_t>(family), NLM_F_REQUEST | NLM_F_DUMP, ++seq_);
   request.req.idiag_states =
       include_listeners || proto == Proto::kUdp ? kAllStates : kAllStates & ~(1u << kTcpListen);
   DumpContext ctx{proto, include_listeners, &out, &counters_};
@@ -197,17 +207,7 @@ bool SockDiag::lookup(Proto proto, const IpAddr& local, uint16_t local_port, con
   if (local.family != remote.family || (local.family != AF_INET && local.family != AF_INET6)) {
     return false;
   }
-  struct {
-    nlmsghdr nlh;
-    inet_diag_req_v2 req;
-  } request{};
-  request.nlh.nlmsg_len = sizeof request;
-  request.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
-  request.nlh.nlmsg_flags = NLM_F_REQUEST;
-  request.nlh.nlmsg_seq = ++seq_;
-  request.req.sdiag_family = local.family;
-  request.req.sdiag_protocol = proto == Proto::kTcp ? IPPROTO_TCP : IPPROTO_UDP;
-  request.req.idiag_ext = proto == Proto::kTcp ? (1u << (INET_DIAG_INFO - 1)) : 0;
+  DiagRequest request = make_request(proto, local.family, NLM_F_REQUEST, ++seq_);
   request.req.idiag_states = kAllStates;
   request.req.id.idiag_sport = htons(local_port);
   request.req.id.idiag_dport = htons(remote_port);
