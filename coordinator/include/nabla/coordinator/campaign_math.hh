@@ -1,0 +1,97 @@
+#pragma once
+// The arithmetic of a campaign, kept apart from sockets and threads so it can
+// be unit-tested with literal inputs (campaign.hh runs it on live data).
+//
+// Decisions written down here:
+//  - Bin width: the paper's m + 3 sigma of the span of k consecutive requests
+//    (analysis::bin_width_ns) computed per transaction type on a calibration
+//    load, and the LARGEST over types is used, so that even the least
+//    frequent type has about k requests per bin.
+//  - One k_d for all types: every type's training gives an amplitude per
+//    candidate k (TrainingResult::amplitude_by_k_ns); we pick the k whose
+//    largest per-type amplitude is smallest (minimax), so the one injection
+//    reaches d sigma for every type with the least delay. Ties: lower k.
+//    The training amplitude is that largest per-type amplitude.
+//  - Adaptive sub-phase: one wave cycle; a type's rough gradient is the
+//    difference of its mean response time for requests sent in the high and
+//    in the low half-cycle over the actual delay step (time domain: with one
+//    cycle there is no spectrum to speak of). It is "clear" when positive and
+//    at least kClearZ standard errors (Welch) from 0. The new amplitude is the
+//    max over clear types of adapt_amplitude_ns(amplitude of that type at
+//    k_d, rough gradient), clamped to [min, max]; with no clear type the
+//    link barely matters to any type and the maximum amplitude is used.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "nabla/analysis/binning.hh"
+#include "nabla/analysis/training.hh"
+
+namespace nabla::coordinator {
+
+inline constexpr double kClearZ = 3.0;
+
+// Largest per-type bin width over the types of `records` (k requests per bin
+// of the rarest type). Throws std::invalid_argument naming the type when a
+// type has fewer than k + 2 requests. type_names index the record types.
+std::int64_t campaign_bin_width_ns(std::span<const analysis::LatencyRecord> records,
+                                   std::size_t requests_per_bin,
+                                   const std::vector<std::string>& type_names);
+
+// The same rule for Poisson arrivals of rate `rate_rps * min_weight` without
+// data: (k + 3 sqrt(k)) / rate (sum of k exponential gaps). For estimates.
+std::int64_t expected_bin_width_ns(double rate_rps, double min_weight_fraction,
+                                   std::size_t requests_per_bin);
+
+struct KdChoice {
+  int k_d = 0;
+  double amplitude_ns = 0;  // the largest per-type amplitude at k_d
+  std::vector<double> per_type_amplitude_ns;
+};
+
+// Throws std::invalid_argument when `trainings` is empty or they have no
+// common candidate k.
+KdChoice choose_k_d(const std::vector<analysis::TrainingResult>& trainings);
+
+struct RoughGradient {
+  double value = 0;  // (mean high - mean low) / delta_l
+  double z = 0;      // difference over its Welch standard error
+  std::size_t high_requests = 0;
+  std::size_t low_requests = 0;
+  bool clear = false;  // value > 0 and z >= kClearZ
+};
+
+// Requests of one type sent in [wave_start, wave_start + period): the first
+// half is high, the second low. delta_l_ns > 0.
+RoughGradient rough_gradient(std::span<const analysis::LatencyRecord> records, std::int32_t type,
+                             std::int64_t wave_start_ns, std::int64_t period_ns, double delta_l_ns);
+
+// The measurement amplitude after the adaptive sub-phase (see the header).
+double adapted_amplitude_ns(const std::vector<double>& per_type_amplitude_ns,
+                            const std::vector<RoughGradient>& rough, double min_amplitude_ns,
+                            double max_amplitude_ns);
+
+// Mean latency and count of one type's requests sent in [start, end).
+struct WindowStats {
+  double mean_latency_ns = 0;
+  std::size_t requests = 0;
+  double rate_rps(std::int64_t window_ns) const;
+};
+WindowStats window_stats(std::span<const analysis::LatencyRecord> records, std::int32_t type,
+                         std::int64_t start_ns, std::int64_t end_ns);
+
+// Delta l from an injector's per-half statistics: high-half mean minus
+// low-half mean; nullopt when a half saw no packet.
+std::optional<double> delta_l_from_halves(std::size_t high_count, double high_mean_ns,
+                                          std::size_t low_count, double low_mean_ns);
+
+// Expected campaign duration: (M*N + links*(N + one cycle)) * dTs plus a
+// warm-up before each phase and the discovery time.
+std::int64_t campaign_budget_ns(std::int64_t bin_width_ns, std::size_t bins, std::size_t chunks,
+                                std::size_t links, double period_bins, std::int64_t warmup_ns,
+                                std::int64_t discover_ns);
+
+}  // namespace nabla::coordinator

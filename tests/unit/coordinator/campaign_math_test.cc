@@ -1,0 +1,100 @@
+// Campaign arithmetic with literal inputs: bin width over types, the minimax
+// k_d, rough gradients and the adaptive amplitude, window statistics, the
+// time budget.
+#include "nabla/coordinator/campaign_math.hh"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace {
+
+using nabla::analysis::LatencyRecord;
+using namespace nabla::coordinator;
+
+TEST(CampaignMath, BinWidthIsTheRarestTypes) {
+  // Type 0 every 1 ms, type 1 every 4 ms (fixed gaps: sigma 0, m = k gaps).
+  std::vector<LatencyRecord> r;
+  for (int i = 0; i < 400; ++i) r.push_back({i * 1'000'000LL, 100, 0});
+  for (int i = 0; i < 100; ++i) r.push_back({i * 4'000'000LL + 500, 100, 1});
+  EXPECT_EQ(campaign_bin_width_ns(r, 5, {"/a", "/b"}), 20'000'000);
+  EXPECT_EQ(campaign_bin_width_ns(r, 1, {"/a", "/b"}), 4'000'000);
+  // A type without enough requests is named.
+  try {
+    campaign_bin_width_ns(r, 5, {"/a", "/b", "/c"});
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("type /c: only 0 requests"), std::string::npos);
+  }
+}
+
+TEST(CampaignMath, ExpectedBinWidthForPoisson) {
+  // k = 4 at 100 rps: (4 + 6) / 100 = 100 ms.
+  EXPECT_EQ(expected_bin_width_ns(200, 0.5, 4), 100'000'000);
+}
+
+TEST(CampaignMath, KdMinimisesTheLargestPerTypeAmplitude) {
+  nabla::analysis::TrainingResult a, b;
+  a.amplitude_by_k_ns = {0, 5, 1, 9, 0};
+  b.amplitude_by_k_ns = {0, 2, 6, 3, 0};
+  // max per k: k1 5, k2 6, k3 9 -> k1.
+  const KdChoice c = choose_k_d({a, b});
+  EXPECT_EQ(c.k_d, 1);
+  EXPECT_DOUBLE_EQ(c.amplitude_ns, 5);
+  ASSERT_EQ(c.per_type_amplitude_ns.size(), 2u);
+  EXPECT_DOUBLE_EQ(c.per_type_amplitude_ns[1], 2);
+  b.amplitude_by_k_ns = {0, 0, 6, 3, 0};  // k1 is no candidate for b
+  EXPECT_EQ(choose_k_d({a, b}).k_d, 2);
+  EXPECT_THROW(choose_k_d({}), std::invalid_argument);
+}
+
+TEST(CampaignMath, RoughGradientFromOneCycle) {
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> noise(0, 50'000);  // 50 us
+  std::vector<LatencyRecord> r;
+  const std::int64_t start = 1'000'000'000, period = 400'000'000;
+  // Type 0 sees 2 x 1 ms in the high half; type 1 nothing.
+  for (int i = 0; i < 400; ++i) {
+    const std::int64_t t = start + i * 1'000'000LL;
+    const bool high = t < start + period / 2;
+    r.push_back({t, static_cast<std::int64_t>(1e6 + (high ? 2e6 : 0) + noise(rng)), 0});
+    r.push_back({t + 1, static_cast<std::int64_t>(1e6 + noise(rng)), 1});
+  }
+  r.push_back({start - 1, 99'000'000, 0});  // outside the cycle: ignored
+  const RoughGradient g0 = rough_gradient(r, 0, start, period, 1e6);
+  EXPECT_NEAR(g0.value, 2.0, 0.05);
+  EXPECT_TRUE(g0.clear);
+  EXPECT_EQ(g0.high_requests, 200u);
+  EXPECT_EQ(g0.low_requests, 200u);
+  const RoughGradient g1 = rough_gradient(r, 1, start, period, 1e6);
+  EXPECT_NEAR(g1.value, 0.0, 0.05);
+  EXPECT_FALSE(g1.clear);
+  // Adaptive amplitude: type 0 wants 3 ms / 2 = 1.5 ms; type 1 is not clear.
+  EXPECT_DOUBLE_EQ(adapted_amplitude_ns({3e6, 1e6}, {g0, g1}, 2e5, 5e6), 3e6 / g0.value);
+  // None clear: the cap. Clamped below by the minimum.
+  EXPECT_DOUBLE_EQ(adapted_amplitude_ns({3e6, 1e6}, {g1, g1}, 2e5, 5e6), 5e6);
+  RoughGradient huge = g0;
+  huge.value = 1000;
+  EXPECT_DOUBLE_EQ(adapted_amplitude_ns({3e6}, {huge}, 2e5, 5e6), 2e5);
+}
+
+TEST(CampaignMath, WindowStatsAndDeltaL) {
+  std::vector<LatencyRecord> r = {{0, 10, 0}, {5, 30, 0}, {9, 1000, 1}, {10, 500, 0}};
+  const WindowStats w = window_stats(r, 0, 0, 10);
+  EXPECT_EQ(w.requests, 2u);
+  EXPECT_DOUBLE_EQ(w.mean_latency_ns, 20);
+  EXPECT_DOUBLE_EQ(w.rate_rps(1'000'000'000), 2.0);
+  EXPECT_DOUBLE_EQ(*delta_l_from_halves(10, 1.2e6, 12, 2e4), 1.18e6);
+  EXPECT_DOUBLE_EQ(*delta_l_from_halves(10, 1.2e6, 0, 99), 1.2e6);
+  EXPECT_FALSE(delta_l_from_halves(0, 0, 12, 2e4).has_value());
+}
+
+TEST(CampaignMath, BudgetCountsEveryPhase) {
+  // (9*64 + 2*(64 + 8)) bins of 10 ms + 5 warm-ups of 1 s + 3 s discovery.
+  EXPECT_EQ(campaign_budget_ns(10'000'000, 64, 9, 2, 8, 1'000'000'000, 3'000'000'000),
+            720LL * 10'000'000 + 5'000'000'000LL + 3'000'000'000LL);
+}
+
+}  // namespace
