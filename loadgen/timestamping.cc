@@ -1,12 +1,8 @@
 #include "nabla/loadgen/timestamping.hh"
 
 #include <linux/errqueue.h>
-#include <linux/ethtool.h>
 #include <linux/net_tstamp.h>
-#include <linux/sockios.h>
-#include <net/if.h>
 #include <netinet/in.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,40 +26,6 @@ const char* to_string(TimestampSource source) {
       return "user";
   }
   return "user";
-}
-
-HardwareTimestampInfo detect_hardware(const std::string& interface) {
-  HardwareTimestampInfo info;
-  if (interface.empty() || interface.size() >= IFNAMSIZ) {
-    info.reason = "invalid interface name '" + interface + "'";
-    return info;
-  }
-  common::FileDescriptor fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  if (!fd) {
-    info.reason = std::string("socket: ") + std::strerror(errno);
-    return info;
-  }
-  ethtool_ts_info ts{};
-  ts.cmd = ETHTOOL_GET_TS_INFO;
-  ifreq ifr{};
-  std::memcpy(ifr.ifr_name, interface.c_str(), interface.size());
-  ifr.ifr_data = reinterpret_cast<char*>(&ts);
-  if (::ioctl(fd.get(), SIOCETHTOOL, &ifr) != 0) {
-    info.reason = "ETHTOOL_GET_TS_INFO on " + interface + ": " + std::strerror(errno);
-    return info;
-  }
-  const unsigned need =
-      SOF_TIMESTAMPING_RX_HARDWARE | SOF_TIMESTAMPING_TX_HARDWARE | SOF_TIMESTAMPING_RAW_HARDWARE;
-  if ((ts.so_timestamping & need) != need) {
-    info.reason = interface + ": driver offers no hardware RX/TX timestamps (software only)";
-    return info;
-  }
-  if (ts.phc_index < 0) {
-    info.reason = interface + ": no PTP hardware clock";
-    return info;
-  }
-  info.available = true;
-  return info;
 }
 
 void enable_software_timestamps(int fd) {

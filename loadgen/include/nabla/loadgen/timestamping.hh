@@ -12,10 +12,16 @@
 // queue (MSG_ERRQUEUE, which also raises EPOLLERR until drained). With OPT_ID
 // on TCP the key is the byte offset of the last byte of the send since
 // timestamping was enabled, so a request whose last byte has offset <= key
-// left by that stamp. Hardware timestamping is only detected
-// (detect_hardware) and reported absent with its reason; enabling it
-// (SIOCSHWTSTAMP) is not done.
+// left by that stamp.
+//
+// Hardware: detect_hardware() asks the driver (ETHTOOL_GET_TS_INFO) and
+// assess_hardware() decides on the answer (a plain struct, so recorded
+// answers of real NICs can be tested); HardwareTimestamping enables NIC
+// stamping with SIOCSHWTSTAMP and restores the previous setting when it goes
+// away; plan_timestamps() does all three for the interface that routes to a
+// target and says which source a run will use and why.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,9 +36,58 @@ struct HardwareTimestampInfo {
   std::string reason;  // why not, when !available
 };
 
-// Asks the driver of `interface` (ETHTOOL_GET_TS_INFO) whether it has a PTP
-// clock with hardware RX/TX timestamps. Never throws: failures become reasons.
+// The driver's answer to ETHTOOL_GET_TS_INFO (struct ethtool_ts_info).
+struct DriverTimestampInfo {
+  uint32_t so_timestamping = 0;  // SOF_TIMESTAMPING_* capabilities
+  int32_t phc_index = -1;        // PTP hardware clock, -1 for none
+  uint32_t tx_types = 0;         // bit (1 << HWTSTAMP_TX_*)
+  uint32_t rx_filters = 0;       // bit (1 << HWTSTAMP_FILTER_*)
+};
+
+// Hardware stamps need RX, TX and raw hardware stamping, a PTP clock, the
+// HWTSTAMP_TX_ON type and an RX filter that stamps every packet (ALL; PTP-only
+// filters, as on many Intel NICs, cannot stamp RPCs — lancet §2.1).
+HardwareTimestampInfo assess_hardware(const DriverTimestampInfo& info,
+                                      const std::string& interface);
+
+// Asks the driver of `interface` (ETHTOOL_GET_TS_INFO) and assesses the
+// answer. Never throws: failures become reasons.
 HardwareTimestampInfo detect_hardware(const std::string& interface);
+
+// NIC timestamping switched on (SIOCSHWTSTAMP: TX on, RX filter ALL) for the
+// life of the object; the previous configuration (SIOCGHWTSTAMP) is restored
+// by the destructor. Needs CAP_NET_ADMIN.
+class HardwareTimestamping {
+ public:
+  // Throws std::system_error naming SIOCGHWTSTAMP/SIOCSHWTSTAMP on failure.
+  explicit HardwareTimestamping(const std::string& interface);
+  ~HardwareTimestamping();
+  HardwareTimestamping(const HardwareTimestamping&) = delete;
+  HardwareTimestamping& operator=(const HardwareTimestamping&) = delete;
+
+ private:
+  std::string interface_;
+  int previous_tx_ = 0;
+  int previous_rx_ = 0;
+};
+
+// The interface the kernel routes `ipv4_host` through (a connected UDP
+// socket's local address, matched with getifaddrs). Throws std::system_error
+// or std::invalid_argument for an address that is not an IPv4 literal.
+std::string route_interface(const std::string& ipv4_host);
+
+struct TimestampPlan {
+  TimestampSource source = TimestampSource::kSoftware;
+  std::string interface;
+  std::string note;                                // why hardware was not used (or what was done)
+  std::unique_ptr<HardwareTimestamping> hardware;  // held for the run when enabled
+};
+
+// Which timestamps a run against `ipv4_host` uses. The engine reads kernel
+// software stamps: hardware stamps are PHC time and would need a PHC-to-
+// CLOCK_MONOTONIC conversion the engine does not have, so even a capable NIC
+// gets software stamps (with hardware stamping enabled and the reason noted).
+TimestampPlan plan_timestamps(const std::string& ipv4_host);
 
 // Enables software RX/TX timestamping on a socket; throws std::system_error
 // naming setsockopt(SO_TIMESTAMPING) on failure.

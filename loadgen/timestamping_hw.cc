@@ -1,0 +1,185 @@
+// Hardware timestamping: detection (ETHTOOL_GET_TS_INFO), the decision on the
+// driver's answer, enabling (SIOCSHWTSTAMP) and the per-run plan.
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <linux/ethtool.h>
+#include <linux/net_tstamp.h>
+#include <linux/sockios.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <system_error>
+
+#include "nabla/common/fd.hh"
+#include "nabla/loadgen/timestamping.hh"
+
+namespace nabla::loadgen {
+namespace {
+
+common::FileDescriptor control_socket() {
+  common::FileDescriptor fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!fd) throw std::system_error(errno, std::system_category(), "socket(AF_INET, SOCK_DGRAM)");
+  return fd;
+}
+
+ifreq interface_request(const std::string& interface, void* data) {
+  if (interface.empty() || interface.size() >= IFNAMSIZ) {
+    throw std::invalid_argument("invalid interface name '" + interface + "'");
+  }
+  ifreq ifr{};
+  std::memcpy(ifr.ifr_name, interface.c_str(), interface.size());
+  ifr.ifr_data = static_cast<char*>(data);
+  return ifr;
+}
+
+}  // namespace
+
+HardwareTimestampInfo assess_hardware(const DriverTimestampInfo& info,
+                                      const std::string& interface) {
+  HardwareTimestampInfo out;
+  const unsigned need =
+      SOF_TIMESTAMPING_RX_HARDWARE | SOF_TIMESTAMPING_TX_HARDWARE | SOF_TIMESTAMPING_RAW_HARDWARE;
+  if ((info.so_timestamping & need) != need) {
+    out.reason = interface + ": driver offers no hardware RX/TX timestamps (software only)";
+    return out;
+  }
+  if (info.phc_index < 0) {
+    out.reason = interface + ": no PTP hardware clock";
+    return out;
+  }
+  if ((info.tx_types & (1u << HWTSTAMP_TX_ON)) == 0) {
+    out.reason = interface + ": driver cannot stamp every transmitted packet (no HWTSTAMP_TX_ON)";
+    return out;
+  }
+  if ((info.rx_filters & (1u << HWTSTAMP_FILTER_ALL)) == 0) {
+    out.reason = interface +
+                 ": driver stamps only some received packets (no HWTSTAMP_FILTER_ALL; PTP-only "
+                 "filters cannot stamp RPC replies)";
+    return out;
+  }
+  out.available = true;
+  return out;
+}
+
+HardwareTimestampInfo detect_hardware(const std::string& interface) {
+  try {
+    auto fd = control_socket();
+    ethtool_ts_info ts{};
+    ts.cmd = ETHTOOL_GET_TS_INFO;
+    ifreq ifr = interface_request(interface, &ts);
+    if (::ioctl(fd.get(), SIOCETHTOOL, &ifr) != 0) {
+      return {false, "ETHTOOL_GET_TS_INFO on " + interface + ": " + std::strerror(errno)};
+    }
+    DriverTimestampInfo info;
+    info.so_timestamping = ts.so_timestamping;
+    info.phc_index = ts.phc_index;
+    info.tx_types = ts.tx_types;
+    info.rx_filters = ts.rx_filters;
+    return assess_hardware(info, interface);
+  } catch (const std::exception& e) {
+    return {false, e.what()};
+  }
+}
+
+HardwareTimestamping::HardwareTimestamping(const std::string& interface) : interface_(interface) {
+  auto fd = control_socket();
+  hwtstamp_config previous{};
+  ifreq get = interface_request(interface, &previous);
+  if (::ioctl(fd.get(), SIOCGHWTSTAMP, &get) != 0) {
+    throw std::system_error(errno, std::system_category(), "SIOCGHWTSTAMP on " + interface);
+  }
+  previous_tx_ = previous.tx_type;
+  previous_rx_ = previous.rx_filter;
+  hwtstamp_config config{};
+  config.tx_type = HWTSTAMP_TX_ON;
+  config.rx_filter = HWTSTAMP_FILTER_ALL;
+  ifreq set = interface_request(interface, &config);
+  if (::ioctl(fd.get(), SIOCSHWTSTAMP, &set) != 0) {
+    throw std::system_error(errno, std::system_category(), "SIOCSHWTSTAMP on " + interface);
+  }
+}
+
+HardwareTimestamping::~HardwareTimestamping() {
+  try {
+    auto fd = control_socket();
+    hwtstamp_config config{};
+    config.tx_type = previous_tx_;
+    config.rx_filter = previous_rx_;
+    ifreq set = interface_request(interface_, &config);
+    if (::ioctl(fd.get(), SIOCSHWTSTAMP, &set) != 0) {
+      std::fprintf(stderr, "nabla: restoring hardware timestamping on %s: %s\n", interface_.c_str(),
+                   std::strerror(errno));
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "nabla: restoring hardware timestamping on %s: %s\n", interface_.c_str(),
+                 e.what());
+  }
+}
+
+std::string route_interface(const std::string& ipv4_host) {
+  sockaddr_in target{};
+  target.sin_family = AF_INET;
+  target.sin_port = htons(9);  // connect() on UDP sends nothing; any port will do
+  if (::inet_pton(AF_INET, ipv4_host.c_str(), &target.sin_addr) != 1) {
+    throw std::invalid_argument("not an IPv4 address: '" + ipv4_host + "'");
+  }
+  auto fd = control_socket();
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&target), sizeof target) != 0) {
+    throw std::system_error(errno, std::system_category(), "connect(UDP) to " + ipv4_host);
+  }
+  sockaddr_in local{};
+  socklen_t len = sizeof local;
+  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&local), &len) != 0) {
+    throw std::system_error(errno, std::system_category(), "getsockname");
+  }
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0)
+    throw std::system_error(errno, std::system_category(), "getifaddrs");
+  std::string name;
+  for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
+    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
+    const auto* in = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
+    if (in->sin_addr.s_addr == local.sin_addr.s_addr) {
+      name = a->ifa_name;
+      break;
+    }
+  }
+  ::freeifaddrs(list);
+  if (name.empty()) throw std::runtime_error("no interface holds the route's source address");
+  return name;
+}
+
+TimestampPlan plan_timestamps(const std::string& ipv4_host) {
+  TimestampPlan plan;
+  plan.source = TimestampSource::kSoftware;
+  try {
+    plan.interface = route_interface(ipv4_host);
+  } catch (const std::exception& e) {
+    plan.note = std::string("hardware timestamps not used: route lookup failed (") + e.what() + ")";
+    return plan;
+  }
+  const HardwareTimestampInfo hw = detect_hardware(plan.interface);
+  if (!hw.available) {
+    plan.note = "hardware timestamps not used: " + hw.reason;
+    return plan;
+  }
+  try {
+    plan.hardware = std::make_unique<HardwareTimestamping>(plan.interface);
+  } catch (const std::exception& e) {
+    plan.note = "hardware timestamps not used: " + plan.interface + " supports them but " +
+                std::string(e.what()) + " failed";
+    return plan;
+  }
+  plan.note = "hardware timestamping enabled on " + plan.interface +
+              " (SIOCSHWTSTAMP), but the engine reads kernel software stamps: converting PHC "
+              "time to CLOCK_MONOTONIC is not implemented";
+  return plan;
+}
+
+}  // namespace nabla::loadgen
