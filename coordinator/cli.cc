@@ -5,6 +5,8 @@
 #include <stdexcept>
 
 #include "nabla/coordinator/analyze.hh"
+#include "nabla/coordinator/demo.hh"
+#include "nabla/coordinator/predict.hh"
 #include "nabla/coordinator/discover_command.hh"
 #include "nabla/coordinator/testbed_command.hh"
 #include "nabla/coordinator/history_command.hh"
@@ -25,6 +27,8 @@ int run_cli(int argc, char** argv) {
   register_discover_command(app);
   register_testbed_command(app);
   register_history_commands(app);
+  register_predict_command(app);
+  register_demo_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,399 @@
+#include "nabla/coordinator/demo.hh"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "nabla/common/clock.hh"
+#include "nabla/common/netns.hh"
+#include "nabla/coordinator/demo_load.hh"
+#include "nabla/coordinator/predict.hh"
+#include "nabla/coordinator/text_table.hh"
+#include "nabla/db/store.hh"
+
+namespace nabla::coordinator {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+volatile std::sig_atomic_t g_signal = 0;
+
+void on_signal(int signo) {
+  g_signal = signo;
+}
+
+// Catches SIGINT, SIGTERM and SIGHUP for the demo's lifetime (so cleanup
+// runs instead of the process dying with namespaces and daemons behind),
+// restoring the previous handlers afterwards.
+class SignalGuard {
+ public:
+  SignalGuard() {
+    g_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    for (std::size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &sa, &old_[i]);
+  }
+  ~SignalGuard() {
+    for (std::size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
+  }
+  SignalGuard(const SignalGuard&) = delete;
+  SignalGuard& operator=(const SignalGuard&) = delete;
+
+ private:
+  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};
+  std::array<struct sigaction, 3> old_{};
+};
+
+bool interrupted() {
+  return g_signal != 0;
+}
+
+// Waits for a child, forwarding a caught signal to it once (SIGTERM, after
+// a short grace in case the terminal's SIGINT already reached it) and
+// killing it after `limit`. Returns its exit code.
+int supervise(common::ChildProcess& child, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  std::optional<std::chrono::steady_clock::time_point> stop_sent;
+  for (;;) {
+    const int rc = child.wait(std::chrono::milliseconds(200));
+    if (rc != -1) return rc;
+    const auto now = std::chrono::steady_clock::now();
+    if ((interrupted() || now > deadline) && !stop_sent) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      if (child.running()) child.signal(SIGTERM);
+      stop_sent = now;
+    }
+    if (stop_sent && now - *stop_sent > std::chrono::seconds(20)) {
+      child.signal(SIGKILL);
+      return child.wait(std::chrono::seconds(5));
+    }
+  }
+}
+
+std::string tail_of_file(const std::string& path, std::size_t max_lines) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::string out;
+  for (std::size_t i = lines.size() > max_lines ? lines.size() - max_lines : 0; i < lines.size();
+       ++i)
+    out += "  | " + lines[i] + "\n";
+  return out;
+}
+
+std::string fmt(std::optional<double> v, int digits = 3) {
+  return v ? format_number(*v, digits) : "-";
+}
+
+// Number of gradients with a non-zero truth the campaign will measure.
+std::size_t nonzero_truths(const TruthTable& truth,
+                           const std::optional<std::vector<std::string>>& only) {
+  std::size_t n = 0;
+  for (const auto& [label, by_type] : truth) {
+    if (only && std::find(only->begin(), only->end(), label) == only->end()) continue;
+    for (const auto& [type, g] : by_type) n += g != 0;
+  }
+  return n;
+}
+
+}  // namespace
+
+DemoCampaign demo_campaign(const ServiceModel& model, bool quick, std::uint64_t seed) {
+  DemoCampaign c;
+  c.name = quick ? "demo-quick" : "demo";
+  c.seed = seed;
+  // 1000 requests/s: the least frequent type (20%) then fills a bin of
+  // k requests in ~5k ms, so training plus one active phase per link fits
+  // the time budget, and the sleeping tiers stay far from saturation.
+  c.rate_rps = 1000;
+  c.connections = 16;
+  if (quick) {
+    const TierDef& web = model.tier("web");
+    const TierDef& db = model.tier("db");
+    c.only_links = std::vector<std::string>{
+        campaign_link_label("tcp", web.host, 0, model.tier("app").host, model.tier("app").port),
+        campaign_link_label("tcp", model.tier("app").host, 0, db.host, db.port)};
+    c.bins = 64;
+    c.chunks = 9;
+    c.requests_per_bin = 4;
+    c.discover_for = "1500ms";
+  } else {
+    c.bins = 128;
+    c.chunks = 9;
+    c.requests_per_bin = 5;
+    c.discover_for = "2s";
+  }
+  const std::size_t k =
+      std::max<std::size_t>(1, nonzero_truths(true_gradients(model), c.only_links));
+  c.confidence = 1.0 - 0.05 / static_cast<double>(k);
+  return c;
+}
+
+GradientCheck check_gradient(std::string link, std::string type, std::optional<double> truth,
+                             std::optional<double> value, std::optional<double> ci_low,
+                             std::optional<double> ci_high,
+                             std::optional<double> throughput_change) {
+  GradientCheck c{std::move(link), std::move(type),   truth, value, ci_low,
+                  ci_high,         throughput_change, false, {}};
+  std::vector<std::string> why;
+  if (!truth) {
+    why.push_back("no truth for this link");
+  } else if (!value) {
+    why.push_back("not measured");
+  } else {
+    const double tol = 0.10 * std::max(std::abs(*truth), 1.0);
+    if (std::abs(*value - *truth) > tol) why.push_back("off by more than 10%");
+    if (!ci_low || !ci_high) {
+      why.push_back("no CI");
+    } else if (*truth < *ci_low || *truth > *ci_high) {
+      why.push_back("CI misses the truth");
+    }
+    if (throughput_change && std::abs(*throughput_change) >= 0.05)
+      why.push_back("throughput changed by >= 5%");
+  }
+  for (const auto& w : why) c.why += (c.why.empty() ? "" : "; ") + w;
+  c.pass = why.empty();
+  return c;
+}
+
+std::vector<GradientCheck> check_run_gradients(db::Database& db, std::int64_t run_id,
+                                               const TruthTable& truth) {
+  db::Statement st(db,
+                   "SELECT l.proto, l.src_host, l.src_port, l.dst_host, l.dst_port, tt.name, "
+                   "g.value, g.ci_low, g.ci_high, g.throughput_change FROM gradients g "
+                   "JOIN links l ON l.id = g.link_id "
+                   "JOIN transaction_types tt ON tt.id = g.type_id WHERE g.run_id = ?");
+  st.bind(1, run_id);
+  std::vector<GradientCheck> out;
+  std::set<std::pair<std::string, std::string>> seen;
+  while (st.step()) {
+    const std::string label = campaign_link_label(
+        st.column_text(0), st.column_text(1), static_cast<int>(st.column_int64(2)),
+        st.column_text(3), static_cast<int>(st.column_int64(4)));
+    const std::string type = st.column_text(5);
+    std::optional<double> t;
+    if (const auto l = truth.find(label); l != truth.end()) {
+      if (const auto g = l->second.find(type); g != l->second.end()) t = g->second;
+    }
+    seen.insert({label, type});
+    out.push_back(check_gradient(label, type, t, st.column_double(6), st.optional_double(7),
+                                 st.optional_double(8), st.optional_double(9)));
+  }
+  for (const auto& [label, by_type] : truth) {
+    for (const auto& [type, g] : by_type) {
+      if (!seen.count({label, type}))
+        out.push_back(
+            check_gradient(label, type, g, std::nullopt, std::nullopt, std::nullopt, std::nullopt));
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const GradientCheck& a, const GradientCheck& b) {
+    return std::tie(a.link, a.type) < std::tie(b.link, b.type);
+  });
+  return out;
+}
+
+namespace {
+
+struct RunOutcome {
+  std::int64_t run_id = 0;
+  std::string status;
+  std::optional<std::string> error;
+};
+
+std::optional<RunOutcome> find_demo_run(const std::string& db_path, std::int64_t since_ns) {
+  if (!fs::exists(db_path)) return std::nullopt;
+  db::Store store = db::Store::open(db_path, common::realtime_ns());
+  db::Statement st(store.database(),
+                   "SELECT id, status, error FROM runs WHERE kind = 'demo' AND started_ns >= ? "
+                   "ORDER BY id DESC LIMIT 1");
+  st.bind(1, since_ns);
+  if (!st.step()) return std::nullopt;
+  return RunOutcome{st.column_int64(0), st.column_text(1), st.optional_text(2)};
+}
+
+void print_checks(const std::vector<GradientCheck>& checks, std::ostream& out) {
+  TextTable table({"link", "type", "truth", "measured", "CI low", "CI high", "thruput", "verdict"});
+  for (const auto& c : checks) {
+    table.add_row({c.link, c.type, fmt(c.truth), fmt(c.value), fmt(c.ci_low), fmt(c.ci_high),
+                   c.throughput_change ? format_number(*c.throughput_change * 100, 2) + "%" : "-",
+                   c.pass ? "PASS" : "FAIL: " + c.why});
+  }
+  table.print(out);
+}
+
+json checks_json(const std::vector<GradientCheck>& checks) {
+  json arr = json::array();
+  auto opt = [](std::optional<double> v) { return v ? json(*v) : json(nullptr); };
+  for (const auto& c : checks) {
+    arr.push_back({{"link", c.link},
+                   {"type", c.type},
+                   {"truth", opt(c.truth)},
+                   {"value", opt(c.value)},
+                   {"ci_low", opt(c.ci_low)},
+                   {"ci_high", opt(c.ci_high)},
+                   {"throughput_change", opt(c.throughput_change)},
+                   {"pass", c.pass},
+                   {"why", c.why}});
+  }
+  return arr;
+}
+
+}  // namespace
+
+int run_demo(const DemoOptions& opt, std::ostream& out, std::ostream& err) {
+  if (::geteuid() != 0) {
+    err << "nabla demo: needs root (network namespaces, iptables, NFQUEUE); run it as root, "
+           "e.g. sudo nabla demo\n";
+    return 1;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::int64_t started_ns = common::realtime_ns();
+  SignalGuard signals;
+  const std::string db_path = fs::absolute(opt.db_path).string();
+  std::ostream& log = opt.json ? err : out;
+  json result = {{"db", db_path}, {"quick", opt.quick}, {"seed", opt.seed}};
+  int exit_code = 0;
+  try {
+    const DemoBinaries bin = DemoBinaries::find();
+    common::sweep_stale_namespaces();
+    DemoTestbedOptions tbo;
+    tbo.seed = opt.seed;
+    tbo.log_dir = opt.keep_logs;
+    tbo.interrupted = interrupted;
+    log << "nabla demo: building the testbed (hosts client, web, app, db) and starting the "
+           "tiers and both daemons on every host...\n"
+        << std::flush;
+    DemoTestbed tb(bin, rubis_demo_service(), tbo);
+    for (const TierDef& t : tb.model().tiers) {
+      log << "  tier " << t.name << " on " << t.host << " " << tb.address(t.host) << ":" << t.port
+          << "\n";
+    }
+    const DemoCampaign campaign = demo_campaign(tb.model(), opt.quick, opt.seed);
+    const std::string toml_path = tb.work_dir() + "/campaign.toml";
+    {
+      std::ofstream f(toml_path);
+      f << demo_campaign_toml(tb, campaign);
+      if (!f) throw std::runtime_error("cannot write " + toml_path);
+    }
+    if (opt.keep_logs)
+      fs::copy_file(toml_path, *opt.keep_logs + "/campaign.toml",
+                    fs::copy_options::overwrite_existing);
+    log << "nabla demo: running the campaign (" << (opt.quick ? "quick: 2 links" : "every link")
+        << ", " << campaign.bins << " bins, " << campaign.rate_rps << " requests/s, per-gradient "
+        << format_number(campaign.confidence * 100, 4) << "% CIs)...\n"
+        << std::flush;
+    const std::string run_log = tb.log_dir() + "/nabla-run.log";
+    int run_rc = -1;
+    {
+      common::ChildProcess run({bin.nabla, "run", toml_path, "--db", db_path, "--kind", "demo"},
+                               &tb.testbed().host(tb.model().client_host).ns,
+                               opt.json ? run_log : std::string());
+      run_rc = supervise(run, std::chrono::seconds(opt.quick ? 240 : 900));
+    }
+    result["nabla_run_exit"] = run_rc;
+    if (interrupted()) throw DemoInterrupted();
+    const auto outcome = find_demo_run(db_path, started_ns);
+    if (!outcome) {
+      if (opt.json) err << tail_of_file(run_log, 20);
+      throw std::runtime_error("`nabla run` (exit " + std::to_string(run_rc) +
+                               ") stored no demo run in " + db_path);
+    }
+    result["run_id"] = outcome->run_id;
+    result["status"] = outcome->status;
+    if (run_rc != 0 || outcome->status != "complete") {
+      if (opt.json) err << tail_of_file(run_log, 20);
+      throw std::runtime_error("`nabla run` failed (exit " + std::to_string(run_rc) + "), run " +
+                               std::to_string(outcome->run_id) + " " + outcome->status +
+                               (outcome->error ? ": " + *outcome->error : ""));
+    }
+    std::vector<GradientCheck> checks;
+    {
+      db::Store store = db::Store::open(db_path, common::realtime_ns());
+      TruthTable truth = true_gradients(tb.model());
+      if (campaign.only_links) {
+        std::erase_if(truth, [&](const auto& kv) {
+          return std::find(campaign.only_links->begin(), campaign.only_links->end(), kv.first) ==
+                 campaign.only_links->end();
+        });
+      }
+      checks = check_run_gradients(store.database(), outcome->run_id, truth);
+    }
+    const auto passed =
+        std::count_if(checks.begin(), checks.end(), [](const GradientCheck& c) { return c.pass; });
+    result["gradients"] = checks_json(checks);
+    result["passed"] = passed;
+    result["failed"] = static_cast<std::int64_t>(checks.size()) - passed;
+    if (!opt.json) {
+      out << "\nnabla demo: measured gradients beside the truth (run " << outcome->run_id
+          << "; PASS = within 10% of max(truth, 1), CI contains the truth, throughput change "
+             "< 5%)\n";
+      print_checks(checks, out);
+      out << passed << "/" << checks.size() << " PASS\n" << std::flush;
+    }
+    if (passed != static_cast<std::int64_t>(checks.size())) exit_code = kDemoExitAccuracyFail;
+
+    log << "\nnabla demo: one tail-latency measurement (nabla load)...\n" << std::flush;
+    const DemoLoadResult load = run_demo_load(bin, tb, db_path, opt.quick, interrupted);
+    result["load"] = load.json;
+    if (interrupted()) throw DemoInterrupted();
+    if (!opt.json) out << load.summary << "\n";
+    if (!load.ran) exit_code = exit_code ? exit_code : 1;
+    log << "\nnabla demo: stored in " << db_path << " (run " << outcome->run_id << "). Try:\n"
+        << "  nabla runs show " << outcome->run_id << " --db " << db_path << "\n"
+        << "  nabla predict --run " << outcome->run_id << " --db " << db_path
+        << " --set \"app->db=+10ms\"\n"
+        << "nabla demo: removing the testbed (namespaces, daemons, tiers, key)...\n"
+        << std::flush;
+  } catch (const DemoInterrupted&) {
+    err << "nabla demo: interrupted; cleaned up\n";
+    exit_code = kDemoExitInterrupted;
+  } catch (const std::exception& e) {
+    err << "nabla demo: error: " << e.what() << "\n";
+    exit_code = 1;
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  result["exit_code"] = exit_code;
+  result["duration_s"] = seconds;
+  if (opt.json) {
+    out << result.dump(2) << "\n";
+  } else if (exit_code == 0 || exit_code == kDemoExitAccuracyFail) {
+    out << "nabla demo: done in " << format_number(seconds, 3) << " s"
+        << (exit_code ? " (some gradients FAIL: exit 3)" : "") << "\n";
+  }
+  return exit_code;
+}
+
+void register_demo_command(CLI::App& app) {
+  auto opts = std::make_shared<DemoOptions>();
+  auto code = std::make_shared<int>(0);
+  CLI::App* cmd = app.add_subcommand(
+      "demo",
+      "Build a namespace testbed with a RUBiS-like service, measure every link gradient, "
+      "compare with the truth, run one tail measurement, clean up (needs root)");
+  cmd->add_flag("--quick", opts->quick, "Two links and N = 64 (about a minute; CI smoke test)");
+  cmd->add_option("--db", opts->db_path, "Run history database")->capture_default_str();
+  cmd->add_flag("--json", opts->json, "Print one JSON document (progress goes to stderr)");
+  cmd->add_option("--keep-logs", opts->keep_logs,
+                  "Keep the daemons', tiers' and nabla run's logs and the campaign file in DIR");
+  cmd->add_option("--seed", opts->seed, "Master seed of the campaign and the tiers")
+      ->capture_default_str();
+  cmd->callback([opts, code] {
+    *code = run_demo(*opts, std::cout, std::cerr);
+    if (*code != 0) std::exit(*code);
+  });
+}
+
+}  // namespace nabla::coordinator

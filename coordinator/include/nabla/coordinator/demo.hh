@@ -1,0 +1,86 @@
+#pragma once
+// `nabla demo [--quick] [--db ./nabla-demo.db] [--json] [--keep-logs DIR]`:
+// the whole tool on this machine in one command (needs root).
+//
+//   1. build the namespace testbed with the RUBiS-like service and both
+//      daemons on every host (demo_testbed.hh);
+//   2. write the campaign file ([truth] from the tiers' call patterns) and run
+//      `nabla run --kind demo` as a child inside the client namespace, with
+//      the demo database;
+//   3. read the run's gradients back and print them beside the truth with a
+//      PASS/FAIL column (check_gradient);
+//   4. one `nabla load` tail measurement against the same service;
+//   5. remove everything (RAII), also on Ctrl-C/SIGTERM/SIGHUP and errors.
+//
+// Simultaneous confidence. A 95% CI misses its truth 5% of the time, so with
+// 20+ gradients some miss by chance alone. The demo asks `nabla run` for
+// per-gradient confidence 1 - 0.05/K (Bonferroni over the K gradients whose
+// truth is non-zero; CIs of zero-truth gradients contain 0 by construction,
+// analysis/gradient.hh), which makes "every CI contains its truth" a 95%
+// statement about the whole table.
+//
+// Exit codes: 0 everything ran and every gradient PASSes; 3 everything ran
+// but at least one gradient FAILs (or an expected link was not measured);
+// 1 something failed to run (the testbed, `nabla run`, the database);
+// 2 bad flags; 130 interrupted (after cleaning up).
+#include <cstdint>
+#include <iosfwd>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nabla/coordinator/demo_service.hh"
+#include "nabla/coordinator/demo_testbed.hh"
+
+namespace CLI {
+class App;
+}
+namespace nabla::db {
+class Database;
+}
+
+namespace nabla::coordinator {
+
+inline constexpr int kDemoExitAccuracyFail = 3;
+inline constexpr int kDemoExitInterrupted = 130;
+
+struct DemoOptions {
+  bool quick = false;
+  std::string db_path = "nabla-demo.db";
+  bool json = false;
+  std::optional<std::string> keep_logs;
+  std::uint64_t seed = 42;
+};
+
+// The campaign parameters of the full demo and of --quick (fewer links,
+// smaller N; the quick demo measures web -> app and app -> db:8082, both
+// directions of neither: the two request directions carry every pattern).
+DemoCampaign demo_campaign(const ServiceModel& model, bool quick, std::uint64_t seed);
+
+// Acceptance of one measured gradient: |value - truth| <= 10% of
+// max(|truth|, 1) (an absolute 0.1 for zero truths), the CI contains the
+// truth, and the throughput changed by less than 5% during the measurement.
+struct GradientCheck {
+  std::string link;  // campaign label
+  std::string type;
+  std::optional<double> truth;  // none: a link the service model does not know
+  std::optional<double> value, ci_low, ci_high, throughput_change;
+  bool pass = false;
+  std::string why;  // what failed, empty on PASS
+};
+GradientCheck check_gradient(std::string link, std::string type, std::optional<double> truth,
+                             std::optional<double> value, std::optional<double> ci_low,
+                             std::optional<double> ci_high,
+                             std::optional<double> throughput_change);
+
+// Every gradient of the run beside the truth, plus a FAIL row for each
+// (link, type) of the truth the run did not measure. Sorted by link, type.
+std::vector<GradientCheck> check_run_gradients(db::Database& db, std::int64_t run_id,
+                                               const TruthTable& truth);
+
+int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& err);
+
+void register_demo_command(CLI::App& app);
+
+}  // namespace nabla::coordinator

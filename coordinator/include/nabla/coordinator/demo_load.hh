@@ -1,0 +1,23 @@
+#pragma once
+// The demo's tail-latency step: one `nabla load` measurement against the
+// demo service, run as a child inside the client namespace with the demo
+// database and --json, summarised as its verdict and p99 with CI.
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "nabla/coordinator/demo_testbed.hh"
+
+namespace nabla::coordinator {
+
+struct DemoLoadResult {
+  bool ran = false;     // the measurement ran to the end (a verdict of n/a still ran)
+  nlohmann::json json;  // `nabla load --json` output, or {"error": ...}
+  std::string summary;  // one or two lines for the terminal
+};
+
+DemoLoadResult run_demo_load(const DemoBinaries& binaries, DemoTestbed& testbed,
+                             const std::string& db_path, bool quick,
+                             const std::function<bool()>& interrupted);
+
+}  // namespace nabla::coordinator

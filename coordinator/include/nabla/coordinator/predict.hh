@@ -1,0 +1,109 @@
+#pragma once
+// `nabla predict`: what-if response times from a run's link gradients
+// (link-gradient paper, section 5.3; the math is analysis/prediction.hh).
+//
+// For every transaction type measured in the run:
+//     predicted = baseline + sum over selected links of gradient(link, type) * dl
+// baseline = mean response time of the run's training-phase samples of that
+// type, with variance (std error of the mean)^2; each gradient's variance is
+// its standard error^2, recovered from the stored CI as
+//     se = max(value - ci_low, ci_high - value) / Phi^-1((1 + c) / 2)
+// (the larger half-width, because the CI's low end may be clamped at 0).
+//
+// Selecting links (`--set SEL=DELTA`):
+//   - SEL is a link label, either as stored in the database (links.label,
+//     e.g. "tcp app/nabla-tier:0 -> db/nabla-tier:9003") or in the campaign
+//     form `nabla run` prints and [truth] uses ("tcp app -> db:9003", see
+//     campaign_link_label): that link only;
+//   - otherwise SEL is "A->B" (spaces allowed around the arrow): EVERY link of
+//     the run from host A to host B. Several links can match (a host talking
+//     to two processes or ports of another, e.g. app->db to the db at :9003
+//     and the audit log at :9004). The delay is applied to each of them: a
+//     placement change moves the hosts, so every link between them gets the
+//     extra latency, and their contributions add up.
+//   A selector that matches no link is an error naming it and listing the
+//   run's links. Two selectors hitting the same link add their deltas.
+// DELTA is a signed duration ("+20ms", "35ms", "-500us"), optionally with
+// the standard deviation of that latency change after '~' ("+20ms~2ms"),
+// which enters the CI as rho(dl) in the paper's formula.
+// A type without training samples, or without a gradient on a selected
+// link, gets no prediction (its `missing` says why) instead of a wrong one.
+#include <cstdint>
+#include <iosfwd>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+namespace nabla::db {
+class Database;
+}
+
+namespace nabla::coordinator {
+
+// The campaign label of a link: "PROTO SRC[:SPORT] -> DST[:DPORT]", a port
+// written only when fixed (non-zero), e.g. "tcp web -> app:9002" and
+// "tcp app:9002 -> web" (campaign_spec.hh).
+std::string campaign_link_label(std::string_view proto, std::string_view src_host, int src_port,
+                                std::string_view dst_host, int dst_port);
+
+struct LatencySet {
+  std::string selector;  // label or "A->B"
+  double delta_ns = 0;
+  double delta_stddev_ns = 0;
+};
+
+// Parses "SEL=DELTA[~STDDEV]" (the last '=' splits); throws
+// std::invalid_argument naming the text.
+LatencySet parse_latency_set(std::string_view text);
+
+struct PredictionTerm {
+  std::string link;  // label
+  double gradient = 0;
+  double gradient_se = 0;
+  double delta_ns = 0;
+  double contribution_ns = 0;  // gradient * delta
+};
+
+struct TypePrediction {
+  std::string type;
+  std::int64_t samples = 0;  // training samples behind the baseline
+  double baseline_ns = 0;
+  double baseline_se_ns = 0;
+  std::vector<PredictionTerm> terms;
+  std::optional<std::string> missing;  // why there is no prediction
+  double predicted_ns = 0;
+  double stddev_ns = 0;
+  double ci_low_ns = 0;
+  double ci_high_ns = 0;
+};
+
+struct PredictionReport {
+  std::int64_t run_id = 0;
+  double confidence = 0.95;
+  struct Selection {
+    std::string selector;
+    double delta_ns = 0;
+    double delta_stddev_ns = 0;
+    std::vector<std::string> links;
+  };
+  std::vector<Selection> selections;
+  std::vector<TypePrediction> types;  // sorted by name
+};
+
+// Computes the prediction from an open database (read-only is enough).
+// Throws std::runtime_error for an unknown run or a run without gradients,
+// std::invalid_argument for a selector matching no link.
+PredictionReport predict_run(db::Database& db, std::int64_t run_id,
+                             const std::vector<LatencySet>& sets, double confidence = 0.95);
+
+nlohmann::json to_json(const PredictionReport& report);
+void print_prediction(const PredictionReport& report, std::ostream& out);
+
+void register_predict_command(CLI::App& app);
+
+}  // namespace nabla::coordinator

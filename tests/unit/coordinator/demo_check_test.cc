@@ -1,0 +1,98 @@
+// The demo's acceptance column and campaign parameters: check_gradient's
+// rules, check_run_gradients on a database filled through db::Store, and the
+// Bonferroni confidence of the full and quick campaigns.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "nabla/coordinator/demo.hh"
+#include "nabla/db/store.hh"
+
+namespace nabla::coordinator {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(CheckGradient, TenPercentOfMaxTruthOneCiAndThroughput) {
+  EXPECT_TRUE(check_gradient("l", "t", 3.0, 3.25, 3.0, 3.5, 0.01).pass);
+  EXPECT_FALSE(check_gradient("l", "t", 3.0, 3.35, 3.0, 3.7, 0.0).pass);  // 11.7% off
+  EXPECT_EQ(check_gradient("l", "t", 3.0, 3.35, 3.0, 3.7, 0.0).why, "off by more than 10%");
+  // Zero truth: an absolute 0.1.
+  EXPECT_TRUE(check_gradient("l", "t", 0.0, 0.09, 0.0, 0.2, std::nullopt).pass);
+  EXPECT_FALSE(check_gradient("l", "t", 0.0, 0.11, 0.0, 0.3, std::nullopt).pass);
+  // CI must contain the truth, even when the value is close.
+  const GradientCheck miss = check_gradient("l", "t", 1.0, 1.05, 1.02, 1.08, 0.0);
+  EXPECT_FALSE(miss.pass);
+  EXPECT_EQ(miss.why, "CI misses the truth");
+  EXPECT_FALSE(check_gradient("l", "t", 1.0, 1.0, std::nullopt, std::nullopt, 0.0).pass);
+  // Throughput change of 5% or more fails.
+  EXPECT_FALSE(check_gradient("l", "t", 1.0, 1.0, 0.9, 1.1, -0.05).pass);
+  EXPECT_TRUE(check_gradient("l", "t", 1.0, 1.0, 0.9, 1.1, -0.049).pass);
+  EXPECT_EQ(
+      check_gradient("l", "t", 1.0, std::nullopt, std::nullopt, std::nullopt, std::nullopt).why,
+      "not measured");
+  EXPECT_EQ(check_gradient("l", "t", std::nullopt, 1.0, 0.9, 1.1, 0.0).why,
+            "no truth for this link");
+}
+
+TEST(CheckRunGradients, JoinsByCampaignLabelAndReportsUnmeasuredTruth) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("nabla-demo-check-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "d.db").string();
+  {
+    db::Store store = db::Store::open(path, 1'700'000'000'000'000'000);
+    db::RunStart start;
+    start.kind = db::RunKind::kDemo;
+    start.tool_version = "test";
+    start.started_ns = 1'700'000'000'000'000'000;
+    const auto run = store.begin_run(start);
+    db::Link l;
+    l.run_id = run;
+    l.src_host = "app";
+    l.src_comm = "nabla-tier";
+    l.dst_host = "db";
+    l.dst_comm = "nabla-tier";
+    l.dst_port = 8082;
+    db::Gradient g;
+    g.run_id = run;
+    g.link_id = store.add_link(l);
+    g.type_id = store.transaction_type_id("/view");
+    g.value = 2.9;
+    g.ci_low = 2.7;
+    g.ci_high = 3.1;
+    g.throughput_change = 0.002;
+    store.add_gradient(g);
+    TruthTable truth;
+    truth["tcp app -> db:8082"] = {{"/view", 3.0}, {"/auth", 0.0}};
+    const auto checks = check_run_gradients(store.database(), run, truth);
+    ASSERT_EQ(checks.size(), 2u);
+    EXPECT_EQ(checks[0].type, "/auth");  // sorted by link, type
+    EXPECT_FALSE(checks[0].pass);
+    EXPECT_EQ(checks[0].why, "not measured");
+    EXPECT_EQ(checks[1].link, "tcp app -> db:8082");
+    EXPECT_TRUE(checks[1].pass) << checks[1].why;
+    EXPECT_DOUBLE_EQ(*checks[1].value, 2.9);
+  }
+  fs::remove_all(dir);
+}
+
+TEST(DemoCampaign, QuickMeasuresTwoLinksWithBonferroniConfidence) {
+  const ServiceModel m = rubis_demo_service();
+  const DemoCampaign full = demo_campaign(m, false, 1);
+  EXPECT_FALSE(full.only_links);
+  // Non-zero truths: 4 links x 4 types at 1 (client<->web, web<->app) plus
+  // app<->db:8082 for /view, /bid, /browse in both directions = 22.
+  EXPECT_NEAR(full.confidence, 1 - 0.05 / 22, 1e-12);
+  const DemoCampaign quick = demo_campaign(m, true, 1);
+  ASSERT_TRUE(quick.only_links);
+  EXPECT_EQ(*quick.only_links,
+            (std::vector<std::string>{"tcp web -> app:8081", "tcp app -> db:8082"}));
+  EXPECT_NEAR(quick.confidence, 1 - 0.05 / 7, 1e-12);  // 4 + 3
+  EXPECT_LT(quick.bins, full.bins);
+}
+
+}  // namespace
+}  // namespace nabla::coordinator
