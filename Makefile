@@ -1,5 +1,5 @@
 # nabla — top-level entry points. See README.md.
-#   make demo   install deps, build, run the end-to-end demo (arrives with the demo issue)
+#   make demo   install deps, build, run the end-to-end demo (as root; DEMO_FLAGS=--quick)
 #   make test   install deps, build (warnings as errors under CI), run every test
 #   make bench  build and run the benchmarks (ratios against peers, same run)
 BUILD      ?= build
@@ -42,9 +42,18 @@ fuzz:
 bench: build
 	bash bench/run.sh $(BUILD)
 
-demo: build
-	@echo "make demo: the end-to-end demo arrives with the 'nabla run / nabla demo' issue" >&2
-	@exit 1
+# The end-to-end demo (README "nabla demo"): needs root for namespaces,
+# iptables and NFQUEUE. DEMO_FLAGS passes flags through, e.g. DEMO_FLAGS=--quick.
+DEMO_FLAGS ?=
+demo:
+	@if [ "$$(id -u)" -ne 0 ]; then \
+	  echo "make demo: nabla demo needs root (network namespaces, iptables, NFQUEUE): run 'sudo make demo'" >&2; \
+	  exit 1; fi
+	@echo "make demo: installing dependencies and building (the first build takes minutes; log in $(BUILD)/make-demo-build.log)..."
+	@mkdir -p $(BUILD)
+	@$(MAKE) --no-print-directory build >$(BUILD)/make-demo-build.log 2>&1 || \
+	  { tail -n 40 $(BUILD)/make-demo-build.log >&2; echo "make demo: the build failed (log above)" >&2; exit 1; }
+	$(BUILD)/coordinator/nabla demo $(DEMO_FLAGS)
 
 format:
 	find common analysis db injector sniffer loadgen coordinator tests bench \
