@@ -11,6 +11,7 @@
 #include "nabla/coordinator/testbed_command.hh"
 #include "nabla/coordinator/history_command.hh"
 #include "nabla/coordinator/inject_command.hh"
+#include "nabla/coordinator/run_command.hh"
 
 #ifndef NABLA_VERSION
 #define NABLA_VERSION "0.1.0"
@@ -27,6 +28,7 @@ int run_cli(int argc, char** argv) {
   register_discover_command(app);
   register_testbed_command(app);
   register_history_commands(app);
+  register_run_command(app);
   register_predict_command(app);
   register_demo_command(app);
   try {

@@ -1,0 +1,134 @@
+#pragma once
+// A link-gradient campaign (link-gradients.txt sections 3-4, DESIGN.md
+// "Coordinator"): connect, discover, train, and for every measurable link an
+// adaptive one-cycle sub-phase then the active phase of N bins; every step is
+// stored (campaign_store.hh).
+//
+// Pieces and data flow (one campaign thread drives everything):
+//   spec ─► CampaignRecorder (run row 'running')
+//        ─► DaemonSet (connect + authenticate every daemon; failure = one
+//           error naming the node) and LeaseKeeper (its own thread and
+//           connections, renews every active injection every lease/4)
+//        ─► discovery: the workload runs on an engine thread (EngineRun)
+//           while the campaign thread polls every sniffd (flows.list with a
+//           cursor); join_flows → links; include/exclude; a link is
+//           measurable when its source node has an injectd (direction `out`
+//           there, link spec = its addresses and fixed ports). The same load
+//           calibrates the bin width (campaign_math.hh).
+//        ─► training: engine for warmup + M·N bins; per type bin → train();
+//           one k_d for all types (minimax) and the training amplitude.
+//        ─► per link: adaptive phase (warmup, then ONE cycle, cycles = 1 so
+//           the daemon itself ends it), rough gradients → amplitude; active
+//           phase (warmup, then a square wave of period N·dTs/k_d, duty 0.5;
+//           N bins from the injection's anchor); inject.stop gives the actual
+//           delay per half: delta-l = high mean - low mean.
+//           Gradients per type against the training FFT0 mean. Phase choice:
+//           the wave's phase is estimated (phase unknown) on every type and
+//           the estimate of the type with the highest SNR, if detected, is
+//           reused as known for every type (so a gradient-0 type gets a
+//           symmetric t interval instead of a one-sided magnitude bound); if
+//           no type detects the wave the nominal phase 0 (the bins start at
+//           the coordinator's estimate of the wave's anchor) is used.
+//           Perturbation: mean response time in the active window minus the
+//           training mean, per type; throughput change: completed requests/s
+//           in the active window over training, minus 1.
+// Engine runs are bounded by their duration; the campaign thread waits in
+// short slices so a signal (cancel flag), a lease failure or any error ends
+// the campaign within ~50 ms: injections are stopped first (RAII handles
+// stop best effort with short timeouts), the current engine run is joined
+// (bounded by its phase), and the run is stored as 'failed' with the error
+// and everything measured so far. A kill -9 leaves only leased injections,
+// which the daemons remove when the lease lapses.
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "nabla/analysis/gradient.hh"
+#include "nabla/coordinator/campaign_math.hh"
+#include "nabla/coordinator/campaign_spec.hh"
+#include "nabla/coordinator/discover.hh"
+#include "nabla/db/store.hh"
+
+namespace nabla::coordinator {
+
+struct CampaignLink {
+  Link link;
+  std::string label;     // "tcp web -> app:9002" (campaign_spec.hh)
+  std::string spec;      // injector link spec with addresses
+  std::string src_node;  // where it is injected (direction out)
+  bool measurable = false;
+  std::string note;  // why it is not measured
+  std::int64_t link_id = 0;
+};
+
+struct TypeGradient {
+  std::string type;
+  analysis::GradientEstimate estimate;
+  double actual_amplitude_ns = 0;
+  double perturbation_ns = 0;
+  double throughput_change = 0;
+  bool reliable = true;  // no more than 5% empty bins
+  std::optional<double> truth;
+};
+
+struct LinkMeasurement {
+  std::string label;
+  double training_amplitude_ns = 0;
+  double amplitude_ns = 0;  // after the adaptive sub-phase
+  double delta_l_ns = 0;    // actual, from the daemon (requested if unknown)
+  bool delta_l_measured = true;
+  std::vector<RoughGradient> rough;
+  std::vector<TypeGradient> gradients;
+};
+
+struct CampaignOutcome {
+  std::int64_t run_id = 0;
+  bool complete = false;
+  std::string error;
+  bool interrupted = false;
+  std::uint64_t seed = 0;
+  std::vector<std::string> types;
+  std::int64_t bin_width_ns = 0;
+  int k_d = 0;
+  std::int64_t period_ns = 0;
+  double training_amplitude_ns = 0;
+  std::vector<double> training_mean_ns;   // per type
+  std::vector<double> training_rate_rps;  // per type
+  std::int64_t budget_ns = 0;
+  std::vector<CampaignLink> links;
+  std::vector<LinkMeasurement> measurements;
+  std::vector<std::string> warnings;
+};
+
+struct CampaignProgress {
+  std::string phase;     // discovery | training | adaptive | active
+  std::size_t link = 0;  // 1-based while measuring links
+  std::size_t links = 0;
+  std::size_t bins = 0;  // collected so far in this phase
+  std::size_t bins_total = 0;
+  std::int64_t left_ns = 0;  // estimated time left for the campaign
+};
+
+struct CampaignOptions {
+  db::RunKind kind = db::RunKind::kRun;
+  std::string tool_version = "0.1.0";
+  // Set (to the signal number) from another thread to stop the campaign.
+  const std::atomic<int>* cancel = nullptr;
+  std::function<void(const CampaignProgress&)> progress;  // called every ~250 ms
+  std::ostream* log = nullptr;  // one-line notes (seed, links, estimate); null = quiet
+};
+
+// Runs the campaign. Throws only before the run row exists (e.g. the
+// database cannot be written); afterwards every failure is returned in the
+// outcome (complete = false, error) and stored.
+CampaignOutcome run_campaign(const CampaignSpec& spec, db::Store& store,
+                             const CampaignOptions& options);
+
+// "PROTO SRC[:SPORT] -> DST[:DPORT]" (campaign_spec.hh).
+std::string link_label(const Link& link);
+
+}  // namespace nabla::coordinator

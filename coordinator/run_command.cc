@@ -1,0 +1,249 @@
+// `nabla run`; see run_command.hh.
+#include "nabla/coordinator/run_command.hh"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <cmath>
+#include <ctime>
+#include <iostream>
+#include <memory>
+#include <ostream>
+#include <thread>
+
+#include "nabla/common/clock.hh"
+#include "nabla/common/units.hh"
+#include "nabla/coordinator/text_table.hh"
+
+#ifndef NABLA_VERSION
+#define NABLA_VERSION "0.1.0"
+#endif
+
+namespace nabla::coordinator {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+// SIGINT/SIGTERM are blocked in the calling thread (and so in every thread
+// the campaign starts) and taken by a watcher thread that sets the cancel
+// flag; the campaign thread polls it between short waits.
+class SignalWatcher {
+ public:
+  SignalWatcher() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set_, &old_);
+    thread_ = std::thread([this] {
+      while (!done_.load()) {
+        timespec ts{0, 100'000'000};
+        const int sig = sigtimedwait(&set_, nullptr, &ts);
+        if (sig > 0) signal_.store(sig);
+      }
+    });
+  }
+  ~SignalWatcher() {
+    done_.store(true);
+    thread_.join();
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  SignalWatcher(const SignalWatcher&) = delete;
+  SignalWatcher& operator=(const SignalWatcher&) = delete;
+
+  const std::atomic<int>& flag() const { return signal_; }
+
+ private:
+  sigset_t set_{};
+  sigset_t old_{};
+  std::atomic<int> signal_{0};
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+std::string duration_text(double ns) {
+  if (!std::isfinite(ns)) return "-";
+  const double a = std::abs(ns);
+  const char* sign = ns < 0 ? "-" : "";
+  if (a >= 1e9) return sign + format_number(a / 1e9, 3) + "s";
+  if (a >= 1e6) return sign + format_number(a / 1e6, 3) + "ms";
+  if (a >= 1e3) return sign + format_number(a / 1e3, 3) + "us";
+  return sign + format_number(a, 3) + "ns";
+}
+
+std::string number_or_null(double v, int digits) {
+  return std::isfinite(v) ? format_number(v, digits) : "-";
+}
+
+ojson json_number(double v) {
+  return std::isfinite(v) ? ojson(v) : ojson(nullptr);
+}
+
+ojson end_json(const LinkEnd& e) {
+  ojson j{{"host", e.host}, {"port", e.port}};
+  if (e.known) {
+    j["pid"] = e.pid;
+    j["comm"] = e.comm;
+  }
+  return j;
+}
+
+}  // namespace
+
+ojson outcome_to_json(const CampaignSpec& spec, const CampaignOutcome& o) {
+  ojson j;
+  j["run_id"] = o.run_id;
+  j["status"] = o.complete ? "complete" : "failed";
+  j["error"] = o.complete ? ojson(nullptr) : ojson(o.error);
+  j["campaign"] = spec.name;
+  j["seed"] = o.seed;
+  j["types"] = o.types;
+  j["bin_width_ns"] = o.bin_width_ns;
+  j["bins"] = spec.gradient.bins;
+  j["chunks"] = spec.gradient.chunks;
+  j["k_d"] = o.k_d;
+  j["period_ns"] = o.period_ns;
+  j["training_amplitude_ns"] = o.training_amplitude_ns;
+  j["confidence"] = spec.gradient.confidence;
+  j["budget_ns"] = o.budget_ns;
+  ojson links = ojson::array();
+  for (const CampaignLink& l : o.links) {
+    ojson x{{"label", l.label},
+            {"spec", l.spec},
+            {"proto", l.link.proto},
+            {"src", end_json(l.link.src)},
+            {"dst", end_json(l.link.dst)},
+            {"segments", l.link.segments},
+            {"measurable", l.measurable}};
+    if (l.measurable) x["node"] = l.src_node;
+    if (!l.note.empty()) x["note"] = l.note;
+    for (const LinkMeasurement& m : o.measurements) {
+      if (m.label != l.label) continue;
+      x["training_amplitude_ns"] = m.training_amplitude_ns;
+      x["amplitude_ns"] = m.amplitude_ns;
+      x["actual_amplitude_ns"] = m.delta_l_ns;
+      ojson rough = ojson::array();
+      for (std::size_t t = 0; t < m.rough.size() && t < o.types.size(); ++t) {
+        rough.push_back({{"type", o.types[t]},
+                         {"value", m.rough[t].value},
+                         {"z", json_number(m.rough[t].z)},
+                         {"clear", m.rough[t].clear}});
+      }
+      x["rough_gradients"] = rough;
+    }
+    links.push_back(std::move(x));
+  }
+  j["links"] = links;
+  ojson grads = ojson::array();
+  for (const LinkMeasurement& m : o.measurements) {
+    for (const TypeGradient& g : m.gradients) {
+      ojson x{{"link", m.label},
+              {"type", g.type},
+              {"value", json_number(g.estimate.value)},
+              {"ci_low", json_number(g.estimate.ci_low)},
+              {"ci_high", json_number(g.estimate.ci_high)},
+              {"actual_amplitude_ns", g.actual_amplitude_ns},
+              {"perturbation_ns", json_number(g.perturbation_ns)},
+              {"throughput_change", json_number(g.throughput_change)},
+              {"snr", json_number(g.estimate.snr)},
+              {"detected", g.estimate.detected},
+              {"time_domain", json_number(g.estimate.time_domain_value)},
+              {"phase_bins", g.estimate.phase_bins},
+              {"reliable", g.reliable}};
+      if (g.truth) x["truth"] = *g.truth;
+      grads.push_back(std::move(x));
+    }
+  }
+  j["gradients"] = grads;
+  j["warnings"] = o.warnings;
+  return j;
+}
+
+void print_outcome_table(std::ostream& out, const CampaignSpec& spec, const CampaignOutcome& o) {
+  bool any_truth = false;
+  for (const LinkMeasurement& m : o.measurements) {
+    for (const TypeGradient& g : m.gradients) any_truth = any_truth || g.truth.has_value();
+  }
+  const std::string ci = format_number(spec.gradient.confidence * 100, 3) + "% CI";
+  std::vector<std::string> header{"link", "type", "gradient", ci, "delta-l actual", "SNR"};
+  if (any_truth) header.push_back("truth");
+  header.push_back("perturbation");
+  header.push_back("throughput");
+  TextTable t(header);
+  for (const LinkMeasurement& m : o.measurements) {
+    for (const TypeGradient& g : m.gradients) {
+      std::vector<std::string> row{m.label,
+                                   g.type,
+                                   number_or_null(g.estimate.value, 3),
+                                   "[" + number_or_null(g.estimate.ci_low, 3) + ", " +
+                                       number_or_null(g.estimate.ci_high, 3) + "]",
+                                   duration_text(g.actual_amplitude_ns),
+                                   number_or_null(g.estimate.snr, 3)};
+      if (any_truth) row.push_back(g.truth ? format_number(*g.truth, 3) : "-");
+      row.push_back(duration_text(g.perturbation_ns));
+      row.push_back(number_or_null(g.throughput_change * 100, 3) + "%");
+      t.add_row(std::move(row));
+    }
+  }
+  if (!o.measurements.empty()) {
+    t.print(out);
+    out << '\n';
+  }
+  for (const std::string& w : o.warnings) out << "warning: " << w << '\n';
+  out << "run " << o.run_id << (o.complete ? " complete" : " failed") << '\n';
+}
+
+int run_campaign_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
+  const CampaignSpec spec = load_campaign_spec(opt.campaign_path);
+  if (opt.kind != "run" && opt.kind != "demo") {
+    throw std::invalid_argument("--kind must be run or demo, got '" + opt.kind + "'");
+  }
+  const std::string db_path = opt.db_path ? *opt.db_path : spec.db.value_or("nabla.db");
+  db::Store store = db::Store::open(db_path, common::realtime_ns());
+  SignalWatcher signals;
+  CampaignOptions co;
+  co.kind = opt.kind == "demo" ? db::RunKind::kDemo : db::RunKind::kRun;
+  co.tool_version = NABLA_VERSION;
+  co.cancel = &signals.flag();
+  if (!opt.quiet) co.log = &err;
+  const bool tty = !opt.quiet && ::isatty(STDERR_FILENO) == 1;
+  if (tty) {
+    co.progress = [&err](const CampaignProgress& p) {
+      err << "\r\033[K" << p.phase;
+      if (p.links > 0) err << "  link " << p.link << "/" << p.links;
+      if (p.bins_total > 0) err << "  bins " << p.bins << "/" << p.bins_total;
+      err << "  time left ~"
+          << common::format_duration_ns(p.left_ns / 1'000'000'000 * 1'000'000'000) << std::flush;
+    };
+  }
+  const CampaignOutcome o = run_campaign(spec, store, co);
+  if (tty) err << "\r\033[K" << std::flush;
+  if (opt.json) {
+    out << outcome_to_json(spec, o).dump(2) << '\n';
+  } else {
+    print_outcome_table(out, spec, o);
+  }
+  if (!o.complete) {
+    err << "nabla: error: run " << o.run_id << " failed: " << o.error << '\n';
+    return 1;
+  }
+  return 0;
+}
+
+void register_run_command(CLI::App& app) {
+  auto o = std::make_shared<RunOptions>();
+  auto* cmd = app.add_subcommand(
+      "run", "run a link-gradient campaign: discover, train, measure every link, store");
+  cmd->add_option("campaign", o->campaign_path, "campaign file (TOML)")->required();
+  cmd->add_option("--db", o->db_path, "SQLite run history (default: the spec's db or nabla.db)");
+  cmd->add_flag("--json", o->json, "print the outcome as JSON (first key run_id)");
+  cmd->add_flag("--quiet", o->quiet, "no notes or progress on stderr");
+  cmd->add_option("--kind", o->kind, "stored run kind (run|demo)")->group("");
+  cmd->callback([o] {
+    const int code = run_campaign_command(*o, std::cout, std::cerr);
+    if (code != 0) throw CLI::RuntimeError(code);
+  });
+}
+
+}  // namespace nabla::coordinator
