@@ -64,12 +64,14 @@ int run_daemon(const DaemonOptions& options) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   IptablesBackend rules;  // removes stale chains of a crashed run first
-  DelayEngine engine(EngineOptions{options.spin_ns, options.realtime_priority});
+  DelayEngine engine(
+      EngineOptions{options.spin_ns, options.busy_poll_ns, options.realtime_priority});
   engine.start();
   ServiceOptions so;
   so.queue_base = options.queue_num;
   so.queue_maxlen = options.queue_maxlen;
   so.spin_ns = options.spin_ns;
+  so.busy_poll_ns = options.busy_poll_ns;
   InjectorService service(so, engine, rules, [] { return common::monotonic_ns(); });
 
   asio::io_context io;

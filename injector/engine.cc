@@ -189,8 +189,10 @@ void DelayEngine::on_readable(uint64_t slot_id, Slot& slot) {
   // delay left (release == now) must not overtake a held packet of its flow
   // whose deadline passed while we were busy.
   fire_timers(now_ns);
-  slot.queue->receive(
-      [&](const QueuedPacket& packet) { on_packet(slot_id, slot, packet, now_ns); });
+  if (slot.queue->receive(
+          [&](const QueuedPacket& packet) { on_packet(slot_id, slot, packet, now_ns); }) > 0) {
+    last_packet_ns_ = now_ns;
+  }
   release_immediate(slot, now_ns);
   slot.queue->flush();
   PacketCounters& counters = slot.pipeline->accounting().counters();
@@ -304,16 +306,31 @@ void DelayEngine::send_duplicate(const std::vector<uint8_t>& packet) {
            reinterpret_cast<const sockaddr*>(&dst), sizeof dst);
 }
 
-void DelayEngine::arm_timer() {
+int DelayEngine::arm_timer(int64_t now_ns) {
+  constexpr int kIdleTimeoutMs = 100;  // housekeeping and shutdown checks
   const int64_t next = wheel_.next_deadline_ns();
-  int64_t target = next == TimerWheel::kNoDeadline ? 0 : next - options_.spin_ns;
-  if (next != TimerWheel::kNoDeadline && target <= 0) target = 1;
-  if (target == armed_ns_) return;
-  itimerspec spec{};
-  spec.it_value.tv_sec = target / 1'000'000'000;
-  spec.it_value.tv_nsec = target % 1'000'000'000;
-  ::timerfd_settime(timer_fd_.get(), TFD_TIMER_ABSTIME, &spec, nullptr);
-  armed_ns_ = target;
+  int64_t target = 0;  // 0 disarms
+  int timeout_ms = kIdleTimeoutMs;
+  if (next != TimerWheel::kNoDeadline) {
+    target = next - options_.spin_ns;
+    if (target <= now_ns) {
+      // Due, or inside the spin window: poll; the timer is not needed.
+      target = 0;
+      timeout_ms = 0;
+    }
+  }
+  if (options_.busy_poll_ns > 0 && now_ns - last_packet_ns_ < options_.busy_poll_ns) {
+    timeout_ms = 0;
+  }
+  // Re-arm only when the target moved: most passes leave it where it was.
+  if (target != armed_ns_) {
+    itimerspec spec{};
+    spec.it_value.tv_sec = target / 1'000'000'000;
+    spec.it_value.tv_nsec = target % 1'000'000'000;
+    ::timerfd_settime(timer_fd_.get(), TFD_TIMER_ABSTIME, &spec, nullptr);
+    armed_ns_ = target;
+  }
+  return timeout_ms;
 }
 
 void DelayEngine::run() {
@@ -328,13 +345,14 @@ void DelayEngine::run() {
     }
   }
   epoll_event events[64];
+  int timeout_ms = 0;
   while (running_) {
-    const int n = ::epoll_wait(epoll_.get(), events, 64, 100);
+    const int n = ::epoll_wait(epoll_.get(), events, 64, timeout_ms);
     if (n < 0 && errno != EINTR) {
       common::log_error("engine: epoll_wait: ", std::strerror(errno));
       break;
     }
-    ++wakeups_;
+    if (timeout_ms != 0 || n > 0) ++wakeups_;  // polls that find nothing are not wake-ups
     std::lock_guard lock(mutex_);
     for (int i = 0; i < n; ++i) {
       const uint64_t tag = events[i].data.u64;
@@ -353,22 +371,13 @@ void DelayEngine::run() {
         if (it != slots_.end()) on_readable(it->first, it->second);
       }
     }
-    // Spin the last stretch for precision (bounded by spin_ns).
-    const int64_t next = wheel_.next_deadline_ns();
-    if (options_.spin_ns > 0 && next != TimerWheel::kNoDeadline) {
-      int64_t now = common::monotonic_ns();
-      if (next > now && next - now <= options_.spin_ns) {
-        while ((now = common::monotonic_ns()) < next) {
-        }
-      }
-    }
-    fire_timers(common::monotonic_ns());
     const int64_t now = common::monotonic_ns();
+    fire_timers(now);
     if (now - last_housekeeping_ns_ >= kHousekeepingNs) {
       for (auto& [id, slot] : slots_) slot.pipeline->flow_order().forget_released(now);
       last_housekeeping_ns_ = now;
     }
-    arm_timer();
+    timeout_ms = arm_timer(common::monotonic_ns());
   }
 }
 

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   std::string key_file;
   std::string log_level = "info";
   int64_t spin_us = 0;
+  int64_t busy_poll_us = 0;
   bool check = false;
   CLI::App app{"nabla-injectd: delay and fault injection on links (NFQUEUE)"};
   app.add_option("--listen", options.listen, "control address ADDR:PORT")
@@ -23,6 +24,11 @@ int main(int argc, char** argv) {
       ->default_val(65536)
       ->check(CLI::Range(16, 1 << 24));
   app.add_option("--spin-us", spin_us, "busy-wait the last N us before a deadline")
+      ->default_val(0)
+      ->check(CLI::Range(0, 10000));
+  app.add_option("--busy-poll-us", busy_poll_us,
+                 "keep polling N us after each packet before sleeping (throughput at high "
+                 "rates; costs CPU while traffic flows)")
       ->default_val(0)
       ->check(CLI::Range(0, 10000));
   app.add_option("--rt-priority", options.realtime_priority,
@@ -37,6 +43,7 @@ int main(int argc, char** argv) {
     nabla::common::set_log_level(nabla::common::parse_log_level(log_level));
     if (!key_file.empty()) options.key_file = key_file;
     options.spin_ns = spin_us * 1000;
+    options.busy_poll_ns = busy_poll_us * 1000;
     if (check) {
       const auto missing = nabla::injector::check_environment(options.queue_num);
       for (const auto& m : missing) std::cout << "missing: " << m << "\n";

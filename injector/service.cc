@@ -171,6 +171,10 @@ json InjectorService::stats(const json& params) {
     s["id_gaps"] = view.queue.id_gaps;
     s["batch_verdicts"] = view.queue.batch_verdicts_sent;
     s["verdicts"] = view.queue.verdicts_sent;
+    // Profiling: syscalls per packet and wake-ups of the (shared) loop.
+    s["receive_calls"] = view.queue.receive_calls;
+    s["verdict_sends"] = view.queue.sends;
+    s["loop_wakeups"] = engine_.loop_wakeups();
     // The kernel's view: with fail-open, queue-full and delivery failures pass
     // packets undelayed and are invisible here; without it they are counted.
     const KernelQueueCounters k = read_kernel_queue_counters(a.queue_num);
@@ -203,6 +207,7 @@ json InjectorService::info(const json&) {
               {"queue_maxlen", options_.queue_maxlen},
               {"max_injections", options_.max_injections},
               {"spin_us", options_.spin_ns / 1000},
+              {"busy_poll_us", options_.busy_poll_ns / 1000},
               {"injections", active_.size()},
               {"uptime_s", static_cast<double>(clock_() - started_ns_) / 1e9}};
 }

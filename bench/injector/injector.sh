@@ -13,4 +13,5 @@ set -euo pipefail
 build=${1:-build}
 if [ "$(id -u)" != 0 ]; then echo "injector bench: needs root, skipped"; exit 0; fi
 cmake --build "$build" --target injector_bench nabla-injectd >/dev/null
-"$build/bench/injector/injector_bench" --seconds "${NABLA_BENCH_SECONDS:-2}"
+"$build/bench/injector/injector_bench" --seconds "${NABLA_BENCH_SECONDS:-2}" \
+  --spin-us "${NABLA_BENCH_SPIN_US:-50}"

@@ -6,13 +6,16 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -26,6 +29,9 @@ namespace nabla::testing {
 thread_local size_t g_unknown_datagrams = 0;
 
 namespace {
+
+// seq (4) | monotonic send stamp (8) | realtime send stamp (8) | 0x5a filler
+constexpr size_t kProbeHeaderBytes = 20;
 
 sockaddr_in address(const char* ip, uint16_t port) {
   sockaddr_in a{};
@@ -47,6 +53,9 @@ InjectorTestbed::InjectorTestbed() {
   rcv_->add_address("nb-rcv0", std::string(kReceiverIp) + "/24");
   snd_->set_up("nb-snd0");
   rcv_->set_up("nb-rcv0");
+  stamp_keeper_ = rcv_->socket(AF_INET, SOCK_DGRAM, 0);
+  const int on = 1;
+  ::setsockopt(stamp_keeper_.get(), SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
   log_path_ = "/tmp/nabla-injectd-test-" + std::to_string(::getpid()) + ".log";
 }
 
@@ -138,7 +147,7 @@ std::vector<std::string> InjectorTestbed::nabla_rules() {
 std::vector<ProbeResult> run_udp_probes(InjectorTestbed& bed, uint16_t port, int count,
                                         double rate_pps, size_t size,
                                         std::chrono::milliseconds drain) {
-  size = std::max<size_t>(size, 16);
+  size = std::max<size_t>(size, kProbeHeaderBytes + 4);
   std::vector<ProbeResult> results(static_cast<size_t>(count));
   common::FileDescriptor rx = bed.receiver().socket(AF_INET, SOCK_DGRAM, 0);
   const sockaddr_in to = address(kReceiverIp, port);
@@ -151,6 +160,12 @@ std::vector<ProbeResult> run_udp_probes(InjectorTestbed& bed, uint16_t port, int
   std::atomic<bool> sending_done{false};
   std::atomic<int64_t> stop_at{0};
   size_t unknown = 0;
+  // Kernel receive stamps (CLOCK_REALTIME, taken when the receiver's stack
+  // gets the datagram): the probe measures the path, not how late the
+  // receiving thread woke up. The sender stamps both clocks; a datagram that
+  // comes without a kernel stamp falls back to the monotonic pair.
+  const int on = 1;
+  ::setsockopt(rx.get(), SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
   std::thread receiver([&] {
     // Real-time priority so that the measuring thread is not the thing that
     // is late on a loaded 2-core machine.
@@ -158,27 +173,46 @@ std::vector<ProbeResult> run_udp_probes(InjectorTestbed& bed, uint16_t port, int
     param.sched_priority = 5;
     ::pthread_setschedparam(::pthread_self(), SCHED_FIFO, &param);
     std::vector<uint8_t> buf(65536);
+    alignas(cmsghdr) char control[256];
     for (;;) {
       pollfd p{rx.get(), POLLIN, 0};
       const int n = ::poll(&p, 1, 20);
       const int64_t now = common::monotonic_ns();
       if (n > 0) {
         // Drain everything queued: one poll per datagram falls behind at 50k/s.
-        ssize_t got = 0;
-        while ((got = ::recv(rx.get(), buf.data(), buf.size(), MSG_DONTWAIT)) > 0) {
+        for (;;) {
+          iovec iov{buf.data(), buf.size()};
+          msghdr msg{};
+          msg.msg_iov = &iov;
+          msg.msg_iovlen = 1;
+          msg.msg_control = control;
+          msg.msg_controllen = sizeof control;
+          const ssize_t got = ::recvmsg(rx.get(), &msg, MSG_DONTWAIT);
+          if (got <= 0) break;
           const int64_t at = common::monotonic_ns();
-          if (got < 12) continue;
+          if (got < static_cast<ssize_t>(kProbeHeaderBytes)) continue;
           uint32_t seq = 0;
-          int64_t sent = 0;
+          int64_t sent_mono = 0;
+          int64_t sent_real = 0;
           std::memcpy(&seq, buf.data(), 4);
-          std::memcpy(&sent, buf.data() + 4, 8);
+          std::memcpy(&sent_mono, buf.data() + 4, 8);
+          std::memcpy(&sent_real, buf.data() + 12, 8);
           if (seq >= results.size()) {
             ++unknown;
             continue;
           }
+          int64_t delay = at - sent_mono;
+          for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+              timespec ts{};
+              std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
+              const int64_t stamp = ts.tv_sec * 1'000'000'000LL + ts.tv_nsec;
+              if (stamp != 0) delay = stamp - sent_real;
+            }
+          }
           auto& r = results[seq];
-          if (r.copies++ == 0) r.delay_ns = at - sent;
-          for (ssize_t i = 12; i < got; ++i) {
+          if (r.copies++ == 0) r.delay_ns = delay;
+          for (ssize_t i = static_cast<ssize_t>(kProbeHeaderBytes); i < got; ++i) {
             r.intact = r.intact && buf[static_cast<size_t>(i)] == 0x5a;
           }
         }
@@ -195,18 +229,29 @@ std::vector<ProbeResult> run_udp_probes(InjectorTestbed& bed, uint16_t port, int
   sched_param rt{};
   rt.sched_priority = 5;
   ::pthread_setschedparam(::pthread_self(), SCHED_FIFO, &rt);
+  // Open loop, without spinning: the sender sleeps to each due time (timer
+  // slack 1 ns) and sends whatever is due when it wakes. A spinning SCHED_FIFO
+  // sender would hog a core for the whole run, get RT-throttled (50 ms per
+  // second) and starve the injector on a 2-core machine. Stamps are taken
+  // right before sendto, so a late wake-up shifts a send, not a measurement.
+  ::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
   const int64_t start = common::monotonic_ns();
   const double interval_ns = 1e9 / rate_pps;
   for (int i = 0; i < count; ++i) {
     const int64_t due = start + static_cast<int64_t>(std::llround(i * interval_ns));
-    while (common::monotonic_ns() < due) {
-      const int64_t left = due - common::monotonic_ns();
-      if (left > 200'000) ::usleep(static_cast<useconds_t>((left - 100'000) / 1000));
+    if (due > common::monotonic_ns()) {
+      timespec ts{due / 1'000'000'000, due % 1'000'000'000};
+      while (::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+      }
     }
     const auto seq = static_cast<uint32_t>(i);
+    timespec real{};
+    ::clock_gettime(CLOCK_REALTIME, &real);
     const int64_t now = common::monotonic_ns();
+    const int64_t now_real = real.tv_sec * 1'000'000'000LL + real.tv_nsec;
     std::memcpy(payload.data(), &seq, 4);
     std::memcpy(payload.data() + 4, &now, 8);
+    std::memcpy(payload.data() + 12, &now_real, 8);
     results[static_cast<size_t>(i)].seq = seq;
     results[static_cast<size_t>(i)].send_ns = now;
     ::sendto(tx.get(), payload.data(), payload.size(), 0, reinterpret_cast<const sockaddr*>(&to),

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "nabla/common/fd.hh"
 #include "nabla/common/netns.hh"
 #include "nabla/common/rpc_auth.hh"
 
@@ -52,16 +53,21 @@ class InjectorTestbed {
   std::unique_ptr<common::NetNamespace> rcv_;
   std::unique_ptr<common::VethPair> veth_;
   std::unique_ptr<common::ChildProcess> daemon_;
+  // Holds SO_TIMESTAMPNS on for the testbed's life: the kernel enables RX
+  // stamps (a global static key) lazily, so probes would lose their first stamps.
+  common::FileDescriptor stamp_keeper_;
   std::string log_path_;
   std::optional<common::Key> key_;
 };
 
 struct ProbeResult {
   uint32_t seq = 0;
-  int64_t send_ns = 0;    // stamped by the sender (intended = actual here)
-  int64_t delay_ns = -1;  // receive - send (first copy); -1 when lost
-  int copies = 0;         // datagrams received with this seq
-  bool intact = true;     // every copy's filler bytes as sent
+  int64_t send_ns = 0;  // stamped by the sender (intended = actual here)
+  // Receiver's kernel stamp - send stamp of the first copy (the path's
+  // one-way delay, excluding the receiving thread's wake-up); -1 when lost.
+  int64_t delay_ns = -1;
+  int copies = 0;      // datagrams received with this seq
+  bool intact = true;  // every copy's filler bytes as sent
 };
 
 // Sends `count` UDP probes of `size` bytes from the sender namespace to

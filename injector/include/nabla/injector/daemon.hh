@@ -14,9 +14,9 @@ struct DaemonOptions {
   uint16_t queue_num = 0;
   uint32_t queue_maxlen = 65536;
   int64_t spin_ns = 0;
+  int64_t busy_poll_ns = 0;   // keep polling this long after traffic (EngineOptions)
   int realtime_priority = 0;  // SCHED_FIFO priority of the packet loop, 0 = off
 };
-
 
 // What --check found missing, in plain words (empty: all good).
 std::vector<std::string> check_environment(uint16_t queue_num);

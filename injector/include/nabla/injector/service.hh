@@ -35,6 +35,7 @@ struct ServiceOptions {
   uint32_t queue_maxlen = 65536;  // --queue-maxlen
   int max_injections = 64;
   int64_t spin_ns = 0;  // for daemon.info
+  int64_t busy_poll_ns = 0;
   std::string version = "0.1.0";
 };
 
