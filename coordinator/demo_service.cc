@@ -129,7 +129,9 @@ ServiceModel rubis_demo_service() {
   // queueing (which makes gradients load-dependent) negligible at the demo's
   // rates even while a 3x-amplified delay holds workers of web and app.
   ServiceModel m;
-  m.mix = {{"/view", 0.4}, {"/auth", 0.2}, {"/bid", 0.2}, {"/browse", 0.2}};
+  // An even mix: the bin width follows the least frequent type, so uneven
+  // weights would only lengthen every phase.
+  m.mix = {{"/view", 0.25}, {"/auth", 0.25}, {"/bid", 0.25}, {"/browse", 0.25}};
   m.tiers.push_back(
       {"web", "web", 8080, 32, {{"*", "fixed:50us", {parse_tier_call("app:serial:1")}}}});
   m.tiers.push_back({"app",

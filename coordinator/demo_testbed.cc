@@ -176,23 +176,32 @@ std::string DemoTestbed::target() const {
 }
 
 std::string demo_campaign_toml(const DemoTestbed& tb, const DemoCampaign& c) {
-  const TruthTable truth = true_gradients(tb.model());
+  return demo_campaign_toml(tb.model(), tb.addresses(), tb.key_file(), c);
+}
+
+std::string demo_campaign_toml(const ServiceModel& model,
+                               const std::map<std::string, std::string>& addresses,
+                               const std::string& key_file, const DemoCampaign& c) {
+  const TruthTable truth = true_gradients(model);
+  const TierDef& entry = model.tier(model.entry_tier);
+  const std::string target =
+      "http://" + addresses.at(entry.host) + ":" + std::to_string(entry.port);
   std::ostringstream o;
   o << "# Written by `nabla demo`: the RUBiS-like nabla-tier service on a namespace\n"
        "# testbed; [truth] holds the gradients the tiers' call patterns imply.\n";
   o << "name = " << toml_string(c.name) << "\nseed = " << c.seed
-    << "\nkey_file = " << toml_string(tb.key_file()) << "\n";
-  for (const auto& [host, address] : tb.addresses()) {
+    << "\nkey_file = " << toml_string(key_file) << "\n";
+  for (const auto& [host, address] : addresses) {
     o << "\n[[node]]\nname = " << toml_string(host) << "\naddress = " << toml_string(address)
       << "\ninjectd = " << toml_string(address + ":" + std::to_string(kDemoInjectdPort))
       << "\nsniffd = " << toml_string(address + ":" + std::to_string(kDemoSniffdPort)) << "\n";
   }
-  o << "\n[workload]\ntarget = " << toml_string(tb.target()) << "\nrate = " << c.rate_rps
+  o << "\n[workload]\ntarget = " << toml_string(target) << "\nrate = " << c.rate_rps
     << "\nconnections = " << c.connections << "\nthreads = 1\noutstanding = 1"
     << "\ninterarrival = \"exp\"\ntimeout = \"1s\"\nwarmup = " << toml_string(c.warmup)
     << "\nmix = { ";
   bool first = true;
-  for (const auto& [url, weight] : tb.model().mix) {
+  for (const auto& [url, weight] : model.mix) {
     o << (first ? "" : ", ") << toml_string(url) << " = " << weight;
     first = false;
   }
@@ -204,7 +213,7 @@ std::string demo_campaign_toml(const DemoTestbed& tb, const DemoCampaign& c) {
     for (const auto& [label, by_type] : truth) {
       if (std::find(c.only_links->begin(), c.only_links->end(), label) != c.only_links->end())
         continue;
-      o << (first ? "\n  " : ",\n  ") << toml_string(link_spec_for_label(label, tb.addresses()));
+      o << (first ? "\n  " : ",\n  ") << toml_string(link_spec_for_label(label, addresses));
       first = false;
     }
     if (!first) o << "\n";

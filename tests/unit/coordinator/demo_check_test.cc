@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "nabla/coordinator/campaign_spec.hh"
 #include "nabla/coordinator/demo.hh"
 #include "nabla/db/store.hh"
 
@@ -92,6 +93,40 @@ TEST(DemoCampaign, QuickMeasuresTwoLinksWithBonferroniConfidence) {
             (std::vector<std::string>{"tcp web -> app:8081", "tcp app -> db:8082"}));
   EXPECT_NEAR(quick.confidence, 1 - 0.05 / 7, 1e-12);  // 4 + 3
   EXPECT_LT(quick.bins, full.bins);
+}
+
+}  // namespace
+}  // namespace nabla::coordinator
+
+namespace nabla::coordinator {
+namespace {
+
+// The campaign file the demo writes is accepted by `nabla run`'s parser and
+// carries the truth, the excludes of --quick and the Bonferroni confidence.
+TEST(DemoCampaignToml, ParsesWithTheCampaignParser) {
+  const ServiceModel m = rubis_demo_service();
+  const std::map<std::string, std::string> addr = {
+      {"client", "10.213.0.1"}, {"web", "10.213.0.2"}, {"app", "10.213.0.3"}, {"db", "10.213.0.4"}};
+  const CampaignSpec full =
+      parse_campaign_spec(demo_campaign_toml(m, addr, "/tmp/k", demo_campaign(m, false, 9)));
+  EXPECT_EQ(full.name, "demo");
+  EXPECT_EQ(full.seed, 9u);
+  EXPECT_EQ(full.nodes.size(), 4u);
+  EXPECT_EQ(full.workload.target, "http://10.213.0.2:8080");
+  EXPECT_EQ(full.workload.mix.size(), 4u);
+  EXPECT_TRUE(full.links.exclude.empty());
+  EXPECT_EQ(full.gradient.bins, 128u);
+  EXPECT_NEAR(full.gradient.confidence, 1 - 0.05 / 22, 1e-6);
+  EXPECT_EQ(full.truth, true_gradients(m));
+  ASSERT_TRUE(full.node_by_name("app"));
+  ASSERT_TRUE(full.node_by_name("app")->injectd);
+
+  const CampaignSpec quick =
+      parse_campaign_spec(demo_campaign_toml(m, addr, "/tmp/k", demo_campaign(m, true, 9)));
+  EXPECT_EQ(quick.links.exclude.size(), 6u);  // 8 one-way links, 2 measured
+  EXPECT_EQ(quick.truth.size(), 2u);
+  EXPECT_EQ(quick.truth.at("tcp app -> db:8082").at("/view"), 3);
+  EXPECT_EQ(quick.gradient.bins, 64u);
 }
 
 }  // namespace

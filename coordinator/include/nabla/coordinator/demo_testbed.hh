@@ -55,7 +55,7 @@ class PrivateDir {
 struct DemoTestbedOptions {
   std::uint64_t seed = 42;
   std::optional<std::string> log_dir;  // process logs here (kept); else in the work dir
-  std::string sniffer_interval = "200ms";
+  std::string sniffer_interval = "500ms";
   // Polled between setup steps; when it returns true, setup stops with
   // DemoInterrupted (and everything built so far is removed).
   std::function<bool()> interrupted = [] { return false; };
@@ -118,6 +118,9 @@ struct DemoCampaign {
 // injectd, sniffd, the key), the workload against the entry tier with the
 // service's mix, the gradient parameters, and [truth] from true_gradients().
 // Links not in only_links are excluded by their address-level link spec.
+std::string demo_campaign_toml(const ServiceModel& model,
+                               const std::map<std::string, std::string>& addresses,
+                               const std::string& key_file, const DemoCampaign& campaign);
 std::string demo_campaign_toml(const DemoTestbed& testbed, const DemoCampaign& campaign);
 
 // Connects from `from`'s namespace to address:port until it succeeds or
