@@ -18,6 +18,7 @@
 #include "nabla/common/clock.hh"
 #include "nabla/common/error.hh"
 #include "nabla/common/log.hh"
+#include "nabla/injector/iptables_rules.hh"
 
 namespace nabla::injector {
 
@@ -153,7 +154,7 @@ void DelayEngine::on_packet(uint64_t slot_id, Slot& slot, const QueuedPacket& pa
     }
   }
   if (plan.duplicate && whole && !packet.gso && !packet.payload.empty() &&
-      (packet.payload[0] >> 4) == 4) {
+      ((packet.payload[0] >> 4) == 4 || (packet.payload[0] >> 4) == 6)) {
     const auto& src = held.rewritten.empty()
                           ? std::vector<uint8_t>(packet.payload.begin(), packet.payload.end())
                           : held.rewritten;
@@ -224,9 +225,9 @@ void DelayEngine::release_immediate(Slot& slot, int64_t arrival_ns) {
   slot.immediate.clear();
 }
 
-void DelayEngine::fire_timers(int64_t now_ns) {
+size_t DelayEngine::fire_timers(int64_t now_ns) {
   std::vector<Slot*> touched;
-  wheel_.advance(now_ns, [&](const ExpiredTimer& t) {
+  const size_t fired = wheel_.advance(now_ns, [&](const ExpiredTimer& t) {
     const uint64_t slot_id = t.payload >> 32;
     const auto id = static_cast<uint32_t>(t.payload & 0xffffffffu);
     auto it = slots_.find(slot_id);
@@ -240,6 +241,7 @@ void DelayEngine::fire_timers(int64_t now_ns) {
     slot.releasing.push_back(id);
   });
   for (Slot* slot : touched) release_marked(*slot);
+  return fired;
 }
 
 void DelayEngine::release_marked(Slot& slot) {
@@ -291,35 +293,62 @@ void DelayEngine::release_marked(Slot& slot) {
   counters.verdict_errors = slot.queue->counters().send_errors;
 }
 
-void DelayEngine::send_duplicate(const std::vector<uint8_t>& packet) {
-  if (!raw4_) {
-    raw4_ = common::FileDescriptor(::socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW));
-    if (!raw4_) return;
+namespace {
+
+// A raw socket that sends whole IP packets (IPPROTO_RAW implies the header is
+// ours, for IPv6 too since Linux 4.5), marked so our rules skip the copy.
+common::FileDescriptor open_raw(int family) {
+  common::FileDescriptor fd(::socket(family, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW));
+  if (fd) {
     const uint32_t mark = kNablaPacketMark;
-    ::setsockopt(raw4_.get(), SOL_SOCKET, SO_MARK, &mark, sizeof mark);
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_MARK, &mark, sizeof mark);
   }
-  if (packet.size() < 20) return;
-  sockaddr_in dst{};
-  dst.sin_family = AF_INET;
-  std::memcpy(&dst.sin_addr, &packet[16], 4);
-  ::sendto(raw4_.get(), packet.data(), packet.size(), MSG_DONTWAIT,
-           reinterpret_cast<const sockaddr*>(&dst), sizeof dst);
+  return fd;
+}
+
+}  // namespace
+
+void DelayEngine::send_duplicate(const std::vector<uint8_t>& packet) {
+  if (packet.empty()) return;
+  const int version = packet[0] >> 4;
+  if (version == 4 && packet.size() >= 20) {
+    if (!raw4_) raw4_ = open_raw(AF_INET);
+    if (!raw4_) return;
+    sockaddr_in dst{};
+    dst.sin_family = AF_INET;
+    std::memcpy(&dst.sin_addr, &packet[16], 4);
+    ::sendto(raw4_.get(), packet.data(), packet.size(), MSG_DONTWAIT,
+             reinterpret_cast<const sockaddr*>(&dst), sizeof dst);
+  } else if (version == 6 && packet.size() >= 40) {
+    if (!raw6_) raw6_ = open_raw(AF_INET6);
+    if (!raw6_) return;
+    sockaddr_in6 dst{};
+    dst.sin6_family = AF_INET6;
+    std::memcpy(&dst.sin6_addr, &packet[24], 16);
+    ::sendto(raw6_.get(), packet.data(), packet.size(), MSG_DONTWAIT,
+             reinterpret_cast<const sockaddr*>(&dst), sizeof dst);
+  }
 }
 
 int DelayEngine::arm_timer(int64_t now_ns) {
   constexpr int kIdleTimeoutMs = 100;  // housekeeping and shutdown checks
+  if (now_ns - poll_window_start_ns_ >= kPollWindowNs) {
+    poll_window_start_ns_ = now_ns;
+    poll_used_ns_ = 0;
+  }
+  const bool may_poll = poll_used_ns_ < kPollBudgetNs;
   const int64_t next = wheel_.next_deadline_ns();
   int64_t target = 0;  // 0 disarms
   int timeout_ms = kIdleTimeoutMs;
   if (next != TimerWheel::kNoDeadline) {
-    target = next - options_.spin_ns;
+    target = next - (may_poll ? options_.spin_ns : 0);
     if (target <= now_ns) {
       // Due, or inside the spin window: poll; the timer is not needed.
       target = 0;
       timeout_ms = 0;
     }
   }
-  if (options_.busy_poll_ns > 0 && now_ns - last_packet_ns_ < options_.busy_poll_ns) {
+  if (may_poll && options_.busy_poll_ns > 0 && now_ns - last_packet_ns_ < options_.busy_poll_ns) {
     timeout_ms = 0;
   }
   // Re-arm only when the target moved: most passes leave it where it was.
@@ -347,6 +376,7 @@ void DelayEngine::run() {
   epoll_event events[64];
   int timeout_ms = 0;
   while (running_) {
+    const int64_t wait_start_ns = timeout_ms == 0 ? common::monotonic_ns() : 0;
     const int n = ::epoll_wait(epoll_.get(), events, 64, timeout_ms);
     if (n < 0 && errno != EINTR) {
       common::log_error("engine: epoll_wait: ", std::strerror(errno));
@@ -372,7 +402,8 @@ void DelayEngine::run() {
       }
     }
     const int64_t now = common::monotonic_ns();
-    fire_timers(now);
+    const size_t fired = fire_timers(now);
+    if (timeout_ms == 0 && n == 0 && fired == 0) poll_used_ns_ += now - wait_start_ns;
     if (now - last_housekeeping_ns_ >= kHousekeepingNs) {
       for (auto& [id, slot] : slots_) slot.pipeline->flow_order().forget_released(now);
       last_housekeeping_ns_ = now;

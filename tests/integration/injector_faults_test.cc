@@ -101,5 +101,29 @@ TEST(InjectorFaults, DuplicatesArriveTwice) {
   EXPECT_EQ(stats.at("packets").get<double>(), 2000.0);
 }
 
+TEST(InjectorFaults, DuplicatesArriveTwiceOnIpv6) {
+  NABLA_REQUIRE_ROOT_OR_SKIP();
+  InjectorTestbed bed;
+  bed.start_daemon();
+  const auto id = bed.call("inject.start", {{"link", "udp [fd77::1]:* -> [fd77::2]:9000"},
+                                            {"faults", {{"duplicate", {{"probability", 0.2}}}}},
+                                            {"lease_s", 30},
+                                            {"seed", 2026}})
+                      .at("id");
+  const auto probes = run_udp_probes(bed, ProbeFamily::kIpv6, 9000, 1000, 2000.0);
+  const auto stats = bed.call("inject.stats", {{"id", id}});
+  size_t twice = 0;
+  size_t damaged = 0;
+  for (const auto& p : probes) {
+    twice += p.copies == 2 ? 1 : 0;
+    damaged += p.intact ? 0 : 1;
+  }
+  EXPECT_EQ(lost(probes), 0u);
+  EXPECT_EQ(damaged, 0u);  // the copy re-sent through the raw IPv6 socket is whole
+  EXPECT_EQ(static_cast<double>(twice), stats.at("duplicated").get<double>());
+  EXPECT_NEAR(static_cast<double>(twice), 200.0, 3.2905 * std::sqrt(1000 * 0.2 * 0.8));
+  EXPECT_EQ(stats.at("packets").get<double>(), 1000.0);  // copies are not queued again
+}
+
 }  // namespace
 }  // namespace nabla::testing

@@ -53,6 +53,11 @@ InjectorTestbed::InjectorTestbed() {
   rcv_->add_address("nb-rcv0", std::string(kReceiverIp) + "/24");
   snd_->set_up("nb-snd0");
   rcv_->set_up("nb-rcv0");
+  // IPv6 too (ULA, inside the namespaces only); nodad: usable at once.
+  snd_->run_checked(
+      {"ip", "-6", "addr", "add", std::string(kSenderIp6) + "/64", "dev", "nb-snd0", "nodad"});
+  rcv_->run_checked(
+      {"ip", "-6", "addr", "add", std::string(kReceiverIp6) + "/64", "dev", "nb-rcv0", "nodad"});
   stamp_keeper_ = rcv_->socket(AF_INET, SOCK_DGRAM, 0);
   const int on = 1;
   ::setsockopt(stamp_keeper_.get(), SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
@@ -147,16 +152,34 @@ std::vector<std::string> InjectorTestbed::nabla_rules() {
 std::vector<ProbeResult> run_udp_probes(InjectorTestbed& bed, uint16_t port, int count,
                                         double rate_pps, size_t size,
                                         std::chrono::milliseconds drain) {
+  return run_udp_probes(bed, ProbeFamily::kIpv4, port, count, rate_pps, size, drain);
+}
+
+std::vector<ProbeResult> run_udp_probes(InjectorTestbed& bed, ProbeFamily family, uint16_t port,
+                                        int count, double rate_pps, size_t size,
+                                        std::chrono::milliseconds drain) {
   size = std::max<size_t>(size, kProbeHeaderBytes + 4);
   std::vector<ProbeResult> results(static_cast<size_t>(count));
-  common::FileDescriptor rx = bed.receiver().socket(AF_INET, SOCK_DGRAM, 0);
-  const sockaddr_in to = address(kReceiverIp, port);
-  if (::bind(rx.get(), reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0) {
-    throw std::runtime_error("bind receiver");
+  const bool v6 = family == ProbeFamily::kIpv6;
+  const int domain = v6 ? AF_INET6 : AF_INET;
+  common::FileDescriptor rx = bed.receiver().socket(domain, SOCK_DGRAM, 0);
+  sockaddr_storage to_storage{};
+  socklen_t to_length = 0;
+  if (v6) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&to_storage);
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons(port);
+    ::inet_pton(AF_INET6, kReceiverIp6, &a->sin6_addr);
+    to_length = sizeof(sockaddr_in6);
+  } else {
+    *reinterpret_cast<sockaddr_in*>(&to_storage) = address(kReceiverIp, port);
+    to_length = sizeof(sockaddr_in);
   }
+  const auto* to = reinterpret_cast<const sockaddr*>(&to_storage);
+  if (::bind(rx.get(), to, to_length) != 0) throw std::runtime_error("bind receiver");
   int big = 4 << 20;
   ::setsockopt(rx.get(), SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof big);
-  common::FileDescriptor tx = bed.sender().socket(AF_INET, SOCK_DGRAM, 0);
+  common::FileDescriptor tx = bed.sender().socket(domain, SOCK_DGRAM, 0);
   std::atomic<bool> sending_done{false};
   std::atomic<int64_t> stop_at{0};
   size_t unknown = 0;
@@ -254,8 +277,7 @@ std::vector<ProbeResult> run_udp_probes(InjectorTestbed& bed, uint16_t port, int
     std::memcpy(payload.data() + 12, &now_real, 8);
     results[static_cast<size_t>(i)].seq = seq;
     results[static_cast<size_t>(i)].send_ns = now;
-    ::sendto(tx.get(), payload.data(), payload.size(), 0, reinterpret_cast<const sockaddr*>(&to),
-             sizeof to);
+    ::sendto(tx.get(), payload.data(), payload.size(), 0, to, to_length);
   }
   ::pthread_setschedparam(::pthread_self(), old_policy, &old_param);
   stop_at = common::monotonic_ns() + drain.count() * 1'000'000;

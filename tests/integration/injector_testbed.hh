@@ -1,10 +1,10 @@
 #pragma once
 // A two-host testbed for nabla-injectd integration tests: namespaces
-// "snd" and "rcv" joined by a veth pair (10.77.0.1/24 <-> 10.77.0.2/24, inside
-// those namespaces only), the daemon running inside "snd" (so its iptables
-// rules live and die with that namespace), JSON-RPC calls made from a helper
-// thread that entered "snd", and UDP probes stamped with CLOCK_MONOTONIC
-// (namespaces share the clock, so one-way delay is exact).
+// "snd" and "rcv" joined by a veth pair (10.77.0.1/24 <-> 10.77.0.2/24 and
+// fd77::1/64 <-> fd77::2/64, inside those namespaces only), the daemon running inside "snd" (so its
+// iptables rules live and die with that namespace), JSON-RPC calls made from a helper thread that
+// entered "snd", and UDP probes stamped with CLOCK_MONOTONIC (namespaces share the clock, so
+// one-way delay is exact).
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -21,6 +21,8 @@ namespace nabla::testing {
 
 inline constexpr const char* kSenderIp = "10.77.0.1";
 inline constexpr const char* kReceiverIp = "10.77.0.2";
+inline constexpr const char* kSenderIp6 = "fd77::1";
+inline constexpr const char* kReceiverIp6 = "fd77::2";
 
 class InjectorTestbed {
  public:
@@ -77,6 +79,12 @@ struct ProbeResult {
 std::vector<ProbeResult> run_udp_probes(
     InjectorTestbed& bed, uint16_t port, int count, double rate_pps, size_t size = 64,
     std::chrono::milliseconds drain = std::chrono::milliseconds(300));
+
+enum class ProbeFamily { kIpv4, kIpv6 };
+// The same probes between kSenderIp6 and kReceiverIp6.
+std::vector<ProbeResult> run_udp_probes(
+    InjectorTestbed& bed, ProbeFamily family, uint16_t port, int count, double rate_pps,
+    size_t size = 64, std::chrono::milliseconds drain = std::chrono::milliseconds(300));
 
 // Percentile (nearest rank) of the delays of received probes, in ns.
 int64_t delay_percentile(const std::vector<ProbeResult>& probes, double q);

@@ -118,8 +118,8 @@ class DelayEngine {
   void run();
   void on_readable(uint64_t slot_id, Slot& slot);
   void on_packet(uint64_t slot_id, Slot& slot, const QueuedPacket& packet, int64_t now_ns);
-  void fire_timers(int64_t now_ns);
-  void release_marked(Slot& slot);  // sends verdicts for slot.releasing
+  size_t fire_timers(int64_t now_ns);  // returns how many timers fired
+  void release_marked(Slot& slot);     // sends verdicts for slot.releasing
   void release_immediate(Slot& slot, int64_t arrival_ns);
   // Arms the timerfd spin_ns before the next deadline; returns the epoll
   // timeout (0 = poll) for the next wait.
@@ -134,13 +134,23 @@ class DelayEngine {
   common::FileDescriptor epoll_;
   common::FileDescriptor timer_fd_;
   common::FileDescriptor wake_fd_;
-  common::FileDescriptor raw4_;  // duplicates are re-sent through it (marked)
+  common::FileDescriptor raw4_;  // duplicates are re-sent through these (marked)
+  common::FileDescriptor raw6_;
   std::thread thread_;
   std::atomic<bool> running_{false};
   std::atomic<uint64_t> wakeups_{0};
   int64_t armed_ns_ = -1;
   int64_t last_housekeeping_ns_ = 0;
   int64_t last_packet_ns_ = 0;  // loop thread only: for busy polling
+  // Polling budget: empty polls (spin window, busy poll) may take at most
+  // kPollBudgetNs of each kPollWindowNs; past it the loop sleeps until the
+  // deadline itself. Without a cap a SCHED_FIFO loop polling through
+  // back-to-back spin windows (rate x spin >= 1) would hog its core, starve
+  // the applications on it and be RT-throttled (50 ms stalls).
+  static constexpr int64_t kPollWindowNs = 1'000'000;
+  static constexpr int64_t kPollBudgetNs = 500'000;
+  int64_t poll_window_start_ns_ = 0;
+  int64_t poll_used_ns_ = 0;
 };
 
 }  // namespace nabla::injector
