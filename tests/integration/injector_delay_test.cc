@@ -44,10 +44,12 @@ TEST(InjectorDelay, Constant20msOnUdpIsAccurateAndOnlyOnTheLink) {
   // a loaded 2-core CI VM the receiving softirq is sometimes deferred to
   // ksoftirqd for milliseconds after the verdict; those few probes are
   // receiver-side noise, not injected delay.
-  // The bound is 0.2 ms, not the 0.1 ms: the daemon measures from its
-  // own receive to its verdict, so the two wake-ups around it (kernel queue ->
-  // daemon, verdict -> receiving socket) are outside its clock; measured here
-  // they add 80-120 us under load (see the report).
+  // The 0.1 ms holds since the probes use kernel receive stamps (the
+  // receiving thread's wake-up is no longer counted): the daemon measures
+  // from its own receive to its verdict, so what remains outside its clock is
+  // the sender's stack and the daemon's wake-up for the packet. Measured
+  // 39-53 us apart over 5 runs with two busy loops beside the build load
+  // (load average 7.5).
   std::vector<int64_t> sorted;
   for (const auto& p : on_link) {
     if (p.copies > 0) sorted.push_back(p.delay_ns);
@@ -57,7 +59,7 @@ TEST(InjectorDelay, Constant20msOnUdpIsAccurateAndOnlyOnTheLink) {
   double trimmed = 0;
   for (int64_t d : sorted) trimmed += static_cast<double>(d);
   trimmed /= static_cast<double>(sorted.size());
-  EXPECT_NEAR(daemon_mean, trimmed, 0.2 * kMs) << "untrimmed receiver mean " << receiver_mean;
+  EXPECT_NEAR(daemon_mean, trimmed, 0.1 * kMs) << "untrimmed receiver mean " << receiver_mean;
   // The daemon never claims more delay than the receiver saw.
   EXPECT_LE(daemon_mean, receiver_mean);
   EXPECT_GE(stats.at("packets").get<uint64_t>(), 999u);
