@@ -333,9 +333,12 @@ class Campaign {
           window_stats(records, static_cast<std::int32_t>(t), start, start + window);
       out_.training_mean_ns.push_back(ws.mean_latency_ns);
       out_.training_rate_rps.push_back(ws.rate_rps(window));
+      out_.training_completion.push_back(
+          completion_ratio(records, static_cast<std::int32_t>(t), start, start + window));
     }
     kd_ = choose_k_d(trainings_);
     out_.k_d = kd_.k_d;
+    out_.training_type_amplitude_ns = kd_.per_type_amplitude_ns;
     out_.training_amplitude_ns =
         std::clamp(kd_.amplitude_ns, static_cast<double>(g.min_amplitude_ns),
                    static_cast<double>(g.max_amplitude_ns));
@@ -508,6 +511,10 @@ class Campaign {
     }
     const auto records = to_records(rr);
     const std::int64_t start = act.anchor_ns;
+    if (rr.errors.total() > 0) {
+      out_.warnings.push_back(l.label + ": " + std::to_string(rr.errors.total()) +
+                              " requests failed during the active phase (not in the samples)");
+    }
     analysis::GradientOptions go;
     go.confidence = g.confidence;
     std::vector<analysis::BinnedSeries> series;
@@ -538,9 +545,10 @@ class Campaign {
       const WindowStats ws =
           window_stats(records, static_cast<std::int32_t>(t), start, start + window);
       tg.perturbation_ns = ws.mean_latency_ns - out_.training_mean_ns[t];
-      tg.throughput_change = out_.training_rate_rps[t] > 0
-                                 ? ws.rate_rps(window) / out_.training_rate_rps[t] - 1.0
-                                 : 0.0;
+      const double ratio =
+          completion_ratio(records, static_cast<std::int32_t>(t), start, start + window);
+      tg.throughput_change =
+          out_.training_completion[t] > 0 ? ratio / out_.training_completion[t] - 1.0 : 0.0;
       if (auto it = spec_.truth.find(l.label); it != spec_.truth.end()) {
         if (auto jt = it->second.find(tg.type); jt != it->second.end()) tg.truth = jt->second;
       }

@@ -142,6 +142,18 @@ WindowStats window_stats(std::span<const analysis::LatencyRecord> records, std::
   return WindowStats{r.mean, r.n};
 }
 
+double completion_ratio(std::span<const analysis::LatencyRecord> records, std::int32_t type,
+                        std::int64_t start_ns, std::int64_t end_ns) {
+  std::size_t sent = 0, completed = 0;
+  for (const analysis::LatencyRecord& x : records) {
+    if (x.type != type) continue;
+    if (x.t_ns >= start_ns && x.t_ns < end_ns) ++sent;
+    const std::int64_t done = x.t_ns + x.latency_ns;
+    if (done >= start_ns && done < end_ns) ++completed;
+  }
+  return sent == 0 ? 0.0 : static_cast<double>(completed) / static_cast<double>(sent);
+}
+
 std::optional<double> delta_l_from_halves(std::size_t high_count, double high_mean_ns,
                                           std::size_t low_count, double low_mean_ns) {
   if (high_count == 0) return std::nullopt;

@@ -107,6 +107,17 @@ ojson outcome_to_json(const CampaignSpec& spec, const CampaignOutcome& o) {
   j["training_amplitude_ns"] = o.training_amplitude_ns;
   j["confidence"] = spec.gradient.confidence;
   j["budget_ns"] = o.budget_ns;
+  ojson training = ojson::array();
+  for (std::size_t t = 0; t < o.types.size() && t < o.training_mean_ns.size(); ++t) {
+    ojson x{{"type", o.types[t]},
+            {"mean_latency_ns", o.training_mean_ns[t]},
+            {"rate_rps", o.training_rate_rps[t]}};
+    if (t < o.training_type_amplitude_ns.size()) {
+      x["amplitude_ns"] = o.training_type_amplitude_ns[t];
+    }
+    training.push_back(std::move(x));
+  }
+  j["training"] = training;
   ojson links = ojson::array();
   for (const CampaignLink& l : o.links) {
     ojson x{{"label", l.label},

@@ -91,6 +91,20 @@ TEST(CampaignMath, WindowStatsAndDeltaL) {
   EXPECT_FALSE(delta_l_from_halves(0, 0, 12, 2e4).has_value());
 }
 
+TEST(CampaignMath, CompletionRatioSeesASlowerService) {
+  // 100 requests of type 0 sent 10 ms apart over [0, 1 s).
+  std::vector<LatencyRecord> fast, slow;
+  for (int i = 0; i < 100; ++i) {
+    fast.push_back({i * 10'000'000LL, 1'000'000, 0});
+    slow.push_back({i * 10'000'000LL, 1'000'000 + i * 2'000'000LL, 0});  // a growing backlog
+  }
+  // Fast: every request completes within the window except none (last at 991 ms).
+  EXPECT_DOUBLE_EQ(completion_ratio(fast, 0, 0, 1'000'000'000), 1.0);
+  // Slow: request i completes at 12i + 1 ms; those with 12i + 1 < 1000 (i <= 83) count.
+  EXPECT_DOUBLE_EQ(completion_ratio(slow, 0, 0, 1'000'000'000), 0.84);
+  EXPECT_DOUBLE_EQ(completion_ratio(fast, 1, 0, 1'000'000'000), 0.0);
+}
+
 TEST(CampaignMath, BudgetCountsEveryPhase) {
   // (9*64 + 2*(64 + 8)) bins of 10 ms + 5 warm-ups of 1 s + 3 s discovery.
   EXPECT_EQ(campaign_budget_ns(10'000'000, 64, 9, 2, 8, 1'000'000'000, 3'000'000'000),

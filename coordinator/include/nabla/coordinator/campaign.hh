@@ -30,8 +30,9 @@
 //           no type detects the wave the nominal phase 0 (the bins start at
 //           the coordinator's estimate of the wave's anchor) is used.
 //           Perturbation: mean response time in the active window minus the
-//           training mean, per type; throughput change: completed requests/s
-//           in the active window over training, minus 1.
+//           training mean, per type; throughput change: the share of the
+//           window's requests completed within it (campaign_math.hh
+//           completion_ratio) in the active phase over training, minus 1.
 // Engine runs are bounded by their duration; the campaign thread waits in
 // short slices so a signal (cancel flag), a lease failure or any error ends
 // the campaign within ~50 ms: injections are stopped first (RAII handles
@@ -96,8 +97,10 @@ struct CampaignOutcome {
   int k_d = 0;
   std::int64_t period_ns = 0;
   double training_amplitude_ns = 0;
-  std::vector<double> training_mean_ns;   // per type
-  std::vector<double> training_rate_rps;  // per type
+  std::vector<double> training_mean_ns;            // per type
+  std::vector<double> training_rate_rps;           // per type
+  std::vector<double> training_completion;         // completion_ratio per type
+  std::vector<double> training_type_amplitude_ns;  // per type, at k_d
   std::int64_t budget_ns = 0;
   std::vector<CampaignLink> links;
   std::vector<LinkMeasurement> measurements;

@@ -83,6 +83,18 @@ struct WindowStats {
 WindowStats window_stats(std::span<const analysis::LatencyRecord> records, std::int32_t type,
                          std::int64_t start_ns, std::int64_t end_ns);
 
+// Throughput of an open-loop phase: requests of one type completed in
+// [start, end) (by completion time, send + latency) over requests sent in it.
+// Open-loop sends do not slow down when the service does, so the request
+// *rate* only shows the schedule's randomness (about 1/sqrt(count)); what a
+// slower service changes is how many of them complete within the window.
+// 1 in a steady state (less the edge effect latency/window); 0 when nothing
+// was sent. The campaign's throughput change is this ratio during the active
+// phase over the same ratio during training, minus 1. Failed requests are not
+// samples; the campaign warns when a phase had any.
+double completion_ratio(std::span<const analysis::LatencyRecord> records, std::int32_t type,
+                        std::int64_t start_ns, std::int64_t end_ns);
+
 // Delta l from an injector's per-half statistics: high-half mean minus
 // low-half mean; nullopt when a half saw no packet.
 std::optional<double> delta_l_from_halves(std::size_t high_count, double high_mean_ns,

@@ -1,0 +1,232 @@
+// `nabla run` end to end on a Testbed of three hosts (client, web, app: one
+// namespace each, bridged in a switch namespace, 10.213.0.0/24 inside them
+// only; all removed on exit, even on failure):
+//   client (nabla run, inside the client namespace)
+//     → web nabla-tier: /a calls app serial:2, /b calls nothing
+//     → app nabla-tier,
+// a keyed nabla-injectd and nabla-sniffd on every host. The campaign
+// discovers the links, trains, and measures every link; web→app (the request
+// direction) must show gradient 2 for /a (within 10%, CI containing 2) and 0
+// for /b (CI containing 0), and the run, links, phases, injections, samples
+// and gradients must be stored. A second run is SIGINT-ed while an injection
+// is active: it exits 1, the run is stored 'failed' ("interrupted"), and no
+// injection rule is left in any namespace right after it exits (it stopped
+// its injection itself, not through the lease).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "nabla/common/netns.hh"
+#include "nabla/common/rpc_auth.hh"
+#include "nabla/coordinator/testbed.hh"
+#include "nabla/db/sqlite.hh"
+#include "nabla_test_support.hh"
+#include "tier_probe.hh"
+
+namespace {
+
+using nabla::common::ChildProcess;
+using nabla::coordinator::Testbed;
+using nabla::coordinator::TestbedSpec;
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Rules inside the injectors' chains (an active injection), over every host.
+int injection_rules(const Testbed& tb) {
+  int n = 0;
+  for (const auto& h : tb.hosts()) {
+    std::istringstream lines(h->ns.run({"iptables-save"}).stdout_text);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("-A NABLA-", 0) == 0) ++n;
+    }
+  }
+  return n;
+}
+
+std::int64_t count(nabla::db::Database& db, const std::string& sql) {
+  nabla::db::Statement st(db, sql);
+  EXPECT_TRUE(st.step()) << sql;
+  return st.column_int64(0);
+}
+
+const json* find_gradient(const json& out, const std::string& link, const std::string& type) {
+  for (const json& g : out["gradients"]) {
+    if (g["link"] == link && g["type"] == type) return &g;
+  }
+  return nullptr;
+}
+
+TEST(CampaignTestbed, MeasuresChainGradientsAndStopsCleanlyOnSigint) {
+  NABLA_REQUIRE_ROOT_OR_SKIP();
+  const auto t_begin = Clock::now();
+  nabla::common::sweep_stale_namespaces();
+  TestbedSpec spec;
+  for (const char* name : {"client", "web", "app"}) spec.hosts.push_back({name, {}});
+  Testbed tb(spec);
+  const auto& client = tb.host("client");
+  const std::string web = tb.host("web").address;
+  const std::string app = tb.host("app").address;
+  const std::string tier = NABLA_TIER_PATH;
+  // Sleeping service times keep the two shared cores free for the load
+  // generator and the injectors (spinning tiers make the noise the test).
+  tb.start("app", {tier, "--listen", app + ":9002", "--workers", "4", "--url",
+                   "* service=fixed:200us mode=sleep"});
+  tb.start("web",
+           {tier, "--listen", web + ":9001", "--workers", "16", "--tier", "app=" + app + ":9002",
+            "--url", "/a service=fixed:200us mode=sleep call=app:serial:2", "--url",
+            "/b service=fixed:200us mode=sleep"});
+  nabla::testing::connect_in(tb.host("web").ns, app, 9002);
+  nabla::testing::connect_in(client.ns, web, 9001);
+
+  const std::string tmp = ::testing::TempDir() + "campaign-" + std::to_string(::getpid());
+  const std::string key = tmp + ".key";
+  nabla::common::generate_key_file(key);
+  for (const auto& h : tb.hosts()) {
+    tb.start(h->name, {NABLA_SNIFFD_PATH, "--listen", h->address + ":7312", "--key-file", key,
+                       "--interval", "100ms"});
+    tb.start(h->name, {NABLA_INJECTD_PATH, "--listen", h->address + ":7311", "--key-file", key,
+                       "--rt-priority", "10"});
+  }
+  for (const auto& h : tb.hosts()) {
+    nabla::testing::connect_in(client.ns, h->address, 7312);
+    nabla::testing::connect_in(client.ns, h->address, 7311);
+  }
+
+  std::ostringstream toml;
+  toml << "name = \"chain\"\nseed = 7\nkey_file = \"" << key << "\"\n";
+  for (const auto& h : tb.hosts()) {
+    toml << "[[node]]\nname = \"" << h->name << "\"\naddress = \"" << h->address
+         << "\"\ninjectd = \"" << h->address << ":7311\"\nsniffd = \"" << h->address << ":7312\"\n";
+  }
+  toml << "[workload]\ntarget = \"http://" << web << ":9001\"\nrate = 600\nconnections = 32\n"
+       << "mix = { \"/a\" = 0.5, \"/b\" = 0.5 }\nwarmup = \"500ms\"\n"
+       // The client's own links (truth 1 for both types) are skipped to keep
+       // the test within its time budget; the README's benchmark measures them.
+       << "[links]\ndiscover_for = \"1500ms\"\nexclude = [\"tcp " << client.address << " -> " << web
+       << ":9001\", \"tcp " << web << ":9001 -> " << client.address
+       << "\"]\n"
+       // N = 64 and a 10 ms cap: on this shared 2-core VM the training asks
+       // for ~10 ms at d = 30; with the 5 ms default cap and N = 32 the SNR
+       // of /a is ~9 (7-8% standard error), too close to the 10% bound.
+       << "[gradient]\nbins = 64\nchunks = 5\nmax_amplitude = \"10ms\"\nlease = \"3s\"\n"
+       << "[truth]\n\"tcp web -> app:9002\" = { \"/a\" = 2, \"/b\" = 0 }\n"
+       << "\"tcp app:9002 -> web\" = { \"/a\" = 2, \"/b\" = 0 }\n";
+  const std::string campaign = tmp + ".toml";
+  std::ofstream(campaign) << toml.str();
+  const std::string db_path = tmp + ".db";
+  const std::string out_path = tmp + ".out";
+
+  // ---- a complete run
+  int code = -1;
+  {
+    // Notes (stderr) and JSON (stdout) share the file: the JSON starts at
+    // its first key, which must be run_id.
+    ChildProcess run({NABLA_PATH, "run", campaign, "--db", db_path, "--json"}, &client.ns,
+                     out_path);
+    code = run.wait(std::chrono::seconds(75));
+    if (code == -1) run.signal(SIGKILL);
+  }
+  const std::string text = read_file(out_path);
+  ASSERT_EQ(code, 0) << text;
+  const std::size_t json_at = text.find("{\n  \"run_id\"");
+  ASSERT_NE(json_at, std::string::npos) << text;
+  std::cout << text.substr(0, json_at);
+  const json out = json::parse(text.substr(json_at));
+  std::cout << "training: " << out["training"].dump() << "\n";
+  EXPECT_EQ(out["status"], "complete");
+  std::cout << "measured:\n";
+  for (const json& g : out["gradients"]) {
+    std::cout << "  " << g["link"].get<std::string>() << " " << g["type"].get<std::string>() << " "
+              << g["value"] << " [" << g["ci_low"] << ", " << g["ci_high"]
+              << "] dl=" << g["actual_amplitude_ns"] << " snr=" << g["snr"]
+              << " thr=" << g["throughput_change"] << "\n";
+  }
+  const json* a = find_gradient(out, "tcp web -> app:9002", "/a");
+  const json* b = find_gradient(out, "tcp web -> app:9002", "/b");
+  ASSERT_NE(a, nullptr) << out["links"].dump(2);
+  ASSERT_NE(b, nullptr);
+  EXPECT_NEAR((*a)["value"].get<double>(), 2.0, 0.2);
+  EXPECT_LE((*a)["ci_low"].get<double>(), 2.0);
+  EXPECT_GE((*a)["ci_high"].get<double>(), 2.0);
+  EXPECT_LE((*b)["ci_low"].get<double>(), 0.0);
+  EXPECT_GE((*b)["ci_high"].get<double>(), 0.0);
+  EXPECT_LT(std::abs((*a)["throughput_change"].get<double>()), 0.05);
+  EXPECT_GT((*a)["actual_amplitude_ns"].get<double>(), 0.0);
+
+  {
+    nabla::db::Database db = nabla::db::Database::open(db_path, nabla::db::OpenMode::kReadOnly);
+    const std::int64_t run_id = out["run_id"].get<std::int64_t>();
+    const std::string where = " WHERE run_id = " + std::to_string(run_id);
+    EXPECT_EQ(count(db,
+                    "SELECT COUNT(*) FROM runs WHERE status = 'complete' AND ended_ns IS "
+                    "NOT NULL AND id = " +
+                        std::to_string(run_id)),
+              1);
+    EXPECT_EQ(count(db, "SELECT COUNT(*) FROM nodes" + where), 3);
+    EXPECT_GE(count(db, "SELECT COUNT(*) FROM links" + where), 2);
+    const std::int64_t measured = static_cast<std::int64_t>(out["gradients"].size()) / 2;
+    EXPECT_EQ(count(db, "SELECT COUNT(*) FROM gradients" + where), 2 * measured);
+    EXPECT_EQ(count(db, "SELECT COUNT(*) FROM phases" + where + " AND kind = 'active'"), measured);
+    EXPECT_EQ(count(db, "SELECT COUNT(*) FROM phases" + where + " AND kind = 'training'"), 1);
+    EXPECT_EQ(count(db, "SELECT COUNT(*) FROM injections" + where +
+                            " AND actual_mean_ns > 0 AND requested_delay_ns > 0"),
+              2 * measured);
+    EXPECT_GT(count(db,
+                    "SELECT COUNT(*) FROM samples s JOIN phases p ON p.id = s.phase_id "
+                    "WHERE p.kind = 'training' AND p.run_id = " +
+                        std::to_string(run_id)),
+              5 * 64 * 5);
+  }
+
+  // ---- a run interrupted while an injection is active
+  {
+    ChildProcess run({NABLA_PATH, "run", campaign, "--db", db_path, "--quiet"}, &client.ns,
+                     out_path);
+    const auto deadline = Clock::now() + std::chrono::seconds(40);
+    while (injection_rules(tb) == 0 && Clock::now() < deadline && run.running()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ASSERT_GT(injection_rules(tb), 0) << "no injection started: " << read_file(out_path);
+    run.signal(SIGINT);
+    const auto t_signal = Clock::now();
+    code = run.wait(std::chrono::seconds(10));
+    if (code == -1) run.signal(SIGKILL);
+    EXPECT_EQ(code, 1) << read_file(out_path);
+    // The campaign stopped its injection itself: no rule waits for the 3 s lease.
+    EXPECT_EQ(injection_rules(tb), 0);
+    EXPECT_LT(Clock::now() - t_signal, std::chrono::seconds(5));
+  }
+  {
+    nabla::db::Database db = nabla::db::Database::open(db_path, nabla::db::OpenMode::kReadOnly);
+    EXPECT_EQ(count(db,
+                    "SELECT COUNT(*) FROM runs WHERE status = 'failed' AND error LIKE "
+                    "'%interrupted by signal 2%'"),
+              1);
+    EXPECT_EQ(count(db, "SELECT COUNT(*) FROM runs WHERE status = 'running'"), 0);
+    nabla::db::Statement ic(db, "PRAGMA integrity_check");
+    ASSERT_TRUE(ic.step());
+    EXPECT_EQ(ic.column_text(0), "ok");
+  }
+  for (const std::string& f :
+       {key, campaign, db_path, db_path + "-wal", db_path + "-shm", out_path}) {
+    ::unlink(f.c_str());
+  }
+  EXPECT_LT(Clock::now() - t_begin, std::chrono::seconds(90));
+}
+
+}  // namespace
