@@ -11,6 +11,7 @@
 #include "nabla/coordinator/testbed_command.hh"
 #include "nabla/coordinator/history_command.hh"
 #include "nabla/coordinator/inject_command.hh"
+#include "nabla/coordinator/load_command.hh"
 #include "nabla/coordinator/run_command.hh"
 
 #ifndef NABLA_VERSION
@@ -25,6 +26,7 @@ int run_cli(int argc, char** argv) {
   app.require_subcommand(1);
   register_analyze_command(app);
   register_inject_command(app);
+  register_load_command(app);
   register_discover_command(app);
   register_testbed_command(app);
   register_history_commands(app);

@@ -125,9 +125,13 @@ ControllerResult run_controller(const ControllerConfig& c, const MonotonicClock&
   // ---- 1. calibration
   bool calibrated = false;
   std::vector<Sample> last_calibration_samples;
+  // Calibration may take at most a fifth of the budget per attempt (but
+  // 200 ms at least), so that a short max_duration still leaves room to measure.
+  const int64_t calibration_ns =
+      std::min(c.calibration_ns, std::max<int64_t>(200'000'000, c.max_duration_ns / 5));
   for (int a = 0; a < c.calibration_attempts; ++a) {
-    const int64_t d = std::min(c.calibration_ns, remaining());
-    if (d < std::min<int64_t>(c.calibration_ns, 100'000'000)) break;
+    const int64_t d = std::min(calibration_ns, remaining());
+    if (d < std::min<int64_t>(calibration_ns, 100'000'000)) break;
     EngineResult r = run_round(d, true);
     const auto& check = out.rounds.back().check;
     out.throughput_rps = check.throughput_rps;
@@ -154,6 +158,7 @@ ControllerResult run_controller(const ControllerConfig& c, const MonotonicClock&
     out.percentiles = tail_percentiles(lat, c.percentiles, c.confidence);
     out.samples = out.kept = lat.size();
     out.timestamp_source = dominant_source(last_calibration_samples);
+    out.kept_samples = std::move(last_calibration_samples);
     out.elapsed_ns = clock() - t0;
     return out;
   }
@@ -219,8 +224,21 @@ ControllerResult run_controller(const ControllerConfig& c, const MonotonicClock&
     if (!evaluated) {
       out.reasons.push_back("no measurement round completed (" +
                             (stop.empty() ? std::string("stopped") : stop.front()) + ")");
+      out.notes.push_back(
+          "percentiles are from the last calibration round, every sample, not conclusive");
+      std::vector<double> lat;
+      for (const auto& s : last_calibration_samples) {
+        lat.push_back(static_cast<double>(s.latency_ns));
+      }
+      out.percentiles = tail_percentiles(lat, c.percentiles, c.confidence);
+      out.samples = out.kept = lat.size();
+      out.kept_samples = std::move(last_calibration_samples);
     } else if (!ev.converged) {
-      if (!ev.iid) {
+      if (!ev.iid && ev.scan.steps.empty()) {
+        out.reasons.push_back("not iid: too few samples to test independence (" +
+                              std::to_string(series.size()) + " < " + std::to_string(c.min_kept) +
+                              ")");
+      } else if (!ev.iid) {
         const auto& last = ev.scan.steps.back();
         out.reasons.push_back(
             "not iid at the lowest sampling rate tried (1:" + std::to_string(last.stride) +

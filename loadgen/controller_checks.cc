@@ -147,6 +147,16 @@ CalibrationCheck check_calibration(const EngineResult& round, const EngineConfig
                           " rps of " + fixed(out.target_rps, 0) + "; offered " +
                           fixed(out.offered_rps, 0) + ")");
   }
+  const uint64_t failed = round.errors.total();
+  if (failed >
+      limits.error_fraction_limit * static_cast<double>(std::max<uint64_t>(round.scheduled, 1))) {
+    out.reasons.push_back(
+        "request errors: " + std::to_string(failed) + " of " + std::to_string(round.scheduled) +
+        " requests failed (connect " + std::to_string(round.errors.connect) + ", read " +
+        std::to_string(round.errors.read) + ", write " + std::to_string(round.errors.write) +
+        ", timeout " + std::to_string(round.errors.timeout) + ", protocol " +
+        std::to_string(round.errors.protocol) + ")");
+  }
   if (out.ad.applied && !out.ad.passed) {
     out.reasons.push_back("inter-arrival distribution violated (A²=" + fixed(out.ad.statistic, 3) +
                           " > " + fixed(out.ad.critical, 3) + " at " +

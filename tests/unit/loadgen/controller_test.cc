@@ -51,7 +51,7 @@ TEST(Controller, DelayStationConvergesToOkWithEveryDecisionRecorded) {
     if (r.ok) break;
     // Anything but the client's schedule is a real failure; that one is the
     // machine's when it is overloaded (controller_test_support.hh).
-    ASSERT_TRUE(testing::only_schedule_reasons(r.reasons) || testing::refused_in_calibration(r))
+    ASSERT_TRUE(testing::only_machine_reasons(r.reasons) || testing::refused_in_calibration(r))
         << testing::joined(r.reasons);
     if (!testing::machine_is_quiet()) {
       GTEST_SKIP() << "machine overloaded (timer wake-ups > 200us late); the controller "

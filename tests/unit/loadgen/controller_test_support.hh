@@ -9,7 +9,7 @@
 // that moment (load averages of 7 on 2 cores were seen while other builds
 // ran), not of the code. So after an N/A these tests probe it: 500 absolute
 // sleeps of 1 ms with the timer slack at 1 ns, counting wake-ups later than
-// 1 ms. On a quiet machine (< 2% late) the test demands "ok"; on an
+// 200 µs. On a quiet machine (< 1% late) the test demands "ok"; on an
 // overloaded one it demands that every N/A reason is one of the two that
 // name the client's schedule, i.e. that the controller blamed the right thing
 // — or, when even the server's replies come late (its thread starves too),
@@ -25,9 +25,14 @@
 
 namespace nabla::loadgen::testing {
 
-// Late wake-ups are counted against the same threshold the tests give the
-// engine (kTestLateThresholdNs).
+// The late threshold the tests give the engine.
 inline constexpr int64_t kTestLateThresholdNs = 1'000'000;
+// A quiet machine wakes a sleeper within 200 µs 99% of the time (a quiet
+// 2-core VM here: p99 ~100 µs); under a load average of 5-8 from parallel
+// builds 2-7% of wake-ups are later, and latencies become correlated over
+// tens of ms (load bursts), which the controller's iid check rightly sees.
+inline constexpr int64_t kQuietWakeupNs = 200'000;
+inline constexpr double kQuietLateFraction = 0.01;
 
 inline double late_wakeup_fraction() {
   ::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
@@ -43,7 +48,7 @@ inline double late_wakeup_fraction() {
     t += 1'000'000;
     timespec ts{static_cast<time_t>(t / 1'000'000'000), static_cast<long>(t % 1'000'000'000)};
     ::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
-    if (now() - t > kTestLateThresholdNs) ++late;
+    if (now() - t > kQuietWakeupNs) ++late;
   }
   return static_cast<double>(late) / kWakeups;
 }
@@ -77,6 +82,20 @@ inline bool refused_in_calibration(const ControllerResult& r) {
   if (r.ok || r.rounds.empty()) return false;
   for (const auto& round : r.rounds) {
     if (!round.calibration) return false;
+  }
+  return true;
+}
+
+// Reasons a busy machine produces on a healthy target: the schedule ones,
+// dependence between samples (load bursts), and too few samples left.
+inline bool only_machine_reasons(const std::vector<std::string>& reasons) {
+  if (reasons.empty()) return false;
+  for (const auto& r : reasons) {
+    if (!is_schedule_reason(r) && r.rfind("target load not reached", 0) != 0 &&
+        r.rfind("not iid", 0) != 0 && r.rfind("CI too wide: too few samples", 0) != 0 &&
+        r.rfind("no measurement round completed", 0) != 0) {
+      return false;
+    }
   }
   return true;
 }

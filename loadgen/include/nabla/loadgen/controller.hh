@@ -56,12 +56,15 @@ struct ControllerConfig {
   double ci_width_ns = 50'000;                  // target CI width of the first percentile
   double confidence = 0.95;
   int64_t max_duration_ns = 120'000'000'000;  // whole measurement, calibration included
-  int max_rounds = 30;                        // measurement rounds
+  int max_rounds = 60;                        // measurement rounds
   int calibration_attempts = 3;
   int64_t calibration_ns = 1'000'000'000;
   std::size_t samples_per_round = 10'000;  // lancet's increment
   int64_t min_round_ns = 500'000'000;
-  int64_t max_round_ns = 10'000'000'000;
+  // Rounds stay short so that a round lost to a burst of late sends (it is
+  // dropped whole) costs little; at low rates a round then holds fewer than
+  // samples_per_round samples and the checks simply run more often.
+  int64_t max_round_ns = 2'000'000'000;
   int64_t round_warmup_ns = 10'000'000;
   int64_t round_lead_ns = 20'000'000;
   double alpha = 0.05;           // Spearman and ADF significance
@@ -116,7 +119,9 @@ struct ControllerResult {
   std::vector<TailPercentile> service_percentiles;  // X-Service-Time-Ns / echo, when reported
   std::vector<TypePercentiles> per_type;            // when more than one type
   std::vector<std::string> type_names;
-  std::vector<Sample> kept_samples;  // in send order
+  // In send order. When no measurement round was used, the last calibration
+  // round's samples (every one), with percentiles flagged as not conclusive.
+  std::vector<Sample> kept_samples;
   int64_t elapsed_ns = 0;
 };
 

@@ -41,6 +41,10 @@ struct CalibrationLimits {
   std::size_t ad_max_gaps = 2000;
   // More late sends than this fraction of sends is a violation ("a few %").
   double late_fraction_limit = 0.02;
+  // More failed requests (connect, read, write, timeout, protocol) than this
+  // fraction of the scheduled ones is a violation: the survivors are a
+  // biased sample.
+  double error_fraction_limit = 0.01;
   // Little's law: rate × (time a request holds a connection slot) is the mean
   // number of slots in use. Above this fraction of C×K the slots queue
   // requests (closed-loop behaviour) — with late sends as the symptom.

@@ -1,0 +1,89 @@
+#pragma once
+// `nabla load`: tail latency at one load, or a sweep over loads, measured by
+// the self-correcting controller (loadgen/controller.hh) and optionally stored.
+//
+//   nabla load --target http://H:P/path | memcache://H:P | redis://H:P | echo://H:P
+//              --rate R --connections C --threads T [--outstanding K]
+//              [--mix /view=0.7,/bid=0.3 | get=0.9,set=0.1]
+//              [--percentile 99 ...] [--ci-width 50us] [--confidence 0.95]
+//              [--max-duration 120s] [--sweep LO:HI:STEPS] [--db nabla.db] [--json]
+//              [--late-threshold 200us] [--seed N]
+//
+// Flags are parsed by parse_load_options() without touching a socket, so
+// unit tests can call it; every bad value throws std::invalid_argument naming
+// the flag (exit 2). The verdict "n/a" is an answer, not a failure: exit 0 for
+// ok and n/a alike, 1 only when the run itself fails (nothing could connect
+// to the target at all, database error).
+//
+// Progress (phase, achieved rate, samples, current CI width) goes to stderr
+// only when stderr is a terminal. With --db, the run (kind 'load') is created
+// first, every rate point adds its tail_results rows (one per metric, type
+// and percentile, with the verdict and reasons) and its kept samples, and the
+// run ends 'complete' — or 'failed' with the error when anything throws.
+#include <cstdint>
+#include <iosfwd>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nabla/loadgen/controller.hh"
+
+namespace CLI {
+class App;
+}
+
+namespace nabla::coordinator {
+
+// The flags as typed (strings where a unit or a list is parsed).
+struct LoadOptions {
+  std::string target;
+  std::string rate;  // requests per second; required unless --sweep
+  int connections = 1;
+  int threads = 1;
+  int outstanding = 1;
+  std::string mix;
+  std::vector<std::string> percentiles;  // each "99" or "99,50"; default 99
+  std::string ci_width = "50us";
+  double confidence = 0.95;
+  std::string max_duration = "120s";
+  // A send later than this after its intended time is late (and the AD test
+  // looks at gaps above it). 200us suits a quiet host; a busy VM may need 1ms.
+  std::string late_threshold = "200us";
+  std::string sweep;  // LO:HI:STEPS
+  std::string db;
+  bool json = false;
+  std::uint64_t seed = 1;
+};
+
+struct LoadTarget {
+  std::string scheme;  // http | memcache | redis | echo
+  std::string host;    // IPv4 literal
+  std::uint16_t port = 0;
+  std::string path;  // http only
+};
+
+struct LoadPlan {
+  LoadTarget target;
+  std::vector<double> rates;  // one, or the sweep's points
+  bool sweep = false;
+  // Everything but the rate (set per point).
+  loadgen::ControllerConfig controller;
+};
+
+// "scheme://H:P[/path]"; throws std::invalid_argument naming --target.
+LoadTarget parse_target(const std::string& text);
+// Throws std::invalid_argument naming the flag for any bad value.
+LoadPlan parse_load_options(const LoadOptions& options);
+
+// One rate point as JSON (the documented keys plus diagnostics).
+nlohmann::json load_result_json(const loadgen::ControllerResult& result,
+                                const loadgen::ControllerConfig& config,
+                                const std::string& timestamp_note);
+
+// Runs the measurement(s); returns the exit code (0 for ok and n/a).
+int run_load(const LoadOptions& options, std::ostream& out, std::ostream& err);
+
+void register_load_command(CLI::App& app);
+
+}  // namespace nabla::coordinator

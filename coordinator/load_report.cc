@@ -1,0 +1,292 @@
+// `nabla load` output (JSON, tables) and storage (runs, tail_results, samples).
+#include "load_report.hh"
+
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <ostream>
+
+#include "nabla/common/clock.hh"
+#include "nabla/coordinator/load_command.hh"
+#include "nabla/coordinator/text_table.hh"
+#include "nabla/loadgen/timestamping.hh"
+
+#ifndef NABLA_VERSION
+#define NABLA_VERSION "0.1.0"
+#endif
+
+namespace nabla::coordinator {
+namespace {
+
+using loadgen::ControllerResult;
+using loadgen::TailPercentile;
+using nlohmann::json;
+
+json opt(const std::optional<double>& v) {
+  return v ? json(std::llround(*v)) : json(nullptr);
+}
+
+json percentile_json(const std::vector<TailPercentile>& ps) {
+  json a = json::array();
+  for (const auto& p : ps) {
+    a.push_back({{"p", p.p},
+                 {"value_ns", std::llround(p.value_ns)},
+                 {"ci_low_ns", opt(p.ci_low_ns)},
+                 {"ci_high_ns", opt(p.ci_high_ns)}});
+  }
+  return a;
+}
+
+json errors_json(const loadgen::ErrorCounts& e) {
+  return {{"connect", e.connect}, {"read", e.read},         {"write", e.write},
+          {"timeout", e.timeout}, {"protocol", e.protocol}, {"server", e.server}};
+}
+
+json number_or_null(double v) {
+  return std::isfinite(v) ? json(v) : json(nullptr);
+}
+
+json round_json(const loadgen::RoundRecord& r) {
+  const auto& c = r.check;
+  return {{"index", r.index},
+          {"phase", r.calibration ? "calibration" : "measurement"},
+          {"duration_ns", r.duration_ns},
+          {"scheduled", r.scheduled},
+          {"sent", r.sent},
+          {"completed", r.completed},
+          {"late", r.late},
+          {"errors", errors_json(r.errors)},
+          {"offered_rps", c.offered_rps},
+          {"throughput_rps", c.throughput_rps},
+          {"samples_used", r.samples_used},
+          {"anderson_darling",
+           {{"applied", c.ad.applied},
+            {"passed", c.ad.passed},
+            {"statistic", number_or_null(c.ad.statistic)},
+            {"critical", c.ad.critical},
+            {"gaps", c.ad.gaps},
+            {"threshold_ns", c.ad.threshold_ns},
+            {"note", c.ad.note}}},
+          {"closed_loop",
+           {{"slots", c.closed_loop.slots},
+            {"mean_in_flight_ns", c.closed_loop.mean_in_flight_ns},
+            {"slots_needed", c.closed_loop.slots_needed},
+            {"capacity_rps", number_or_null(c.closed_loop.capacity_rps)},
+            {"closed_loop", c.closed_loop.closed_loop}}},
+          {"reasons", c.reasons}};
+}
+
+std::string ns_text(const json& v) {
+  return v.is_number() ? loadgen::format_latency_ns(v.get<double>()) : "-";
+}
+
+std::string ci_text(const json& p) {
+  if (!p["ci_low_ns"].is_number()) return "no CI (too few samples)";
+  return "[" + ns_text(p["ci_low_ns"]) + ", " + ns_text(p["ci_high_ns"]) + "]";
+}
+
+std::string p_name(double p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "p%g", p);
+  return buf;
+}
+
+db::TimestampSource db_source(loadgen::TimestampSource s) {
+  switch (s) {
+    case loadgen::TimestampSource::kHardware:
+      return db::TimestampSource::kHardware;
+    case loadgen::TimestampSource::kSoftware:
+      return db::TimestampSource::kSoftware;
+    case loadgen::TimestampSource::kUser:
+      return db::TimestampSource::kUser;
+  }
+  return db::TimestampSource::kUser;
+}
+
+}  // namespace
+
+json load_result_json(const ControllerResult& r, const loadgen::ControllerConfig& c,
+                      const std::string& timestamp_note) {
+  json stride_scan = json::array();
+  for (const auto& s : r.stride_scan.steps) {
+    stride_scan.push_back({{"stride", s.stride},
+                           {"kept", s.kept},
+                           {"rho", number_or_null(s.rho)},
+                           {"p_value", number_or_null(s.p_value)}});
+  }
+  json rounds = json::array();
+  for (const auto& round : r.rounds) rounds.push_back(round_json(round));
+  json per_type = json::array();
+  for (const auto& t : r.per_type) {
+    per_type.push_back({{"type", t.type},
+                        {"samples", t.samples},
+                        {"percentiles", percentile_json(t.percentiles)}});
+  }
+  return {{"verdict", r.ok ? "ok" : "n/a"},
+          {"reasons", r.reasons},
+          {"target_rps", r.target_rps},
+          {"throughput_rps", r.throughput_rps},
+          {"late_sends", r.late_sends},
+          {"sent", r.sent},
+          {"errors", errors_json(r.errors)},
+          {"timestamp_source", loadgen::to_string(r.timestamp_source)},
+          {"timestamp_note", timestamp_note},
+          {"target_percentile", c.percentiles.front()},
+          {"ci_width_target_ns", c.ci_width_ns},
+          {"confidence", c.confidence},
+          {"percentiles", percentile_json(r.percentiles)},
+          {"service_percentiles", percentile_json(r.service_percentiles)},
+          {"per_type", per_type},
+          {"samples", r.samples},
+          {"kept", r.kept},
+          {"stride", r.stride},
+          {"stride_scan", stride_scan},
+          {"stationarity",
+           {{"applied", r.stationarity.applied},
+            {"stationary", r.stationarity.stationary},
+            {"adf_statistic", r.stationarity.statistic},
+            {"p_value", r.stationarity.p_value},
+            {"used_lag", r.stationarity.used_lag},
+            {"note", r.stationarity.note}}},
+          {"rounds", rounds},
+          {"notes", r.notes},
+          {"elapsed_s", static_cast<double>(r.elapsed_ns) / 1e9}};
+}
+
+void print_load_point(std::ostream& out, const json& p) {
+  out << "rate " << format_number(p["target_rps"].get<double>()) << " rps: verdict "
+      << p["verdict"].get<std::string>() << '\n';
+  for (const auto& reason : p["reasons"]) out << "  reason: " << reason.get<std::string>() << '\n';
+  const double sent = std::max(1.0, p["sent"].get<double>());
+  out << "  throughput " << format_number(p["throughput_rps"].get<double>()) << " rps, late sends "
+      << p["late_sends"] << " (" << format_number(100.0 * p["late_sends"].get<double>() / sent, 2)
+      << "%), errors "
+      << p["errors"]["connect"].get<std::uint64_t>() + p["errors"]["read"].get<std::uint64_t>() +
+             p["errors"]["write"].get<std::uint64_t>() +
+             p["errors"]["timeout"].get<std::uint64_t>() +
+             p["errors"]["protocol"].get<std::uint64_t>()
+      << '\n';
+  out << "  timestamps " << p["timestamp_source"].get<std::string>() << " ("
+      << p["timestamp_note"].get<std::string>() << ")\n";
+  out << "  " << p["rounds"].size() << " rounds in "
+      << format_number(p["elapsed_s"].get<double>(), 3) << " s; samples " << p["samples"]
+      << ", kept " << p["kept"] << " (1:" << p["stride"]
+      << "); ADF p=" << format_number(p["stationarity"]["p_value"].get<double>(), 3) << '\n';
+  for (const auto& n : p["notes"]) out << "  note: " << n.get<std::string>() << '\n';
+  TextTable t({"metric", "type", "percentile", "value", "CI"});
+  auto rows = [&](const char* metric, const std::string& type, const json& ps) {
+    for (const auto& x : ps) {
+      t.add_row({metric, type, p_name(x["p"].get<double>()), ns_text(x["value_ns"]), ci_text(x)});
+    }
+  };
+  rows("sojourn", "all", p["percentiles"]);
+  rows("service", "all", p["service_percentiles"]);
+  for (const auto& ty : p["per_type"])
+    rows("sojourn", ty["type"].get<std::string>(), ty["percentiles"]);
+  out << '\n';
+  t.print(out);
+}
+
+void print_load_sweep(std::ostream& out, const std::vector<json>& points) {
+  TextTable t({"rate", "achieved", "p50", "p50 CI", "p99", "p99 CI", "verdict", "first reason"});
+  for (const auto& p : points) {
+    json p50 = nullptr, p99 = nullptr;
+    for (const auto& x : p["percentiles"]) {
+      if (x["p"].get<double>() == 50.0) p50 = x;
+      if (x["p"].get<double>() == 99.0) p99 = x;
+    }
+    auto v = [&](const json& x) { return x.is_null() ? std::string("-") : ns_text(x["value_ns"]); };
+    auto ci = [&](const json& x) { return x.is_null() ? std::string("-") : ci_text(x); };
+    t.add_row({format_number(p["target_rps"].get<double>()),
+               format_number(p["throughput_rps"].get<double>()), v(p50), ci(p50), v(p99), ci(p99),
+               p["verdict"].get<std::string>(),
+               p["reasons"].empty() ? "" : p["reasons"][0].get<std::string>()});
+  }
+  t.print(out);
+}
+
+LoadRunRecorder::LoadRunRecorder(const std::string& path, const json& config, std::uint64_t seed)
+    : store_(db::Store::open(path, common::realtime_ns())) {
+  db::RunStart start;
+  start.kind = db::RunKind::kLoad;
+  start.config_json = config.dump();
+  start.tool_version = NABLA_VERSION;
+  start.seed = static_cast<std::int64_t>(seed);
+  start.started_ns = common::realtime_ns();
+  run_id_ = store_.begin_run(start);
+}
+
+LoadRunRecorder::~LoadRunRecorder() {
+  if (finished_) return;
+  try {
+    fail("interrupted before the measurement finished");
+  } catch (const std::exception& e) {
+    std::cerr << "nabla: could not mark load run " << run_id_ << " failed: " << e.what() << '\n';
+  }
+}
+
+std::int64_t LoadRunRecorder::add_point(const ControllerResult& r,
+                                        const loadgen::ControllerConfig& c) {
+  const json reasons = r.reasons;
+  auto add = [&](std::optional<std::int64_t> type_id, const char* metric,
+                 const std::vector<TailPercentile>& ps, std::size_t samples) {
+    for (const auto& p : ps) {
+      db::TailResult t;
+      t.run_id = run_id_;
+      t.type_id = type_id;
+      t.metric = metric;
+      t.rate_rps = r.target_rps;
+      t.throughput_rps = r.throughput_rps;
+      t.percentile = p.p;
+      if (samples > 0) t.value_ns = p.value_ns;
+      t.ci_low_ns = p.ci_low_ns;
+      t.ci_high_ns = p.ci_high_ns;
+      t.confidence = c.confidence;
+      t.ok = r.ok;
+      t.reasons_json = reasons.dump();
+      t.samples = static_cast<std::int64_t>(samples);
+      t.late_sends = static_cast<std::int64_t>(r.late_sends);
+      t.source = db_source(r.timestamp_source);
+      store_.add_tail_result(t);
+    }
+  };
+  std::size_t service_samples = 0;
+  for (const auto& s : r.kept_samples) service_samples += s.service_time_ns >= 0;
+  add(std::nullopt, "sojourn", r.percentiles, r.kept);
+  add(std::nullopt, "service", r.service_percentiles, service_samples);
+  for (const auto& t : r.per_type) {
+    add(store_.transaction_type_id(t.type), "sojourn", t.percentiles, t.samples);
+  }
+  if (r.percentiles.empty()) {
+    // Nothing measured (e.g. calibration never ran): still one row saying why.
+    add(std::nullopt, "sojourn", {TailPercentile{c.percentiles.front(), 0, {}, {}}}, 0);
+  }
+  // Samples: wall-clock send times (intended), as the schema asks.
+  const std::int64_t offset = loadgen::clock_offset_ns();
+  std::vector<std::int64_t> type_ids;
+  for (const auto& name : r.type_names) type_ids.push_back(store_.transaction_type_id(name));
+  auto writer = store_.sample_writer(run_id_);
+  for (const auto& s : r.kept_samples) {
+    db::Sample row;
+    row.send_ns = s.intended_ns + offset;
+    row.latency_ns = std::max<std::int64_t>(s.latency_ns, 0);
+    if (s.service_time_ns >= 0) row.service_ns = s.service_time_ns;
+    row.type_id = s.type < type_ids.size() ? type_ids[s.type] : store_.transaction_type_id("?");
+    row.source = db_source(s.source);
+    writer.add(row);
+  }
+  writer.flush();
+  return writer.rows_written();
+}
+
+void LoadRunRecorder::complete() {
+  store_.finish_run(run_id_, db::RunStatus::kComplete, common::realtime_ns());
+  finished_ = true;
+}
+
+void LoadRunRecorder::fail(const std::string& error) {
+  finished_ = true;
+  store_.finish_run(run_id_, db::RunStatus::kFailed, common::realtime_ns(), error);
+}
+
+}  // namespace nabla::coordinator
