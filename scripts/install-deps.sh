@@ -16,6 +16,9 @@ packages=(
   iptables iproute2 conntrack procps
   # peers for benchmarks (statistics references, sqlite shell, load peers)
   python3 python3-numpy python3-scipy python3-statsmodels
+  # loadgen benchmark peers: nginx (bench/loadgen starts its own instance on
+  # 127.0.0.1; the packaged service is kept from starting), wrk, sockperf
+  nginx-light wrk sockperf
 )
 
 missing=()
@@ -39,5 +42,13 @@ fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
+# Packaged daemons (nginx) must not start listening on 0.0.0.0 as a side
+# effect of installing a benchmark peer: deny service starts while apt runs.
+policy=/usr/sbin/policy-rc.d
+own_policy=0
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod 755 "$policy" && own_policy=1
+fi
+trap 'if [ "$own_policy" = 1 ]; then rm -f "$policy"; fi' EXIT
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
 echo "install-deps: done"
