@@ -57,8 +57,14 @@ TEST(InjectorWave, SquareWavePeriodAndAmplitudeAreVisibleAtTheReceiver) {
   }
   // Debounced: the state flips only when 5 consecutive bins (50 ms) agree, so
   // a short stall of the loaded machine cannot fake an edge; a half is 500 ms.
+  // The wave starts high at inject.start, some ms before the first probe, so
+  // the probes begin inside a high half: that start is not an edge (taking it
+  // for one made the first period look 10-20 ms short).
+  ASSERT_GE(bins.size(), 5u);
+  bool state_high = bins[0].second > 5 * kMs / 2;
+  EXPECT_TRUE(state_high) << "the square wave starts high";
   std::vector<int64_t> rising_edges;
-  bool state_high = false;
+  std::vector<int64_t> falling_edges;
   for (size_t i = 0; i + 5 <= bins.size(); ++i) {
     bool all_differ = true;
     for (size_t j = i; j < i + 5; ++j) {
@@ -66,12 +72,23 @@ TEST(InjectorWave, SquareWavePeriodAndAmplitudeAreVisibleAtTheReceiver) {
     }
     if (!all_differ) continue;
     state_high = !state_high;
-    if (state_high) rising_edges.push_back(bins[i].first);
+    (state_high ? rising_edges : falling_edges).push_back(bins[i].first);
   }
-  // 3.5 periods: rising edges at 0, 1, 2, 3 s.
-  ASSERT_EQ(rising_edges.size(), 4u);
+  // 3.5 periods from high: falling edges at 0.5, 1.5, 2.5, 3.5 s (the last
+  // one at the end of the probes, perhaps unseen), rising at 1, 2, 3 s.
+  ASSERT_EQ(rising_edges.size(), 3u);
+  ASSERT_GE(falling_edges.size(), 3u);
   for (size_t i = 1; i < rising_edges.size(); ++i) {
     EXPECT_NEAR(static_cast<double>(rising_edges[i] - rising_edges[i - 1]), 1000.0 * kMs,
+                15.0 * kMs);
+  }
+  for (size_t i = 1; i < falling_edges.size(); ++i) {
+    EXPECT_NEAR(static_cast<double>(falling_edges[i] - falling_edges[i - 1]), 1000.0 * kMs,
+                15.0 * kMs);
+  }
+  // Duty 50 %: each high half lasts half a period.
+  for (size_t i = 0; i < rising_edges.size() && i + 1 < falling_edges.size(); ++i) {
+    EXPECT_NEAR(static_cast<double>(falling_edges[i + 1] - rising_edges[i]), 500.0 * kMs,
                 15.0 * kMs);
   }
   const double high_fraction =
