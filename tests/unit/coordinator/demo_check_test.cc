@@ -36,6 +36,10 @@ TEST(CheckGradient, TenPercentOfMaxTruthOneCiAndThroughput) {
       "not measured");
   EXPECT_EQ(check_gradient("l", "t", std::nullopt, 1.0, 0.9, 1.1, 0.0).why,
             "no truth for this link");
+  // A change is judged against its counting noise: 8% +- 2% could be 4%
+  // (PASS), 10% +- 2% is more than 5% even at two standard errors (FAIL).
+  EXPECT_TRUE(check_gradient("l", "t", 1.0, 1.0, 0.9, 1.1, -0.08, 0.02).pass);
+  EXPECT_FALSE(check_gradient("l", "t", 1.0, 1.0, 0.9, 1.1, 0.10, 0.02).pass);
 }
 
 TEST(CheckRunGradients, JoinsByCampaignLabelAndReportsUnmeasuredTruth) {
@@ -57,10 +61,36 @@ TEST(CheckRunGradients, JoinsByCampaignLabelAndReportsUnmeasuredTruth) {
     l.dst_host = "db";
     l.dst_comm = "nabla-tier";
     l.dst_port = 8082;
+    const auto link_id = store.add_link(l);
+    // Training at 1000 requests/s (1001 sends 1 ms apart); the link's active
+    // phase at 800/s (801 sends 1.25 ms apart): a 20% drop, 3 se beyond 5%.
+    db::Phase training;
+    training.run_id = run;
+    training.started_ns = start.started_ns;
+    const auto training_id = store.add_phase(training);
+    db::Phase active;
+    active.run_id = run;
+    active.kind = db::PhaseKind::kActive;
+    active.link_id = link_id;
+    active.started_ns = start.started_ns;
+    const auto active_id = store.add_phase(active);
+    const auto view = store.transaction_type_id("/view");
+    {
+      auto w = store.sample_writer(run);
+      for (int i = 0; i <= 1000; ++i) {
+        w.add({training_id, start.started_ns + i * 1'000'000LL, 1'000'000, std::nullopt, view,
+               db::TimestampSource::kUser});
+      }
+      for (int i = 0; i <= 800; ++i) {
+        w.add({active_id, start.started_ns + i * 1'250'000LL, 1'000'000, std::nullopt, view,
+               db::TimestampSource::kUser});
+      }
+      w.flush();
+    }
     db::Gradient g;
     g.run_id = run;
-    g.link_id = store.add_link(l);
-    g.type_id = store.transaction_type_id("/view");
+    g.link_id = link_id;
+    g.type_id = view;
     g.value = 2.9;
     g.ci_low = 2.7;
     g.ci_high = 3.1;
@@ -74,8 +104,13 @@ TEST(CheckRunGradients, JoinsByCampaignLabelAndReportsUnmeasuredTruth) {
     EXPECT_FALSE(checks[0].pass);
     EXPECT_EQ(checks[0].why, "not measured");
     EXPECT_EQ(checks[1].link, "tcp app -> db:8082");
-    EXPECT_TRUE(checks[1].pass) << checks[1].why;
+    EXPECT_FALSE(checks[1].pass);
+    EXPECT_EQ(checks[1].why, "throughput changed by >= 5%");
     EXPECT_DOUBLE_EQ(*checks[1].value, 2.9);
+    EXPECT_DOUBLE_EQ(*checks[1].throughput_change, 0.002);  // stored, shown only
+    ASSERT_TRUE(checks[1].link_throughput_change);
+    EXPECT_NEAR(*checks[1].link_throughput_change, -0.2, 1e-9);
+    EXPECT_NEAR(checks[1].link_throughput_se, std::sqrt(1.0 / 801 + 1.0 / 1001), 1e-12);
   }
   fs::remove_all(dir);
 }
