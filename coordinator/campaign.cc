@@ -24,9 +24,10 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 
 constexpr milliseconds kConnectTimeout{3000};
-constexpr std::int64_t kEngineLeadNs = 20'000'000;    // first send after the engine starts
-constexpr std::int64_t kEngineSlackNs = 500'000'000;  // engine runs past the window by this
-constexpr std::int64_t kSliceNs = 50'000'000;         // wait granularity (signals, leases)
+constexpr std::int64_t kEngineLeadNs = 20'000'000;  // first send after the engine starts
+// The engine runs past the window by this; it also bounds inject.start.
+constexpr std::int64_t kEngineSlackNs = 300'000'000;
+constexpr std::int64_t kSliceNs = 50'000'000;  // wait granularity (signals, leases)
 constexpr std::int64_t kSniffPollNs = 500'000'000;
 
 class Interrupted : public std::runtime_error {
