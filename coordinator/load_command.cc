@@ -187,6 +187,8 @@ LoadPlan parse_load_options(const LoadOptions& o) {
   c.confidence = o.confidence;
   e.late_threshold_ns = parse_duration("--late-threshold", o.late_threshold);
   if (e.late_threshold_ns <= 0) bad("--late-threshold", "must be > 0");
+  e.spin_ns = parse_duration("--spin", o.spin);
+  if (e.spin_ns > 10'000'000) bad("--spin", "must be at most 10ms");
   c.max_duration_ns = parse_duration("--max-duration", o.max_duration);
   if (c.max_duration_ns < 500'000'000) bad("--max-duration", "must be at least 500ms");
 
@@ -230,6 +232,7 @@ nlohmann::json config_json(const LoadOptions& o, const LoadPlan& plan) {
           {"confidence", plan.controller.confidence},
           {"max_duration_ns", plan.controller.max_duration_ns},
           {"late_threshold_ns", plan.controller.engine.late_threshold_ns},
+          {"spin_ns", plan.controller.engine.spin_ns},
           {"seed", o.seed}};
 }
 
@@ -332,6 +335,9 @@ void register_load_command(CLI::App& app) {
   cmd->add_option("--late-threshold", o->late_threshold,
                   "a send later than this is late (default 200us; 1ms on a busy VM)")
       ->default_val("200us");
+  cmd->add_option("--spin", o->spin,
+                  "busy-poll this long before each send, e.g. 50us (precision for CPU; default 0)")
+      ->default_val("0");
   cmd->add_option("--sweep", o->sweep, "rates LO:HI:STEPS instead of --rate");
   cmd->add_option("--db", o->db,
                   "store the run, tail results and kept samples in this SQLite file");

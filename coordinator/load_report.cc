@@ -136,6 +136,7 @@ json load_result_json(const ControllerResult& r, const loadgen::ControllerConfig
           {"confidence", c.confidence},
           {"percentiles", percentile_json(r.percentiles)},
           {"service_percentiles", percentile_json(r.service_percentiles)},
+          {"in_flight_percentiles", percentile_json(r.in_flight_percentiles)},
           {"per_type", per_type},
           {"samples", r.samples},
           {"kept", r.kept},
@@ -181,6 +182,7 @@ void print_load_point(std::ostream& out, const json& p) {
   };
   rows("sojourn", "all", p["percentiles"]);
   rows("service", "all", p["service_percentiles"]);
+  rows("in flight", "all", p["in_flight_percentiles"]);
   for (const auto& ty : p["per_type"])
     rows("sojourn", ty["type"].get<std::string>(), ty["percentiles"]);
   out << '\n';

@@ -56,6 +56,30 @@ TimestampSource dominant_source(const std::vector<Sample>& samples) {
   return TimestampSource::kUser;
 }
 
+// Service-time, in-flight and per-type percentiles of the kept samples.
+void describe_kept(const ControllerConfig& c, ControllerResult& out) {
+  std::vector<double> service;
+  for (const auto& s : out.kept_samples) {
+    if (s.service_time_ns >= 0) service.push_back(static_cast<double>(s.service_time_ns));
+  }
+  out.service_percentiles = tail_percentiles(service, c.percentiles, c.confidence);
+  std::vector<double> in_flight;
+  for (const auto& s : out.kept_samples) {
+    in_flight.push_back(static_cast<double>(s.latency_ns - std::max<int64_t>(0, s.lateness_ns)));
+  }
+  out.in_flight_percentiles = tail_percentiles(in_flight, c.percentiles, c.confidence);
+  if (out.type_names.size() > 1) {
+    for (std::size_t t = 0; t < out.type_names.size(); ++t) {
+      std::vector<double> lat;
+      for (const auto& s : out.kept_samples) {
+        if (s.type == t) lat.push_back(static_cast<double>(s.latency_ns));
+      }
+      out.per_type.push_back(
+          {out.type_names[t], lat.size(), tail_percentiles(lat, c.percentiles, c.confidence)});
+    }
+  }
+}
+
 }  // namespace
 
 void validate(const ControllerConfig& c) {
@@ -159,6 +183,7 @@ ControllerResult run_controller(const ControllerConfig& c, const MonotonicClock&
     out.samples = out.kept = lat.size();
     out.timestamp_source = dominant_source(last_calibration_samples);
     out.kept_samples = std::move(last_calibration_samples);
+    describe_kept(c, out);
     out.elapsed_ns = clock() - t0;
     return out;
   }
@@ -268,22 +293,7 @@ ControllerResult run_controller(const ControllerConfig& c, const MonotonicClock&
   }
   out.ok = out.reasons.empty() && evaluated && ev.converged;
 
-  // Service times and per-type percentiles on the kept samples.
-  std::vector<double> service;
-  for (const auto& s : out.kept_samples) {
-    if (s.service_time_ns >= 0) service.push_back(static_cast<double>(s.service_time_ns));
-  }
-  out.service_percentiles = tail_percentiles(service, c.percentiles, c.confidence);
-  if (out.type_names.size() > 1) {
-    for (std::size_t t = 0; t < out.type_names.size(); ++t) {
-      std::vector<double> lat;
-      for (const auto& s : out.kept_samples) {
-        if (s.type == t) lat.push_back(static_cast<double>(s.latency_ns));
-      }
-      out.per_type.push_back(
-          {out.type_names[t], lat.size(), tail_percentiles(lat, c.percentiles, c.confidence)});
-    }
-  }
+  describe_kept(c, out);
   out.timestamp_source = dominant_source(out.kept_samples);
   out.elapsed_ns = clock() - t0;
   return out;

@@ -195,6 +195,8 @@ TEST(LoadFlags, EveryBadValueNamesItsFlag) {
   expect_bad(with([](LoadOptions& o) { o.confidence = 1.0; }), "--confidence");
   expect_bad(with([](LoadOptions& o) { o.max_duration = "10ms"; }), "--max-duration");
   expect_bad(with([](LoadOptions& o) { o.late_threshold = "0"; }), "--late-threshold");
+  expect_bad(with([](LoadOptions& o) { o.spin = "1s"; }), "--spin");
+  expect_bad(with([](LoadOptions& o) { o.spin = "fast"; }), "--spin");
   expect_bad(with([](LoadOptions& o) { o.sweep = "1:2"; }), "--sweep");  // and --rate given
   expect_bad(with([](LoadOptions& o) {
                o.rate.clear();

@@ -7,7 +7,7 @@
 //              [--mix /view=0.7,/bid=0.3 | get=0.9,set=0.1]
 //              [--percentile 99 ...] [--ci-width 50us] [--confidence 0.95]
 //              [--max-duration 120s] [--sweep LO:HI:STEPS] [--db nabla.db] [--json]
-//              [--late-threshold 200us] [--seed N]
+//              [--late-threshold 200us] [--spin 0] [--seed N]
 //
 // Flags are parsed by parse_load_options() without touching a socket, so
 // unit tests can call it; every bad value throws std::invalid_argument naming
@@ -50,6 +50,9 @@ struct LoadOptions {
   // A send later than this after its intended time is late (and the AD test
   // looks at gaps above it). 200us suits a quiet host; a busy VM may need 1ms.
   std::string late_threshold = "200us";
+  // Busy-poll this long before each intended send (precision for CPU; 0 =
+  // sleep on the timer only). A VM's timer wake-ups are ~50 us late.
+  std::string spin = "0";
   std::string sweep;  // LO:HI:STEPS
   std::string db;
   bool json = false;

@@ -117,7 +117,11 @@ struct ControllerResult {
   StationarityCheck stationarity;
   std::vector<TailPercentile> percentiles;          // sojourn, all types, kept samples
   std::vector<TailPercentile> service_percentiles;  // X-Service-Time-Ns / echo, when reported
-  std::vector<TypePercentiles> per_type;            // when more than one type
+  // Diagnostic: actual send → receive (sojourn minus the client's lateness),
+  // i.e. network + server without the client's own delay. The verdict and
+  // `percentiles` always time from the intended send.
+  std::vector<TailPercentile> in_flight_percentiles;
+  std::vector<TypePercentiles> per_type;  // when more than one type
   std::vector<std::string> type_names;
   // In send order. When no measurement round was used, the last calibration
   // round's samples (every one), with percentiles flagged as not conclusive.

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# nabla load beside its peers, all on 127.0.0.1, in one run (~1-2 minutes):
+#   (a) nginx: the highest rate `nabla load` sustains open loop with < 1% late
+#       sends (binary search, bounded) over wrk's closed-loop requests/s, same
+#       connections, one thread each. Target >= 1.0.
+#   (b) latency floor: p50/p99 of `nabla load` (echo protocol, low rate) and of
+#       `sockperf ping-pong --tcp --full-rtt`, both full round trips. Target:
+#       p50 within 5 us.
+#   (c) rate accuracy: achieved / target at 10k and 50k requests/s.
+# Every server is started here on 127.0.0.1 with a free port and stopped by
+# pid on exit (trap). Reproduce with:
+#   bash bench/loadgen/loadgen.sh build
+set -euo pipefail
+build=$(cd "${1:-build}" && pwd)
+cmake --build "$build" --target nabla nabla_echo_peer >/dev/null
+nabla=$build/coordinator/nabla
+peer=$build/bench/loadgen/nabla_echo_peer
+for tool in nginx wrk sockperf python3; do
+  command -v "$tool" >/dev/null || { echo "loadgen bench: $tool not installed (scripts/install-deps.sh)" >&2; exit 1; }
+done
+conns=${NABLA_BENCH_CONNS:-16}
+outstanding=${NABLA_BENCH_OUTSTANDING:-8}
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/nabla-loadgen-bench-XXXXXX")
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+# json FILE EXPR: evaluates a python expression over the parsed JSON `j`.
+json() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1"; }
+# Waits until something listens on 127.0.0.1:$1.
+wait_listen() {
+  for _ in $(seq 100); do
+    python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), 0.1)" "$1" \
+      2>/dev/null && return 0
+    sleep 0.05
+  done
+  echo "loadgen bench: nothing listens on port $1" >&2; return 1
+}
+
+# ------------------------------------------------------------------ (a) nginx
+nport=$(free_port)
+mkdir -p "$work/nginx/logs"
+cat > "$work/nginx/nginx.conf" <<EOF
+worker_processes 1;
+daemon off;
+pid $work/nginx/nginx.pid;
+error_log $work/nginx/logs/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 100000000;
+  client_body_temp_path $work/nginx/body;
+  proxy_temp_path $work/nginx/proxy;
+  fastcgi_temp_path $work/nginx/fastcgi;
+  uwsgi_temp_path $work/nginx/uwsgi;
+  scgi_temp_path $work/nginx/scgi;
+  server {
+    listen 127.0.0.1:$nport;
+    location / { return 200 "ok\n"; }
+  }
+}
+EOF
+nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" &
+pids+=($!)
+wait_listen "$nport"
+
+wrk_rps=$(wrk -t1 -c"$conns" -d3s "http://127.0.0.1:$nport/" | awk '/Requests\/sec/ {print $2}')
+# One open-loop probe: prints "late_fraction throughput_ratio".
+probe() {
+  "$nabla" load --target "http://127.0.0.1:$nport/" --rate "$1" --connections "$conns" \
+    --threads 1 --outstanding "$outstanding" --max-duration 2s --json > "$work/probe.json" || true
+  json "$work/probe.json" "'%.5f %.4f' % (j['late_sends'] / max(j['sent'], 1), j['throughput_rps'] / j['target_rps'])"
+}
+sustains() {
+  read -r late ratio < <(probe "$1")
+  python3 -c "import sys; sys.exit(0 if $late < 0.01 and $ratio > 0.98 else 1)"
+}
+lo=0
+hi=$(python3 -c "print(int(float('$wrk_rps') * 3))")
+rate=$(python3 -c "print(int(float('$wrk_rps')))")
+# Bounded: 7 probes of <= ~3 s.
+for _ in 1 2 3 4 5 6 7; do
+  if sustains "$rate"; then lo=$rate; else hi=$rate; fi
+  rate=$(( (lo + hi) / 2 ))
+done
+echo "(a) nginx on 127.0.0.1, $conns connections, 1 thread each"
+echo "    wrk closed loop:            $(printf '%.0f' "$wrk_rps") requests/s"
+echo "    nabla load open loop (<1% late, K=$outstanding): $lo requests/s"
+echo "    ratio nabla/wrk:            $(python3 -c "print('%.2f' % ($lo / float('$wrk_rps')))")  (target >= 1.0)"
+echo "    reproduce: wrk -t1 -c$conns -d3s http://127.0.0.1:PORT/ ; $nabla load --target http://127.0.0.1:PORT/ --rate R --connections $conns --threads 1 --outstanding $outstanding --max-duration 2s --json"
+
+# ---------------------------------------------------------- (b) latency floor
+"$peer" > "$work/peer.out" &
+pids+=($!)
+for _ in $(seq 100); do grep -q port "$work/peer.out" 2>/dev/null && break; sleep 0.05; done
+eport=$(awk '/port/ {print $NF; exit}' "$work/peer.out")
+"$nabla" load --target "echo://127.0.0.1:$eport" --rate 2000 --connections 1 --threads 1 \
+  --percentile 50,99 --ci-width 1us --max-duration 4s --json > "$work/echo.json" || true
+n50=$(json "$work/echo.json" "[p['value_ns'] for p in j['percentiles'] if p['p'] == 50][0] / 1000")
+n99=$(json "$work/echo.json" "[p['value_ns'] for p in j['percentiles'] if p['p'] == 99][0] / 1000")
+nsrc=$(json "$work/echo.json" "j['timestamp_source']")
+sport=$(free_port)
+sockperf server --tcp -i 127.0.0.1 -p "$sport" > "$work/sockperf-server.out" 2>&1 &
+pids+=($!)
+wait_listen "$sport"
+sockperf ping-pong --tcp --full-rtt -i 127.0.0.1 -p "$sport" -t 3 --mps=2000 > "$work/sockperf.out" 2>&1 || true
+s50=$(awk '/percentile 50.000/ {print $NF}' "$work/sockperf.out")
+s99=$(awk '/percentile 99.000/ {print $NF}' "$work/sockperf.out")
+echo "(b) latency floor on 127.0.0.1 at 2000 msg/s, 1 TCP connection, full round trip (us)"
+echo "    nabla load echo ($nsrc stamps): p50 $(printf '%.1f' "$n50")  p99 $(printf '%.1f' "$n99")"
+echo "    sockperf ping-pong --tcp:     p50 $(printf '%.1f' "$s50")  p99 $(printf '%.1f' "$s99")"
+echo "    p50 difference nabla - sockperf: $(python3 -c "print('%.1f' % ($n50 - $s50))") us  (target <= 5)"
+echo "    reproduce: $peer & $nabla load --target echo://127.0.0.1:PORT --rate 2000 --connections 1 --percentile 50,99 --max-duration 4s --json ;"
+echo "               sockperf server --tcp -i 127.0.0.1 -p P & sockperf ping-pong --tcp --full-rtt -i 127.0.0.1 -p P -t 3 --mps=2000"
+
+# ---------------------------------------------------------- (c) rate accuracy
+echo "(c) rate accuracy against the echo peer (2 threads, 16 connections, K=8)"
+for r in 10000 50000; do
+  "$nabla" load --target "echo://127.0.0.1:$eport" --rate "$r" --connections 16 --threads 2 \
+    --outstanding 8 --max-duration 3s --json > "$work/rate.json" || true
+  echo "    target $r/s: $(json "$work/rate.json" "'achieved %.0f/s = %.4f of target; offered/target %.4f; late sends %.2f%%; verdict %s' % (j['throughput_rps'], j['throughput_rps'] / j['target_rps'], sum(r['offered_rps'] for r in j['rounds']) / len(j['rounds']) / j['target_rps'], 100.0 * j['late_sends'] / max(j['sent'], 1), j['verdict'])")"
+done
+echo "    reproduce: $nabla load --target echo://127.0.0.1:PORT --rate R --connections 16 --threads 2 --outstanding 8 --max-duration 3s --json"
