@@ -91,6 +91,15 @@ std::string p_name(double p) {
   return buf;
 }
 
+// The first `width` bytes of a reason, cut at a space, with "..." when cut
+// (the full reasons are in --json and the database).
+std::string shortened(const std::string& text, std::size_t width) {
+  if (text.size() <= width) return text;
+  auto cut = text.rfind(' ', width);
+  if (cut == std::string::npos || cut < width / 2) cut = width;
+  return text.substr(0, cut) + "...";
+}
+
 db::TimestampSource db_source(loadgen::TimestampSource s) {
   switch (s) {
     case loadgen::TimestampSource::kHardware:
@@ -202,7 +211,7 @@ void print_load_sweep(std::ostream& out, const std::vector<json>& points) {
     t.add_row({format_number(p["target_rps"].get<double>()),
                format_number(p["throughput_rps"].get<double>()), v(p50), ci(p50), v(p99), ci(p99),
                p["verdict"].get<std::string>(),
-               p["reasons"].empty() ? "" : p["reasons"][0].get<std::string>()});
+               p["reasons"].empty() ? "" : shortened(p["reasons"][0].get<std::string>(), 60)});
   }
   t.print(out);
 }
