@@ -272,13 +272,26 @@ std::int64_t LoadRunRecorder::add_point(const ControllerResult& r,
     // Nothing measured (e.g. calibration never ran): still one row saying why.
     add(std::nullopt, "sojourn", {TailPercentile{c.percentiles.front(), 0, {}, {}}}, 0);
   }
-  // Samples: wall-clock send times (intended), as the schema asks.
+  // Samples: wall-clock send times (intended), as the schema asks. Each rate
+  // point's samples hang off one 'baseline' phase (an unperturbed
+  // measurement, no link) spanning its first to last intended send, so the
+  // points of a sweep stay apart in the samples table.
   const std::int64_t offset = loadgen::clock_offset_ns();
+  std::optional<std::int64_t> phase_id;
+  if (!r.kept_samples.empty()) {
+    db::Phase phase;
+    phase.run_id = run_id_;
+    phase.kind = db::PhaseKind::kBaseline;
+    phase.started_ns = r.kept_samples.front().intended_ns + offset;
+    phase.ended_ns = r.kept_samples.back().intended_ns + offset;
+    phase_id = store_.add_phase(phase);
+  }
   std::vector<std::int64_t> type_ids;
   for (const auto& name : r.type_names) type_ids.push_back(store_.transaction_type_id(name));
   auto writer = store_.sample_writer(run_id_);
   for (const auto& s : r.kept_samples) {
     db::Sample row;
+    row.phase_id = phase_id;
     row.send_ns = s.intended_ns + offset;
     row.latency_ns = std::max<std::int64_t>(s.latency_ns, 0);
     if (s.service_time_ns >= 0) row.service_ns = s.service_time_ns;

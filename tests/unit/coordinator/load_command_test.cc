@@ -339,6 +339,7 @@ TEST(LoadTier, DbStoresTheRunTailResultsAndKeptSamples) {
     std::int64_t samples = 0;
     store.for_each_sample(run_id, [&](const db::Sample& s) {
       ++samples;
+      EXPECT_TRUE(s.phase_id.has_value());  // the rate point's baseline phase
       EXPECT_GE(s.latency_ns, 200'000);
       EXPECT_EQ(s.source, db::TimestampSource::kSoftware);
     });
