@@ -334,9 +334,9 @@ int DelayEngine::arm_timer(int64_t now_ns) {
   constexpr int kIdleTimeoutMs = 100;  // housekeeping and shutdown checks
   if (now_ns - poll_window_start_ns_ >= kPollWindowNs) {
     poll_window_start_ns_ = now_ns;
-    poll_used_ns_ = 0;
+    busy_ns_ = 0;
   }
-  const bool may_poll = poll_used_ns_ < kPollBudgetNs;
+  const bool may_poll = busy_ns_ < kBusyBudgetNs;
   const int64_t next = wheel_.next_deadline_ns();
   int64_t target = 0;  // 0 disarms
   int timeout_ms = kIdleTimeoutMs;
@@ -376,8 +376,10 @@ void DelayEngine::run() {
   epoll_event events[64];
   int timeout_ms = 0;
   while (running_) {
-    const int64_t wait_start_ns = timeout_ms == 0 ? common::monotonic_ns() : 0;
+    const int64_t wait_start_ns = common::monotonic_ns();
     const int n = ::epoll_wait(epoll_.get(), events, 64, timeout_ms);
+    // Awake from here (a poll counts from before its epoll_wait).
+    const int64_t awake_ns = timeout_ms == 0 ? wait_start_ns : common::monotonic_ns();
     if (n < 0 && errno != EINTR) {
       common::log_error("engine: epoll_wait: ", std::strerror(errno));
       break;
@@ -402,13 +404,14 @@ void DelayEngine::run() {
       }
     }
     const int64_t now = common::monotonic_ns();
-    const size_t fired = fire_timers(now);
-    if (timeout_ms == 0 && n == 0 && fired == 0) poll_used_ns_ += now - wait_start_ns;
+    fire_timers(now);
     if (now - last_housekeeping_ns_ >= kHousekeepingNs) {
       for (auto& [id, slot] : slots_) slot.pipeline->flow_order().forget_released(now);
       last_housekeeping_ns_ = now;
     }
-    timeout_ms = arm_timer(common::monotonic_ns());
+    const int64_t end_ns = common::monotonic_ns();
+    busy_ns_ += end_ns - awake_ns;
+    timeout_ms = arm_timer(end_ns);
   }
 }
 

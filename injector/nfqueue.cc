@@ -17,6 +17,7 @@
 #include <string>
 #include <system_error>
 
+#include "nabla/common/clock.hh"
 #include "nabla/common/log.hh"
 
 namespace nabla::injector {
@@ -271,7 +272,9 @@ void NfQueue::batch_verdict(uint32_t id, uint32_t verdict) {
 
 bool NfQueue::flush() {
   if (send_used_ == 0) return true;
+  const int64_t start_ns = common::monotonic_ns();
   const ssize_t n = mnl_socket_sendto(socket_, send_buffer_.data(), send_used_);
+  counters_.send_ns += static_cast<uint64_t>(common::monotonic_ns() - start_ns);
   send_used_ = 0;
   ++counters_.sends;
   if (n < 0) {

@@ -174,6 +174,7 @@ json InjectorService::stats(const json& params) {
     // Profiling: syscalls per packet and wake-ups of the (shared) loop.
     s["receive_calls"] = view.queue.receive_calls;
     s["verdict_sends"] = view.queue.sends;
+    s["verdict_send_ns"] = view.queue.send_ns;
     s["loop_wakeups"] = engine_.loop_wakeups();
     // The kernel's view: with fail-open, queue-full and delivery failures pass
     // packets undelayed and are invisible here; without it they are counted.

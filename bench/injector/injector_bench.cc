@@ -291,12 +291,15 @@ void print_profile(const nlohmann::json& stats, double wakeups_before) {
   const double packets = std::max(1.0, stats.at("packets").get<double>());
   std::printf(
       "  %-20s per packet: %.3f recv calls, %.3f verdict sends, %.3f loop wake-ups "
-      "(%.0f packets, %lld batch verdicts, %lld single, enobufs %lld)\n",
+      "(%.0f packets, %lld batch verdicts, %lld single, enobufs %lld); %.1f us per verdict "
+      "send\n",
       "", stats.at("receive_calls").get<double>() / packets,
       stats.at("verdict_sends").get<double>() / packets,
       (stats.at("loop_wakeups").get<double>() - wakeups_before) / packets, packets,
       stats.at("batch_verdicts").get<long long>(), stats.at("verdicts").get<long long>(),
-      stats.at("enobufs").get<long long>());
+      stats.at("enobufs").get<long long>(),
+      stats.at("verdict_send_ns").get<double>() / 1e3 /
+          std::max(1.0, stats.at("verdict_sends").get<double>()));
 }
 
 // One accuracy row per rate for the running daemon, plus its own view.
@@ -349,7 +352,7 @@ int main(int argc, char** argv) {
   // Throughput: the three configurations interleaved in short slices, round
   // after round, and the ratio taken per round (median over rounds), so a
   // burst of load from elsewhere hits all three alike.
-  const int rounds = std::max(3, static_cast<int>(std::lround(seconds * 2.5)));
+  const int rounds = std::max(5, static_cast<int>(std::lround(seconds * 4)));
   const double slice = 0.5;
   std::printf(
       "throughput (one sender thread, 64-byte UDP, %d rounds of %.1f s per configuration; "

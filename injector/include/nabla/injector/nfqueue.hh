@@ -55,6 +55,10 @@ struct NfQueueCounters {
   uint64_t send_errors = 0;
   uint64_t receive_calls = 0;  // recv syscalls (profiling: syscalls per packet)
   uint64_t sends = 0;          // sendto syscalls carrying verdicts
+  // Time inside those sendtos: the kernel re-injects the accepted packets
+  // within the call (for a veth, up to the receiving socket), so this is
+  // what a verdict costs the loop, and part of every reported actual delay.
+  uint64_t send_ns = 0;
 };
 
 // The kernel's own counters for a queue, from
