@@ -131,8 +131,11 @@ DemoCampaign demo_campaign(const ServiceModel& model, bool quick, std::uint64_t 
     c.only_links = std::vector<std::string>{
         campaign_link_label("tcp", web.host, 0, model.tier("app").host, model.tier("app").port),
         campaign_link_label("tcp", model.tier("app").host, 0, db.host, db.port)};
-    c.bins = 64;
-    c.chunks = 9;
+    // N = 128 with M = 5 training chunks instead of the full demo's M = 9:
+    // the gradient's noise falls with sqrt(N), while M only sets how well
+    // the training spectrum (amplitude choice, FFT^0) is known.
+    c.bins = 128;
+    c.chunks = 5;
     c.requests_per_bin = 4;
     c.discover_for = "1500ms";
   } else {
