@@ -245,20 +245,22 @@ ControllerResult run_controller(const ControllerConfig& c, const MonotonicClock&
     for (std::size_t i : ev.kept_index) out.kept_samples.push_back(series[i]);
     out.kept = out.kept_samples.size();
   }
-  if (out.reasons.empty()) {
-    if (!evaluated) {
+  if (!evaluated) {
+    // No measurement round was used (budget gone, or rounds dropped): show
+    // what calibration measured, flagged as such.
+    if (out.reasons.empty()) {
       out.reasons.push_back("no measurement round completed (" +
                             (stop.empty() ? std::string("stopped") : stop.front()) + ")");
-      out.notes.push_back(
-          "percentiles are from the last calibration round, every sample, not conclusive");
-      std::vector<double> lat;
-      for (const auto& s : last_calibration_samples) {
-        lat.push_back(static_cast<double>(s.latency_ns));
-      }
-      out.percentiles = tail_percentiles(lat, c.percentiles, c.confidence);
-      out.samples = out.kept = lat.size();
-      out.kept_samples = std::move(last_calibration_samples);
-    } else if (!ev.converged) {
+    }
+    out.notes.push_back(
+        "percentiles are from the last calibration round, every sample, not conclusive");
+    std::vector<double> lat;
+    for (const auto& s : last_calibration_samples) lat.push_back(static_cast<double>(s.latency_ns));
+    out.percentiles = tail_percentiles(lat, c.percentiles, c.confidence);
+    out.samples = out.kept = lat.size();
+    out.kept_samples = std::move(last_calibration_samples);
+  } else if (out.reasons.empty()) {
+    if (!ev.converged) {
       if (!ev.iid && ev.scan.steps.empty()) {
         out.reasons.push_back("not iid: too few samples to test independence (" +
                               std::to_string(series.size()) + " < " + std::to_string(c.min_kept) +
