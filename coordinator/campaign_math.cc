@@ -116,14 +116,21 @@ double adapted_amplitude_ns(const std::vector<double>& per_type_amplitude_ns,
     throw std::invalid_argument("adapted_amplitude_ns: one rough gradient per type");
   }
   double out = 0;
+  double steepest = 0;
   bool any = false;
   for (std::size_t i = 0; i < rough.size(); ++i) {
     if (!rough[i].clear) continue;
     any = true;
+    steepest = std::max(steepest, rough[i].value);
     out = std::max(out, analysis::adapt_amplitude_ns(per_type_amplitude_ns[i], rough[i].value,
                                                      max_amplitude_ns));
   }
   if (!any) out = max_amplitude_ns;
+  // The cap bounds the response-time swing too: no clear type should see
+  // more than max_amplitude (a gradient-2 type at a 10 ms cap sees 10 ms,
+  // not 20 ms; on the testbed a 20 ms swing on web->app overloaded the web
+  // tier and timed requests out).
+  if (steepest > 1.0) out = std::min(out, max_amplitude_ns / steepest);
   return std::clamp(out, min_amplitude_ns, max_amplitude_ns);
 }
 

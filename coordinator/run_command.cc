@@ -154,6 +154,7 @@ ojson outcome_to_json(const CampaignSpec& spec, const CampaignOutcome& o) {
               {"value", json_number(g.estimate.value)},
               {"ci_low", json_number(g.estimate.ci_low)},
               {"ci_high", json_number(g.estimate.ci_high)},
+              {"standard_error", json_number(g.estimate.standard_error)},
               {"actual_amplitude_ns", g.actual_amplitude_ns},
               {"perturbation_ns", json_number(g.perturbation_ns)},
               {"throughput_change", json_number(g.throughput_change)},

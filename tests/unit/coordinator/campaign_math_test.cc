@@ -73,6 +73,8 @@ TEST(CampaignMath, RoughGradientFromOneCycle) {
   EXPECT_FALSE(g1.clear);
   // Adaptive amplitude: type 0 wants 3 ms / 2 = 1.5 ms; type 1 is not clear.
   EXPECT_DOUBLE_EQ(adapted_amplitude_ns({3e6, 1e6}, {g0, g1}, 2e5, 5e6), 3e6 / g0.value);
+  // A noisy type asking for 12 ms / 2 = 6 ms is held to a 5 ms swing: 2.5 ms.
+  EXPECT_DOUBLE_EQ(adapted_amplitude_ns({12e6, 1e6}, {g0, g1}, 2e5, 5e6), 5e6 / g0.value);
   // None clear: the cap. Clamped below by the minimum.
   EXPECT_DOUBLE_EQ(adapted_amplitude_ns({3e6, 1e6}, {g1, g1}, 2e5, 5e6), 5e6);
   RoughGradient huge = g0;

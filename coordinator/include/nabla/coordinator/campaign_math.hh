@@ -20,6 +20,8 @@
 //    max over clear types of adapt_amplitude_ns(amplitude of that type at
 //    k_d, rough gradient), clamped to [min, max]; with no clear type the
 //    link barely matters to any type and the maximum amplitude is used.
+//    Safety: the cap also bounds the response-time swing, so the amplitude
+//    is at most max / (largest clear rough gradient) when that exceeds 1.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
