@@ -169,7 +169,7 @@ void DelayEngine::on_packet(uint64_t slot_id, Slot& slot, const QueuedPacket& pa
     // Due now: no wheel. Plain packets are accepted together at the end of
     // this receive pass (one batch verdict when nothing older is held).
     if (held.rewritten.empty() && held.copy.empty()) {
-      slot.immediate.emplace_back(packet.id, plan.wave);
+      slot.immediate.push_back({packet.id, plan.wave, now_ns});
       return;
     }
     slot.queue->verdict(packet.id, NfQueue::kAccept, held.rewritten);
@@ -190,20 +190,22 @@ void DelayEngine::on_readable(uint64_t slot_id, Slot& slot) {
   // delay left (release == now) must not overtake a held packet of its flow
   // whose deadline passed while we were busy.
   fire_timers(now_ns);
-  if (slot.queue->receive(
-          [&](const QueuedPacket& packet) { on_packet(slot_id, slot, packet, now_ns); }) > 0) {
+  // Each packet's arrival is its receive call's stamp (never early).
+  if (slot.queue->receive([&](const QueuedPacket& packet) {
+        on_packet(slot_id, slot, packet, packet.received_ns);
+      }) > 0) {
     last_packet_ns_ = now_ns;
   }
-  release_immediate(slot, now_ns);
+  release_immediate(slot);
   slot.queue->flush();
   PacketCounters& counters = slot.pipeline->accounting().counters();
   counters.enobufs = slot.queue->counters().enobufs + slot.queue->counters().id_gaps;
   counters.verdict_errors = slot.queue->counters().send_errors;
 }
 
-void DelayEngine::release_immediate(Slot& slot, int64_t arrival_ns) {
+void DelayEngine::release_immediate(Slot& slot) {
   if (slot.immediate.empty()) return;
-  const uint32_t last = slot.immediate.back().first;  // ids ascend
+  const uint32_t last = slot.immediate.back().id;  // ids ascend
   // A batch accepts every queued id <= last: only if no held packet is among them.
   bool older_held = false;
   for (const auto& o : slot.outstanding) {
@@ -215,12 +217,12 @@ void DelayEngine::release_immediate(Slot& slot, int64_t arrival_ns) {
   if (slot.immediate.size() >= 2 && !older_held) {
     slot.queue->batch_verdict(last, NfQueue::kAccept);
   } else {
-    for (const auto& [id, wave] : slot.immediate) slot.queue->verdict(id, NfQueue::kAccept);
+    for (const auto& p : slot.immediate) slot.queue->verdict(p.id, NfQueue::kAccept);
   }
   slot.queue->flush();
   const int64_t verdict_ns = common::monotonic_ns();
-  for (const auto& [id, wave] : slot.immediate) {
-    slot.pipeline->accounting().record_delay(verdict_ns - arrival_ns, wave);
+  for (const auto& p : slot.immediate) {
+    slot.pipeline->accounting().record_delay(verdict_ns - p.arrival_ns, p.wave);
   }
   slot.immediate.clear();
 }

@@ -40,6 +40,7 @@ struct ParseContext {
   const std::function<void(const QueuedPacket&)>* on_packet;
   NfQueueCounters* counters;
   uint32_t* last_id;
+  int64_t received_ns;
 };
 
 int on_message(const nlmsghdr* nlh, void* data) {
@@ -55,6 +56,7 @@ int on_message(const nlmsghdr* nlh, void* data) {
   QueuedPacket packet;
   packet.id = ntohl(ph->packet_id);
   packet.hw_protocol = ntohs(ph->hw_protocol);
+  packet.received_ns = ctx->received_ns;
   if (attr[NFQA_PAYLOAD] != nullptr) {
     packet.payload = {static_cast<const uint8_t*>(mnl_attr_get_payload(attr[NFQA_PAYLOAD])),
                       mnl_attr_get_payload_len(attr[NFQA_PAYLOAD])};
@@ -206,7 +208,7 @@ void NfQueue::setup_receive_batch() {
 
 size_t NfQueue::receive(const std::function<void(const QueuedPacket&)>& on_packet,
                         size_t max_packets) {
-  ParseContext ctx{&on_packet, &counters_, &last_id_};
+  ParseContext ctx{&on_packet, &counters_, &last_id_, 0};
   const uint64_t before = counters_.received;
   size_t taken = 0;
   while (taken < max_packets) {
@@ -226,6 +228,7 @@ size_t NfQueue::receive(const std::function<void(const QueuedPacket&)>& on_packe
       if (errno == EINTR) continue;
       break;  // EAGAIN: drained
     }
+    ctx.received_ns = common::monotonic_ns();
     for (int i = 0; i < n; ++i) {
       const mmsghdr& m = batch_headers_[static_cast<size_t>(i)];
       // Only the kernel (port 0) sends us packets; a truncated message

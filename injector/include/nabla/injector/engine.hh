@@ -111,7 +111,12 @@ class DelayEngine {
     std::deque<Outstanding> outstanding;  // ascending ids, arrival order
     std::vector<uint32_t> releasing;      // ids released in this pass
     // Zero-delay packets of this receive pass, accepted together at its end.
-    std::vector<std::pair<uint32_t, WavePoint>> immediate;
+    struct Immediate {
+      uint32_t id;
+      WavePoint wave;
+      int64_t arrival_ns;
+    };
+    std::vector<Immediate> immediate;
     uint32_t queue_maxlen = 0;
   };
 
@@ -120,7 +125,7 @@ class DelayEngine {
   void on_packet(uint64_t slot_id, Slot& slot, const QueuedPacket& packet, int64_t now_ns);
   size_t fire_timers(int64_t now_ns);  // returns how many timers fired
   void release_marked(Slot& slot);     // sends verdicts for slot.releasing
-  void release_immediate(Slot& slot, int64_t arrival_ns);
+  void release_immediate(Slot& slot);
   // Arms the timerfd spin_ns before the next deadline; returns the epoll
   // timeout (0 = poll) for the next wait.
   int arm_timer(int64_t now_ns);

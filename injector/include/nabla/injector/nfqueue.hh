@@ -43,6 +43,11 @@ struct QueuedPacket {
   std::span<const uint8_t> payload;  // at most copy_range bytes, from the IP header
   bool checksum_not_ready = false;   // NFQA_SKB_CSUMNOTREADY
   bool gso = false;                  // NFQA_SKB_GSO
+  // CLOCK_MONOTONIC right after the recvmmsg that returned this packet: never
+  // before the packet reached the socket, so a delay counted from it never
+  // releases early (a stamp taken before the receive call would be earlier
+  // than a packet that arrived while the loop was busy).
+  int64_t received_ns = 0;
 };
 
 struct NfQueueCounters {
