@@ -103,8 +103,7 @@ AndersonDarlingCheck check_inter_arrivals(const EngineResult& round, ScheduleKin
 }
 
 ClosedLoopCheck check_closed_loop(const EngineResult& round, double target_rps, int connections,
-                                  int max_outstanding, const CalibrationLimits& limits) {
-  (void)limits;
+                                  int max_outstanding) {
   ClosedLoopCheck out;
   out.slots = connections * max_outstanding;
   if (round.samples.empty()) return out;
@@ -135,7 +134,7 @@ CalibrationCheck check_calibration(const EngineResult& round, const EngineConfig
   out.late_fraction = round.sent > 0 ? static_cast<double>(round.late) / round.sent : 0.0;
   out.late_ok = out.late_fraction <= limits.late_fraction_limit;
   out.closed_loop =
-      check_closed_loop(round, out.target_rps, config.connections, config.max_outstanding, limits);
+      check_closed_loop(round, out.target_rps, config.connections, config.max_outstanding);
   auto& cl = out.closed_loop;
   // Closed loop: the slots cannot carry the rate at all (Little), or sends
   // queue for slots (late) while most slots are busy.

@@ -113,8 +113,11 @@ double round_offered_rate(const EngineResult& round);
 AndersonDarlingCheck check_inter_arrivals(const EngineResult& round, ScheduleKind kind,
                                           int64_t resolution_ns, const CalibrationLimits& limits);
 
+// Little's law over the round: slots needed = target rate × mean in-flight
+// time (actual send → receive). Sets everything but `closed_loop`, which
+// check_calibration decides (it also needs the late sends).
 ClosedLoopCheck check_closed_loop(const EngineResult& round, double target_rps, int connections,
-                                  int max_outstanding, const CalibrationLimits& limits);
+                                  int max_outstanding);
 
 // All of the above for one round at `target_rps`. Reasons use the wording of
 // the N/A verdicts ("target load not reached (achieved X rps of Y)", …).
