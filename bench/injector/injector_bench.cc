@@ -246,6 +246,7 @@ struct Accuracy {
   int64_t raw_median_ns = 0;  // |one-way delay - requested|
   int64_t raw_p99_ns = 0;
   size_t lost = 0;
+  size_t early = 0;  // delivered before the requested delay had passed
 };
 
 int64_t nearest_rank(const std::vector<int64_t>& sorted, double q) {
@@ -262,23 +263,25 @@ Accuracy accuracy(InjectorTestbed& bed, double rate, double seconds, int64_t req
       nabla::testing::run_udp_probes(bed, 9000, static_cast<int>(rate * seconds), rate);
   std::vector<int64_t> err;
   std::vector<int64_t> raw;
+  size_t early = 0;
   for (const auto& p : probes) {
     if (p.copies == 0) continue;
     err.push_back(std::llabs(p.delay_ns - requested_ns - base_ns));
     raw.push_back(std::llabs(p.delay_ns - requested_ns));
+    early += p.delay_ns < requested_ns ? 1 : 0;
   }
   std::sort(err.begin(), err.end());
   std::sort(raw.begin(), raw.end());
-  return {nearest_rank(err, 0.5), nearest_rank(err, 0.99), nearest_rank(raw, 0.5),
-          nearest_rank(raw, 0.99), nabla::testing::lost(probes)};
+  return {nearest_rank(err, 0.5),  nearest_rank(err, 0.99),      nearest_rank(raw, 0.5),
+          nearest_rank(raw, 0.99), nabla::testing::lost(probes), early};
 }
 
 void print_accuracy(const char* who, double rate, const Accuracy& a) {
   std::printf(
       "  %-20s %6.0f pps: |error| median %8.1f us p99 %8.1f us (raw %7.1f / %8.1f us) lost "
-      "%zu\n",
+      "%zu early %zu\n",
       who, rate, a.median_ns / 1e3, a.p99_ns / 1e3, a.raw_median_ns / 1e3, a.raw_p99_ns / 1e3,
-      a.lost);
+      a.lost, a.early);
 }
 
 // Where the daemon's time goes, per packet, from its own counters.
