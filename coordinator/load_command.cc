@@ -1,6 +1,7 @@
 #include "nabla/coordinator/load_command.hh"
 
 #include <arpa/inet.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -236,6 +237,33 @@ nlohmann::json config_json(const LoadOptions& o, const LoadPlan& plan) {
           {"seed", o.seed}};
 }
 
+// SIGINT/SIGTERM are blocked while the measurement runs (the engine threads
+// inherit the mask) and taken after each round, so an interrupted run ends
+// through the normal error path: the stored run is marked failed, exit 1.
+class InterruptSignals {
+ public:
+  InterruptSignals() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set_, &old_);
+  }
+  ~InterruptSignals() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+  InterruptSignals(const InterruptSignals&) = delete;
+  InterruptSignals& operator=(const InterruptSignals&) = delete;
+
+  // Takes a pending SIGINT/SIGTERM, if any; returns its number or 0.
+  int take() const {
+    timespec zero{0, 0};
+    const int sig = sigtimedwait(&set_, nullptr, &zero);
+    return sig > 0 ? sig : 0;
+  }
+
+ private:
+  sigset_t set_{};
+  sigset_t old_{};
+};
+
 void print_progress(std::ostream& err, double rate, const loadgen::ControllerProgress& p) {
   err << "\r\033[K" << format_number(rate) << " rps  " << p.phase << " round " << p.round
       << "  achieved " << format_number(p.throughput_rps) << " rps";
@@ -254,6 +282,7 @@ int run_load(const LoadOptions& o, std::ostream& out, std::ostream& err) {
   if (!o.db.empty())
     recorder = std::make_unique<LoadRunRecorder>(o.db, config_json(o, plan), o.seed);
   std::vector<nlohmann::json> points;
+  InterruptSignals signals;
   try {
     // Held for the whole run: restores the NIC's setting if it was changed.
     const loadgen::TimestampPlan stamps = loadgen::plan_timestamps(plan.target.host);
@@ -263,6 +292,11 @@ int run_load(const LoadOptions& o, std::ostream& out, std::ostream& err) {
       c.engine.schedule.rate_per_s = rate;
       auto progress = [&](const loadgen::ControllerProgress& p) {
         if (live) print_progress(err, rate, p);
+        if (const int sig = signals.take()) {
+          throw std::runtime_error(std::string("interrupted by ") +
+                                   (sig == SIGINT ? "SIGINT" : "SIGTERM") + " during round " +
+                                   std::to_string(p.round) + " at " + format_number(rate) + " rps");
+        }
       };
       const auto result = loadgen::run_controller(c, common::monotonic_ns, progress);
       if (live) err << "\r\033[K" << std::flush;

@@ -369,5 +369,44 @@ TEST(LoadTier, DbStoresTheRunTailResultsAndKeptSamples) {
   fs::remove_all(dir);
 }
 
+// SIGTERM mid-run (the demo's way to stop it): the stored run is marked
+// failed with the signal named, and the exit code is 1.
+TEST(LoadTier, SigtermMarksTheStoredRunFailed) {
+  TierProcess tier(
+      {"--listen", "127.0.0.1:0", "--workers", "4", "--url", "/a service=fixed:100us mode=sleep"});
+  ASSERT_NE(tier.port(), 0);
+  const fs::path dir =
+      fs::temp_directory_path() / ("nabla-load-sigterm-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string db_path = (dir / "load.db").string();
+  const std::string target = "http://127.0.0.1:" + std::to_string(tier.port()) + "/a";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, STDOUT_FILENO);
+    ::dup2(null, STDERR_FILENO);
+    ::execl(NABLA_BINARY, NABLA_BINARY, "load", "--target", target.c_str(), "--rate", "300",
+            "--max-duration", "20s", "--late-threshold", "5ms", "--db", db_path.c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ASSERT_GT(pid, 0);
+  ::usleep(1'500'000);  // inside calibration or the first measurement round
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by the signal instead of ending cleanly";
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  {
+    db::Store store = db::Store::open_read_only(db_path);
+    const auto runs = store.list_runs();
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(runs[0].status, db::RunStatus::kFailed);
+    ASSERT_TRUE(runs[0].error.has_value());
+    EXPECT_EQ(runs[0].error->rfind("interrupted by SIGTERM", 0), 0u) << *runs[0].error;
+  }
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace nabla::coordinator
