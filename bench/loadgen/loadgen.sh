@@ -20,6 +20,9 @@ for tool in nginx wrk sockperf python3; do
 done
 conns=${NABLA_BENCH_CONNS:-16}
 outstanding=${NABLA_BENCH_OUTSTANDING:-8}
+# A send this late is "late" (nabla load's default; a busy VM may need 1ms).
+late=${NABLA_BENCH_LATE_THRESHOLD:-200us}
+spin=${NABLA_BENCH_SPIN:-100us}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/nabla-loadgen-bench-XXXXXX")
 pids=()
@@ -76,12 +79,15 @@ wrk_rps=$(wrk -t1 -c"$conns" -d3s "http://127.0.0.1:$nport/" | awk '/Requests\/s
 # One open-loop probe: prints "late_fraction throughput_ratio".
 probe() {
   "$nabla" load --target "http://127.0.0.1:$nport/" --rate "$1" --connections "$conns" \
-    --threads 1 --outstanding "$outstanding" --max-duration 2s --json > "$work/probe.json" || true
+    --threads 1 --outstanding "$outstanding" --max-duration 2s --late-threshold "$late" \
+    --json > "$work/probe.json" || true
   json "$work/probe.json" "'%.5f %.4f' % (j['late_sends'] / max(j['sent'], 1), j['throughput_rps'] / j['target_rps'])"
 }
 sustains() {
-  read -r late ratio < <(probe "$1")
-  python3 -c "import sys; sys.exit(0 if $late < 0.01 and $ratio > 0.98 else 1)"
+  local frac ratio
+  read -r frac ratio < <(probe "$1")
+  echo "    probe $1/s: late $(python3 -c "print('%.2f' % (100 * $frac))")%, achieved/target $ratio" >&2
+  python3 -c "import sys; sys.exit(0 if $frac < 0.01 and $ratio > 0.98 else 1)"
 }
 lo=0
 hi=$(python3 -c "print(int(float('$wrk_rps') * 3))")
@@ -91,11 +97,11 @@ for _ in 1 2 3 4 5 6 7; do
   if sustains "$rate"; then lo=$rate; else hi=$rate; fi
   rate=$(( (lo + hi) / 2 ))
 done
-echo "(a) nginx on 127.0.0.1, $conns connections, 1 thread each"
+echo "(a) nginx on 127.0.0.1, $conns connections, 1 thread each (load average $(cut -d' ' -f1 /proc/loadavg))"
 echo "    wrk closed loop:            $(printf '%.0f' "$wrk_rps") requests/s"
-echo "    nabla load open loop (<1% late, K=$outstanding): $lo requests/s"
+echo "    nabla load open loop (<1% sends later than $late, K=$outstanding): $lo requests/s"
 echo "    ratio nabla/wrk:            $(python3 -c "print('%.2f' % ($lo / float('$wrk_rps')))")  (target >= 1.0)"
-echo "    reproduce: wrk -t1 -c$conns -d3s http://127.0.0.1:PORT/ ; $nabla load --target http://127.0.0.1:PORT/ --rate R --connections $conns --threads 1 --outstanding $outstanding --max-duration 2s --json"
+echo "    reproduce: wrk -t1 -c$conns -d3s http://127.0.0.1:PORT/ ; $nabla load --target http://127.0.0.1:PORT/ --rate R --connections $conns --threads 1 --outstanding $outstanding --max-duration 2s --late-threshold $late --json"
 
 # ---------------------------------------------------------- (b) latency floor
 "$peer" > "$work/peer.out" &
@@ -103,10 +109,12 @@ pids+=($!)
 for _ in $(seq 100); do grep -q port "$work/peer.out" 2>/dev/null && break; sleep 0.05; done
 eport=$(awk '/port/ {print $NF; exit}' "$work/peer.out")
 "$nabla" load --target "echo://127.0.0.1:$eport" --rate 2000 --connections 1 --threads 1 \
-  --percentile 50,99 --ci-width 1us --max-duration 4s --json > "$work/echo.json" || true
+  --percentile 50,99 --ci-width 1us --max-duration 4s --spin "$spin" --json > "$work/echo.json" || true
 n50=$(json "$work/echo.json" "[p['value_ns'] for p in j['percentiles'] if p['p'] == 50][0] / 1000")
 n99=$(json "$work/echo.json" "[p['value_ns'] for p in j['percentiles'] if p['p'] == 99][0] / 1000")
 nsrc=$(json "$work/echo.json" "j['timestamp_source']")
+f50=$(json "$work/echo.json" "[p['value_ns'] for p in j['in_flight_percentiles'] if p['p'] == 50][0] / 1000")
+f99=$(json "$work/echo.json" "[p['value_ns'] for p in j['in_flight_percentiles'] if p['p'] == 99][0] / 1000")
 sport=$(free_port)
 sockperf server --tcp -i 127.0.0.1 -p "$sport" > "$work/sockperf-server.out" 2>&1 &
 pids+=($!)
@@ -115,10 +123,11 @@ sockperf ping-pong --tcp --full-rtt -i 127.0.0.1 -p "$sport" -t 3 --mps=2000 > "
 s50=$(awk '/percentile 50.000/ {print $NF}' "$work/sockperf.out")
 s99=$(awk '/percentile 99.000/ {print $NF}' "$work/sockperf.out")
 echo "(b) latency floor on 127.0.0.1 at 2000 msg/s, 1 TCP connection, full round trip (us)"
-echo "    nabla load echo ($nsrc stamps): p50 $(printf '%.1f' "$n50")  p99 $(printf '%.1f' "$n99")"
-echo "    sockperf ping-pong --tcp:     p50 $(printf '%.1f' "$s50")  p99 $(printf '%.1f' "$s99")"
-echo "    p50 difference nabla - sockperf: $(python3 -c "print('%.1f' % ($n50 - $s50))") us  (target <= 5)"
-echo "    reproduce: $peer & $nabla load --target echo://127.0.0.1:PORT --rate 2000 --connections 1 --percentile 50,99 --max-duration 4s --json ;"
+echo "    nabla load echo, from intended send ($nsrc stamps, --spin $spin): p50 $(printf '%.1f' "$n50")  p99 $(printf '%.1f' "$n99")"
+echo "    nabla load echo, kernel TX stamp to RX stamp (in flight):      p50 $(printf '%.1f' "$f50")  p99 $(printf '%.1f' "$f99")"
+echo "    sockperf ping-pong --tcp --full-rtt:                           p50 $(printf '%.1f' "$s50")  p99 $(printf '%.1f' "$s99")"
+echo "    p50 difference nabla - sockperf: $(python3 -c "print('%.1f' % ($n50 - $s50))") us from intended send, $(python3 -c "print('%.1f' % ($f50 - $s50))") us in flight  (target <= 5)"
+echo "    reproduce: $peer & $nabla load --target echo://127.0.0.1:PORT --rate 2000 --connections 1 --percentile 50,99 --max-duration 4s --spin $spin --json ;"
 echo "               sockperf server --tcp -i 127.0.0.1 -p P & sockperf ping-pong --tcp --full-rtt -i 127.0.0.1 -p P -t 3 --mps=2000"
 
 # ---------------------------------------------------------- (c) rate accuracy
