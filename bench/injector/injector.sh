@@ -3,6 +3,10 @@
 # baseline and beside a naive sleeping NFQUEUE delayer, all in one run inside
 # private network namespaces (needs root). Reproduce with:
 #   bash bench/injector/injector.sh build
+# NABLA_BENCH_SECONDS (default 2: 2 s per accuracy row, 8 throughput rounds)
+# and NABLA_BENCH_SPIN_US (default 50: the spinning daemon's --spin-us).
+# The daemon's verdict syscalls, recv calls and wake-ups per packet are
+# printed under each row (from inject.stats) to show where its time goes.
 #
 # tc netem is not in this kernel. On a machine that has it, the peer figure
 # for the accuracy table is the same probe run against netem on the sender's
