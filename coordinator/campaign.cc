@@ -127,6 +127,12 @@ std::vector<analysis::LatencyRecord> of_type(const std::vector<analysis::Latency
   return out;
 }
 
+std::string format_ratio(double r) {
+  const double rounded = std::round(r * 10.0) / 10.0;
+  std::string s = std::to_string(rounded);
+  return s.substr(0, s.find('.') + 2);
+}
+
 double half_mean(const json& stats, const char* half, std::size_t& count) {
   const json& h = stats.at("halves").at(half);
   count = h.value("count", std::size_t{0});
@@ -536,6 +542,16 @@ class Campaign {
       if (first[t].detected && (!best || first[t].snr > first[*best].snr)) best = t;
     }
     go.phase_bins = best ? first[*best].phase_bins : 0.0;
+    // The amplitude was sized for the training's noise; say so when the
+    // active phase was much noisier (a busy machine), since the CI widens.
+    for (std::size_t t = 0; t < first.size(); ++t) {
+      const double trained = trainings_[t].fft0_sigma.at(static_cast<std::size_t>(kd_.k_d));
+      if (trained > 0 && first[t].noise_sigma > 2.0 * trained) {
+        out_.warnings.push_back(l.label + " " + out_.types[t] + ": noise during the active phase " +
+                                format_ratio(first[t].noise_sigma / trained) +
+                                "x the training's; the CI is wider than planned");
+      }
+    }
     for (std::size_t t = 0; t < out_.types.size(); ++t) {
       TypeGradient tg;
       tg.type = out_.types[t];

@@ -275,10 +275,14 @@ LinksSpec parse_links(const Section& s) {
   l.exclude = s.strings("exclude");
   for (const char* k : {"include", "exclude"}) {
     for (const std::string& spec : k[0] == 'i' ? l.include : l.exclude) {
+      common::LinkSpec parsed;
       try {
-        common::parse_link_spec(spec);
+        parsed = common::parse_link_spec(spec);
       } catch (const common::LinkSpecError& e) {
         fail(s.key(k), "bad link spec \"" + spec + "\": " + e.reason());
+      }
+      if (k[0] == 'i' && parsed.protocol == common::Protocol::kAny) {
+        fail(s.key(k), "\"" + spec + "\": give tcp or udp (a link has one protocol)");
       }
     }
   }

@@ -165,6 +165,9 @@ TEST(CampaignSpec, BadValuesNameKeyAndValue) {
   EXPECT_NE(error_of(base + "[links]\ninclude = [\"tcp 10.0.0.300 -> 10.0.0.2\"]\n")
                 .find("links.include: bad link spec"),
             std::string::npos);
+  EXPECT_NE(error_of(base + "[links]\ninclude = [\"any 10.0.0.1 -> 10.0.0.2\"]\n")
+                .find("links.include: \"any 10.0.0.1 -> 10.0.0.2\": give tcp or udp"),
+            std::string::npos);
   // A bad value inside [workload]: build the text rather than append a second table.
   std::string bad_rate = base;
   bad_rate.replace(bad_rate.find("rate = 400"), 10, "rate = -3");
