@@ -22,9 +22,11 @@ std::string endpoint(const std::string& address, std::uint16_t port) {
   return a + ":" + (port == 0 ? std::string("*") : std::to_string(port));
 }
 
-// The addresses of a link's two ends, from the flow records that produced it.
+// The addresses of a link's two ends, from the flow records that produced it
+// (`from_flows` true), else the nodes' first addresses.
 bool find_addresses(const CampaignSpec& spec, const std::vector<NodeFlows>& nodes, const Link& l,
-                    std::string& src, std::string& dst) {
+                    std::string& src, std::string& dst, bool& from_flows) {
+  from_flows = true;
   for (const NodeFlows& n : nodes) {
     for (const FlowEnd& f : n.flows) {
       if (f.proto != l.proto) continue;
@@ -42,6 +44,7 @@ bool find_addresses(const CampaignSpec& spec, const std::vector<NodeFlows>& node
       }
     }
   }
+  from_flows = false;
   const CampaignNode* s = spec.node_by_name(l.src.host);
   const CampaignNode* d = spec.node_by_name(l.dst.host);
   src = s != nullptr ? s->addresses.front() : l.src.host;
@@ -49,15 +52,27 @@ bool find_addresses(const CampaignSpec& spec, const std::vector<NodeFlows>& node
   return common::IpAddress::parse(src).has_value() && common::IpAddress::parse(dst).has_value();
 }
 
+// Every address an end may have: the node's addresses, or the bare address.
+std::vector<std::string> addresses_of(const CampaignSpec& spec, const std::string& host) {
+  const CampaignNode* n = spec.node_by_name(host);
+  return n != nullptr ? n->addresses : std::vector<std::string>{host};
+}
+
+// Excluded when an exclude matches the link's addresses; when the flow
+// records did not name them, any address of the end's node counts.
 bool excluded(const std::vector<common::LinkSpec>& excludes, const std::string& proto,
-              const std::string& src, std::uint16_t sport, const std::string& dst,
-              std::uint16_t dport) {
-  const auto s = common::IpAddress::parse(src);
-  const auto d = common::IpAddress::parse(dst);
-  if (!s || !d) return false;
+              const std::vector<std::string>& srcs, std::uint16_t sport,
+              const std::vector<std::string>& dsts, std::uint16_t dport) {
   const common::Protocol p = proto == "udp" ? common::Protocol::kUdp : common::Protocol::kTcp;
-  for (const common::LinkSpec& e : excludes) {
-    if (common::matches(e, p, *s, sport, *d, dport)) return true;
+  for (const std::string& src : srcs) {
+    for (const std::string& dst : dsts) {
+      const auto s = common::IpAddress::parse(src);
+      const auto d = common::IpAddress::parse(dst);
+      if (!s || !d) continue;
+      for (const common::LinkSpec& e : excludes) {
+        if (common::matches(e, p, *s, sport, *d, dport)) return true;
+      }
+    }
   }
   return false;
 }
@@ -102,8 +117,15 @@ std::vector<CampaignLink> assemble_links(const CampaignSpec& spec,
     CampaignLink c;
     c.link = l;
     std::string src, dst;
-    const bool have = find_addresses(spec, nodes, l, src, dst);
-    if (have && excluded(excludes, l.proto, src, l.src.port, dst, l.dst.port)) continue;
+    bool from_flows = false;
+    const bool have = find_addresses(spec, nodes, l, src, dst, from_flows);
+    if (excluded(excludes, l.proto,
+                 from_flows ? std::vector<std::string>{src} : addresses_of(spec, l.src.host),
+                 l.src.port,
+                 from_flows ? std::vector<std::string>{dst} : addresses_of(spec, l.dst.host),
+                 l.dst.port)) {
+      continue;
+    }
     if (l.proto != "tcp" && l.proto != "udp") continue;
     c.spec = l.proto + " " + endpoint(src, l.src.port) + " -> " + endpoint(dst, l.dst.port);
     if (!have) {
