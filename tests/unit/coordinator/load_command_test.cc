@@ -19,6 +19,7 @@
 #include "../loadgen/controller_test_support.hh"
 #include "nabla/common/clock.hh"
 #include "nabla/db/store.hh"
+#include "nabla/loadgen/echo_server.hh"
 
 namespace nabla::coordinator {
 namespace {
@@ -365,6 +366,43 @@ TEST(LoadTier, DbStoresTheRunTailResultsAndKeptSamples) {
     if (j["verdict"] == "ok") {
       EXPECT_EQ(per_type, 4u);  // p99 and p50 of /a and /b
     }
+  }
+  fs::remove_all(dir);
+}
+
+// A sweep prints one JSON point per rate and stores every point: its tail
+// results at its own rate and its samples under its own phase.
+TEST(LoadEcho, SweepReportsAndStoresEveryPoint) {
+  loadgen::EchoServer server({.delay_ns = 100'000});
+  const fs::path dir =
+      fs::temp_directory_path() / ("nabla-load-sweep-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  LoadOptions o;
+  o.target = "echo://127.0.0.1:" + std::to_string(server.port());
+  o.sweep = "200:400:2";
+  o.connections = 2;
+  o.max_duration = "1s";
+  o.late_threshold = "1ms";
+  o.json = true;
+  o.db = (dir / "sweep.db").string();
+  const json j = run_json(o);
+  ASSERT_EQ(j["sweep"].size(), 2u);
+  EXPECT_EQ(j["sweep"][0]["target_rps"], 200.0);
+  EXPECT_EQ(j["sweep"][1]["target_rps"], 400.0);
+  for (const auto& p : j["sweep"]) {
+    EXPECT_TRUE(p["verdict"] == "ok" || p["verdict"] == "n/a");
+    EXPECT_FALSE(p["percentiles"].empty());  // even n/a carries what was measured
+    EXPECT_EQ(p["timestamp_source"], "software");
+  }
+  {
+    db::Store store = db::Store::open_read_only(o.db);
+    auto rates = store.database().prepare(
+        "SELECT COUNT(DISTINCT rate_rps), COUNT(DISTINCT s.phase_id) FROM tail_results t "
+        "JOIN samples s ON s.run_id = t.run_id WHERE t.run_id = ?");
+    rates.bind(1, j["sweep"][0]["run_id"].get<std::int64_t>());
+    ASSERT_TRUE(rates.step());
+    EXPECT_EQ(rates.column_int64(0), 2);
+    EXPECT_EQ(rates.column_int64(1), 2);
   }
   fs::remove_all(dir);
 }
