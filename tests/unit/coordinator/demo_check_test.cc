@@ -127,7 +127,9 @@ TEST(DemoCampaign, QuickMeasuresTwoLinksWithBonferroniConfidence) {
   EXPECT_EQ(*quick.only_links,
             (std::vector<std::string>{"tcp web -> app:8081", "tcp app -> db:8082"}));
   EXPECT_NEAR(quick.confidence, 1 - 0.05 / 7, 1e-12);  // 4 + 3
-  EXPECT_LT(quick.bins, full.bins);
+  EXPECT_EQ(quick.bins, 128);
+  EXPECT_LT(quick.chunks, full.chunks);  // a shorter training
+  EXPECT_EQ(quick.max_amplitude, "10ms");
 }
 
 }  // namespace
@@ -161,7 +163,9 @@ TEST(DemoCampaignToml, ParsesWithTheCampaignParser) {
   EXPECT_EQ(quick.links.exclude.size(), 6u);  // 8 one-way links, 2 measured
   EXPECT_EQ(quick.truth.size(), 2u);
   EXPECT_EQ(quick.truth.at("tcp app -> db:8082").at("/view"), 3);
-  EXPECT_EQ(quick.gradient.bins, 64u);
+  EXPECT_EQ(quick.gradient.bins, 128u);
+  EXPECT_EQ(quick.gradient.chunks, 5u);
+  EXPECT_EQ(quick.gradient.max_amplitude_ns, 10'000'000);
 }
 
 }  // namespace
