@@ -49,9 +49,12 @@ demo:
 	@if [ "$$(id -u)" -ne 0 ]; then \
 	  echo "make demo: nabla demo needs root (network namespaces, iptables, NFQUEUE): run 'sudo make demo'" >&2; \
 	  exit 1; fi
-	@echo "make demo: installing dependencies and building (the first build takes minutes; log in $(BUILD)/make-demo-build.log)..."
+	@echo "make demo: installing dependencies and building nabla, nabla-tier and both daemons (the first build takes minutes; log in $(BUILD)/make-demo-build.log)..."
 	@mkdir -p $(BUILD)
-	@$(MAKE) --no-print-directory build >$(BUILD)/make-demo-build.log 2>&1 || \
+	@{ bash scripts/install-deps.sh && \
+	   cmake -S . -B $(BUILD) -G Ninja -DNABLA_WERROR=$(WERROR) $(CMAKE_FLAGS) && \
+	   cmake --build $(BUILD) -j $(JOBS) --target nabla nabla-tier nabla-injectd nabla-sniffd; \
+	 } >$(BUILD)/make-demo-build.log 2>&1 || \
 	  { tail -n 40 $(BUILD)/make-demo-build.log >&2; echo "make demo: the build failed (log above)" >&2; exit 1; }
 	$(BUILD)/coordinator/nabla demo $(DEMO_FLAGS)
 
