@@ -6,19 +6,22 @@
 // schedule: late wake-ups make sends late and clump the inter-arrival gaps.
 // The tests already loosen the engine's late threshold to 1 ms and test at
 // most 500 gaps, but whether even that holds is a property of the machine at
-// that moment (load averages of 7 on 2 cores were seen while other builds
-// ran), not of the code. So after an N/A these tests probe it: 500 absolute
-// sleeps of 1 ms with the timer slack at 1 ns, counting wake-ups later than
-// 200 µs. On a quiet machine (< 1% late) the test demands "ok"; on an
-// overloaded one it demands that every N/A reason is one of the two that
-// name the client's schedule, i.e. that the controller blamed the right thing
-// — or, when even the server's replies come late (its thread starves too),
-// that the run ended in calibration, before any percentile was claimed.
+// that moment (load averages of 7-9 on 2 cores were seen while other builds
+// ran), not of the code. So a probe thread runs beside each measurement
+// (WakeupMonitor): absolute sleeps of 1 ms with the timer slack at 1 ns,
+// counting wake-ups later than 200 µs. If the machine was quiet (< 1% late)
+// the test demands "ok"; if it was not, it demands that every N/A reason is
+// one a busy machine produces (the client's schedule, dependence between
+// samples, too few samples left), i.e. that the controller blamed the right
+// thing — or that the run ended in calibration, before any percentile was
+// claimed.
 #include <sys/prctl.h>
 #include <time.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "nabla/loadgen/controller.hh"
@@ -54,8 +57,56 @@ inline double late_wakeup_fraction() {
 }
 
 inline bool machine_is_quiet() {
-  return late_wakeup_fraction() < 0.02;
+  return late_wakeup_fraction() < kQuietLateFraction;
 }
+
+// The same probe on a thread of its own for as long as the object lives, so
+// that the machine is judged over the very seconds a measurement ran (load
+// from other processes comes and goes; a probe before or after can miss it).
+class WakeupMonitor {
+ public:
+  WakeupMonitor() : thread_([this] { run(); }) {}
+  ~WakeupMonitor() { stop(); }
+  WakeupMonitor(const WakeupMonitor&) = delete;
+  WakeupMonitor& operator=(const WakeupMonitor&) = delete;
+
+  // Stops the probe; true when fewer than kQuietLateFraction of its wake-ups
+  // were more than kQuietWakeupNs late.
+  bool quiet() {
+    stop();
+    return wakeups_ > 0 &&
+           static_cast<double>(late_) / static_cast<double>(wakeups_) < kQuietLateFraction;
+  }
+
+ private:
+  void stop() {
+    done_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  void run() {
+    ::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+    auto now = [] {
+      timespec t{};
+      ::clock_gettime(CLOCK_MONOTONIC, &t);
+      return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
+    };
+    int64_t t = now();
+    while (!done_) {
+      t += 1'000'000;
+      timespec ts{static_cast<time_t>(t / 1'000'000'000), static_cast<long>(t % 1'000'000'000)};
+      ::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
+      const int64_t late = now() - t;
+      ++wakeups_;
+      if (late > kQuietWakeupNs) ++late_;
+      if (late > 1'000'000) t = now();  // one stall is one late wake-up, not many
+    }
+  }
+
+  std::atomic<bool> done_{false};
+  int64_t wakeups_ = 0;
+  int64_t late_ = 0;
+  std::thread thread_;
+};
 
 // True when the reason blames the client's ability to keep the schedule.
 inline bool is_schedule_reason(const std::string& reason) {
