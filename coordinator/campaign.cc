@@ -265,6 +265,11 @@ class Campaign {
         l.link_id = recorder_->add_link(l.link);
         measurable += l.measurable ? 1 : 0;
       }
+      for (const NodeFlows& n : nodes) {
+        for (const FlowEnd& f : n.flows) {
+          recorder_->add_flow(n.name, f, sending_link(n.name, f), t0, t0 + calib_ns);
+        }
+      }
       tx.commit();
     }
     note(std::to_string(out_.links.size()) + " links, " + std::to_string(measurable) +
@@ -282,6 +287,19 @@ class Campaign {
          " (training " + std::to_string(g.chunks * g.bins) + " bins, then " +
          std::to_string(measurable) + " links x (" + std::to_string(g.bins) +
          " bins + one cycle), a warm-up before each phase)");
+  }
+
+  // The link a flow record is the sending side of, if it is one of ours.
+  std::optional<std::int64_t> sending_link(const std::string& node, const FlowEnd& f) const {
+    const CampaignNode* peer = spec_.node_by_address(f.remote_addr);
+    const std::string peer_host = peer != nullptr ? peer->name : f.remote_addr;
+    for (const CampaignLink& l : out_.links) {
+      if (l.link.proto == f.proto && l.link.src.host == node && l.link.src.port == f.local_port &&
+          l.link.dst.host == peer_host && l.link.dst.port == f.remote_port) {
+        return l.link_id;
+      }
+    }
+    return std::nullopt;
   }
 
   void poll_sniffers(std::vector<NodeFlows>& nodes, std::vector<std::uint64_t>& cursors) {

@@ -4,7 +4,6 @@
 #include <nlohmann/json.hpp>
 
 #include "nabla/common/clock.hh"
-#include "nabla/coordinator/discover.hh"
 
 namespace nabla::coordinator {
 
@@ -31,7 +30,7 @@ CampaignRecorder::CampaignRecorder(db::Store& store, const CampaignSpec& spec, d
         run_id_, n.name, std::optional<std::string>(n.addresses.front()),
         n.injectd ? std::optional<std::string>(n.injectd->to_string()) : std::nullopt,
         n.sniffd ? std::optional<std::string>(n.sniffd->to_string()) : std::nullopt};
-    store_.add_node(node);
+    node_ids_[n.name] = store_.add_node(node);
   }
   tx.commit();
 }
@@ -53,6 +52,37 @@ std::int64_t CampaignRecorder::add_link(const Link& l) {
   }
   row.dst_port = l.dst.port;
   return store_.add_link(row);
+}
+
+void CampaignRecorder::add_flow(const std::string& node, const FlowEnd& f,
+                                std::optional<std::int64_t> link_id, std::int64_t first_seen_ns,
+                                std::int64_t last_seen_ns) {
+  if (f.proto != "tcp" && f.proto != "udp") return;
+  db::Flow row;
+  row.run_id = run_id_;
+  if (auto it = node_ids_.find(node); it != node_ids_.end()) row.node_id = it->second;
+  row.link_id = link_id;
+  row.proto = f.proto;
+  row.local_addr = f.local_addr;
+  row.local_port = f.local_port;
+  row.remote_addr = f.remote_addr;
+  row.remote_port = f.remote_port;
+  if (f.pid > 0) {
+    row.pid = f.pid;
+    row.comm = f.comm;
+  }
+  // "unknown" (no handshake seen): the end with the ephemeral port is the client.
+  row.direction = f.direction == "inbound"    ? "in"
+                  : f.direction == "outbound" ? "out"
+                  : f.local_port == 0         ? "out"
+                                              : "in";
+  row.segs_out = static_cast<std::int64_t>(f.segments_out);
+  row.segs_in = static_cast<std::int64_t>(f.segments_in);
+  row.bytes_out = static_cast<std::int64_t>(f.bytes_out);
+  row.bytes_in = static_cast<std::int64_t>(f.bytes_in);
+  row.first_seen_ns = wall_ns(first_seen_ns);
+  row.last_seen_ns = wall_ns(last_seen_ns);
+  store_.add_flow(row);
 }
 
 std::int64_t CampaignRecorder::add_phase(db::Phase phase) {

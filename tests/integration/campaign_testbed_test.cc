@@ -187,6 +187,14 @@ TEST(CampaignTestbed, MeasuresChainGradientsAndStopsCleanlyOnSigint) {
                         std::to_string(run_id)),
               1);
     EXPECT_EQ(count(db, "SELECT COUNT(*) FROM nodes" + where), 3);
+    // The sniffers' records, the web->app sending side joined to its link.
+    EXPECT_GT(
+        count(db,
+              "SELECT COUNT(*) FROM flows f JOIN links l ON l.id = f.link_id WHERE f.run_id = " +
+                  std::to_string(run_id) +
+                  " AND l.src_host = 'web' AND l.dst_port = "
+                  "9002 AND f.remote_port = 9002 AND f.direction = 'out'"),
+        0);
     EXPECT_GE(count(db, "SELECT COUNT(*) FROM links" + where), 2);
     const std::int64_t measured = static_cast<std::int64_t>(out["gradients"].size()) / 2;
     EXPECT_EQ(count(db, "SELECT COUNT(*) FROM gradients" + where), 2 * measured);

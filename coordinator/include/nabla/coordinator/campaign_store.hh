@@ -7,6 +7,7 @@
 // status last. Instants are stored as wall-clock ns: the campaign measures on
 // CLOCK_MONOTONIC and converts with one offset taken at the start.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -14,11 +15,10 @@
 
 #include "nabla/analysis/binning.hh"
 #include "nabla/coordinator/campaign_spec.hh"
+#include "nabla/coordinator/discover.hh"
 #include "nabla/db/store.hh"
 
 namespace nabla::coordinator {
-
-struct Link;
 
 class CampaignRecorder {
  public:
@@ -33,6 +33,10 @@ class CampaignRecorder {
 
   // Returns the link's id.
   std::int64_t add_link(const Link& link);
+  // One sniffer record of `node`, joined to `link_id` when it is that link's
+  // sending side; seen over [first, last] (monotonic).
+  void add_flow(const std::string& node, const FlowEnd& flow, std::optional<std::int64_t> link_id,
+                std::int64_t first_seen_ns, std::int64_t last_seen_ns);
   std::int64_t add_phase(db::Phase phase);  // run_id filled in; times monotonic
   void end_phase(std::int64_t phase_id, std::int64_t ended_monotonic_ns);
   std::int64_t add_injection(db::Injection injection);  // times monotonic
@@ -50,6 +54,7 @@ class CampaignRecorder {
   db::Store& store_;
   std::int64_t run_id_ = 0;
   std::int64_t offset_ns_ = 0;  // realtime - monotonic
+  std::map<std::string, std::int64_t> node_ids_;
   bool finished_ = false;
 };
 
