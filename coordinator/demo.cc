@@ -427,6 +427,14 @@ int run_demo(const DemoOptions& opt, std::ostream& out, std::ostream& err) {
         << "nabla demo: removing the testbed (namespaces, daemons, tiers, key)...\n"
         << std::flush;
   } catch (const DemoInterrupted&) {
+    // `nabla run` stores its run as failed when it can stop in time; if it
+    // had to be killed, opening the database read-write marks the run whose
+    // process is gone as failed (db::Store::recover_interrupted_runs).
+    try {
+      if (fs::exists(db_path)) db::Store::open(db_path, common::realtime_ns());
+    } catch (const std::exception& e) {
+      err << "nabla demo: cannot update " << db_path << ": " << e.what() << "\n";
+    }
     err << "nabla demo: interrupted; cleaned up\n";
     exit_code = kDemoExitInterrupted;
   } catch (const std::exception& e) {
