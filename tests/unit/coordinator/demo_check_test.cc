@@ -129,7 +129,7 @@ TEST(DemoCampaign, QuickMeasuresTwoLinksWithBonferroniConfidence) {
   EXPECT_NEAR(quick.confidence, 1 - 0.05 / 7, 1e-12);  // 4 + 3
   EXPECT_EQ(quick.bins, 128);
   EXPECT_LT(quick.chunks, full.chunks);  // a shorter training
-  EXPECT_EQ(quick.max_amplitude, "10ms");
+  EXPECT_EQ(quick.max_amplitude, "15ms");
 }
 
 }  // namespace
@@ -165,7 +165,7 @@ TEST(DemoCampaignToml, ParsesWithTheCampaignParser) {
   EXPECT_EQ(quick.truth.at("tcp app -> db:8082").at("/view"), 3);
   EXPECT_EQ(quick.gradient.bins, 128u);
   EXPECT_EQ(quick.gradient.chunks, 5u);
-  EXPECT_EQ(quick.gradient.max_amplitude_ns, 10'000'000);
+  EXPECT_EQ(quick.gradient.max_amplitude_ns, 15'000'000);
 }
 
 }  // namespace
