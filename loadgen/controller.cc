@@ -212,6 +212,11 @@ ControllerResult run_controller(const ControllerConfig& c, const MonotonicClock&
     if (!rec.check.passed()) {
       out.notes.push_back("round " + std::to_string(rec.index) +
                           " dropped: " + rec.check.reasons.front());
+      if (progress) {  // every round reports, dropped or not
+        progress({"measurement", rec.index, rec.check.throughput_rps, series.size(),
+                  evaluated ? ev.kept_index.size() : 0,
+                  evaluated ? ev.target_width_ns : std::nullopt});
+      }
       if (++failed_in_a_row >= 2) {
         out.reasons = rec.check.reasons;
         break;

