@@ -2,6 +2,7 @@
 #include "nabla/coordinator/campaign.hh"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <exception>
@@ -35,19 +36,24 @@ class Interrupted : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// One engine run on its own thread; joined on destruction (bounded by the
-// run's duration), so unwinding never leaves a thread behind.
+// One engine run on its own thread. Destroyed before take() (unwinding on a
+// signal or an error) it tells the engine to stop, which it does within
+// ~10 ms, so Ctrl-C never waits for the rest of a long training phase and
+// unwinding never leaves a thread behind.
 class EngineRun {
  public:
-  EngineRun(loadgen::EngineConfig config, std::int64_t start_ns)
-      : thread_([this, config = std::move(config), start_ns] {
-          try {
-            result_ = loadgen::run_engine(config, start_ns);
-          } catch (...) {
-            error_ = std::current_exception();
-          }
-        }) {}
+  EngineRun(loadgen::EngineConfig config, std::int64_t start_ns) {
+    config.stop = &stop_;
+    thread_ = std::thread([this, config = std::move(config), start_ns] {
+      try {
+        result_ = loadgen::run_engine(config, start_ns);
+      } catch (...) {
+        error_ = std::current_exception();
+      }
+    });
+  }
   ~EngineRun() {
+    stop_.store(true);
     if (thread_.joinable()) thread_.join();
   }
   EngineRun(const EngineRun&) = delete;
@@ -60,6 +66,7 @@ class EngineRun {
   }
 
  private:
+  std::atomic<bool> stop_{false};
   loadgen::EngineResult result_;
   std::exception_ptr error_;
   std::thread thread_;

@@ -108,6 +108,7 @@ class Worker {
     int64_t drain_deadline = INT64_MAX;
     std::vector<epoll_event> events(conns_.size() + 1);
     for (;;) {
+      if (config_.stop != nullptr && config_.stop->load(std::memory_order_relaxed)) break;
       now = common::monotonic_ns();
       generate(now);
       dispatch(now);

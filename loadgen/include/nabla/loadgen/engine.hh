@@ -33,6 +33,7 @@
 //   offset, OPT_ID) replaces the user-space send time in Sample::lateness_ns
 //   (send_source kSoftware); the run-wide `late` count and lateness histogram
 //   use the user-space send time, known at dispatch.
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -62,6 +63,10 @@ struct EngineConfig {
   bool software_rx_timestamps = false;
   bool record_samples = true;
   uint64_t seed = 1;
+  // When set and it becomes true, every thread stops within ~10 ms (the
+  // loop's longest wait) without draining: requests still outstanding are
+  // counted as timeouts. For callers that abandon a run (Ctrl-C).
+  const std::atomic<bool>* stop = nullptr;
 };
 
 struct Sample {
