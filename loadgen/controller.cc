@@ -226,7 +226,8 @@ ControllerResult run_controller(const ControllerConfig& c, const MonotonicClock&
     failed_in_a_row = 0;
     rec.samples_used = r.samples.size();
     used_completed += r.samples.size();
-    used_span_ns += d;
+    // The round's samples exclude its warm-up, so its span does too.
+    used_span_ns += std::max<int64_t>(d - c.round_warmup_ns, 1);
     series.insert(series.end(), r.samples.begin(), r.samples.end());
     ev = evaluate(c, series);
     evaluated = true;

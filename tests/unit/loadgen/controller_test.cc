@@ -79,7 +79,10 @@ TEST(Controller, DelayStationConvergesToOkWithEveryDecisionRecorded) {
           << round.check.throughput_rps << " of " << round.check.offered_rps;
     }
   }
-  EXPECT_NEAR(r.throughput_rps, 2000, 100);
+  // Against the nominal rate: each round's Poisson offer alone varies by
+  // ~3% (1 sigma at ~1000 requests in a 0.5 s round) and a round passes
+  // within 2% of its offer, so a few rounds land within 8%.
+  EXPECT_NEAR(r.throughput_rps, 2000, 160);
   ASSERT_EQ(r.percentiles.size(), 2u);
   EXPECT_EQ(r.percentiles[0].p, 50);
   EXPECT_EQ(r.percentiles[1].p, 99);
