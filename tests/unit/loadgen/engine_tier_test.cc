@@ -117,19 +117,29 @@ TEST(EngineTier, SingleWorkerAtHalfLoadMatchesMD1MeanSojourn) {
   c.protocol.kind = ProtocolSpec::Kind::kHttp;
   c.connections = 16;  // enough that requests queue at the server, not here
   c.schedule.rate_per_s = 250;
-  c.duration_ns = 4'000'000'000;
+  c.duration_ns = 6'000'000'000;
   c.seed = 11;
   EngineResult r = run_engine(c, common::monotonic_ns() + 20'000'000);
   ASSERT_EQ(r.errors.total(), 0u);
-  ASSERT_GT(r.completed, 800u);
+  ASSERT_GT(r.completed, 1200u);
   double service = 0;
   double sojourn = 0;
+  // The queue model's W is queueing + service at the server. A sample's
+  // latency adds the loopback round trip and the wake-ups of client and
+  // server: estimated by the smallest latency - service over the run (a
+  // request that found the server idle), a floor that is if anything low,
+  // so the correction never helps the check more than it should. Without
+  // it a clean CI run measured 11% above the formula.
+  double floor = 1e18;
   for (const auto& s : r.samples) {
     service += static_cast<double>(s.service_time_ns);
     sojourn += static_cast<double>(s.latency_ns);
+    floor = std::min(floor, static_cast<double>(s.latency_ns - s.service_time_ns));
   }
   service /= static_cast<double>(r.samples.size());
   sojourn /= static_cast<double>(r.samples.size());
+  ASSERT_GE(floor, 0.0);
+  sojourn -= floor;
   const double rho = r.achieved_rate() * service / 1e9;
   ASSERT_GT(rho, 0.4);
   ASSERT_LT(rho, 0.7);
