@@ -61,6 +61,8 @@ struct Connection {
   uint32_t generation = 0;
   uint32_t tx_bytes = 0;    // bytes queued since SO_TIMESTAMPING was enabled (wraps like the key)
   bool timestamps = false;  // in epoll data: stale events of a closed socket are ignored
+  bool writing = false;     // EPOLLOUT is in the epoll set (changed only when needed)
+  bool dirty = false;       // requests encoded in this dispatch pass, not yet flushed
 };
 
 struct ThreadResult {
@@ -177,7 +179,7 @@ class Worker {
           best_index = i;
         }
       }
-      if (best == nullptr) return;
+      if (best == nullptr) break;
       int64_t intended = backlog_.front();
       backlog_.pop_front();
       uint64_t id = next_id_++;
@@ -189,8 +191,20 @@ class Worker {
       ++result_.sent;
       result_.lateness.record(std::max<int64_t>(lateness, 0));
       if (lateness > config_.late_threshold_ns) ++result_.late;
-      flush(best_index, now);
+      if (!best->dirty) {
+        best->dirty = true;
+        dirty_.push_back(best_index);
+      }
     }
+    // One send per connection per pass: requests due together on the same
+    // connection leave in one segment (pipelining), and the per-request
+    // syscall cost is what limits the open-loop rate of one thread.
+    for (size_t i : dirty_) {
+      if (!conns_[i].dirty) continue;  // closed meanwhile
+      conns_[i].dirty = false;
+      flush(i, now);
+    }
+    dirty_.clear();
   }
 
   void flush(size_t i, int64_t now) {
@@ -209,7 +223,10 @@ class Worker {
     watch(i, !c.out.empty());
   }
 
+  // Adds or removes EPOLLOUT, with a syscall only when that changes.
   void watch(size_t i, bool want_write) {
+    if (conns_[i].writing == want_write) return;
+    conns_[i].writing = want_write;
     epoll_event ev{};
     ev.events = EPOLLIN | (want_write ? EPOLLOUT : 0u);
     ev.data.u64 = tag(i);
@@ -235,6 +252,7 @@ class Worker {
     }
     epoll_event ev{};
     c.generation = static_cast<uint32_t>(++opened_);
+    c.writing = true;
     ev.events = EPOLLIN | EPOLLOUT;
     ev.data.u64 = tag(i);
     if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd.get(), &ev) != 0) {
@@ -326,27 +344,36 @@ class Worker {
       dispatch(now);
       return;
     }
-    if (ev.events & (EPOLLIN | EPOLLERR | EPOLLHUP)) read_ready(i);
+    // Queued TX stamps raise EPOLLERR; they are matched before the replies
+    // they belong to are framed. An EPOLLERR with no stamp is a socket error,
+    // which the read below reports.
+    bool stamps = (ev.events & EPOLLERR) && drain_tx(c);
+    if ((ev.events & (EPOLLIN | EPOLLHUP)) || ((ev.events & EPOLLERR) && !stamps)) read_ready(i);
     if (conns_[i].fd && (ev.events & EPOLLOUT)) flush(i, now);
   }
 
   // Matches kernel TX stamps to outstanding requests by byte offset: a stamp
   // with key k covers every request whose last byte has offset <= k (mod 2^32).
-  void drain_tx(Connection& c) {
-    if (!c.timestamps) return;
-    auto stamps = read_tx_timestamps(c.fd.get());
-    for (const TxTimestamp& t : stamps) {
+  // True when the error queue held stamps.
+  bool drain_tx(Connection& c) {
+    if (!c.timestamps) return false;
+    // Every byte encoded has left once c.out is empty: the stamp for the last
+    // one is then the newest the queue can hold.
+    std::optional<uint32_t> last_key;
+    if (c.out.empty()) last_key = c.tx_bytes - 1;
+    read_tx_timestamps(c.fd.get(), stamps_, last_key);
+    for (const TxTimestamp& t : stamps_) {
       for (auto& o : c.outstanding) {
         if (o.tx_ns != INT64_MIN) continue;
         if (static_cast<int32_t>(t.byte_key - o.end_key) < 0) break;
         o.tx_ns = t.software_ns - offset_ns_;
       }
     }
+    return !stamps_.empty();
   }
 
   void read_ready(size_t i) {
     auto& c = conns_[i];
-    drain_tx(c);
     char buf[kReadChunk];
     for (;;) {
       int64_t rx_ns;
@@ -375,6 +402,9 @@ class Worker {
       }
       c.in.append(buf, static_cast<size_t>(n));
       if (!frame(i, rx_ns, source)) return;
+      // A short read emptied the socket: no second recvmsg just to see
+      // EAGAIN (epoll is level-triggered and reports what comes next).
+      if (static_cast<size_t>(n) < sizeof buf) return;
     }
   }
 
@@ -430,7 +460,9 @@ class Worker {
   common::FileDescriptor timer_;
   sockaddr_in addr_{};
   int64_t offset_ns_ = 0;
-  std::deque<int64_t> backlog_;  // intended times not yet sent
+  std::deque<int64_t> backlog_;      // intended times not yet sent
+  std::vector<size_t> dirty_;        // connections with requests encoded, not yet flushed
+  std::vector<TxTimestamp> stamps_;  // reused by drain_tx
   bool sending_done_ = false;
   uint64_t next_id_ = 1;
   size_t opened_ = 0;

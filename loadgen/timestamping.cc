@@ -69,6 +69,12 @@ RecvResult recv_with_timestamp(int fd, char* buf, size_t len) {
 
 std::vector<TxTimestamp> read_tx_timestamps(int fd) {
   std::vector<TxTimestamp> out;
+  read_tx_timestamps(fd, out);
+  return out;
+}
+
+void read_tx_timestamps(int fd, std::vector<TxTimestamp>& out, std::optional<uint32_t> last_key) {
+  out.clear();
   for (;;) {
     alignas(cmsghdr) char control[512];
     char data[1];
@@ -96,9 +102,9 @@ std::vector<TxTimestamp> read_tx_timestamps(int fd) {
     if (stamp && ee != nullptr && ee->ee_errno == ENOMSG &&
         ee->ee_origin == SO_EE_ORIGIN_TIMESTAMPING && ee->ee_info == SCM_TSTAMP_SND) {
       out.push_back({ee->ee_data, *stamp});
+      if (last_key && ee->ee_data == *last_key) return;  // nothing newer was sent
     }
   }
-  return out;
 }
 
 }  // namespace nabla::loadgen

@@ -112,5 +112,10 @@ struct TxTimestamp {
 // Drains the socket's error queue; returns its SCM_TSTAMP_SND stamps in order.
 // Never throws (data path).
 std::vector<TxTimestamp> read_tx_timestamps(int fd);
+// The same into `out` (cleared first), for a data path that reuses its buffer.
+// With `last_key` (the key of the last byte sent) it stops at that stamp
+// instead of reading on to EAGAIN: one recvmsg fewer per wake-up.
+void read_tx_timestamps(int fd, std::vector<TxTimestamp>& out,
+                        std::optional<uint32_t> last_key = std::nullopt);
 
 }  // namespace nabla::loadgen
