@@ -6,7 +6,6 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,63 +19,19 @@
 #include "nabla/common/clock.hh"
 #include "nabla/db/store.hh"
 #include "nabla/loadgen/echo_server.hh"
+#include "tier_process.hh"
 
 namespace nabla::coordinator {
 namespace {
 
 namespace fs = std::filesystem;
+using nabla::testing::TierProcess;
 using nlohmann::json;
 
 // nabla-tier is built beside nabla (build/loadgen/ vs build/coordinator/).
 std::string tier_binary() {
   return (fs::path(NABLA_BINARY).parent_path().parent_path() / "loadgen" / "nabla-tier").string();
 }
-
-// RAII child: nabla-tier --listen 127.0.0.1:0 ...; the port is read from its
-// "... port N" line on stdout.
-class TierProcess {
- public:
-  explicit TierProcess(std::vector<std::string> args) {
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) return;
-    const std::string bin = tier_binary();
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::dup2(fds[1], STDOUT_FILENO);
-      std::vector<char*> argv{const_cast<char*>(bin.c_str())};
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(bin.c_str(), argv.data());
-      ::_exit(127);
-    }
-    ::close(fds[1]);
-    std::string line;
-    pollfd p{fds[0], POLLIN, 0};
-    const int64_t deadline = common::monotonic_ns() + 5'000'000'000;
-    while (line.find('\n') == std::string::npos && common::monotonic_ns() < deadline) {
-      if (::poll(&p, 1, 100) <= 0) continue;
-      char buf[256];
-      const ssize_t n = ::read(fds[0], buf, sizeof buf);
-      if (n <= 0) break;
-      line.append(buf, static_cast<size_t>(n));
-    }
-    ::close(fds[0]);
-    const auto at = line.find(" port ");
-    if (at != std::string::npos) port_ = static_cast<uint16_t>(std::stoi(line.substr(at + 6)));
-  }
-  ~TierProcess() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      int status;
-      ::waitpid(pid_, &status, 0);
-    }
-  }
-  uint16_t port() const { return port_; }
-
- private:
-  pid_t pid_ = -1;
-  uint16_t port_ = 0;
-};
 
 LoadOptions base(uint16_t port, const std::string& path = "/a") {
   LoadOptions o;
@@ -246,8 +201,8 @@ TEST(LoadFlags, BinaryExitsTwoNamingTheFlag) {
 
 TEST(LoadTier, FixedServiceIsOkWithP50NearTheServiceTime) {
   ASSERT_TRUE(fs::exists(tier_binary())) << tier_binary();
-  TierProcess tier(
-      {"--listen", "127.0.0.1:0", "--workers", "8", "--url", "/a service=fixed:1ms mode=sleep"});
+  TierProcess tier(tier_binary(), {"--listen", "127.0.0.1:0", "--workers", "8", "--url",
+                                   "/a service=fixed:1ms mode=sleep"});
   ASSERT_NE(tier.port(), 0);
   LoadOptions o = base(tier.port());
   // Target p50 (the claim under test); p99 is reported beside it. A loaded
@@ -296,8 +251,8 @@ TEST(LoadTier, FixedServiceIsOkWithP50NearTheServiceTime) {
 }
 
 TEST(LoadTier, HeavyTailedServiceWithATightCiIsNotApplicable) {
-  TierProcess tier({"--listen", "127.0.0.1:0", "--workers", "16", "--url",
-                    "/a service=lognormal:300us:1.5 mode=sleep"});
+  TierProcess tier(tier_binary(), {"--listen", "127.0.0.1:0", "--workers", "16", "--url",
+                                   "/a service=lognormal:300us:1.5 mode=sleep"});
   ASSERT_NE(tier.port(), 0);
   LoadOptions o = base(tier.port());
   o.rate = "400";
@@ -316,8 +271,8 @@ TEST(LoadTier, HeavyTailedServiceWithATightCiIsNotApplicable) {
 }
 
 TEST(LoadTier, OneConnectionOneOutstandingIsReportedClosedLoop) {
-  TierProcess tier(
-      {"--listen", "127.0.0.1:0", "--workers", "2", "--url", "/a service=fixed:2ms mode=sleep"});
+  TierProcess tier(tier_binary(), {"--listen", "127.0.0.1:0", "--workers", "2", "--url",
+                                   "/a service=fixed:2ms mode=sleep"});
   ASSERT_NE(tier.port(), 0);
   LoadOptions o = base(tier.port());
   o.rate = "2000";
@@ -331,9 +286,9 @@ TEST(LoadTier, OneConnectionOneOutstandingIsReportedClosedLoop) {
 }
 
 TEST(LoadTier, DbStoresTheRunTailResultsAndKeptSamples) {
-  TierProcess tier({"--listen", "127.0.0.1:0", "--workers", "8", "--url",
-                    "/a service=fixed:200us mode=sleep", "--url",
-                    "/b service=fixed:400us mode=sleep"});
+  TierProcess tier(tier_binary(), {"--listen", "127.0.0.1:0", "--workers", "8", "--url",
+                                   "/a service=fixed:200us mode=sleep", "--url",
+                                   "/b service=fixed:400us mode=sleep"});
   ASSERT_NE(tier.port(), 0);
   const fs::path dir =
       fs::temp_directory_path() / ("nabla-load-test-" + std::to_string(::getpid()));
@@ -427,8 +382,8 @@ TEST(LoadEcho, SweepReportsAndStoresEveryPoint) {
 // SIGTERM mid-run (the demo's way to stop it): the stored run is marked
 // failed with the signal named, and the exit code is 1.
 TEST(LoadTier, SigtermMarksTheStoredRunFailed) {
-  TierProcess tier(
-      {"--listen", "127.0.0.1:0", "--workers", "4", "--url", "/a service=fixed:100us mode=sleep"});
+  TierProcess tier(tier_binary(), {"--listen", "127.0.0.1:0", "--workers", "4", "--url",
+                                   "/a service=fixed:100us mode=sleep"});
   ASSERT_NE(tier.port(), 0);
   const fs::path dir =
       fs::temp_directory_path() / ("nabla-load-sigterm-" + std::to_string(::getpid()));

@@ -1,12 +1,7 @@
 // The engine against the real nabla-tier binary on 127.0.0.1 (a child
 // process this test starts and kills by pid). Bounds are strict below and
 // generous above: the suite runs on a loaded 2-core VM.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -15,59 +10,16 @@
 
 #include "nabla/common/clock.hh"
 #include "nabla/loadgen/engine.hh"
+#include "tier_process.hh"
 
 namespace nabla::loadgen {
 namespace {
 
-// RAII child: nabla-tier --listen 127.0.0.1:0; the port is read from its
-// "nabla-tier listening on HOST port N" line.
-class TierProcess {
- public:
-  explicit TierProcess(std::vector<std::string> args) {
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) return;
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::dup2(fds[1], STDOUT_FILENO);
-      std::vector<char*> argv;
-      std::string bin = NABLA_TIER_BINARY;
-      argv.push_back(bin.data());
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(bin.c_str(), argv.data());
-      ::_exit(127);
-    }
-    ::close(fds[1]);
-    std::string line;
-    pollfd p{fds[0], POLLIN, 0};
-    const int64_t deadline = common::monotonic_ns() + 5'000'000'000;
-    while (line.find('\n') == std::string::npos && common::monotonic_ns() < deadline) {
-      if (::poll(&p, 1, 100) <= 0) continue;
-      char buf[256];
-      ssize_t n = ::read(fds[0], buf, sizeof buf);
-      if (n <= 0) break;
-      line.append(buf, static_cast<size_t>(n));
-    }
-    ::close(fds[0]);
-    auto at = line.find(" port ");
-    if (at != std::string::npos) port_ = static_cast<uint16_t>(std::stoi(line.substr(at + 6)));
-  }
-  ~TierProcess() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      int status;
-      ::waitpid(pid_, &status, 0);
-    }
-  }
-  uint16_t port() const { return port_; }
-
- private:
-  pid_t pid_ = -1;
-  uint16_t port_ = 0;
-};
+using nabla::testing::TierProcess;
 
 TEST(EngineTier, HttpUrlMixAgainstNablaTier) {
-  TierProcess tier({"--listen", "127.0.0.1:0", "--workers", "8", "--url",
+  TierProcess tier(NABLA_TIER_BINARY,
+                   {"--listen", "127.0.0.1:0", "--workers", "8", "--url",
                     "/a service=fixed:1ms mode=sleep", "--url", "/b service=fixed:3ms mode=sleep"});
   ASSERT_NE(tier.port(), 0) << "nabla-tier did not report its port";
   EngineConfig c;
@@ -118,8 +70,8 @@ TEST(EngineTier, SingleWorkerAtHalfLoadMatchesMD1MeanSojourn) {
   double best = 1e9;
   for (int attempt = 0; attempt < 3 && best > 0.10; ++attempt) {
     const double deviation = [&] {
-      TierProcess tier(
-          {"--listen", "127.0.0.1:0", "--workers", "1", "--url", "/ service=fixed:2ms mode=sleep"});
+      TierProcess tier(NABLA_TIER_BINARY, {"--listen", "127.0.0.1:0", "--workers", "1", "--url",
+                                           "/ service=fixed:2ms mode=sleep"});
       EXPECT_NE(tier.port(), 0);
       EngineConfig c;
       c.port = tier.port();
@@ -172,7 +124,8 @@ TEST(EngineTier, SingleWorkerAtHalfLoadMatchesMD1MeanSojourn) {
 }
 
 TEST(EngineTier, ClosedLoopAgainstNablaTierShowsLateSends) {
-  TierProcess tier({"--listen", "127.0.0.1:0", "--url", "/ service=fixed:5ms mode=sleep"});
+  TierProcess tier(NABLA_TIER_BINARY,
+                   {"--listen", "127.0.0.1:0", "--url", "/ service=fixed:5ms mode=sleep"});
   ASSERT_NE(tier.port(), 0);
   EngineConfig c;
   c.port = tier.port();
