@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <string_view>
 #include <utility>
 
 #include "nabla/db/migrations.hh"
@@ -30,8 +31,14 @@ RunInfo read_run(const Statement& st) {
   return run;
 }
 
-// Runs a prepared INSERT once and returns the new rowid.
-std::int64_t insert(Database& db, Statement& st) {
+// Prepares `sql` (an INSERT), binds `values` to its parameters 1..N in the
+// order given, runs it once and returns the new rowid. The values are listed
+// in the order of the SQL's column list, so the two read side by side.
+template <typename... Values>
+std::int64_t insert(Database& db, std::string_view sql, const Values&... values) {
+  Statement st(db, sql);
+  int index = 0;
+  (st.bind(++index, values), ...);
   st.run();
   return db.last_insert_rowid();
 }
@@ -54,27 +61,18 @@ Store Store::open_read_only(const std::string& path) {
 }
 
 std::int64_t Store::create_campaign(const Campaign& campaign) {
-  Statement st(db_, "INSERT INTO campaigns (name, spec, created_ns) VALUES (?, ?, ?)");
-  st.bind(1, campaign.name).bind(2, campaign.spec_json).bind(3, campaign.created_ns);
-  return insert(db_, st);
+  return insert(db_, "INSERT INTO campaigns (name, spec, created_ns) VALUES (?, ?, ?)",
+                campaign.name, campaign.spec_json, campaign.created_ns);
 }
 
 std::int64_t Store::begin_run(const RunStart& run) {
-  Statement st(db_,
-               "INSERT INTO runs (campaign_id, kind, status, config, host_info, tool_version, "
-               "seed, started_ns, pid, pid_start_ticks, boot_id) "
-               "VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)");
-  st.bind(1, run.campaign_id)
-      .bind(2, to_string(run.kind))
-      .bind(3, run.config_json)
-      .bind(4, run.host_info_json)
-      .bind(5, run.tool_version)
-      .bind(6, run.seed)
-      .bind(7, run.started_ns)
-      .bind(8, owner_.pid)
-      .bind(9, owner_.start_ticks)
-      .bind(10, owner_.boot_id);
-  return insert(db_, st);
+  return insert(db_,
+                "INSERT INTO runs (campaign_id, kind, status, config, host_info, tool_version, "
+                "seed, started_ns, pid, pid_start_ticks, boot_id) "
+                "VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)",
+                run.campaign_id, to_string(run.kind), run.config_json, run.host_info_json,
+                run.tool_version, run.seed, run.started_ns, owner_.pid, owner_.start_ticks,
+                owner_.boot_id);
 }
 
 void Store::finish_run(std::int64_t run_id, RunStatus status, std::int64_t ended_ns,
@@ -108,75 +106,39 @@ std::vector<RunInfo> Store::list_runs(int limit) {
 }
 
 std::int64_t Store::add_node(const Node& node) {
-  Statement st(db_,
-               "INSERT INTO nodes (run_id, name, address, injectd_addr, sniffd_addr) "
-               "VALUES (?, ?, ?, ?, ?)");
-  st.bind(1, node.run_id)
-      .bind(2, node.name)
-      .bind(3, node.address)
-      .bind(4, node.injectd_addr)
-      .bind(5, node.sniffd_addr);
-  return insert(db_, st);
+  return insert(db_,
+                "INSERT INTO nodes (run_id, name, address, injectd_addr, sniffd_addr) "
+                "VALUES (?, ?, ?, ?, ?)",
+                node.run_id, node.name, node.address, node.injectd_addr, node.sniffd_addr);
 }
 
 std::int64_t Store::add_link(const Link& link) {
-  Statement st(db_,
-               "INSERT INTO links (run_id, proto, src_host, src_pid, src_comm, src_port, "
-               "dst_host, dst_pid, dst_comm, dst_port) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  st.bind(1, link.run_id)
-      .bind(2, link.proto)
-      .bind(3, link.src_host)
-      .bind(4, link.src_pid)
-      .bind(5, link.src_comm)
-      .bind(6, link.src_port)
-      .bind(7, link.dst_host)
-      .bind(8, link.dst_pid)
-      .bind(9, link.dst_comm)
-      .bind(10, link.dst_port);
-  return insert(db_, st);
+  return insert(db_,
+                "INSERT INTO links (run_id, proto, src_host, src_pid, src_comm, src_port, "
+                "dst_host, dst_pid, dst_comm, dst_port) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                link.run_id, link.proto, link.src_host, link.src_pid, link.src_comm, link.src_port,
+                link.dst_host, link.dst_pid, link.dst_comm, link.dst_port);
 }
 
 std::int64_t Store::add_flow(const Flow& flow) {
-  Statement st(db_,
-               "INSERT INTO flows (run_id, node_id, link_id, proto, local_addr, local_port, "
-               "remote_addr, remote_port, pid, comm, direction, segs_out, segs_in, bytes_out, "
-               "bytes_in, first_seen_ns, last_seen_ns) "
-               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  st.bind(1, flow.run_id)
-      .bind(2, flow.node_id)
-      .bind(3, flow.link_id)
-      .bind(4, flow.proto)
-      .bind(5, flow.local_addr)
-      .bind(6, flow.local_port)
-      .bind(7, flow.remote_addr)
-      .bind(8, flow.remote_port)
-      .bind(9, flow.pid)
-      .bind(10, flow.comm)
-      .bind(11, flow.direction)
-      .bind(12, flow.segs_out)
-      .bind(13, flow.segs_in)
-      .bind(14, flow.bytes_out)
-      .bind(15, flow.bytes_in)
-      .bind(16, flow.first_seen_ns)
-      .bind(17, flow.last_seen_ns);
-  return insert(db_, st);
+  return insert(db_,
+                "INSERT INTO flows (run_id, node_id, link_id, proto, local_addr, local_port, "
+                "remote_addr, remote_port, pid, comm, direction, segs_out, segs_in, bytes_out, "
+                "bytes_in, first_seen_ns, last_seen_ns) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                flow.run_id, flow.node_id, flow.link_id, flow.proto, flow.local_addr,
+                flow.local_port, flow.remote_addr, flow.remote_port, flow.pid, flow.comm,
+                flow.direction, flow.segs_out, flow.segs_in, flow.bytes_out, flow.bytes_in,
+                flow.first_seen_ns, flow.last_seen_ns);
 }
 
 std::int64_t Store::add_phase(const Phase& phase) {
-  Statement st(db_,
-               "INSERT INTO phases (run_id, kind, link_id, started_ns, ended_ns, bin_width_ns, "
-               "bins, chunks, k_d, amplitude_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  st.bind(1, phase.run_id)
-      .bind(2, to_string(phase.kind))
-      .bind(3, phase.link_id)
-      .bind(4, phase.started_ns)
-      .bind(5, phase.ended_ns)
-      .bind(6, phase.bin_width_ns)
-      .bind(7, phase.bins)
-      .bind(8, phase.chunks)
-      .bind(9, phase.k_d)
-      .bind(10, phase.amplitude_ns);
-  return insert(db_, st);
+  return insert(db_,
+                "INSERT INTO phases (run_id, kind, link_id, started_ns, ended_ns, bin_width_ns, "
+                "bins, chunks, k_d, amplitude_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                phase.run_id, to_string(phase.kind), phase.link_id, phase.started_ns,
+                phase.ended_ns, phase.bin_width_ns, phase.bins, phase.chunks, phase.k_d,
+                phase.amplitude_ns);
 }
 
 void Store::end_phase(std::int64_t phase_id, std::int64_t ended_ns) {
@@ -189,82 +151,39 @@ void Store::end_phase(std::int64_t phase_id, std::int64_t ended_ns) {
 }
 
 std::int64_t Store::add_injection(const Injection& in) {
-  Statement st(db_,
-               "INSERT INTO injections (run_id, phase_id, link_id, node, waveform, spec, "
-               "requested_delay_ns, period_ns, duty, seed, started_ns, ended_ns, packets, bytes, "
-               "delayed, dropped, actual_mean_ns, actual_std_ns, actual_p50_ns, actual_p99_ns, "
-               "actual_max_ns) "
-               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  st.bind(1, in.run_id)
-      .bind(2, in.phase_id)
-      .bind(3, in.link_id)
-      .bind(4, in.node)
-      .bind(5, in.waveform)
-      .bind(6, in.spec_json)
-      .bind(7, in.requested_delay_ns)
-      .bind(8, in.period_ns)
-      .bind(9, in.duty)
-      .bind(10, in.seed)
-      .bind(11, in.started_ns)
-      .bind(12, in.ended_ns)
-      .bind(13, in.packets)
-      .bind(14, in.bytes)
-      .bind(15, in.delayed)
-      .bind(16, in.dropped)
-      .bind(17, in.actual_mean_ns)
-      .bind(18, in.actual_std_ns)
-      .bind(19, in.actual_p50_ns)
-      .bind(20, in.actual_p99_ns)
-      .bind(21, in.actual_max_ns);
-  return insert(db_, st);
+  return insert(db_,
+                "INSERT INTO injections (run_id, phase_id, link_id, node, waveform, spec, "
+                "requested_delay_ns, period_ns, duty, seed, started_ns, ended_ns, packets, bytes, "
+                "delayed, dropped, actual_mean_ns, actual_std_ns, actual_p50_ns, actual_p99_ns, "
+                "actual_max_ns) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                in.run_id, in.phase_id, in.link_id, in.node, in.waveform, in.spec_json,
+                in.requested_delay_ns, in.period_ns, in.duty, in.seed, in.started_ns, in.ended_ns,
+                in.packets, in.bytes, in.delayed, in.dropped, in.actual_mean_ns, in.actual_std_ns,
+                in.actual_p50_ns, in.actual_p99_ns, in.actual_max_ns);
 }
 
 std::int64_t Store::add_gradient(const Gradient& g) {
-  Statement st(db_,
-               "INSERT INTO gradients (run_id, link_id, type_id, phase_id, value, ci_low, "
-               "ci_high, confidence, time_domain, actual_amplitude_ns, perturbation_ns, "
-               "throughput_change, k_d, bins) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  st.bind(1, g.run_id)
-      .bind(2, g.link_id)
-      .bind(3, g.type_id)
-      .bind(4, g.phase_id)
-      .bind(5, g.value)
-      .bind(6, g.ci_low)
-      .bind(7, g.ci_high)
-      .bind(8, g.confidence)
-      .bind(9, g.time_domain)
-      .bind(10, g.actual_amplitude_ns)
-      .bind(11, g.perturbation_ns)
-      .bind(12, g.throughput_change)
-      .bind(13, g.k_d)
-      .bind(14, g.bins);
-  return insert(db_, st);
+  return insert(db_,
+                "INSERT INTO gradients (run_id, link_id, type_id, phase_id, value, ci_low, "
+                "ci_high, confidence, time_domain, actual_amplitude_ns, perturbation_ns, "
+                "throughput_change, k_d, bins) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                g.run_id, g.link_id, g.type_id, g.phase_id, g.value, g.ci_low, g.ci_high,
+                g.confidence, g.time_domain, g.actual_amplitude_ns, g.perturbation_ns,
+                g.throughput_change, g.k_d, g.bins);
 }
 
 std::int64_t Store::add_tail_result(const TailResult& t) {
-  Statement st(db_,
-               "INSERT INTO tail_results (run_id, type_id, metric, rate_rps, throughput_rps, "
-               "percentile, value_ns, ci_low_ns, ci_high_ns, confidence, verdict, reasons, "
-               "samples, late_sends, ts_source) "
-               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   std::optional<std::int64_t> source;
   if (t.source) source = static_cast<std::int64_t>(*t.source);
-  st.bind(1, t.run_id)
-      .bind(2, t.type_id)
-      .bind(3, t.metric)
-      .bind(4, t.rate_rps)
-      .bind(5, t.throughput_rps)
-      .bind(6, t.percentile)
-      .bind(7, t.value_ns)
-      .bind(8, t.ci_low_ns)
-      .bind(9, t.ci_high_ns)
-      .bind(10, t.confidence)
-      .bind(11, t.ok ? "ok" : "n/a")
-      .bind(12, t.reasons_json)
-      .bind(13, t.samples)
-      .bind(14, t.late_sends)
-      .bind(15, source);
-  return insert(db_, st);
+  return insert(db_,
+                "INSERT INTO tail_results (run_id, type_id, metric, rate_rps, throughput_rps, "
+                "percentile, value_ns, ci_low_ns, ci_high_ns, confidence, verdict, reasons, "
+                "samples, late_sends, ts_source) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                t.run_id, t.type_id, t.metric, t.rate_rps, t.throughput_rps, t.percentile,
+                t.value_ns, t.ci_low_ns, t.ci_high_ns, t.confidence, t.ok ? "ok" : "n/a",
+                t.reasons_json, t.samples, t.late_sends, source);
 }
 
 std::int64_t Store::transaction_type_id(std::string_view name) {
