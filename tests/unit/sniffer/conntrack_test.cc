@@ -22,17 +22,30 @@ struct CtBuilder {
     auto* nfg = static_cast<nfgenmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(nfgenmsg)));
     nfg->nfgen_family = AF_INET;
   }
+  // A well-formed IPv4 tuple (host byte order in, network order on the wire).
   void tuple(uint16_t which, uint32_t src, uint32_t dst, uint8_t proto, uint16_t sport,
              uint16_t dport) {
+    raw_tuple(which, CTA_IP_V4_SRC, CTA_IP_V4_DST, htonl(src), htonl(dst), proto, htons(sport),
+              htons(dport));
+  }
+  // The same nesting with the values as given: the address attributes' types
+  // are the caller's (so an IPv6 type can carry 4 bytes), and the source port
+  // is put as a u32 when `src_port_u32` (a port of the wrong size).
+  void raw_tuple(uint16_t which, uint16_t src_attr, uint16_t dst_attr, uint32_t src, uint32_t dst,
+                 uint8_t proto, uint16_t sport, uint16_t dport, bool src_port_u32 = false) {
     nlattr* t = mnl_attr_nest_start(nlh, which);
     nlattr* ip = mnl_attr_nest_start(nlh, CTA_TUPLE_IP);
-    mnl_attr_put_u32(nlh, CTA_IP_V4_SRC, htonl(src));
-    mnl_attr_put_u32(nlh, CTA_IP_V4_DST, htonl(dst));
+    mnl_attr_put_u32(nlh, src_attr, src);
+    mnl_attr_put_u32(nlh, dst_attr, dst);
     mnl_attr_nest_end(nlh, ip);
     nlattr* p = mnl_attr_nest_start(nlh, CTA_TUPLE_PROTO);
     mnl_attr_put_u8(nlh, CTA_PROTO_NUM, proto);
-    mnl_attr_put_u16(nlh, CTA_PROTO_SRC_PORT, htons(sport));
-    mnl_attr_put_u16(nlh, CTA_PROTO_DST_PORT, htons(dport));
+    if (src_port_u32) {
+      mnl_attr_put_u32(nlh, CTA_PROTO_SRC_PORT, sport);
+    } else {
+      mnl_attr_put_u16(nlh, CTA_PROTO_SRC_PORT, sport);
+    }
+    mnl_attr_put_u16(nlh, CTA_PROTO_DST_PORT, dport);
     mnl_attr_nest_end(nlh, p);
     mnl_attr_nest_end(nlh, t);
   }
@@ -96,32 +109,13 @@ TEST(ParseConntrack, IgnoredAndMalformed) {
   }
   {
     CtBuilder b(IPCTNL_MSG_CT_NEW);  // a port attribute of the wrong size
-    nlattr* t = mnl_attr_nest_start(b.nlh, CTA_TUPLE_ORIG);
-    nlattr* ip = mnl_attr_nest_start(b.nlh, CTA_TUPLE_IP);
-    mnl_attr_put_u32(b.nlh, CTA_IP_V4_SRC, 1);
-    mnl_attr_put_u32(b.nlh, CTA_IP_V4_DST, 2);
-    mnl_attr_nest_end(b.nlh, ip);
-    nlattr* p = mnl_attr_nest_start(b.nlh, CTA_TUPLE_PROTO);
-    mnl_attr_put_u8(b.nlh, CTA_PROTO_NUM, IPPROTO_TCP);
-    mnl_attr_put_u32(b.nlh, CTA_PROTO_SRC_PORT, 1);
-    mnl_attr_put_u16(b.nlh, CTA_PROTO_DST_PORT, 2);
-    mnl_attr_nest_end(b.nlh, p);
-    mnl_attr_nest_end(b.nlh, t);
+    b.raw_tuple(CTA_TUPLE_ORIG, CTA_IP_V4_SRC, CTA_IP_V4_DST, 1, 2, IPPROTO_TCP, 1, 2,
+                /*src_port_u32=*/true);
     EXPECT_EQ(parse_conntrack_event(b.nlh, ev), ConntrackParse::kMalformed);
   }
   {
     CtBuilder b(IPCTNL_MSG_CT_NEW);  // an IPv6 address of 4 bytes
-    nlattr* t = mnl_attr_nest_start(b.nlh, CTA_TUPLE_ORIG);
-    nlattr* ip = mnl_attr_nest_start(b.nlh, CTA_TUPLE_IP);
-    mnl_attr_put_u32(b.nlh, CTA_IP_V6_SRC, 1);
-    mnl_attr_put_u32(b.nlh, CTA_IP_V6_DST, 2);
-    mnl_attr_nest_end(b.nlh, ip);
-    nlattr* p = mnl_attr_nest_start(b.nlh, CTA_TUPLE_PROTO);
-    mnl_attr_put_u8(b.nlh, CTA_PROTO_NUM, IPPROTO_TCP);
-    mnl_attr_put_u16(b.nlh, CTA_PROTO_SRC_PORT, 1);
-    mnl_attr_put_u16(b.nlh, CTA_PROTO_DST_PORT, 2);
-    mnl_attr_nest_end(b.nlh, p);
-    mnl_attr_nest_end(b.nlh, t);
+    b.raw_tuple(CTA_TUPLE_ORIG, CTA_IP_V6_SRC, CTA_IP_V6_DST, 1, 2, IPPROTO_TCP, 1, 2);
     EXPECT_EQ(parse_conntrack_event(b.nlh, ev), ConntrackParse::kMalformed);
   }
 }
