@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,17 @@ std::vector<ResponseFrame> all_splits(const Codec& codec, std::string_view strea
     }
   }
   return whole.frames;
+}
+
+// A memcached or redis codec over one key ("key:0") with `value_bytes`-byte
+// values, gets and sets half and half.
+std::unique_ptr<Codec> key_value_codec(ProtocolSpec::Kind kind, std::size_t value_bytes) {
+  ProtocolSpec spec;
+  spec.kind = kind;
+  spec.keys = 1;
+  spec.value_bytes = value_bytes;
+  spec.get_ratio = 0.5;
+  return make_codec(spec);
 }
 
 TEST(Protocol, HttpContentLengthChunkedAndServiceTimeAtEverySplit) {
@@ -132,12 +144,7 @@ TEST(Protocol, EchoRoundTripWithIdAndServiceTimeAtEverySplit) {
 }
 
 TEST(Protocol, MemcachedRequestsAndResponsesAtEverySplit) {
-  ProtocolSpec spec;
-  spec.kind = ProtocolSpec::Kind::kMemcached;
-  spec.keys = 1;
-  spec.value_bytes = 3;
-  spec.get_ratio = 0.5;
-  auto codec = make_codec(spec);
+  auto codec = key_value_codec(ProtocolSpec::Kind::kMemcached, 3);
   std::mt19937_64 rng(5);
   bool saw[2] = {false, false};
   for (int i = 0; i < 50; ++i) {
@@ -158,12 +165,7 @@ TEST(Protocol, MemcachedRequestsAndResponsesAtEverySplit) {
 }
 
 TEST(Protocol, RedisRequestsAndResponsesAtEverySplit) {
-  ProtocolSpec spec;
-  spec.kind = ProtocolSpec::Kind::kRedis;
-  spec.keys = 1;
-  spec.value_bytes = 2;
-  spec.get_ratio = 0.5;
-  auto codec = make_codec(spec);
+  auto codec = key_value_codec(ProtocolSpec::Kind::kRedis, 2);
   std::mt19937_64 rng(9);
   for (int i = 0; i < 20; ++i) {
     std::string out;
