@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "injector_testbed.hh"
 #include "nabla/common/netns.hh"
@@ -48,14 +49,34 @@ bool has_injection_rule(InjectorTestbed& bed) {
   return false;
 }
 
+// `nabla inject` against the daemon the testbed starts in its sender
+// namespace, on `link`, with the test's own `flags`.
+std::vector<std::string> inject_argv(const std::string& link, std::vector<std::string> flags) {
+  std::vector<std::string> argv{NABLA_PATH, "inject", "--node", "127.0.0.1:7311", "--link", link};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  return argv;
+}
+
+// The link the UDP probes to `port` cross, sender to receiver.
+std::string probe_link(int port) {
+  return std::string("udp ") + kSenderIp + " -> " + kReceiverIp + ":" + std::to_string(port);
+}
+
+// Whatever ended the CLI, the daemon must hold no injection and leave no
+// rule behind; then the CLI's output file goes.
+void expect_nothing_left(InjectorTestbed& bed, const std::string& out) {
+  EXPECT_TRUE(wait_for_injections(bed, 0));
+  EXPECT_FALSE(has_injection_rule(bed));
+  ::unlink(out.c_str());
+}
+
 TEST(InjectCli, ConstantDelayForAFixedTimeMatchesTheReceiver) {
   NABLA_REQUIRE_ROOT_OR_SKIP();
   InjectorTestbed bed;
   bed.start_daemon();
   const std::string out = temp_path("constant");
-  ChildProcess cli({NABLA_PATH, "inject", "--node", "127.0.0.1:7311", "--link",
-                    std::string("udp ") + kSenderIp + " -> " + kReceiverIp + ":9400", "--delay",
-                    "20ms", "--for", "5s", "--lease", "3", "--seed", "42", "--json"},
+  ChildProcess cli(inject_argv(probe_link(9400), {"--delay", "20ms", "--for", "5s", "--lease", "3",
+                                                  "--seed", "42", "--json"}),
                    &bed.sender(), out);
   ASSERT_TRUE(wait_for_injections(bed, 1)) << read_file(out);
   // 300 probes at 100/s: 3 s, longer than one 3 s lease, so it must be renewed.
@@ -81,9 +102,7 @@ TEST(InjectCli, ConstantDelayForAFixedTimeMatchesTheReceiver) {
   EXPECT_LE(daemon_mean, receiver_mean + 0.05 * kMs);
   EXPECT_GE(daemon_mean, receiver_mean - 2.0 * kMs);
   // Stopped by the CLI, not by the lease: nothing left behind at once.
-  EXPECT_TRUE(wait_for_injections(bed, 0));
-  EXPECT_FALSE(has_injection_rule(bed));
-  ::unlink(out.c_str());
+  expect_nothing_left(bed, out);
 }
 
 TEST(InjectCli, SigintStopsTheInjectionAndStillReports) {
@@ -91,10 +110,9 @@ TEST(InjectCli, SigintStopsTheInjectionAndStillReports) {
   InjectorTestbed bed;
   bed.start_daemon();
   const std::string out = temp_path("sigint");
-  ChildProcess cli({NABLA_PATH, "inject", "--node", "127.0.0.1:7311", "--link",
-                    std::string("udp ") + kSenderIp + " -> " + kReceiverIp + ":9401", "--delay",
-                    "5ms", "--square-period", "200ms", "--json"},
-                   &bed.sender(), out);
+  ChildProcess cli(
+      inject_argv(probe_link(9401), {"--delay", "5ms", "--square-period", "200ms", "--json"}),
+      &bed.sender(), out);
   ASSERT_TRUE(wait_for_injections(bed, 1)) << read_file(out);
   const auto probes = run_udp_probes(bed, 9401, 50, 100.0);
   cli.signal(SIGINT);
@@ -106,9 +124,7 @@ TEST(InjectCli, SigintStopsTheInjectionAndStillReports) {
   EXPECT_GE(r["halves"]["low"]["count"].get<std::int64_t>(), 10) << r.dump();
   EXPECT_GE(r["halves"]["high"]["mean"].get<double>(), 5.0 * kMs);
   EXPECT_LT(r["halves"]["low"]["mean"].get<double>(), 1.0 * kMs);
-  EXPECT_TRUE(wait_for_injections(bed, 0));
-  EXPECT_FALSE(has_injection_rule(bed));
-  ::unlink(out.c_str());
+  expect_nothing_left(bed, out);
 }
 
 TEST(InjectCli, BadInputIsOneErrorAndNothingStarts) {
@@ -117,9 +133,9 @@ TEST(InjectCli, BadInputIsOneErrorAndNothingStarts) {
   bed.start_daemon();
   const std::string out = temp_path("bad");
   {
-    ChildProcess cli({NABLA_PATH, "inject", "--node", "127.0.0.1:7311", "--link",
-                      "udp 10.77.0.1 -> 10.77.0.300:9000", "--delay", "5ms", "--for", "1s"},
-                     &bed.sender(), out);
+    ChildProcess cli(
+        inject_argv("udp 10.77.0.1 -> 10.77.0.300:9000", {"--delay", "5ms", "--for", "1s"}),
+        &bed.sender(), out);
     EXPECT_EQ(cli.wait(std::chrono::seconds(10)), 1);
   }
   const std::string err = read_file(out);
@@ -129,15 +145,12 @@ TEST(InjectCli, BadInputIsOneErrorAndNothingStarts) {
             0u)
       << err;
   {
-    ChildProcess cli({NABLA_PATH, "inject", "--node", "127.0.0.1:7311", "--link",
-                      "udp 10.77.0.1 -> 10.77.0.2:9000", "--delay", "5 ms"},
+    ChildProcess cli(inject_argv("udp 10.77.0.1 -> 10.77.0.2:9000", {"--delay", "5 ms"}),
                      &bed.sender(), out);
     EXPECT_EQ(cli.wait(std::chrono::seconds(10)), 2);
   }
   EXPECT_NE(read_file(out).find("--delay: "), std::string::npos) << read_file(out);
-  EXPECT_TRUE(wait_for_injections(bed, 0));
-  EXPECT_FALSE(has_injection_rule(bed));
-  ::unlink(out.c_str());
+  expect_nothing_left(bed, out);
 }
 
 }  // namespace
