@@ -13,24 +13,21 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <thread>
 
 #include "nabla/common/fd.hh"
 #include "nabla/common/netns.hh"
-#include "nabla/common/rpc_auth.hh"
 #include "nabla/coordinator/testbed.hh"
 #include "nabla_test_support.hh"
+#include "sniffed_testbed.hh"
 #include "tier_probe.hh"
 
 namespace {
 
 using nabla::common::ChildProcess;
 using nabla::common::FileDescriptor;
-using nabla::common::NetNamespace;
 using nabla::coordinator::Testbed;
 using nabla::coordinator::TestbedSpec;
 using Clock = std::chrono::steady_clock;
@@ -59,14 +56,8 @@ TEST(DiscoverShortUdp, FindsASub50msConnectionAndAUdpFlow) {
   sockaddr_in rx = nabla::testing::ipv4_address(srv.address, 9999);
   ASSERT_EQ(::bind(udp_rx.get(), reinterpret_cast<sockaddr*>(&rx), sizeof rx), 0);
 
-  const std::string key =
-      ::testing::TempDir() + "discover-short-key-" + std::to_string(::getpid()) + ".hex";
-  nabla::common::generate_key_file(key);
-  for (const auto& h : tb.hosts()) {
-    tb.start(h->name, {NABLA_SNIFFD_PATH, "--listen", h->address + ":7312", "--key-file", key,
-                       "--interval", "300ms"});
-  }
-  for (const auto& h : tb.hosts()) nabla::testing::connect_in(cli.ns, h->address, 7312);
+  const nabla::testing::KeyFile key("discover-short");
+  nabla::testing::start_sniffers(tb, NABLA_SNIFFD_PATH, key, "300ms", cli.ns);
   std::this_thread::sleep_for(std::chrono::milliseconds(400));  // a scan saw the receiver
 
   // Connect, one request and its response, close: all within 50 ms.
@@ -87,20 +78,14 @@ TEST(DiscoverShortUdp, FindsASub50msConnectionAndAUdpFlow) {
   // Conntrack-noted flows are published with the next scan: wait two.
   std::this_thread::sleep_for(std::chrono::milliseconds(700));
 
-  const std::string out_path =
-      ::testing::TempDir() + "discover-short-" + std::to_string(::getpid()) + ".json";
-  {
-    ChildProcess discover({NABLA_PATH, "discover", "--key-file", key, "--for", "0s", "--json",
-                           "--node", "cli=" + cli.address, "--node", "srv=" + srv.address},
-                          &cli.ns, out_path);
-    ASSERT_EQ(discover.wait(std::chrono::seconds(15)), 0);
-  }
-  std::ifstream in(out_path);
-  std::stringstream text;
-  text << in.rdbuf();
-  ::unlink(out_path.c_str());
-  ::unlink(key.c_str());
-  const json links = json::parse(text.str())["links"];
+  // --node without a port: the default (7312) is part of what this covers.
+  const auto result =
+      nabla::testing::run_discover(NABLA_PATH, cli.ns,
+                                   {"--key-file", key.path(), "--for", "0s", "--json", "--node",
+                                    "cli=" + cli.address, "--node", "srv=" + srv.address},
+                                   "discover-short");
+  ASSERT_TRUE(result.has_value());
+  const json links = result->value("links", json::array());
 
   const json* tcp = nullptr;
   const json* udp = nullptr;

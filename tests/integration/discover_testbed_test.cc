@@ -14,24 +14,21 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <thread>
 
 #include "nabla/common/fd.hh"
 #include "nabla/common/netns.hh"
-#include "nabla/common/rpc_auth.hh"
 #include "nabla/coordinator/testbed.hh"
 #include "nabla_test_support.hh"
+#include "sniffed_testbed.hh"
 #include "tier_probe.hh"
 
 namespace {
 
 using nabla::common::ChildProcess;
 using nabla::common::FileDescriptor;
-using nabla::common::NetNamespace;
 using nabla::coordinator::Testbed;
 using nabla::coordinator::TestbedSpec;
 using Clock = std::chrono::steady_clock;
@@ -73,40 +70,22 @@ TEST(DiscoverTestbed, FindsExactlyTheSixOneWayLinksOfTheChain) {
   nabla::testing::connect_in(tb.host("web").ns, app, 9002);
   nabla::testing::connect_in(client.ns, web, 9001);
 
-  const std::string key =
-      ::testing::TempDir() + "discover-key-" + std::to_string(::getpid()) + ".hex";
-  nabla::common::generate_key_file(key);
-  for (const auto& h : tb.hosts()) {
-    tb.start(h->name, {NABLA_SNIFFD_PATH, "--listen", h->address + ":7312", "--key-file", key,
-                       "--interval", "100ms"});
-  }
-  for (const auto& h : tb.hosts())
-    nabla::testing::connect_in(client.ns, h->address, 7312);  // control: no link
+  const nabla::testing::KeyFile key("discover");
+  nabla::testing::start_sniffers(tb, NABLA_SNIFFD_PATH, key, "100ms", client.ns);
 
   FileDescriptor conn = nabla::testing::connect_in(client.ns, web, 9001);
   for (int i = 0; i < kRequests; ++i)
     ASSERT_TRUE(nabla::testing::http_get_ok(conn)) << "request " << i;
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a scan after the load
 
-  const std::string out_path =
-      ::testing::TempDir() + "discover-out-" + std::to_string(::getpid()) + ".json";
-  std::vector<std::string> argv = {NABLA_PATH, "discover", "--key-file", key,
-                                   "--for",    "1s",       "--json"};
+  std::vector<std::string> args = {"--key-file", key.path(), "--for", "1s", "--json"};
   for (const auto& h : tb.hosts()) {
-    argv.push_back("--node");
-    argv.push_back(h->name + "=" + h->address + ":7312");
+    args.push_back("--node");
+    args.push_back(h->name + "=" + h->address + ":" + std::to_string(nabla::testing::kSniffdPort));
   }
-  {
-    ChildProcess discover(argv, &client.ns, out_path);
-    ASSERT_EQ(discover.wait(std::chrono::seconds(15)), 0);
-  }
-  std::ifstream in(out_path);
-  std::stringstream text;
-  text << in.rdbuf();
-  ::unlink(out_path.c_str());
-  ::unlink(key.c_str());
-  const json result = json::parse(text.str());
-  const json& links = result["links"];
+  const auto result = nabla::testing::run_discover(NABLA_PATH, client.ns, args, "discover-out");
+  ASSERT_TRUE(result.has_value());
+  const json& links = (*result)["links"];
   ASSERT_EQ(links.size(), 6u) << links.dump(2);
 
   struct Expect {
