@@ -42,6 +42,16 @@ json errors_json(const loadgen::ErrorCounts& e) {
           {"timeout", e.timeout}, {"protocol", e.protocol}, {"server", e.server}};
 }
 
+// Lateness of every send (histogram bucket midpoints), null before any send.
+json lateness_json(const analysis::LatencyHistogram& h) {
+  if (h.count() == 0) return nullptr;
+  return {{"p50", h.percentile(0.50)},
+          {"p90", h.percentile(0.90)},
+          {"p99", h.percentile(0.99)},
+          {"p999", h.percentile(0.999)},
+          {"max", h.max()}};
+}
+
 json number_or_null(double v) {
   return std::isfinite(v) ? json(v) : json(nullptr);
 }
@@ -136,6 +146,7 @@ json load_result_json(const ControllerResult& r, const loadgen::ControllerConfig
           {"target_rps", r.target_rps},
           {"throughput_rps", r.throughput_rps},
           {"late_sends", r.late_sends},
+          {"lateness_ns", lateness_json(r.lateness)},
           {"sent", r.sent},
           {"errors", errors_json(r.errors)},
           {"timestamp_source", loadgen::to_string(r.timestamp_source)},
@@ -170,7 +181,12 @@ void print_load_point(std::ostream& out, const json& p) {
   const double sent = std::max(1.0, p["sent"].get<double>());
   out << "  throughput " << format_number(p["throughput_rps"].get<double>()) << " rps, late sends "
       << p["late_sends"] << " (" << format_number(100.0 * p["late_sends"].get<double>() / sent, 2)
-      << "%), errors "
+      << "%)";
+  if (!p["lateness_ns"].is_null()) {
+    out << " [lateness p99 " << loadgen::format_latency_ns(p["lateness_ns"]["p99"].get<double>())
+        << ", max " << loadgen::format_latency_ns(p["lateness_ns"]["max"].get<double>()) << "]";
+  }
+  out << ", errors "
       << p["errors"]["connect"].get<std::uint64_t>() + p["errors"]["read"].get<std::uint64_t>() +
              p["errors"]["write"].get<std::uint64_t>() +
              p["errors"]["timeout"].get<std::uint64_t>() +

@@ -136,6 +136,7 @@ ControllerResult run_controller(const ControllerConfig& c, const MonotonicClock&
     rec.check = check_calibration(r, c.engine, c.limits);
     out.sent += r.sent;
     out.late_sends += r.late;
+    out.lateness.merge(r.lateness);
     out.errors.add(r.errors);
     // Drop the warm-up: queues fill from empty on fresh connections.
     std::erase_if(r.samples,

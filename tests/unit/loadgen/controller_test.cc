@@ -105,6 +105,11 @@ TEST(Controller, DelayStationConvergesToOkWithEveryDecisionRecorded) {
   EXPECT_GE(r.service_percentiles[0].value_ns, 500'000);
   EXPECT_LE(r.service_percentiles[0].value_ns, 1'000'000);
   EXPECT_EQ(r.errors.total(), 0u);
+  // Every send of every round is in the lateness histogram; an ok verdict
+  // means few were late, so the median send left well inside the threshold.
+  EXPECT_EQ(r.lateness.count(), r.sent);
+  EXPECT_LT(r.lateness.percentile(0.5), c.engine.late_threshold_ns);
+  EXPECT_GE(r.lateness.max(), r.lateness.percentile(0.99));
   EXPECT_LE(r.elapsed_ns, c.max_duration_ns + 2'000'000'000);
 }
 

@@ -107,7 +107,10 @@ struct ControllerResult {
   double throughput_rps = 0;  // over the measurement rounds used (else the last calibration)
   uint64_t sent = 0;          // every round
   uint64_t late_sends = 0;    // every round
-  ErrorCounts errors;         // every round
+  // How late every send of every round left its intended time (0 when on
+  // time): the size of the late sends, not only their number.
+  analysis::LatencyHistogram lateness;
+  ErrorCounts errors;                                         // every round
   TimestampSource timestamp_source = TimestampSource::kUser;  // of most kept samples
   std::vector<RoundRecord> rounds;
   std::size_t samples = 0;  // in the series (after warm-up drops)
