@@ -486,6 +486,32 @@ class Campaign {
     return recorder_->add_injection(row);
   }
 
+  // Stores one phase that injected on `l` (adaptive or active): its row, the
+  // injection the daemon reported, and the samples sent in
+  // [anchor, anchor + window_ns). Runs inside the caller's transaction, so
+  // the active phase can add its gradients to the same commit; returns the
+  // phase id.
+  std::int64_t store_injected_phase(db::PhaseKind kind, const CampaignLink& l, const Injected& inj,
+                                    double amplitude_ns, std::int64_t bins,
+                                    const loadgen::EngineResult& r,
+                                    const std::vector<analysis::LatencyRecord>& records,
+                                    std::int64_t window_ns) {
+    db::Phase p;
+    p.kind = kind;
+    p.link_id = l.link_id;
+    p.started_ns = inj.anchor_ns;
+    p.ended_ns = inj.ended_ns;
+    p.bin_width_ns = out_.bin_width_ns;
+    p.bins = bins;
+    p.k_d = kd_.k_d;
+    p.amplitude_ns = std::llround(amplitude_ns);
+    const std::int64_t id = recorder_->add_phase(p);
+    store_injection(id, l, inj, amplitude_ns);
+    recorder_->add_samples(id, records, out_.types, db_source(r), inj.anchor_ns,
+                           inj.anchor_ns + window_ns);
+    return id;
+  }
+
   // ---------------------------------------------------------------- measure
   void measure(CampaignLink& l, std::size_t index, std::size_t count) {
     const GradientSpec& g = spec_.gradient;
@@ -511,20 +537,10 @@ class Campaign {
                                           static_cast<double>(g.min_amplitude_ns),
                                           static_cast<double>(g.max_amplitude_ns));
     {
-      db::Phase p;
-      p.kind = db::PhaseKind::kAdaptive;
-      p.link_id = l.link_id;
-      p.started_ns = a.anchor_ns;
-      p.ended_ns = a.ended_ns;
-      p.bin_width_ns = w;
-      p.bins = static_cast<std::int64_t>(out_.period_ns / std::max<std::int64_t>(w, 1));
-      p.k_d = kd_.k_d;
-      p.amplitude_ns = std::llround(m.training_amplitude_ns);
       db::Transaction tx(recorder_->store_database());
-      const std::int64_t id = recorder_->add_phase(p);
-      store_injection(id, l, a, m.training_amplitude_ns);
-      recorder_->add_samples(id, rec_a, out_.types, db_source(ra), a.anchor_ns,
-                             a.anchor_ns + out_.period_ns);
+      store_injected_phase(db::PhaseKind::kAdaptive, l, a, m.training_amplitude_ns,
+                           out_.period_ns / std::max<std::int64_t>(w, 1), ra, rec_a,
+                           out_.period_ns);
       tx.commit();
     }
 
@@ -601,19 +617,10 @@ class Campaign {
       }
       m.gradients.push_back(std::move(tg));
     }
-    db::Phase p;
-    p.kind = db::PhaseKind::kActive;
-    p.link_id = l.link_id;
-    p.started_ns = act.anchor_ns;
-    p.ended_ns = act.ended_ns;
-    p.bin_width_ns = w;
-    p.bins = static_cast<std::int64_t>(g.bins);
-    p.k_d = kd_.k_d;
-    p.amplitude_ns = std::llround(m.amplitude_ns);
     db::Transaction tx(recorder_->store_database());
-    const std::int64_t id = recorder_->add_phase(p);
-    store_injection(id, l, act, m.amplitude_ns);
-    recorder_->add_samples(id, records, out_.types, db_source(rr), start, start + window);
+    const std::int64_t id =
+        store_injected_phase(db::PhaseKind::kActive, l, act, m.amplitude_ns,
+                             static_cast<std::int64_t>(g.bins), rr, records, window);
     for (const TypeGradient& tg : m.gradients) {
       db::Gradient row;
       row.link_id = l.link_id;
