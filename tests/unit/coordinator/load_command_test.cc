@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../loadgen/controller_test_support.hh"
@@ -31,6 +32,17 @@ using nlohmann::json;
 // nabla-tier is built beside nabla (build/loadgen/ vs build/coordinator/).
 std::string tier_binary() {
   return (fs::path(NABLA_BINARY).parent_path().parent_path() / "loadgen" / "nabla-tier").string();
+}
+
+// nabla-tier on 127.0.0.1 (any free port) with `workers` workers, one --url
+// per entry of `urls` (e.g. "/a service=fixed:1ms mode=sleep").
+TierProcess loopback_tier(int workers, const std::vector<std::string>& urls) {
+  std::vector<std::string> args{"--listen", "127.0.0.1:0", "--workers", std::to_string(workers)};
+  for (const auto& url : urls) {
+    args.push_back("--url");
+    args.push_back(url);
+  }
+  return TierProcess(tier_binary(), std::move(args));
 }
 
 LoadOptions base(uint16_t port, const std::string& path = "/a") {
@@ -201,8 +213,7 @@ TEST(LoadFlags, BinaryExitsTwoNamingTheFlag) {
 
 TEST(LoadTier, FixedServiceIsOkWithP50NearTheServiceTime) {
   ASSERT_TRUE(fs::exists(tier_binary())) << tier_binary();
-  TierProcess tier(tier_binary(), {"--listen", "127.0.0.1:0", "--workers", "8", "--url",
-                                   "/a service=fixed:1ms mode=sleep"});
+  TierProcess tier = loopback_tier(8, {"/a service=fixed:1ms mode=sleep"});
   ASSERT_NE(tier.port(), 0);
   LoadOptions o = base(tier.port());
   // Target p50 (the claim under test); p99 is reported beside it. A loaded
@@ -251,8 +262,7 @@ TEST(LoadTier, FixedServiceIsOkWithP50NearTheServiceTime) {
 }
 
 TEST(LoadTier, HeavyTailedServiceWithATightCiIsNotApplicable) {
-  TierProcess tier(tier_binary(), {"--listen", "127.0.0.1:0", "--workers", "16", "--url",
-                                   "/a service=lognormal:300us:1.5 mode=sleep"});
+  TierProcess tier = loopback_tier(16, {"/a service=lognormal:300us:1.5 mode=sleep"});
   ASSERT_NE(tier.port(), 0);
   LoadOptions o = base(tier.port());
   o.rate = "400";
@@ -271,8 +281,7 @@ TEST(LoadTier, HeavyTailedServiceWithATightCiIsNotApplicable) {
 }
 
 TEST(LoadTier, OneConnectionOneOutstandingIsReportedClosedLoop) {
-  TierProcess tier(tier_binary(), {"--listen", "127.0.0.1:0", "--workers", "2", "--url",
-                                   "/a service=fixed:2ms mode=sleep"});
+  TierProcess tier = loopback_tier(2, {"/a service=fixed:2ms mode=sleep"});
   ASSERT_NE(tier.port(), 0);
   LoadOptions o = base(tier.port());
   o.rate = "2000";
@@ -286,9 +295,8 @@ TEST(LoadTier, OneConnectionOneOutstandingIsReportedClosedLoop) {
 }
 
 TEST(LoadTier, DbStoresTheRunTailResultsAndKeptSamples) {
-  TierProcess tier(tier_binary(), {"--listen", "127.0.0.1:0", "--workers", "8", "--url",
-                                   "/a service=fixed:200us mode=sleep", "--url",
-                                   "/b service=fixed:400us mode=sleep"});
+  TierProcess tier =
+      loopback_tier(8, {"/a service=fixed:200us mode=sleep", "/b service=fixed:400us mode=sleep"});
   ASSERT_NE(tier.port(), 0);
   const fs::path dir =
       fs::temp_directory_path() / ("nabla-load-test-" + std::to_string(::getpid()));
@@ -382,8 +390,7 @@ TEST(LoadEcho, SweepReportsAndStoresEveryPoint) {
 // SIGTERM mid-run (the demo's way to stop it): the stored run is marked
 // failed with the signal named, and the exit code is 1.
 TEST(LoadTier, SigtermMarksTheStoredRunFailed) {
-  TierProcess tier(tier_binary(), {"--listen", "127.0.0.1:0", "--workers", "4", "--url",
-                                   "/a service=fixed:100us mode=sleep"});
+  TierProcess tier = loopback_tier(4, {"/a service=fixed:100us mode=sleep"});
   ASSERT_NE(tier.port(), 0);
   const fs::path dir =
       fs::temp_directory_path() / ("nabla-load-sigterm-" + std::to_string(::getpid()));
