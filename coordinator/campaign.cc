@@ -544,14 +544,107 @@ class Campaign {
       tx.commit();
     }
 
-    // Active phase: N bins of the square wave.
+    // Active phase: N bins of the square wave, measured again (up to
+    // g.repeats times) while it was much noisier than the training, and the
+    // attempts combined by inverse variance.
+    std::vector<ActiveAttempt> attempts;
+    for (;;) {
+      attempts.push_back(active_attempt(l, m, index, count, attempts.size() + 1));
+      const double ratio = attempts.back().worst_noise_ratio;
+      if (ratio <= g.repeat_noise_ratio || attempts.size() > g.repeats) break;
+      note(l.label + ": the active phase was " + format_ratio(ratio) +
+           "x as noisy as the training; measuring it again");
+    }
+    for (const ActiveAttempt& a : attempts) {
+      for (const std::string& w : a.noise_warnings) {
+        out_.warnings.push_back(attempts.size() > 1
+                                    ? w + " (active phase " + std::to_string(a.number) + " of " +
+                                          std::to_string(attempts.size()) + ")"
+                                    : w);
+      }
+    }
+    const ActiveAttempt& last = attempts.back();
+    m.delta_l_ns = last.delta_l_ns;
+    m.delta_l_measured = last.delta_l_measured;
+    for (std::size_t t = 0; t < out_.types.size(); ++t) {
+      std::vector<analysis::GradientEstimate> estimates;
+      for (const ActiveAttempt& a : attempts) estimates.push_back(a.gradients[t].estimate);
+      TypeGradient tg = last.gradients[t];
+      tg.estimate = combine_estimates(estimates);
+      if (attempts.size() > 1) {
+        // Amplitude, perturbation and throughput change: weighted like the
+        // gradient, so they describe the same measurement.
+        double weights = 0, amplitude = 0, perturbation = 0, throughput = 0;
+        for (const ActiveAttempt& a : attempts) {
+          const TypeGradient& x = a.gradients[t];
+          const double se = x.estimate.standard_error;
+          const double w = se > 0 ? 1.0 / (se * se) : 0.0;
+          weights += w;
+          amplitude += w * x.actual_amplitude_ns;
+          perturbation += w * x.perturbation_ns;
+          throughput += w * x.throughput_change;
+          tg.reliable = tg.reliable && x.reliable;
+        }
+        if (weights > 0) {
+          tg.actual_amplitude_ns = amplitude / weights;
+          tg.perturbation_ns = perturbation / weights;
+          tg.throughput_change = throughput / weights;
+        }
+      }
+      m.gradients.push_back(std::move(tg));
+    }
+    // One gradient row per type, on the last active phase; every attempt's
+    // phase, injection and samples are stored under their own phase rows.
+    db::Transaction tx(recorder_->store_database());
+    for (const TypeGradient& tg : m.gradients) {
+      db::Gradient row;
+      row.link_id = l.link_id;
+      row.type_id = recorder_->type_id(tg.type);
+      row.phase_id = last.phase_id;
+      row.value = tg.estimate.value;
+      row.ci_low = tg.estimate.ci_low;
+      row.ci_high = tg.estimate.ci_high;
+      row.confidence = g.confidence;
+      if (std::isfinite(tg.estimate.time_domain_value)) {
+        row.time_domain = tg.estimate.time_domain_value;
+      }
+      row.actual_amplitude_ns = tg.actual_amplitude_ns;
+      row.perturbation_ns = tg.perturbation_ns;
+      row.throughput_change = tg.throughput_change;
+      row.k_d = kd_.k_d;
+      row.bins = static_cast<std::int64_t>(g.bins);
+      recorder_->add_gradient(row);
+    }
+    tx.commit();
+    out_.measurements.push_back(std::move(m));
+  }
+
+  struct ActiveAttempt {
+    std::size_t number = 1;
+    std::int64_t phase_id = 0;
+    double delta_l_ns = 0;
+    bool delta_l_measured = true;
+    std::vector<TypeGradient> gradients;  // one per type, this phase alone
+    double worst_noise_ratio = 0;         // max over types of sigma / training sigma
+    std::vector<std::string> noise_warnings;
+  };
+
+  // One active phase at m.amplitude_ns: injects, bins each type, estimates
+  // the gradients (phase from the type with the highest SNR) and stores the
+  // phase with its injection and samples.
+  ActiveAttempt active_attempt(const CampaignLink& l, const LinkMeasurement& m, std::size_t index,
+                               std::size_t count, std::size_t number) {
+    const GradientSpec& g = spec_.gradient;
+    const std::int64_t w = out_.bin_width_ns;
     const std::int64_t window = static_cast<std::int64_t>(g.bins) * w;
     set_phase("active", index, count, g.bins, 0);
+    ActiveAttempt out;
+    out.number = number;
     Injected act;
     const std::int64_t tail = std::min<std::int64_t>(2 * w, 200'000'000);
     const loadgen::EngineResult rr = inject_phase(l, m.amplitude_ns, 0, window, tail, act);
-    m.delta_l_ns = act.delta_l_ns;
-    m.delta_l_measured = act.measured;
+    out.delta_l_ns = act.delta_l_ns;
+    out.delta_l_measured = act.measured;
     if (!act.measured) {
       out_.warnings.push_back(l.label +
                               ": the injector saw no packet in a half-cycle; the "
@@ -576,7 +669,7 @@ class Campaign {
                                  " request completed during the active phase");
       }
       first.push_back(analysis::estimate_gradient_with_baseline_spectrum(
-          series.back().mean_latency_ns, trainings_[t].fft0_mean, kd_.k_d, m.delta_l_ns, go));
+          series.back().mean_latency_ns, trainings_[t].fft0_mean, kd_.k_d, out.delta_l_ns, go));
     }
     std::optional<std::size_t> best;
     for (std::size_t t = 0; t < first.size(); ++t) {
@@ -587,18 +680,21 @@ class Campaign {
     // active phase was much noisier (a busy machine), since the CI widens.
     for (std::size_t t = 0; t < first.size(); ++t) {
       const double trained = trainings_[t].fft0_sigma.at(static_cast<std::size_t>(kd_.k_d));
-      if (trained > 0 && first[t].noise_sigma > 2.0 * trained) {
-        out_.warnings.push_back(l.label + " " + out_.types[t] + ": noise during the active phase " +
-                                format_ratio(first[t].noise_sigma / trained) +
-                                "x the training's; the CI is wider than planned");
+      if (trained <= 0) continue;
+      const double ratio = first[t].noise_sigma / trained;
+      out.worst_noise_ratio = std::max(out.worst_noise_ratio, ratio);
+      if (ratio > 2.0) {
+        out.noise_warnings.push_back(l.label + " " + out_.types[t] +
+                                     ": noise during the active phase " + format_ratio(ratio) +
+                                     "x the training's; the CI is wider than planned");
       }
     }
     for (std::size_t t = 0; t < out_.types.size(); ++t) {
       TypeGradient tg;
       tg.type = out_.types[t];
       tg.estimate = analysis::estimate_gradient_with_baseline_spectrum(
-          series[t].mean_latency_ns, trainings_[t].fft0_mean, kd_.k_d, m.delta_l_ns, go);
-      tg.actual_amplitude_ns = m.delta_l_ns;
+          series[t].mean_latency_ns, trainings_[t].fft0_mean, kd_.k_d, out.delta_l_ns, go);
+      tg.actual_amplitude_ns = out.delta_l_ns;
       tg.reliable = series[t].reliable;
       const WindowStats ws =
           window_stats(records, static_cast<std::int32_t>(t), start, start + window);
@@ -615,33 +711,13 @@ class Campaign {
                                 std::to_string(series[t].filled_bins) +
                                 " empty bins; the gradient may be low");
       }
-      m.gradients.push_back(std::move(tg));
+      out.gradients.push_back(std::move(tg));
     }
     db::Transaction tx(recorder_->store_database());
-    const std::int64_t id =
-        store_injected_phase(db::PhaseKind::kActive, l, act, m.amplitude_ns,
-                             static_cast<std::int64_t>(g.bins), rr, records, window);
-    for (const TypeGradient& tg : m.gradients) {
-      db::Gradient row;
-      row.link_id = l.link_id;
-      row.type_id = recorder_->type_id(tg.type);
-      row.phase_id = id;
-      row.value = tg.estimate.value;
-      row.ci_low = tg.estimate.ci_low;
-      row.ci_high = tg.estimate.ci_high;
-      row.confidence = g.confidence;
-      if (std::isfinite(tg.estimate.time_domain_value)) {
-        row.time_domain = tg.estimate.time_domain_value;
-      }
-      row.actual_amplitude_ns = tg.actual_amplitude_ns;
-      row.perturbation_ns = tg.perturbation_ns;
-      row.throughput_change = tg.throughput_change;
-      row.k_d = kd_.k_d;
-      row.bins = static_cast<std::int64_t>(g.bins);
-      recorder_->add_gradient(row);
-    }
+    out.phase_id = store_injected_phase(db::PhaseKind::kActive, l, act, m.amplitude_ns,
+                                        static_cast<std::int64_t>(g.bins), rr, records, window);
     tx.commit();
-    out_.measurements.push_back(std::move(m));
+    return out;
   }
 
   const CampaignSpec& spec_;

@@ -170,6 +170,38 @@ std::optional<double> delta_l_from_halves(std::size_t high_count, double high_me
   return d;
 }
 
+analysis::GradientEstimate combine_estimates(std::span<const analysis::GradientEstimate> phases) {
+  if (phases.empty()) throw std::invalid_argument("combine_estimates: no phase");
+  if (phases.size() == 1) return phases.front();
+  double weights = 0, value = 0, time_domain = 0, time_domain_weights = 0, quantile = 0;
+  std::size_t heaviest = 0;
+  for (std::size_t i = 0; i < phases.size(); ++i) {
+    const analysis::GradientEstimate& e = phases[i];
+    if (!(e.standard_error > 0)) continue;
+    const double w = 1.0 / (e.standard_error * e.standard_error);
+    if (weights == 0 ||
+        w > 1.0 / (phases[heaviest].standard_error * phases[heaviest].standard_error)) {
+      heaviest = i;
+    }
+    weights += w;
+    value += w * e.value;
+    if (std::isfinite(e.time_domain_value)) {
+      time_domain += w * e.time_domain_value;
+      time_domain_weights += w;
+    }
+    quantile = std::max(quantile, (e.ci_high - e.value) / e.standard_error);
+  }
+  if (weights == 0) return phases.front();
+  analysis::GradientEstimate out = phases[heaviest];
+  out.value = value / weights;
+  out.standard_error = 1.0 / std::sqrt(weights);
+  out.ci_low = out.value - quantile * out.standard_error;
+  out.ci_high = out.value + quantile * out.standard_error;
+  out.time_domain_value = time_domain_weights > 0 ? time_domain / time_domain_weights
+                                                  : std::numeric_limits<double>::quiet_NaN();
+  return out;
+}
+
 std::int64_t campaign_budget_ns(std::int64_t bin_width_ns, std::size_t bins, std::size_t chunks,
                                 std::size_t links, double period_bins, std::int64_t warmup_ns,
                                 std::int64_t discover_ns) {

@@ -296,7 +296,8 @@ LinksSpec parse_links(const Section& s) {
 
 GradientSpec parse_gradient(const Section& s) {
   s.allow_only({"bins", "chunks", "requests_per_bin", "delay_scale", "min_bins_per_period",
-                "max_amplitude", "min_amplitude", "confidence", "lease"});
+                "max_amplitude", "min_amplitude", "confidence", "lease", "repeats",
+                "repeat_noise_ratio"});
   GradientSpec g;
   g.bins = static_cast<std::size_t>(s.integer("bins", 8, 1 << 20).value_or(128));
   if ((g.bins & (g.bins - 1)) != 0) {
@@ -329,6 +330,12 @@ GradientSpec parse_gradient(const Section& s) {
   g.lease_ns = s.duration("lease").value_or(g.lease_ns);
   if (g.lease_ns < 1'000'000'000 || g.lease_ns > 3'600'000'000'000) {
     fail(s.key("lease"), "must be in [1s, 1h]");
+  }
+  g.repeats = static_cast<std::size_t>(s.integer("repeats", 0, 5).value_or(1));
+  g.repeat_noise_ratio = s.number("repeat_noise_ratio").value_or(g.repeat_noise_ratio);
+  if (!(g.repeat_noise_ratio >= 0 && g.repeat_noise_ratio <= 100)) {
+    fail(s.key("repeat_noise_ratio"),
+         "must be in [0, 100], got " + std::to_string(g.repeat_noise_ratio));
   }
   return g;
 }
@@ -467,7 +474,9 @@ json to_json(const CampaignSpec& s) {
              {"max_amplitude_ns", g.max_amplitude_ns},
              {"min_amplitude_ns", g.min_amplitude_ns},
              {"confidence", g.confidence},
-             {"lease_ns", g.lease_ns}}},
+             {"lease_ns", g.lease_ns},
+             {"repeats", g.repeats},
+             {"repeat_noise_ratio", g.repeat_noise_ratio}}},
            {"truth", s.truth}};
   if (s.seed) out["seed"] = *s.seed;
   if (s.db) out["db"] = *s.db;

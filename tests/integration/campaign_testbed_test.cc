@@ -127,6 +127,9 @@ TEST(CampaignTestbed, MeasuresChainGradientsAndStopsCleanlyOnSigint) {
        // VM the training asks for 4-12 ms at d = 30, and with N = 64 the SNR
        // of /a was 9-27 (4-8% standard error), too close to the 10% bound.
        << "[gradient]\nbins = 128\nchunks = 4\nmax_amplitude = \"8ms\"\nlease = \"3s\"\n"
+       // Every active phase measured twice (ratio 0): the repeat-and-combine
+       // path runs on every link, whatever the machine's noise.
+       << "repeats = 1\nrepeat_noise_ratio = 0\n"
        << "[truth]\n\"tcp web -> app:9002\" = { \"/a\" = 2, \"/b\" = 0 }\n"
        << "\"tcp app:9002 -> web\" = { \"/a\" = 2, \"/b\" = 0 }\n";
   const std::string campaign = tmp + ".toml";
@@ -198,11 +201,12 @@ TEST(CampaignTestbed, MeasuresChainGradientsAndStopsCleanlyOnSigint) {
     EXPECT_GE(count(db, "SELECT COUNT(*) FROM links" + where), 2);
     const std::int64_t measured = static_cast<std::int64_t>(out["gradients"].size()) / 2;
     EXPECT_EQ(count(db, "SELECT COUNT(*) FROM gradients" + where), 2 * measured);
-    EXPECT_EQ(count(db, "SELECT COUNT(*) FROM phases" + where + " AND kind = 'active'"), measured);
+    EXPECT_EQ(count(db, "SELECT COUNT(*) FROM phases" + where + " AND kind = 'active'"),
+              2 * measured);
     EXPECT_EQ(count(db, "SELECT COUNT(*) FROM phases" + where + " AND kind = 'training'"), 1);
     EXPECT_EQ(count(db, "SELECT COUNT(*) FROM injections" + where +
                             " AND actual_mean_ns > 0 AND requested_delay_ns > 0"),
-              2 * measured);
+              3 * measured);  // adaptive + two active phases per link
     EXPECT_GT(count(db,
                     "SELECT COUNT(*) FROM samples s JOIN phases p ON p.id = s.phase_id "
                     "WHERE p.kind = 'training' AND p.run_id = " +

@@ -114,3 +114,55 @@ TEST(CampaignMath, BudgetCountsEveryPhase) {
 }
 
 }  // namespace
+
+namespace {
+
+nabla::analysis::GradientEstimate estimate(double value, double se, double q) {
+  nabla::analysis::GradientEstimate e;
+  e.value = value;
+  e.standard_error = se;
+  e.ci_low = value - q * se;
+  e.ci_high = value + q * se;
+  e.time_domain_value = value;
+  e.phase_given = true;
+  return e;
+}
+
+TEST(CampaignMath, CombinedEstimatesWeighByInverseVariance) {
+  // w = 1/0.1^2 = 100 and 1/0.2^2 = 25: value (100*1 + 25*2)/125 = 1.2,
+  // se = 1/sqrt(125); the wider of the two quantile factors (2.1) is kept.
+  const std::vector<nabla::analysis::GradientEstimate> two = {estimate(1.0, 0.1, 2.0),
+                                                              estimate(2.0, 0.2, 2.1)};
+  const auto c = combine_estimates(two);
+  EXPECT_NEAR(c.value, 1.2, 1e-12);
+  EXPECT_NEAR(c.standard_error, 1.0 / std::sqrt(125.0), 1e-12);
+  EXPECT_NEAR(c.ci_high - c.value, 2.1 / std::sqrt(125.0), 1e-12);
+  EXPECT_NEAR(c.value - c.ci_low, 2.1 / std::sqrt(125.0), 1e-12);
+  EXPECT_NEAR(c.time_domain_value, 1.2, 1e-12);
+}
+
+TEST(CampaignMath, CombiningEqualEstimatesNarrowsBySqrtTwo) {
+  const std::vector<nabla::analysis::GradientEstimate> same = {estimate(3.0, 0.3, 2.0),
+                                                               estimate(3.0, 0.3, 2.0)};
+  const auto c = combine_estimates(same);
+  EXPECT_NEAR(c.value, 3.0, 1e-12);
+  EXPECT_NEAR(c.standard_error, 0.3 / std::sqrt(2.0), 1e-12);
+  EXPECT_NEAR(c.ci_high - c.ci_low, 2 * 2.0 * 0.3 / std::sqrt(2.0), 1e-12);
+  // One estimate is returned as it is.
+  const auto one = combine_estimates(std::span(same).first(1));
+  EXPECT_EQ(one.value, 3.0);
+  EXPECT_EQ(one.ci_low, same[0].ci_low);
+}
+
+TEST(CampaignMath, CombinationIgnoresAnEstimateWithoutAnError) {
+  // se = 0 (no noise bins could be read) carries no weight; all-zero keeps the first.
+  const std::vector<nabla::analysis::GradientEstimate> v = {estimate(1.0, 0.0, 2.0),
+                                                            estimate(2.0, 0.5, 2.0)};
+  EXPECT_NEAR(combine_estimates(v).value, 2.0, 1e-12);
+  const std::vector<nabla::analysis::GradientEstimate> none = {estimate(1.0, 0.0, 2.0),
+                                                               estimate(2.0, 0.0, 2.0)};
+  EXPECT_EQ(combine_estimates(none).value, 1.0);
+  EXPECT_THROW(combine_estimates({}), std::invalid_argument);
+}
+
+}  // namespace

@@ -64,6 +64,8 @@ max_amplitude = "3ms"
 min_amplitude = "100us"
 confidence = 0.9
 lease = "4s"
+repeats = 2
+repeat_noise_ratio = 3.5
 [truth]
 "tcp web -> app:9002" = { "/view" = 2, "/auth" = 0 }
 )";
@@ -112,6 +114,8 @@ TEST(CampaignSpec, ParsesEveryField) {
   EXPECT_EQ(s.gradient.min_amplitude_ns, 100'000);
   EXPECT_DOUBLE_EQ(s.gradient.confidence, 0.9);
   EXPECT_EQ(s.gradient.lease_ns, 4'000'000'000);
+  EXPECT_EQ(s.gradient.repeats, 2u);
+  EXPECT_DOUBLE_EQ(s.gradient.repeat_noise_ratio, 3.5);
   EXPECT_DOUBLE_EQ(s.truth.at("tcp web -> app:9002").at("/view"), 2.0);
   const auto j = to_json(s);
   EXPECT_EQ(j["gradient"]["bins"], 64);
@@ -131,6 +135,8 @@ TEST(CampaignSpec, DefaultsFollowThePaper) {
   EXPECT_EQ(s.gradient.min_amplitude_ns, 200'000);
   EXPECT_DOUBLE_EQ(s.gradient.confidence, 0.95);
   EXPECT_EQ(s.gradient.lease_ns, 5'000'000'000);
+  EXPECT_EQ(s.gradient.repeats, 1u);  // one more active phase when it was 2x as noisy
+  EXPECT_DOUBLE_EQ(s.gradient.repeat_noise_ratio, 2.0);
   EXPECT_TRUE(s.links.discover);
   EXPECT_EQ(s.links.discover_for_ns, 3'000'000'000);
   EXPECT_EQ(s.workload.connections, 16);
@@ -162,6 +168,10 @@ TEST(CampaignSpec, BadValuesNameKeyAndValue) {
             std::string::npos);
   EXPECT_NE(error_of(base + "[gradient]\nmin_amplitude = \"9ms\"\n").find("gradient.min_amplitude"),
             std::string::npos);
+  EXPECT_NE(error_of(base + "[gradient]\nrepeats = 6\n").find("gradient.repeats: must be in [0"),
+            std::string::npos);
+  EXPECT_EQ(error_of(base + "[gradient]\nrepeat_noise_ratio = -1\n"),
+            "gradient.repeat_noise_ratio: must be in [0, 100], got -1.000000");
   EXPECT_NE(error_of(base + "[links]\ninclude = [\"tcp 10.0.0.300 -> 10.0.0.2\"]\n")
                 .find("links.include: bad link spec"),
             std::string::npos);

@@ -152,7 +152,8 @@ TEST(DemoCampaignToml, ParsesWithTheCampaignParser) {
   EXPECT_EQ(full.workload.target, "http://10.213.0.2:8080");
   EXPECT_EQ(full.workload.mix.size(), 4u);
   EXPECT_TRUE(full.links.exclude.empty());
-  EXPECT_EQ(full.gradient.bins, 128u);
+  EXPECT_EQ(full.gradient.bins, 256u);
+  EXPECT_EQ(full.gradient.chunks, 7u);
   EXPECT_NEAR(full.gradient.confidence, 1 - 0.05 / 22, 1e-6);
   EXPECT_EQ(full.truth, true_gradients(m));
   ASSERT_TRUE(full.node_by_name("app"));

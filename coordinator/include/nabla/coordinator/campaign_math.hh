@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "nabla/analysis/binning.hh"
+#include "nabla/analysis/gradient.hh"
 #include "nabla/analysis/training.hh"
 
 namespace nabla::coordinator {
@@ -101,6 +102,17 @@ double completion_ratio(std::span<const analysis::LatencyRecord> records, std::i
 // low-half mean; nullopt when a half saw no packet.
 std::optional<double> delta_l_from_halves(std::size_t high_count, double high_mean_ns,
                                           std::size_t low_count, double low_mean_ns);
+
+// One gradient from several active phases of the same link and type (a phase
+// repeated because it was much noisier than the training): the
+// inverse-variance weighted mean, se = 1/sqrt(sum of 1/se_i^2), and a
+// symmetric CI of that se times the widest quantile factor among the phases
+// ((ci_high - value)/se, the t quantile of each phase). The time-domain
+// cross-check is weighted the same way. Other fields come from the phase with
+// the most weight. Phases with se <= 0 carry no weight; when none has any,
+// the first is returned. One phase is returned as it is. Throws
+// std::invalid_argument on an empty span.
+analysis::GradientEstimate combine_estimates(std::span<const analysis::GradientEstimate> phases);
 
 // Expected campaign duration: (M*N + links*(N + one cycle)) * dTs plus a
 // warm-up before each phase and the discovery time.

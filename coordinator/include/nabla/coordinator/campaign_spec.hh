@@ -69,6 +69,13 @@ struct GradientSpec {
   std::int64_t min_amplitude_ns = 200'000;  // <= max
   double confidence = 0.95;                 // (0, 1)
   std::int64_t lease_ns = 5'000'000'000;    // >= 1 s
+  // An active phase whose noise (at any type) exceeds the training's by this
+  // ratio is measured again, up to `repeats` more times; the phases are then
+  // combined by inverse variance (a noisy spell on a shared machine costs a
+  // repeat instead of a wrong gradient). A ratio of 0 repeats every phase
+  // `repeats` times (fixed extra measurement time).
+  std::size_t repeats = 1;          // [0, 5]
+  double repeat_noise_ratio = 2.0;  // [0, 100]
 };
 
 struct CampaignSpec {
