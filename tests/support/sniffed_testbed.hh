@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "../integration/tier_probe.hh"
+#include "tier_probe.hh"
 #include "nabla/common/netns.hh"
 #include "nabla/common/rpc_auth.hh"
 #include "nabla/coordinator/testbed.hh"
