@@ -223,7 +223,7 @@ std::string demo_campaign_toml(const ServiceModel& model,
     << "\nrequests_per_bin = " << c.requests_per_bin << "\ndelay_scale = " << c.delay_scale
     << "\nmin_bins_per_period = 8\nmax_amplitude = " << toml_string(c.max_amplitude)
     << "\nmin_amplitude = " << toml_string(c.min_amplitude) << "\nconfidence = " << c.confidence
-    << "\nlease = " << toml_string(c.lease) << "\n";
+    << "\nlease = " << toml_string(c.lease) << "\nrepeats = " << c.repeats << "\n";
   o << "\n[truth]\n";
   for (const auto& [label, by_type] : truth) {
     if (c.only_links &&

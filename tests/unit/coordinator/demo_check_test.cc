@@ -166,6 +166,8 @@ TEST(DemoCampaignToml, ParsesWithTheCampaignParser) {
   EXPECT_EQ(quick.truth.at("tcp app -> db:8082").at("/view"), 3);
   EXPECT_EQ(quick.gradient.bins, 128u);
   EXPECT_EQ(quick.gradient.chunks, 5u);
+  EXPECT_EQ(quick.gradient.repeats, 0u);  // the smoke test keeps its 2 minutes
+  EXPECT_EQ(full.gradient.repeats, 1u);
   EXPECT_EQ(quick.gradient.max_amplitude_ns, 15'000'000);
 }
 

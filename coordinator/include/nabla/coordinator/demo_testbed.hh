@@ -112,6 +112,7 @@ struct DemoCampaign {
   std::string min_amplitude = "200us";
   double confidence = 0.95;
   std::string lease = "3s";
+  int repeats = 1;  // [gradient] repeats: noisy active phases measured again
 };
 
 // The campaign TOML for this testbed: one [[node]] per host (address,
