@@ -73,11 +73,14 @@ InjectorTestbed::~InjectorTestbed() {
 }
 
 void InjectorTestbed::start_daemon(const std::vector<std::string>& extra_flags) {
-  // --rt-priority: the packet loop must not be the thing that is late on a
-  // loaded 2-core CI machine (the probe threads run at a lower RT priority).
-  std::vector<std::string> argv = {
-      NABLA_INJECTD_PATH, "--listen", "127.0.0.1:7311", "--log-level", "info",
-      "--rt-priority",    "10"};
+  // --rt-priority 10 unless the caller gives its own: the packet loop must
+  // not be the thing that is late on a loaded 2-core CI machine (the probe
+  // threads run at a lower RT priority).
+  std::vector<std::string> argv = {NABLA_INJECTD_PATH, "--listen", "127.0.0.1:7311", "--log-level",
+                                   "info"};
+  if (std::find(extra_flags.begin(), extra_flags.end(), "--rt-priority") == extra_flags.end()) {
+    argv.insert(argv.end(), {"--rt-priority", "10"});
+  }
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
   daemon_ = std::make_unique<common::ChildProcess>(argv, snd_.get(), log_path_);
   const int64_t deadline = common::monotonic_ns() + 5'000'000'000;
