@@ -137,6 +137,50 @@ LoadTarget parse_target(const std::string& text) {
   return t;
 }
 
+namespace {
+
+void apply_interarrival(const std::string& spec, loadgen::ScheduleSpec& schedule) {
+  if (spec == "exp") {
+    schedule.kind = loadgen::ScheduleKind::kExponential;
+  } else if (spec == "fixed") {
+    schedule.kind = loadgen::ScheduleKind::kFixed;
+  } else if (spec == "uniform") {
+    schedule.kind = loadgen::ScheduleKind::kUniform;
+  } else if (spec.rfind("lognormal:", 0) == 0) {
+    schedule.kind = loadgen::ScheduleKind::kLognormal;
+    schedule.lognormal_sigma = parse_number("--interarrival", spec.substr(10));
+    if (!(schedule.lognormal_sigma > 0 && schedule.lognormal_sigma <= 10)) {
+      bad("--interarrival", "lognormal:SIGMA needs SIGMA in (0, 10], got '" + spec + "'");
+    }
+  } else {
+    bad("--interarrival", "must be exp, fixed, uniform or lognormal:SIGMA, got '" + spec + "'");
+  }
+}
+
+void apply_keys(const LoadOptions& o, const LoadTarget& target, ProtocolSpec& protocol) {
+  const bool key_value = target.scheme == "memcache" || target.scheme == "redis";
+  if (!key_value && (o.keys != 1000 || o.key_dist != "uniform" || o.value_size != 32)) {
+    bad("--keys", "--keys, --key-dist and --value-size apply to memcache:// and redis:// only");
+  }
+  if (o.keys < 1 || o.keys > 1'000'000'000) bad("--keys", "must be in 1..1e9");
+  protocol.keys = o.keys;
+  if (o.key_dist == "uniform") {
+    protocol.key_distribution = loadgen::KeyDistribution::kUniform;
+  } else if (o.key_dist == "zipf" || o.key_dist.rfind("zipf:", 0) == 0) {
+    protocol.key_distribution = loadgen::KeyDistribution::kZipf;
+    if (o.key_dist.size() > 5) protocol.zipf_s = parse_number("--key-dist", o.key_dist.substr(5));
+    if (!(protocol.zipf_s > 0 && protocol.zipf_s <= 10)) {
+      bad("--key-dist", "zipf:S needs S in (0, 10], got '" + o.key_dist + "'");
+    }
+  } else {
+    bad("--key-dist", "must be uniform or zipf[:S], got '" + o.key_dist + "'");
+  }
+  if (o.value_size < 1 || o.value_size > 1'000'000) bad("--value-size", "must be in 1..1000000");
+  protocol.value_bytes = o.value_size;
+}
+
+}  // namespace
+
 LoadPlan parse_load_options(const LoadOptions& o) {
   LoadPlan plan;
   plan.target = parse_target(o.target);
@@ -167,6 +211,8 @@ LoadPlan parse_load_options(const LoadOptions& o) {
     e.protocol.kind = ProtocolSpec::Kind::kEcho;
   }
   apply_mix(o.mix, plan.target, e.protocol);
+  apply_interarrival(o.interarrival, e.schedule);
+  apply_keys(o, plan.target, e.protocol);
 
   c.percentiles.clear();
   for (const auto& item : o.percentiles) {
@@ -234,6 +280,10 @@ nlohmann::json config_json(const LoadOptions& o, const LoadPlan& plan) {
           {"max_duration_ns", plan.controller.max_duration_ns},
           {"late_threshold_ns", plan.controller.engine.late_threshold_ns},
           {"spin_ns", plan.controller.engine.spin_ns},
+          {"interarrival", o.interarrival},
+          {"keys", o.keys},
+          {"key_dist", o.key_dist},
+          {"value_size", o.value_size},
           {"seed", o.seed}};
 }
 
@@ -372,6 +422,14 @@ void register_load_command(CLI::App& app) {
   cmd->add_option("--spin", o->spin,
                   "busy-poll this long before each send, e.g. 50us (precision for CPU; default 0)")
       ->default_val("0");
+  cmd->add_option("--interarrival", o->interarrival,
+                  "inter-arrival distribution: exp (Poisson), fixed, uniform, lognormal:SIGMA")
+      ->capture_default_str();
+  cmd->add_option("--keys", o->keys, "memcache/redis: number of keys")->capture_default_str();
+  cmd->add_option("--key-dist", o->key_dist, "memcache/redis: uniform or zipf[:S] (S 0.99)")
+      ->capture_default_str();
+  cmd->add_option("--value-size", o->value_size, "memcache/redis: SET value bytes")
+      ->capture_default_str();
   cmd->add_option("--sweep", o->sweep, "rates LO:HI:STEPS instead of --rate");
   cmd->add_option("--db", o->db,
                   "store the run, tail results and kept samples in this SQLite file");

@@ -123,6 +123,25 @@ TEST(LoadFlags, ParsesTargetsAndDefaults) {
   m.target = "memcache://127.0.0.1:11211";
   m.mix = "get=3,set=1";
   EXPECT_DOUBLE_EQ(parse_load_options(m).controller.engine.protocol.get_ratio, 0.75);
+  // Defaults: Poisson arrivals, 1000 uniform keys, 32-byte values.
+  EXPECT_EQ(p.controller.engine.schedule.kind, nabla::loadgen::ScheduleKind::kExponential);
+  EXPECT_EQ(parse_load_options(m).controller.engine.protocol.keys, 1000u);
+  m.keys = 50'000;
+  m.key_dist = "zipf:1.2";
+  m.value_size = 4096;
+  m.interarrival = "lognormal:0.5";
+  const LoadPlan mp = parse_load_options(m);
+  EXPECT_EQ(mp.controller.engine.protocol.keys, 50'000u);
+  EXPECT_EQ(mp.controller.engine.protocol.key_distribution, nabla::loadgen::KeyDistribution::kZipf);
+  EXPECT_DOUBLE_EQ(mp.controller.engine.protocol.zipf_s, 1.2);
+  EXPECT_EQ(mp.controller.engine.protocol.value_bytes, 4096u);
+  EXPECT_EQ(mp.controller.engine.schedule.kind, nabla::loadgen::ScheduleKind::kLognormal);
+  EXPECT_DOUBLE_EQ(mp.controller.engine.schedule.lognormal_sigma, 0.5);
+  m.key_dist = "zipf";  // the default exponent
+  EXPECT_DOUBLE_EQ(parse_load_options(m).controller.engine.protocol.zipf_s, 0.99);
+  o.interarrival = "fixed";
+  EXPECT_EQ(parse_load_options(o).controller.engine.schedule.kind,
+            nabla::loadgen::ScheduleKind::kFixed);
 
   LoadOptions s = base(1);
   s.rate.clear();
@@ -174,6 +193,30 @@ TEST(LoadFlags, EveryBadValueNamesItsFlag) {
   expect_bad(with([](LoadOptions& o) { o.late_threshold = "0"; }), "--late-threshold");
   expect_bad(with([](LoadOptions& o) { o.spin = "1s"; }), "--spin");
   expect_bad(with([](LoadOptions& o) { o.spin = "fast"; }), "--spin");
+  expect_bad(with([](LoadOptions& o) { o.interarrival = "poisson"; }), "--interarrival");
+  expect_bad(with([](LoadOptions& o) { o.interarrival = "lognormal:0"; }), "--interarrival");
+  expect_bad(with([](LoadOptions& o) { o.keys = 10; }), "--keys");  // http target
+  auto kv = [](LoadOptions& o) { o.target = "redis://127.0.0.1:6379"; };
+  expect_bad(with([&](LoadOptions& o) {
+               kv(o);
+               o.keys = 0;
+             }),
+             "--keys");
+  expect_bad(with([&](LoadOptions& o) {
+               kv(o);
+               o.key_dist = "pareto";
+             }),
+             "--key-dist");
+  expect_bad(with([&](LoadOptions& o) {
+               kv(o);
+               o.key_dist = "zipf:x";
+             }),
+             "--key-dist");
+  expect_bad(with([&](LoadOptions& o) {
+               kv(o);
+               o.value_size = 0;
+             }),
+             "--value-size");
   expect_bad(with([](LoadOptions& o) { o.sweep = "1:2"; }), "--sweep");  // and --rate given
   expect_bad(with([](LoadOptions& o) {
                o.rate.clear();

@@ -53,6 +53,13 @@ struct LoadOptions {
   // Busy-poll this long before each intended send (precision for CPU; 0 =
   // sleep on the timer only). A VM's timer wake-ups are ~50 us late.
   std::string spin = "0";
+  // Inter-arrival distribution: exp (Poisson, default), fixed, uniform
+  // (gaps uniform in [0, 2/rate]) or lognormal:SIGMA (sigma of log gap).
+  std::string interarrival = "exp";
+  // memcache:// and redis:// only: key space, key popularity, SET value size.
+  std::uint64_t keys = 1000;
+  std::string key_dist = "uniform";  // uniform | zipf[:S] (S default 0.99)
+  std::size_t value_size = 32;
   std::string sweep;  // LO:HI:STEPS
   std::string db;
   bool json = false;
