@@ -166,6 +166,16 @@ void DelayEngine::on_packet(uint64_t slot_id, Slot& slot, const QueuedPacket& pa
   }
   if (plan.reordered) ++counters.reordered;
   if (plan.release_ns <= now_ns) {
+    // A held packet of this flow may have come due after this pass's first
+    // fire_timers() but before this packet's arrival stamp (by the flow's
+    // FIFO rule its release is <= this one's). Release it first, or this
+    // packet overtakes it: a clean CI run saw one TCP segment reordered at a
+    // square wave's falling edge. This pass's earlier due packets go out
+    // before, so a batch verdict for the held ones cannot swallow their ids.
+    if (wheel_.next_deadline_ns() <= now_ns) {
+      release_immediate(slot);
+      fire_timers(now_ns);
+    }
     // Due now: no wheel. Plain packets are accepted together at the end of
     // this receive pass (one batch verdict when nothing older is held).
     if (held.rewritten.empty() && held.copy.empty()) {
