@@ -86,6 +86,12 @@ struct Shared {
   std::string demo_db;
   std::int64_t demo_run = 0;
   bool quiet = true;  // case A's measurement ran on a quiet enough machine
+  // Case A's gradients were mostly precise (at least half with a CI
+  // half-width within 10%). The load average does not see the host's other
+  // tenants: one clean CI run at low load measured 7 of 8 gradients
+  // imprecise, and in its case C /auth (no db call) slowed by 1.3 ms under
+  // the 10 ms app->db delay, contention that the gradients cannot predict.
+  bool precise = true;
 };
 Shared& shared() {
   static Shared s;
@@ -196,6 +202,7 @@ TEST_F(DemoAcceptance, A_QuickDemoRunsStoresAndCleansUp) {
     }
     EXPECT_EQ(outside_10pct, 0) << j["gradients"].dump(2);
     EXPECT_LE(ci_misses, 1) << j["gradients"].dump(2);
+    shared().precise = judged >= 4;
     std::cerr << "note: " << judged << " of 8 gradients precise enough for the +-10% check; "
               << ci_misses << " CI miss(es); nabla demo exit " << rc << "\n";
   } else {
@@ -313,7 +320,7 @@ TEST_F(DemoAcceptance, C_PredictionContainsTheMeasuredResponseTimeUnderAConstant
     std::this_thread::sleep_for(std::chrono::milliseconds(800));
     ASSERT_TRUE(inject.running()) << read_file(inject_log);
     after = measure_means(tb, 4);
-    quiet = shared().quiet && load_per_cpu() <= kQuietLoadPerCpu;
+    quiet = shared().quiet && shared().precise && load_per_cpu() <= kQuietLoadPerCpu;
     inject.signal(SIGTERM);
     ASSERT_EQ(inject.wait(std::chrono::seconds(10)), 0) << read_file(inject_log);
   }
@@ -370,7 +377,8 @@ TEST_F(DemoAcceptance, C_PredictionContainsTheMeasuredResponseTimeUnderAConstant
     const double measured_change = after.at(type).mean - before.at(type).mean;
     if (!quiet) {
       std::cerr << "note: " << type << " measured change " << measured_change << " ns, predicted ["
-                << lo << ", " << hi << "] (not judged: starved machine)\n";
+                << lo << ", " << hi << "] (not judged: starved machine, or case A's gradients "
+                << "mostly imprecise)\n";
       continue;
     }
     EXPECT_GE(measured_change, lo) << type << " predicted " << p.dump();
