@@ -554,6 +554,9 @@ class Campaign {
       if (ratio <= g.repeat_noise_ratio || attempts.size() > g.repeats) break;
       note(l.label + ": the active phase was " + format_ratio(ratio) +
            "x as noisy as the training; measuring it again");
+      // The progress line's "time left" had no room for it: one more phase
+      // and its warm-up (budget_ns stays the up-front estimate).
+      deadline_ += static_cast<std::int64_t>(g.bins) * out_.bin_width_ns + spec_.workload.warmup_ns;
     }
     for (const ActiveAttempt& a : attempts) {
       for (const std::string& w : a.noise_warnings) {
