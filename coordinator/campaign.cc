@@ -16,6 +16,7 @@
 #include "nabla/coordinator/campaign_daemons.hh"
 #include "nabla/coordinator/campaign_links.hh"
 #include "nabla/coordinator/campaign_store.hh"
+#include "nabla/coordinator/text_table.hh"
 #include "nabla/loadgen/engine.hh"
 
 namespace nabla::coordinator {
@@ -575,6 +576,16 @@ class Campaign {
       TypeGradient tg = last.gradients[t];
       tg.estimate = combine_estimates(estimates);
       if (attempts.size() > 1) {
+        // Each phase's own estimate next to the combination, so a user can
+        // see whether the phases agreed.
+        std::string phases;
+        for (const analysis::GradientEstimate& e : estimates) {
+          phases += (phases.empty() ? "" : ", ") + format_number(e.value, 3) + " ± " +
+                    format_number(e.standard_error, 2);
+        }
+        note(l.label + " " + tg.type + ": phases " + phases + " -> " +
+             format_number(tg.estimate.value, 3) + " ± " +
+             format_number(tg.estimate.standard_error, 2) + " (value ± standard error)");
         // Amplitude, perturbation and throughput change: weighted like the
         // gradient, so they describe the same measurement.
         double weights = 0, amplitude = 0, perturbation = 0, throughput = 0;
