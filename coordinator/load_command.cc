@@ -61,7 +61,9 @@ int64_t parse_duration(const std::string& flag, const std::string& text) {
 // "/view=0.7,/bid=0.3" for HTTP; "get=0.9,set=0.1" for memcache and redis.
 void apply_mix(const std::string& mix, const LoadTarget& target, ProtocolSpec& protocol) {
   if (mix.empty()) return;
-  if (target.scheme == "echo") bad("--mix", "echo has a single request type");
+  if (target.scheme == "echo" || target.scheme == "sockperf") {
+    bad("--mix", target.scheme + " has a single request type");
+  }
   std::vector<loadgen::WeightedUrl> urls;
   double get = -1, set = -1;
   for (const auto& item : split(mix, ',')) {
@@ -97,11 +99,14 @@ LoadTarget parse_target(const std::string& text) {
   LoadTarget t;
   const auto sep = text.find("://");
   if (text.empty())
-    bad("--target", "required (http://H:P/path, memcache://H:P, redis://H:P, echo://H:P)");
+    bad("--target",
+        "required (http://H:P/path, memcache://H:P, redis://H:P, echo://H:P, sockperf://H:P)");
   if (sep == std::string::npos) bad("--target", "expected SCHEME://HOST:PORT, got '" + text + "'");
   t.scheme = text.substr(0, sep);
-  if (t.scheme != "http" && t.scheme != "memcache" && t.scheme != "redis" && t.scheme != "echo") {
-    bad("--target", "scheme must be http, memcache, redis or echo, got '" + t.scheme + "'");
+  if (t.scheme != "http" && t.scheme != "memcache" && t.scheme != "redis" && t.scheme != "echo" &&
+      t.scheme != "sockperf") {
+    bad("--target",
+        "scheme must be http, memcache, redis, echo or sockperf, got '" + t.scheme + "'");
   }
   std::string rest = text.substr(sep + 3);
   const auto slash = rest.find('/');
@@ -128,7 +133,7 @@ LoadTarget parse_target(const std::string& text) {
     else if (t.scheme == "redis")
       t.port = 6379;
     else
-      bad("--target", "echo needs a port (echo://H:P)");
+      bad("--target", t.scheme + " needs a port (" + t.scheme + "://H:P)");
   } else {
     const double p = parse_number("--target", rest.substr(colon + 1));
     if (!(p >= 1 && p <= 65535) || p != std::floor(p)) bad("--target", "port must be in 1..65535");
@@ -207,6 +212,9 @@ LoadPlan parse_load_options(const LoadOptions& o) {
     e.protocol.kind = ProtocolSpec::Kind::kMemcached;
   } else if (plan.target.scheme == "redis") {
     e.protocol.kind = ProtocolSpec::Kind::kRedis;
+  } else if (plan.target.scheme == "sockperf") {
+    // sockperf's TCP ping-pong frames against a `sockperf server`.
+    e.protocol.kind = ProtocolSpec::Kind::kSockperf;
   } else {
     e.protocol.kind = ProtocolSpec::Kind::kEcho;
   }
@@ -402,7 +410,8 @@ void register_load_command(CLI::App& app) {
   auto confidence = std::make_shared<std::string>("0.95");
   auto seed = std::make_shared<std::string>("1");
   cmd->add_option("--target", o->target,
-                  "http://H:P/path | memcache://H:P | redis://H:P | echo://H:P");
+                  "http://H:P/path | memcache://H:P | redis://H:P | echo://H:P | "
+                  "sockperf://H:P (a sockperf server)");
   cmd->add_option("--rate", o->rate, "target rate, requests per second (open loop, Poisson)");
   cmd->add_option("--connections", *conns, "connections, spread over the threads (default 1)");
   cmd->add_option("--threads", *threads, "load threads (default 1)");

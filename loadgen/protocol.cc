@@ -184,6 +184,40 @@ class EchoCodec final : public Codec {
   std::string payload_;
 };
 
+// ---- sockperf ping-pong ------------------------------------------------------
+
+class SockperfCodec final : public Codec {
+ public:
+  explicit SockperfCodec(size_t payload) : payload_(payload, 'x') {}
+  uint32_t encode(std::string& out, uint64_t id, std::mt19937_64&) override {
+    append_sockperf_frame(out, id, kSockperfPing, payload_);
+    return 0;
+  }
+  ResponseFrame parse(std::string_view b) const override {
+    ResponseFrame f;
+    if (b.size() < kSockperfHeader) return f;
+    const uint64_t len = get_be(b, 10, 4);
+    const auto flags = static_cast<uint16_t>(get_be(b, 8, 2));
+    // A reply is a pong and never a client message; a length outside the
+    // header..max range cannot be framed.
+    if (len < kSockperfHeader || len > kEchoMaxFrame || !(flags & kSockperfPong) ||
+        (flags & kSockperfClient)) {
+      f.status = ParseStatus::kBad;
+      return f;
+    }
+    if (b.size() < len) return f;
+    f.request_id = get_be(b, 0, 8);
+    f.consumed = len;
+    f.status = ParseStatus::kComplete;
+    return f;
+  }
+  std::vector<std::string> type_names() const override { return {"ping"}; }
+  bool carries_request_id() const override { return true; }
+
+ private:
+  std::string payload_;
+};
+
 // ---- key-value (memcached ASCII, Redis RESP) -------------------------------
 
 class KeyValueCodec : public Codec {
@@ -316,6 +350,14 @@ void append_echo_frame(std::string& out, uint64_t id, std::string_view payload,
   out += payload;
 }
 
+void append_sockperf_frame(std::string& out, uint64_t sequence, uint16_t flags,
+                           std::string_view payload) {
+  put_be(out, sequence, 8);
+  put_be(out, flags, 2);
+  put_be(out, kSockperfHeader + payload.size(), 4);
+  out += payload;
+}
+
 EchoFrame parse_echo_frame(std::string_view b) {
   EchoFrame f;
   if (b.size() < 4) return f;
@@ -369,6 +411,11 @@ std::unique_ptr<Codec> make_codec(const ProtocolSpec& spec) {
       return std::make_unique<HttpCodec>(spec);
     case ProtocolSpec::Kind::kEcho:
       return std::make_unique<EchoCodec>(spec.echo_payload_bytes);
+    case ProtocolSpec::Kind::kSockperf:
+      if (spec.echo_payload_bytes > kEchoMaxFrame - kSockperfHeader) {
+        throw std::invalid_argument("protocol: sockperf payload too large");
+      }
+      return std::make_unique<SockperfCodec>(spec.echo_payload_bytes);
     case ProtocolSpec::Kind::kMemcached:
     case ProtocolSpec::Kind::kRedis:
       if (spec.keys == 0) throw std::invalid_argument("protocol: keys must be >= 1");

@@ -3,9 +3,9 @@
 #   (a) nginx: the highest rate `nabla load` sustains open loop with < 1% late
 #       sends (binary search, bounded) over wrk's closed-loop requests/s, same
 #       connections, one thread each. Target >= 1.0.
-#   (b) latency floor: p50/p99 of `nabla load` (echo protocol, low rate) and of
-#       `sockperf ping-pong --tcp --full-rtt`, both full round trips. Target:
-#       p50 within 5 us.
+#   (b) latency floor: p50/p99 of `nabla load --target sockperf://` and of
+#       `sockperf ping-pong --tcp --full-rtt` against the same `sockperf
+#       server` at a low rate, both full round trips. Target: p50 within 5 us.
 #   (c) rate accuracy: achieved / target at 10k and 50k requests/s.
 # Every server is started here on 127.0.0.1 with a free port and stopped by
 # pid on exit (trap). Reproduce with:
@@ -114,31 +114,42 @@ echo "    (highest probed rate carried at >= 98% whatever the lateness: $carried
 echo "    reproduce: wrk -t1 -c$conns -d3s http://127.0.0.1:PORT/ ; $nabla load --target http://127.0.0.1:PORT/ --rate R --connections $conns --threads 1 --outstanding $outstanding --max-duration 2s --late-threshold $late --spin $probe_spin --json"
 
 # ---------------------------------------------------------- (b) latency floor
+# Both clients time round trips through the same `sockperf server` (nabla
+# speaks sockperf's frames with --target sockperf://), so the difference is
+# the clients' own: 30-byte messages each (14-byte header + nabla's 16-byte
+# payload; sockperf -m 30). The echo-peer line is nabla against its own
+# server, for reference.
 "$peer" > "$work/peer.out" &
 pids+=($!)
 for _ in $(seq 100); do grep -q port "$work/peer.out" 2>/dev/null && break; sleep 0.05; done
 eport=$(awk '/port/ {print $NF; exit}' "$work/peer.out")
-"$nabla" load --target "echo://127.0.0.1:$eport" --rate 2000 --connections 1 --threads 1 \
-  --percentile 50,99 --ci-width 1us --max-duration 4s --spin "$spin" --json > "$work/echo.json" || true
-n50=$(json "$work/echo.json" "[p['value_ns'] for p in j['percentiles'] if p['p'] == 50][0] / 1000")
-n99=$(json "$work/echo.json" "[p['value_ns'] for p in j['percentiles'] if p['p'] == 99][0] / 1000")
-nsrc=$(json "$work/echo.json" "j['timestamp_source']")
-f50=$(json "$work/echo.json" "[p['value_ns'] for p in j['in_flight_percentiles'] if p['p'] == 50][0] / 1000")
-f99=$(json "$work/echo.json" "[p['value_ns'] for p in j['in_flight_percentiles'] if p['p'] == 99][0] / 1000")
 sport=$(free_port)
 sockperf server --tcp -i 127.0.0.1 -p "$sport" > "$work/sockperf-server.out" 2>&1 &
 pids+=($!)
 wait_listen "$sport"
-sockperf ping-pong --tcp --full-rtt -i 127.0.0.1 -p "$sport" -t 3 --mps=2000 > "$work/sockperf.out" 2>&1 || true
+floor_load() {  # floor_load TARGET OUT
+  "$nabla" load --target "$1" --rate 2000 --connections 1 --threads 1 \
+    --percentile 50,99 --ci-width 1us --max-duration 4s --spin "$spin" --json > "$2" || true
+}
+pct() { json "$1" "[p['value_ns'] for p in j['$2'] if p['p'] == $3][0] / 1000"; }
+floor_load "echo://127.0.0.1:$eport" "$work/echo.json"
+floor_load "sockperf://127.0.0.1:$sport" "$work/nsp.json"
+sockperf ping-pong --tcp --full-rtt -i 127.0.0.1 -p "$sport" -t 3 --mps=2000 -m 30 > "$work/sockperf.out" 2>&1 || true
 s50=$(awk '/percentile 50.000/ {print $NF}' "$work/sockperf.out")
 s99=$(awk '/percentile 99.000/ {print $NF}' "$work/sockperf.out")
-echo "(b) latency floor on 127.0.0.1 at 2000 msg/s, 1 TCP connection, full round trip (us)"
-echo "    nabla load echo, from intended send ($nsrc stamps, --spin $spin): p50 $(printf '%.1f' "$n50")  p99 $(printf '%.1f' "$n99")"
-echo "    nabla load echo, kernel TX stamp to RX stamp (in flight):      p50 $(printf '%.1f' "$f50")  p99 $(printf '%.1f' "$f99")"
-echo "    sockperf ping-pong --tcp --full-rtt:                           p50 $(printf '%.1f' "$s50")  p99 $(printf '%.1f' "$s99")"
-echo "    p50 difference nabla - sockperf: $(python3 -c "print('%.1f' % ($n50 - $s50))") us from intended send, $(python3 -c "print('%.1f' % ($f50 - $s50))") us in flight  (target <= 5)"
-echo "    reproduce: $peer & $nabla load --target echo://127.0.0.1:PORT --rate 2000 --connections 1 --percentile 50,99 --max-duration 4s --spin $spin --json ;"
-echo "               sockperf server --tcp -i 127.0.0.1 -p P & sockperf ping-pong --tcp --full-rtt -i 127.0.0.1 -p P -t 3 --mps=2000"
+n50=$(pct "$work/nsp.json" percentiles 50); n99=$(pct "$work/nsp.json" percentiles 99)
+f50=$(pct "$work/nsp.json" in_flight_percentiles 50); f99=$(pct "$work/nsp.json" in_flight_percentiles 99)
+nsrc=$(json "$work/nsp.json" "j['timestamp_source']")
+e50=$(pct "$work/echo.json" percentiles 50); e99=$(pct "$work/echo.json" percentiles 99)
+echo "(b) latency floor on 127.0.0.1 at 2000 msg/s, 1 TCP connection, 30-byte messages, full round trip (us)"
+echo "    sockperf ping-pong --tcp --full-rtt -> sockperf server:        p50 $(printf '%.1f' "$s50")  p99 $(printf '%.1f' "$s99")"
+echo "    nabla load sockperf:// -> the same server, from intended send ($nsrc stamps, --spin $spin): p50 $(printf '%.1f' "$n50")  p99 $(printf '%.1f' "$n99")"
+echo "    nabla load sockperf://, kernel TX stamp to RX stamp (in flight): p50 $(printf '%.1f' "$f50")  p99 $(printf '%.1f' "$f99")"
+echo "    nabla load echo:// -> nabla's echo peer (reference):           p50 $(printf '%.1f' "$e50")  p99 $(printf '%.1f' "$e99")"
+echo "    p50 difference nabla - sockperf, same server: $(python3 -c "print('%+.1f' % ($n50 - $s50))") us from intended send, $(python3 -c "print('%+.1f' % ($f50 - $s50))") us in flight  (target <= 5)"
+echo "    reproduce: sockperf server --tcp -i 127.0.0.1 -p P &"
+echo "               sockperf ping-pong --tcp --full-rtt -i 127.0.0.1 -p P -t 3 --mps=2000 -m 30"
+echo "               $nabla load --target sockperf://127.0.0.1:P --rate 2000 --connections 1 --percentile 50,99 --max-duration 4s --spin $spin --json"
 
 # ---------------------------------------------------------- (c) rate accuracy
 echo "(c) rate accuracy against the echo peer (2 threads, 16 connections, K=8)"

@@ -10,7 +10,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <chrono>
 #include <filesystem>
+#include <thread>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -18,6 +24,7 @@
 
 #include "../loadgen/controller_test_support.hh"
 #include "nabla/common/clock.hh"
+#include "nabla/common/netns.hh"
 #include "nabla/db/store.hh"
 #include "nabla/loadgen/echo_server.hh"
 #include "tier_process.hh"
@@ -428,6 +435,73 @@ TEST(LoadEcho, SweepReportsAndStoresEveryPoint) {
     EXPECT_EQ(rates.column_int64(1), 2);
   }
   fs::remove_all(dir);
+}
+
+// A port on 127.0.0.1 that was free a moment ago (the kernel's pick).
+uint16_t free_loopback_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  uint16_t port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+bool accepts(uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// sockperf://: nabla load speaks sockperf's ping-pong frames to a real
+// `sockperf server` (installed by scripts/install-deps.sh), every request
+// answered and matched by its sequence number.
+TEST(LoadSockperf, ARealSockperfServerAnswersEveryRequest) {
+  const uint16_t port = free_loopback_port();
+  ASSERT_NE(port, 0);
+  const fs::path log =
+      fs::temp_directory_path() / ("nabla-load-sockperf-" + std::to_string(::getpid()) + ".log");
+  common::ChildProcess server(
+      {"sockperf", "server", "--tcp", "-i", "127.0.0.1", "-p", std::to_string(port)}, nullptr,
+      log.string());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!accepts(port) && std::chrono::steady_clock::now() < deadline) {
+    ASSERT_TRUE(server.running()) << "sockperf server exited (scripts/install-deps.sh installs it)";
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(accepts(port)) << "sockperf server is not listening on port " << port;
+  LoadOptions o;
+  o.target = "sockperf://127.0.0.1:" + std::to_string(port);
+  o.rate = "500";
+  o.percentiles = {"50"};
+  o.max_duration = "1500ms";
+  o.late_threshold = "1ms";
+  o.json = true;
+  const json j = run_json(o);
+  for (const auto& [kind, n] : j["errors"].items()) EXPECT_EQ(n, 0) << kind;
+  // How long the controller runs is its own decision (rate, AD and CI
+  // checks); every request it sent was answered and matched.
+  EXPECT_GT(j["sent"].get<int>(), 200);
+  EXPECT_GT(j["samples"].get<int>(), 100);
+  EXPECT_EQ(j["timestamp_source"], "software");
+  // A loopback round trip through a blocking server: well under 10 ms.
+  ASSERT_FALSE(j["percentiles"].empty());
+  EXPECT_GT(j["percentiles"][0]["value_ns"].get<double>(), 0);
+  EXPECT_LT(j["percentiles"][0]["value_ns"].get<double>(), 10e6);
+  server.signal(SIGTERM);
+  server.wait(std::chrono::seconds(5));
+  fs::remove(log);
 }
 
 // SIGTERM mid-run (the demo's way to stop it): the stored run is marked

@@ -120,6 +120,43 @@ TEST(Protocol, HttpUrlMixFollowsWeights) {
   EXPECT_EQ(codec->type_names(), (std::vector<std::string>{"/a", "/b"}));
 }
 
+TEST(Protocol, SockperfFramesMatchWhatASockperfServerSends) {
+  ProtocolSpec spec;
+  spec.kind = ProtocolSpec::Kind::kSockperf;
+  spec.echo_payload_bytes = 0;
+  auto codec = make_codec(spec);
+  std::mt19937_64 rng(1);
+  std::string req;
+  codec->encode(req, 7, rng);
+  // sockperf 3.7's own client sends this for sequence 7 at -m 14, and its
+  // server answers with the pong below (recorded on loopback).
+  EXPECT_EQ(req, std::string("\0\0\0\0\0\0\0\x07\0\x03\0\0\0\x0e", 14));
+  const std::string pong("\0\0\0\0\0\0\0\x07\0\x02\0\0\0\x0e", 14);
+  const ResponseFrame f = codec->parse(pong);
+  EXPECT_EQ(f.status, ParseStatus::kComplete);
+  EXPECT_EQ(f.request_id, 7u);
+  EXPECT_EQ(f.consumed, 14u);
+  EXPECT_TRUE(codec->carries_request_id());
+  EXPECT_EQ(codec->type_names(), (std::vector<std::string>{"ping"}));
+  // Payload bytes count in the length; replies split anywhere still frame.
+  std::string stream;
+  append_sockperf_frame(stream, 1, kSockperfPong, "abc");
+  append_sockperf_frame(stream, 0x0102030405060708ULL, kSockperfPong, "");
+  EXPECT_EQ(stream.substr(10, 4), std::string("\0\0\0\x11", 4));  // 14 + 3
+  auto frames = all_splits(*codec, stream);
+  ASSERT_EQ(frames.size(), 2u);
+  EXPECT_EQ(frames[0].request_id, 1u);
+  EXPECT_EQ(frames[1].request_id, 0x0102030405060708ULL);
+  // Our own request echoed back (a client message), a length below the
+  // header and a frame without the pong bit are protocol errors.
+  EXPECT_EQ(codec->parse(req).status, ParseStatus::kBad);
+  std::string short_len("\0\0\0\0\0\0\0\x01\0\x02\0\0\0\x0d", 14);
+  EXPECT_EQ(codec->parse(short_len).status, ParseStatus::kBad);
+  std::string no_pong("\0\0\0\0\0\0\0\x01\0\x00\0\0\0\x0e", 14);
+  EXPECT_EQ(codec->parse(no_pong).status, ParseStatus::kBad);
+  EXPECT_EQ(codec->parse(pong.substr(0, 13)).status, ParseStatus::kIncomplete);
+}
+
 TEST(Protocol, EchoRoundTripWithIdAndServiceTimeAtEverySplit) {
   auto codec = make_codec({});
   std::mt19937_64 rng(1);

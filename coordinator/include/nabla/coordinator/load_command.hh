@@ -3,6 +3,7 @@
 // the self-correcting controller (loadgen/controller.hh) and optionally stored.
 //
 //   nabla load --target http://H:P/path | memcache://H:P | redis://H:P | echo://H:P
+//                       | sockperf://H:P (sockperf's TCP ping-pong, against `sockperf server`)
 //              --rate R --connections C --threads T [--outstanding K]
 //              [--mix /view=0.7,/bid=0.3 | get=0.9,set=0.1]
 //              [--percentile 99 ...] [--ci-width 50us] [--confidence 0.95]

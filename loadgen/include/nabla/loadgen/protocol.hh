@@ -17,6 +17,14 @@
 //   u32 length of the rest | u64 request id | u8 flags | [u64 service ns if
 //   flags & kEchoHasServiceTime] | payload
 // The echo server copies id and payload and may set the service-time flag.
+//
+// Sockperf frame (sockperf's own TCP ping-pong wire format, so `nabla load`
+// and `sockperf ping-pong` can be timed against the same `sockperf server`),
+// all integers big-endian:
+//   u64 sequence number (our request id) | u16 flags | u32 total length
+//   (header included, >= 14) | payload
+// A request carries flags kSockperfClient|kSockperfPing; the server answers
+// with the same sequence number, length and payload and kSockperfPong set.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -57,11 +65,11 @@ struct WeightedUrl {
 enum class KeyDistribution { kUniform, kZipf };
 
 struct ProtocolSpec {
-  enum class Kind { kHttp, kEcho, kMemcached, kRedis } kind = Kind::kEcho;
+  enum class Kind { kHttp, kEcho, kMemcached, kRedis, kSockperf } kind = Kind::kEcho;
   // HTTP: URL mix; each URL is one transaction type.
   std::vector<WeightedUrl> urls{{"/", 1.0}};
   std::string host_header = "localhost";
-  // Echo: request payload bytes.
+  // Echo and sockperf: request payload bytes (after the frame header).
   size_t echo_payload_bytes = 16;
   // Memcached/Redis: `keys` keys "key:<i>", GET with probability get_ratio
   // (type 0) else SET (type 1) with a value of value_bytes.
@@ -81,6 +89,12 @@ inline constexpr uint8_t kEchoHasServiceTime = 1;
 inline constexpr size_t kEchoMaxFrame = 1 << 20;
 void append_echo_frame(std::string& out, uint64_t id, std::string_view payload,
                        int64_t service_ns = -1);
+inline constexpr size_t kSockperfHeader = 14;
+inline constexpr uint16_t kSockperfClient = 1;
+inline constexpr uint16_t kSockperfPong = 2;
+inline constexpr uint16_t kSockperfPing = 3;  // as sockperf's client sends it
+void append_sockperf_frame(std::string& out, uint64_t sequence, uint16_t flags,
+                           std::string_view payload);
 // Parses one echo frame: id, payload view, service time (-1 when absent).
 struct EchoFrame {
   ParseStatus status = ParseStatus::kIncomplete;
