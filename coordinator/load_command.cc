@@ -11,6 +11,8 @@
 #include <iostream>
 #include <memory>
 #include <stdexcept>
+#include <string>
+#include <thread>
 
 #include "load_report.hh"
 #include "nabla/common/clock.hh"
@@ -244,6 +246,15 @@ LoadPlan parse_load_options(const LoadOptions& o) {
   if (e.late_threshold_ns <= 0) bad("--late-threshold", "must be > 0");
   e.spin_ns = parse_duration("--spin", o.spin);
   if (e.spin_ns > 10'000'000) bad("--spin", "must be at most 10ms");
+  if (o.rt_priority < 0 || o.rt_priority > 99) bad("--rt-priority", "must be in 0..99");
+  if (o.rt_priority > 0 && e.spin_ns > 0 &&
+      o.threads >= static_cast<int>(std::thread::hardware_concurrency())) {
+    bad("--rt-priority",
+        "with --spin, use fewer threads than cores (" +
+            std::to_string(std::thread::hardware_concurrency()) +
+            "): spinning real-time threads on every core starve the rest of the machine");
+  }
+  e.rt_priority = o.rt_priority;
   c.max_duration_ns = parse_duration("--max-duration", o.max_duration);
   if (c.max_duration_ns < 500'000'000) bad("--max-duration", "must be at least 500ms");
 
@@ -288,6 +299,7 @@ nlohmann::json config_json(const LoadOptions& o, const LoadPlan& plan) {
           {"max_duration_ns", plan.controller.max_duration_ns},
           {"late_threshold_ns", plan.controller.engine.late_threshold_ns},
           {"spin_ns", plan.controller.engine.spin_ns},
+          {"rt_priority", plan.controller.engine.rt_priority},
           {"interarrival", o.interarrival},
           {"keys", o.keys},
           {"key_dist", o.key_dist},
@@ -409,6 +421,7 @@ void register_load_command(CLI::App& app) {
   auto outstanding = std::make_shared<std::string>("1");
   auto confidence = std::make_shared<std::string>("0.95");
   auto seed = std::make_shared<std::string>("1");
+  auto rt_priority = std::make_shared<std::string>("0");
   cmd->add_option("--target", o->target,
                   "http://H:P/path | memcache://H:P | redis://H:P | echo://H:P | "
                   "sockperf://H:P (a sockperf server)");
@@ -431,6 +444,9 @@ void register_load_command(CLI::App& app) {
   cmd->add_option("--spin", o->spin,
                   "busy-poll this long before each send, e.g. 50us (precision for CPU; default 0)")
       ->default_val("0");
+  cmd->add_option("--rt-priority", *rt_priority,
+                  "SCHED_FIFO priority 1-99 of the load threads, so the server and other "
+                  "tasks cannot delay sends (needs root; default 0 = normal scheduling)");
   cmd->add_option("--interarrival", o->interarrival,
                   "inter-arrival distribution: exp (Poisson), fixed, uniform, lognormal:SIGMA")
       ->capture_default_str();
@@ -445,7 +461,7 @@ void register_load_command(CLI::App& app) {
   cmd->add_option("--seed", *seed, "seed of the arrival schedule and request mix (default 1)");
   cmd->add_flag("--json", o->json, "print the result as JSON");
   cmd->allow_extras();
-  cmd->callback([o, cmd, conns, threads, outstanding, confidence, seed] {
+  cmd->callback([o, cmd, conns, threads, outstanding, confidence, seed, rt_priority] {
     const auto extras = cmd->remaining();
     if (!extras.empty())
       throw std::invalid_argument("unknown option or argument '" + extras.front() + "'");
@@ -458,6 +474,7 @@ void register_load_command(CLI::App& app) {
     o->connections = integer("--connections", *conns);
     o->threads = integer("--threads", *threads);
     o->outstanding = integer("--outstanding", *outstanding);
+    o->rt_priority = integer("--rt-priority", *rt_priority);
     o->confidence = parse_number("--confidence", *confidence);
     std::uint64_t s = 0;
     auto [ptr, ec] = std::from_chars(seed->data(), seed->data() + seed->size(), s);

@@ -2,6 +2,8 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
@@ -11,6 +13,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <deque>
 #include <memory>
 #include <stdexcept>
@@ -40,6 +43,19 @@ double EngineResult::achieved_rate() const {
 namespace {
 
 constexpr int64_t kReconnectBackoffNs = 10'000'000;
+
+// SCHED_FIFO at `priority` for the calling thread; 0 or the errno.
+int make_realtime(int priority) {
+  sched_param param{};
+  param.sched_priority = priority;
+  return ::pthread_setschedparam(::pthread_self(), SCHED_FIFO, &param);
+}
+
+std::runtime_error realtime_refused(int priority, int err) {
+  return std::runtime_error("SCHED_FIFO priority " + std::to_string(priority) +
+                            " refused for the load threads: " + std::strerror(err) +
+                            (err == EPERM ? " (needs root or CAP_SYS_NICE)" : ""));
+}
 constexpr size_t kReadChunk = 64 * 1024;
 
 struct Outstanding {
@@ -480,6 +496,9 @@ EngineResult run_engine(const EngineConfig& config, int64_t start_ns) {
     throw std::invalid_argument("engine: connections must be >= threads");
   }
   if (config.max_outstanding < 1) throw std::invalid_argument("engine: K must be >= 1");
+  if (config.rt_priority < 0 || config.rt_priority > 99) {
+    throw std::invalid_argument("engine: rt_priority must be in 0..99");
+  }
   if (config.request_timeout_ns <= 0) throw std::invalid_argument("engine: timeout must be > 0");
   auto parts = split(config.schedule, config.threads);
   const auto t = static_cast<uint64_t>(config.threads);
@@ -494,6 +513,12 @@ EngineResult run_engine(const EngineConfig& config, int64_t start_ns) {
         config, parts[u], start_ns + split_phase_ns(config.schedule, i, config.threads),
         config.seed + 0x632be59bd9b4e019ULL * (u + 1), conns, max));
   }
+  if (config.rt_priority > 0) {
+    // Asked once on a throwaway thread, so a refusal costs no run.
+    int err = 0;
+    std::thread([&] { err = make_realtime(config.rt_priority); }).join();
+    if (err != 0) throw realtime_refused(config.rt_priority, err);
+  }
   std::vector<ThreadResult> results(workers.size());
   std::vector<std::exception_ptr> failures(workers.size());
   {
@@ -505,6 +530,13 @@ EngineResult run_engine(const EngineConfig& config, int64_t start_ns) {
         // distortion of Poisson gaps at 10k+ rps. 1 ns asks for precise
         // wake-ups (per thread; the injector does the same).
         ::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+        if (config.rt_priority > 0) {
+          const int err = make_realtime(config.rt_priority);
+          if (err != 0) {
+            failures[i] = std::make_exception_ptr(realtime_refused(config.rt_priority, err));
+            return;
+          }
+        }
         try {
           results[i] = workers[i]->run();
         } catch (...) {

@@ -200,6 +200,17 @@ TEST(LoadFlags, EveryBadValueNamesItsFlag) {
   expect_bad(with([](LoadOptions& o) { o.late_threshold = "0"; }), "--late-threshold");
   expect_bad(with([](LoadOptions& o) { o.spin = "1s"; }), "--spin");
   expect_bad(with([](LoadOptions& o) { o.spin = "fast"; }), "--spin");
+  expect_bad(with([](LoadOptions& o) { o.rt_priority = 100; }), "--rt-priority");
+  expect_bad(with([](LoadOptions& o) { o.rt_priority = -1; }), "--rt-priority");
+  if (std::thread::hardware_concurrency() <= 8) {  // --threads allows at most 8
+    expect_bad(with([](LoadOptions& o) {  // a spinning real-time thread on every core
+                 o.rt_priority = 10;
+                 o.spin = "50us";
+                 o.threads = static_cast<int>(std::thread::hardware_concurrency());
+                 o.connections = o.threads;
+               }),
+               "--rt-priority");
+  }
   expect_bad(with([](LoadOptions& o) { o.interarrival = "poisson"; }), "--interarrival");
   expect_bad(with([](LoadOptions& o) { o.interarrival = "lognormal:0"; }), "--interarrival");
   expect_bad(with([](LoadOptions& o) { o.keys = 10; }), "--keys");  // http target

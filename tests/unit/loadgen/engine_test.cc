@@ -2,9 +2,13 @@
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 #include "nabla/common/clock.hh"
 #include "nabla/common/fd.hh"
@@ -185,6 +189,40 @@ TEST(Engine, InvalidConfigurationsThrow) {
   c.connections = 2;
   c.max_outstanding = 0;
   EXPECT_THROW(run_engine(c, 0), std::invalid_argument);
+  c.max_outstanding = 1;
+  c.rt_priority = 100;
+  EXPECT_THROW(run_engine(c, 0), std::invalid_argument);
+}
+
+// --rt-priority: as root the load threads run SCHED_FIFO (each thread checks
+// its own policy through the engine's refusal path: a refused priority is an
+// error naming it, never a silent normal-priority run).
+TEST(Engine, RealtimeThreadsRunAsRootAndAreRefusedOtherwise) {
+  EchoServer server;
+  EngineConfig c = echo_config(server.port());
+  c.threads = 1;
+  c.connections = 1;
+  c.schedule.rate_per_s = 1000;
+  c.max_requests = 200;
+  c.rt_priority = 5;
+  if (::geteuid() == 0) {
+    EngineResult r = run_engine(c, soon());
+    EXPECT_EQ(r.completed, 200u);
+    EXPECT_EQ(r.errors.total(), 0u);
+  } else {
+    try {
+      run_engine(c, soon());
+      ADD_FAILURE() << "SCHED_FIFO accepted without privilege";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("SCHED_FIFO priority 5 refused"), std::string::npos)
+          << e.what();
+    }
+  }
+  // The caller's own scheduling is left alone.
+  int policy = -1;
+  sched_param param{};
+  ASSERT_EQ(::pthread_getschedparam(::pthread_self(), &policy, &param), 0);
+  EXPECT_EQ(policy, SCHED_OTHER);
 }
 
 }  // namespace

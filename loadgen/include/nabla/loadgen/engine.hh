@@ -60,6 +60,14 @@ struct EngineConfig {
   // timerfd wake-up jitter of a loaded VM, far below any queueing we want to see.
   int64_t late_threshold_ns = 200'000;
   int64_t spin_ns = 0;  // busy-poll this long before each deadline (0 = sleep only)
+  // SCHED_FIFO priority of every load thread (1-99; 0 = normal scheduling).
+  // A real-time thread is not preempted by the server or anything else
+  // running under CFS, so its sends leave on time on a shared machine. Needs
+  // root or CAP_SYS_NICE: run_engine throws std::runtime_error naming it.
+  // The kernel's RT throttling (sched_rt_runtime_us) still leaves other
+  // tasks 5% of each core, but a spinning real-time thread takes the rest:
+  // keep threads below the number of cores (the `nabla load` flag refuses).
+  int rt_priority = 0;
   bool software_rx_timestamps = false;
   bool record_samples = true;
   uint64_t seed = 1;
