@@ -28,6 +28,10 @@ spin=${NABLA_BENCH_SPIN:-100us}
 # between sends, and each wake-up on this VM can come 50-200us late; that
 # halves the rate with < 1% late sends (measured 0.34 vs 0.66 of wrk).
 probe_spin=${NABLA_BENCH_PROBE_SPIN:-200us}
+# --rt-priority of the nginx probes in (a): SCHED_FIFO 10 as root (nginx's
+# worker on the same two cores cannot preempt a send), 0 otherwise.
+# NABLA_BENCH_PROBE_RT=0 measures under normal scheduling.
+probe_rt=${NABLA_BENCH_PROBE_RT:-$([ "$(id -u)" = 0 ] && echo 10 || echo 0)}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/nabla-loadgen-bench-XXXXXX")
 pids=()
@@ -85,7 +89,7 @@ wrk_rps=$(wrk -t1 -c"$conns" -d3s "http://127.0.0.1:$nport/" | awk '/Requests\/s
 probe() {
   "$nabla" load --target "http://127.0.0.1:$nport/" --rate "$1" --connections "$conns" \
     --threads 1 --outstanding "$outstanding" --max-duration 2s --late-threshold "$late" \
-    --spin "$probe_spin" --json > "$work/probe.json" || true
+    --spin "$probe_spin" --rt-priority "$probe_rt" --json > "$work/probe.json" || true
   json "$work/probe.json" "'%.5f %.4f %.0f' % (j['late_sends'] / max(j['sent'], 1), j['throughput_rps'] / j['target_rps'], (j['lateness_ns'] or {'p99': 0})['p99'] / 1000)"
 }
 sustains() {
@@ -108,10 +112,10 @@ for _ in 1 2 3 4 5 6 7; do
 done
 echo "(a) nginx on 127.0.0.1, $conns connections, 1 thread each (load average $(cut -d' ' -f1 /proc/loadavg))"
 echo "    wrk closed loop:            $(printf '%.0f' "$wrk_rps") requests/s"
-echo "    nabla load open loop (<1% sends later than $late, K=$outstanding, --spin $probe_spin): $lo requests/s"
+echo "    nabla load open loop (<1% sends later than $late, K=$outstanding, --spin $probe_spin, --rt-priority $probe_rt): $lo requests/s"
 echo "    ratio nabla/wrk:            $(python3 -c "print('%.2f' % ($lo / float('$wrk_rps')))")  (target >= 1.0)"
 echo "    (highest probed rate carried at >= 98% whatever the lateness: $carried requests/s, $(python3 -c "print('%.2f' % ($carried / float('$wrk_rps')))") of wrk)"
-echo "    reproduce: wrk -t1 -c$conns -d3s http://127.0.0.1:PORT/ ; $nabla load --target http://127.0.0.1:PORT/ --rate R --connections $conns --threads 1 --outstanding $outstanding --max-duration 2s --late-threshold $late --spin $probe_spin --json"
+echo "    reproduce: wrk -t1 -c$conns -d3s http://127.0.0.1:PORT/ ; $nabla load --target http://127.0.0.1:PORT/ --rate R --connections $conns --threads 1 --outstanding $outstanding --max-duration 2s --late-threshold $late --spin $probe_spin --rt-priority $probe_rt --json"
 
 # ---------------------------------------------------------- (b) latency floor
 # Both clients time round trips through the same `sockperf server` (nabla
