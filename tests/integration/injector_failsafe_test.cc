@@ -7,6 +7,7 @@
 
 #include <thread>
 
+#include "cpu_steal.hh"
 #include "injector_testbed.hh"
 #include "nabla/common/clock.hh"
 #include "nabla/common/json_rpc.hh"
@@ -35,17 +36,22 @@ TEST(InjectorFailsafe, Kill9KeepsTrafficFlowingAndNextStartRemovesStaleChains) {
     killed_at = common::monotonic_ns();
     bed.kill_daemon_hard();
   });
+  CpuSteal steal;
   const auto probes = run_udp_probes(bed, 9000, 1500, 1000.0);
   killer.join();
   // Every probe sent 100 ms after the kill arrives and none carries the
   // 20 ms delay (bound 10 ms: a lone probe can meet ~1-3 ms of scheduling
-  // noise on a loaded CI VM); their p95 is below 2 ms.
+  // noise on a loaded CI VM; 19 ms while the hypervisor parks vCPUs, seen:
+  // one probe 10.7 ms late); their p95 is below 2 ms.
+  const int64_t lone_bound = (steal.calm() ? 10 : 19) * kMs;
+  std::printf("machine %s\n", steal.describe().c_str());
   std::vector<ProbeResult> after;
   for (const auto& p : probes) {
     if (p.send_ns < killed_at + 100 * kMs) continue;
     after.push_back(p);
     EXPECT_GT(p.copies, 0) << "probe " << p.seq << " lost after the daemon died";
-    EXPECT_LT(p.delay_ns, 10 * kMs) << "probe " << p.seq << " still delayed after the daemon died";
+    EXPECT_LT(p.delay_ns, lone_bound)
+        << "probe " << p.seq << " still delayed after the daemon died";
   }
   EXPECT_GT(after.size(), 800u);
   EXPECT_LT(delay_percentile(after, 0.95), 2 * kMs);

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <thread>
 
+#include "cpu_steal.hh"
 #include "injector_testbed.hh"
 #include "nabla/common/clock.hh"
 #include "nabla/common/error.hh"
@@ -36,8 +37,15 @@ TEST(InjectorWave, SquareWavePeriodAndAmplitudeAreVisibleAtTheReceiver) {
       "inject.start", {{"link", "udp 10.77.0.1 -> 10.77.0.2:9000"},
                        {"delay", {{"kind", "square"}, {"amplitude", "5ms"}, {"period", "1s"}}},
                        {"lease_s", 30}});
+  CpuSteal steal;
   const auto probes = run_udp_probes(bed, 9000, 3500, 1000.0);
   const auto stats = bed.call("inject.stats", {{"id", started.at("id")}, {"cycles", true}});
+  // Parked vCPUs hold packets for milliseconds (seen at 11% steal: receiver
+  // p99 12-15 ms, the daemon's low-half mean 0.5-1.3 ms): the bounds on
+  // delays below are tight on a calm machine and loose otherwise.
+  const bool calm = steal.calm();
+  const int64_t slack = calm ? 0 : 2 * kMs;
+  std::printf("machine %s\n", steal.describe().c_str());
   EXPECT_LE(lost(probes), 2u);
   // Median delay per 10 ms of send time: robust to single late packets on a
   // busy 2-core machine.
@@ -80,34 +88,34 @@ TEST(InjectorWave, SquareWavePeriodAndAmplitudeAreVisibleAtTheReceiver) {
   ASSERT_GE(falling_edges.size(), 3u);
   for (size_t i = 1; i < rising_edges.size(); ++i) {
     EXPECT_NEAR(static_cast<double>(rising_edges[i] - rising_edges[i - 1]), 1000.0 * kMs,
-                15.0 * kMs);
+                15.0 * kMs + 12.0 * static_cast<double>(slack));
   }
   for (size_t i = 1; i < falling_edges.size(); ++i) {
     EXPECT_NEAR(static_cast<double>(falling_edges[i] - falling_edges[i - 1]), 1000.0 * kMs,
-                15.0 * kMs);
+                15.0 * kMs + 12.0 * static_cast<double>(slack));
   }
   // Duty 50 %: each high half lasts half a period.
   for (size_t i = 0; i < rising_edges.size() && i + 1 < falling_edges.size(); ++i) {
     EXPECT_NEAR(static_cast<double>(falling_edges[i + 1] - rising_edges[i]), 500.0 * kMs,
-                15.0 * kMs);
+                15.0 * kMs + 12.0 * static_cast<double>(slack));
   }
   const double high_fraction =
       static_cast<double>(high.size()) / static_cast<double>(high.size() + low.size());
-  EXPECT_NEAR(high_fraction, 2.0 / 3.5, 0.03);
+  EXPECT_NEAR(high_fraction, 2.0 / 3.5, calm ? 0.03 : 0.06);
   std::sort(high.begin(), high.end());
   std::sort(low.begin(), low.end());
   const int64_t high_median = high[high.size() / 2];
   EXPECT_GE(high_median, 5 * kMs);
-  EXPECT_LE(high_median, 5 * kMs + kMs / 2);
-  EXPECT_LT(low[low.size() / 2], kMs / 2);
+  EXPECT_LE(high_median, 5 * kMs + kMs / 2 + slack);
+  EXPECT_LT(low[low.size() / 2], kMs / 2 + slack);
   // The daemon's per-half actual delays agree.
   const double high_mean = stats.at("halves").at("high").at("mean").get<double>();
   const double low_mean = stats.at("halves").at("low").at("mean").get<double>();
   const double high_p50 = stats.at("halves").at("high").at("p50").get<double>();
   EXPECT_GE(high_p50, 5.0 * kMs);
-  EXPECT_LE(high_p50, 5.3 * kMs);
-  EXPECT_NEAR(high_mean, 5.0 * kMs, 0.5 * kMs);
-  EXPECT_LT(low_mean, 0.3 * kMs);
+  EXPECT_LE(high_p50, 5.3 * kMs + static_cast<double>(slack));
+  EXPECT_NEAR(high_mean, 5.0 * kMs, 0.5 * kMs + static_cast<double>(slack));
+  EXPECT_LT(low_mean, 0.3 * kMs + static_cast<double>(slack));
   EXPECT_GE(stats.at("cycles").size(), 4u);
   std::printf("high median %.3f ms, low median %.3f ms; daemon high %.3f ms low %.3f ms\n",
               high_median / 1e6, low[low.size() / 2] / 1e6, high_mean / 1e6, low_mean / 1e6);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu_steal.hh"
 #include "nabla/common/clock.hh"
 #include "nabla/loadgen/engine.hh"
 #include "tier_process.hh"
@@ -32,7 +33,12 @@ TEST(EngineTier, HttpUrlMixAgainstNablaTier) {
   c.schedule.kind = ScheduleKind::kFixed;
   c.schedule.rate_per_s = 2000;
   c.duration_ns = 2'000'000'000;
+  nabla::testing::CpuSteal steal;
   EngineResult r = run_engine(c, common::monotonic_ns() + 20'000'000);
+  // While the hypervisor parks vCPUs the 8 sleeping workers fall behind for
+  // milliseconds (seen in CI: p50 9.7 ms for a 1 ms service).
+  const int64_t floor_ns = steal.calm() ? 3'000'000 : 15'000'000;
+  std::printf("machine %s\n", steal.describe().c_str());
   EXPECT_EQ(r.errors.total(), 0u);
   EXPECT_EQ(r.errors.server, 0u);
   EXPECT_EQ(r.completed, r.scheduled);
@@ -51,7 +57,7 @@ TEST(EngineTier, HttpUrlMixAgainstNablaTier) {
     const int64_t p50 = lat[t][lat[t].size() / 2];
     const int64_t service = t == 0 ? 1'000'000 : 3'000'000;
     EXPECT_GE(p50, service);
-    EXPECT_LT(p50, service + 3'000'000) << "type " << t;  // small network + scheduling floor
+    EXPECT_LT(p50, service + floor_ns) << "type " << t;  // small network + scheduling floor
   }
 }
 
