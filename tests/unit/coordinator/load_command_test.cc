@@ -4,21 +4,20 @@
 // a few seconds.
 #include "nabla/coordinator/load_command.hh"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-
 #include <chrono>
 #include <filesystem>
-#include <thread>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -203,7 +202,7 @@ TEST(LoadFlags, EveryBadValueNamesItsFlag) {
   expect_bad(with([](LoadOptions& o) { o.rt_priority = 100; }), "--rt-priority");
   expect_bad(with([](LoadOptions& o) { o.rt_priority = -1; }), "--rt-priority");
   if (std::thread::hardware_concurrency() <= 8) {  // --threads allows at most 8
-    expect_bad(with([](LoadOptions& o) {  // a spinning real-time thread on every core
+    expect_bad(with([](LoadOptions& o) {           // a spinning real-time thread on every core
                  o.rt_priority = 10;
                  o.spin = "50us";
                  o.threads = static_cast<int>(std::thread::hardware_concurrency());
