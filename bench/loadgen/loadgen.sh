@@ -28,10 +28,12 @@ spin=${NABLA_BENCH_SPIN:-100us}
 # between sends, and each wake-up on this VM can come 50-200us late; that
 # halves the rate with < 1% late sends (measured 0.34 vs 0.66 of wrk).
 probe_spin=${NABLA_BENCH_PROBE_SPIN:-200us}
-# --rt-priority of the nginx probes in (a): SCHED_FIFO 10 as root (nginx's
-# worker on the same two cores cannot preempt a send), 0 otherwise.
-# NABLA_BENCH_PROBE_RT=0 measures under normal scheduling.
-probe_rt=${NABLA_BENCH_PROBE_RT:-$([ "$(id -u)" = 0 ] && echo 10 || echo 0)}
+# --rt-priority of the nginx probes in (a), default 0 (normal scheduling).
+# Measured on this 2-core VM, SCHED_FIFO 10 made (a) worse, not better: 0.47
+# of wrk spinning 200us (a spinning real-time thread meets RT throttling),
+# 0.00-0.34 sleeping (lateness p99 5-8 ms at 68k/s: the thread also carries
+# the loopback softirq work of its own sends), against 0.56-0.66 without.
+probe_rt=${NABLA_BENCH_PROBE_RT:-0}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/nabla-loadgen-bench-XXXXXX")
 pids=()
