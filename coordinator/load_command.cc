@@ -360,6 +360,7 @@ int run_load(const LoadOptions& o, std::ostream& out, std::ostream& err) {
     for (double rate : plan.rates) {
       loadgen::ControllerConfig c = plan.controller;
       c.engine.schedule.rate_per_s = rate;
+      c.engine.phc_index = stamps.phc_index;
       auto progress = [&](const loadgen::ControllerProgress& p) {
         if (live) print_progress(err, rate, p);
         if (const int sig = signals.take()) {

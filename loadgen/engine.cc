@@ -22,6 +22,7 @@
 
 #include "nabla/common/clock.hh"
 #include "nabla/common/fd.hh"
+#include "nabla/loadgen/phc_clock.hh"
 
 namespace nabla::loadgen {
 
@@ -65,6 +66,7 @@ struct Outstanding {
   uint32_t type;
   uint32_t end_key;           // OPT_ID byte offset of the request's last byte
   int64_t tx_ns = INT64_MIN;  // kernel TX stamp (monotonic) once matched
+  bool tx_hardware = false;   // tx_ns came from the NIC
 };
 
 struct Connection {
@@ -118,6 +120,10 @@ class Worker {
       throw std::invalid_argument("engine: host must be an IPv4 literal: " + config.host);
     }
     if (config.software_rx_timestamps) offset_ns_ = clock_offset_ns();
+    if (config.software_rx_timestamps && config.phc_index >= 0) {
+      phc_ = std::make_unique<PhcClock>(config.phc_index);
+      refresh_phc(common::monotonic_ns());
+    }
   }
 
   ThreadResult run() {
@@ -128,6 +134,7 @@ class Worker {
     for (;;) {
       if (config_.stop != nullptr && config_.stop->load(std::memory_order_relaxed)) break;
       now = common::monotonic_ns();
+      if (phc_ && now >= phc_refresh_ns_) refresh_phc(now);
       generate(now);
       dispatch(now);
       check_timeouts(now);
@@ -289,7 +296,11 @@ class Worker {
   void on_connected(Connection& c) {
     if (!config_.software_rx_timestamps) return;
     try {
-      enable_software_timestamps(c.fd.get());
+      if (phc_) {
+        enable_hardware_timestamps(c.fd.get());
+      } else {
+        enable_software_timestamps(c.fd.get());
+      }
       c.timestamps = true;
     } catch (const std::system_error&) {
       ++result_.timestamp_fallbacks;
@@ -377,12 +388,19 @@ class Worker {
     // one is then the newest the queue can hold.
     std::optional<uint32_t> last_key;
     if (c.out.empty()) last_key = c.tx_bytes - 1;
-    read_tx_timestamps(c.fd.get(), stamps_, last_key);
+    // With hardware stamps a send has two (software, then NIC), so the
+    // queue is read to EAGAIN rather than stopping at the last key.
+    read_tx_timestamps(c.fd.get(), stamps_, phc_ ? std::nullopt : last_key);
     for (const TxTimestamp& t : stamps_) {
+      const bool hardware = phc_ && t.hardware_ns != 0;
+      if (!hardware && t.software_ns == 0) continue;
+      const int64_t at =
+          hardware ? phc_map_.to_monotonic(t.hardware_ns) : t.software_ns - offset_ns_;
       for (auto& o : c.outstanding) {
-        if (o.tx_ns != INT64_MIN) continue;
         if (static_cast<int32_t>(t.byte_key - o.end_key) < 0) break;
-        o.tx_ns = t.software_ns - offset_ns_;
+        if (o.tx_hardware || (o.tx_ns != INT64_MIN && !hardware)) continue;
+        o.tx_ns = at;
+        o.tx_hardware = hardware;
       }
     }
     return !stamps_.empty();
@@ -399,7 +417,10 @@ class Worker {
         RecvResult r = recv_with_timestamp(c.fd.get(), buf, sizeof buf);
         rx_ns = common::monotonic_ns();
         n = r.bytes;
-        if (r.software_rx_ns) {
+        if (phc_ && r.hardware_rx_ns) {
+          rx_ns = phc_map_.to_monotonic(*r.hardware_rx_ns);
+          source = TimestampSource::kHardware;
+        } else if (r.software_rx_ns) {
           rx_ns = *r.software_rx_ns - offset_ns_;
           source = TimestampSource::kSoftware;
         }
@@ -455,7 +476,7 @@ class Worker {
       s.source = source;
       if (o.tx_ns != INT64_MIN) {
         s.lateness_ns = o.tx_ns - o.intended_ns;
-        s.send_source = TimestampSource::kSoftware;
+        s.send_source = o.tx_hardware ? TimestampSource::kHardware : TimestampSource::kSoftware;
       }
       result_.latency.record(std::max<int64_t>(s.latency_ns, 0));
       ++result_.completed;
@@ -476,6 +497,14 @@ class Worker {
   common::FileDescriptor timer_;
   sockaddr_in addr_{};
   int64_t offset_ns_ = 0;
+  std::unique_ptr<PhcClock> phc_;  // the NIC's clock when hardware stamps are on
+  PhcMapping phc_map_;
+  int64_t phc_refresh_ns_ = 0;
+
+  void refresh_phc(int64_t now) {
+    phc_map_.add(phc_->read());
+    phc_refresh_ns_ = now + PhcMapping::kRefreshNs;
+  }
   std::deque<int64_t> backlog_;      // intended times not yet sent
   std::vector<size_t> dirty_;        // connections with requests encoded, not yet flushed
   std::vector<TxTimestamp> stamps_;  // reused by drain_tx

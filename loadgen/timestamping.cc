@@ -36,6 +36,30 @@ void enable_software_timestamps(int fd) {
   }
 }
 
+void enable_hardware_timestamps(int fd) {
+  int flags = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_TX_SOFTWARE |
+              SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_RX_HARDWARE |
+              SOF_TIMESTAMPING_TX_HARDWARE | SOF_TIMESTAMPING_RAW_HARDWARE |
+              SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY;
+  if (::setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof flags) != 0) {
+    throw std::system_error(errno, std::system_category(), "setsockopt(SO_TIMESTAMPING)");
+  }
+}
+
+KernelStamps parse_scm_timestamping(const void* data, size_t len) {
+  KernelStamps out;
+  if (len < sizeof(scm_timestamping)) return out;
+  scm_timestamping ts;
+  std::memcpy(&ts, data, sizeof ts);
+  auto ns = [](const timespec& t) -> std::optional<int64_t> {
+    if (t.tv_sec == 0 && t.tv_nsec == 0) return std::nullopt;
+    return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
+  };
+  out.software_ns = ns(ts.ts[0]);
+  out.hardware_ns = ns(ts.ts[2]);
+  return out;
+}
+
 int64_t clock_offset_ns() {
   int64_t a = common::monotonic_ns();
   int64_t r = common::realtime_ns();
@@ -56,12 +80,9 @@ RecvResult recv_with_timestamp(int fd, char* buf, size_t len) {
   if (out.bytes <= 0) return out;
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
     if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_TIMESTAMPING) {
-      scm_timestamping ts;
-      std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
-      // ts[0] is the software stamp; ts[2] would be the raw hardware one.
-      if (ts.ts[0].tv_sec != 0 || ts.ts[0].tv_nsec != 0) {
-        out.software_rx_ns = int64_t{ts.ts[0].tv_sec} * 1'000'000'000 + ts.ts[0].tv_nsec;
-      }
+      const KernelStamps k = parse_scm_timestamping(CMSG_DATA(c), c->cmsg_len - CMSG_LEN(0));
+      out.software_rx_ns = k.software_ns;
+      out.hardware_rx_ns = k.hardware_ns;
     }
   }
   return out;
@@ -85,23 +106,22 @@ void read_tx_timestamps(int fd, std::vector<TxTimestamp>& out, std::optional<uin
     msg.msg_control = control;
     msg.msg_controllen = sizeof control;
     if (::recvmsg(fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT) < 0) break;
-    std::optional<int64_t> stamp;
+    std::optional<KernelStamps> stamp;
     const sock_extended_err* ee = nullptr;
     sock_extended_err ee_copy;
     for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
       if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_TIMESTAMPING) {
-        scm_timestamping ts;
-        std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
-        stamp = int64_t{ts.ts[0].tv_sec} * 1'000'000'000 + ts.ts[0].tv_nsec;
+        stamp = parse_scm_timestamping(CMSG_DATA(c), c->cmsg_len - CMSG_LEN(0));
       } else if ((c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR) ||
                  (c->cmsg_level == SOL_IPV6 && c->cmsg_type == IPV6_RECVERR)) {
         std::memcpy(&ee_copy, CMSG_DATA(c), sizeof ee_copy);
         ee = &ee_copy;
       }
     }
-    if (stamp && ee != nullptr && ee->ee_errno == ENOMSG &&
-        ee->ee_origin == SO_EE_ORIGIN_TIMESTAMPING && ee->ee_info == SCM_TSTAMP_SND) {
-      out.push_back({ee->ee_data, *stamp});
+    if (stamp && (stamp->software_ns || stamp->hardware_ns) && ee != nullptr &&
+        ee->ee_errno == ENOMSG && ee->ee_origin == SO_EE_ORIGIN_TIMESTAMPING &&
+        ee->ee_info == SCM_TSTAMP_SND) {
+      out.push_back({ee->ee_data, stamp->software_ns.value_or(0), stamp->hardware_ns.value_or(0)});
       if (last_key && ee->ee_data == *last_key) return;  // nothing newer was sent
     }
   }

@@ -14,9 +14,11 @@
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 #include <system_error>
 
 #include "nabla/common/fd.hh"
+#include "nabla/loadgen/phc_clock.hh"
 #include "nabla/loadgen/timestamping.hh"
 
 namespace nabla::loadgen {
@@ -64,6 +66,7 @@ HardwareTimestampInfo assess_hardware(const DriverTimestampInfo& info,
     return out;
   }
   out.available = true;
+  out.phc_index = info.phc_index;
   return out;
 }
 
@@ -176,9 +179,19 @@ TimestampPlan plan_timestamps(const std::string& ipv4_host) {
                 std::string(e.what()) + " failed";
     return plan;
   }
-  plan.note = "hardware timestamping enabled on " + plan.interface +
-              " (SIOCSHWTSTAMP), but the engine reads kernel software stamps: converting PHC "
-              "time to CLOCK_MONOTONIC is not implemented";
+  try {
+    // The engine maps PHC time to CLOCK_MONOTONIC by reading this clock.
+    PhcClock(hw.phc_index).read();
+  } catch (const std::exception& e) {
+    plan.hardware.reset();
+    plan.note = "hardware timestamps not used: " + plan.interface + " stamps packets but its " +
+                "PTP clock cannot be read (" + e.what() + ")";
+    return plan;
+  }
+  plan.source = TimestampSource::kHardware;
+  plan.phc_index = hw.phc_index;
+  plan.note = "hardware timestamps on " + plan.interface + " (SIOCSHWTSTAMP), PHC /dev/ptp" +
+              std::to_string(hw.phc_index) + " mapped to CLOCK_MONOTONIC";
   return plan;
 }
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 
 #include "nabla/common/clock.hh"
 #include "nabla/common/fd.hh"
@@ -192,6 +193,23 @@ TEST(Engine, InvalidConfigurationsThrow) {
   c.max_outstanding = 1;
   c.rt_priority = 100;
   EXPECT_THROW(run_engine(c, 0), std::invalid_argument);
+}
+
+// A hardware plan whose PTP clock cannot be opened fails before any request,
+// naming the device (never a silent fall back to other stamps).
+TEST(Engine, AMissingPtpClockIsAnErrorNamingIt) {
+  EchoServer server;
+  EngineConfig c = echo_config(server.port());
+  c.max_requests = 10;
+  c.software_rx_timestamps = true;
+  c.phc_index = 987;
+  try {
+    run_engine(c, soon());
+    ADD_FAILURE() << "ran without /dev/ptp987";
+  } catch (const std::system_error& e) {
+    EXPECT_NE(std::string(e.what()).find("/dev/ptp987"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(server.frames(), 0u);
 }
 
 // --rt-priority: as root the load threads run SCHED_FIFO (each thread checks

@@ -3,6 +3,7 @@
 // This VM has no NIC with hardware stamps: the capable case is a recorded
 // answer, never a pretended device.
 #include <gtest/gtest.h>
+#include <linux/errqueue.h>
 #include <linux/net_tstamp.h>
 
 #include "nabla/loadgen/timestamping.hh"
@@ -39,6 +40,32 @@ TEST(HardwareTimestamps, CapableNicIsAccepted) {
   auto a = assess_hardware(connectx5(), "enp1s0f0");
   EXPECT_TRUE(a.available);
   EXPECT_TRUE(a.reason.empty());
+  EXPECT_EQ(a.phc_index, 0);  // the clock the engine maps from
+}
+
+// SCM_TIMESTAMPING as the kernel fills it: ts[0] software (CLOCK_REALTIME),
+// ts[1] unused, ts[2] raw hardware (PHC time); a zero stamp is absent.
+TEST(HardwareTimestamps, ControlMessageYieldsSoftwareAndRawHardwareStamps) {
+  scm_timestamping both{};
+  both.ts[0] = {1'763'800'000, 123'456'789};
+  both.ts[2] = {1'763'800'037, 5};
+  KernelStamps k = parse_scm_timestamping(&both, sizeof both);
+  ASSERT_TRUE(k.software_ns && k.hardware_ns);
+  EXPECT_EQ(*k.software_ns, 1'763'800'000'123'456'789);
+  EXPECT_EQ(*k.hardware_ns, 1'763'800'037'000'000'005);
+  scm_timestamping software_only{};
+  software_only.ts[0] = {1, 2};
+  k = parse_scm_timestamping(&software_only, sizeof software_only);
+  EXPECT_EQ(k.software_ns, 1'000'000'002);
+  EXPECT_FALSE(k.hardware_ns);
+  scm_timestamping hardware_only{};
+  hardware_only.ts[2] = {3, 4};
+  k = parse_scm_timestamping(&hardware_only, sizeof hardware_only);
+  EXPECT_FALSE(k.software_ns);
+  EXPECT_EQ(k.hardware_ns, 3'000'000'004);
+  // A truncated message carries nothing usable.
+  k = parse_scm_timestamping(&both, sizeof both - 1);
+  EXPECT_FALSE(k.software_ns || k.hardware_ns);
 }
 
 TEST(HardwareTimestamps, VethIsSoftwareOnly) {

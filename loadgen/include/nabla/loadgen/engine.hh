@@ -69,6 +69,12 @@ struct EngineConfig {
   // keep threads below the number of cores (the `nabla load` flag refuses).
   int rt_priority = 0;
   bool software_rx_timestamps = false;
+  // With software_rx_timestamps: the PTP clock of a NIC whose hardware
+  // stamping is on (TimestampPlan::phc_index), -1 for none. Each thread then
+  // also asks for raw hardware stamps, maps them to CLOCK_MONOTONIC through
+  // /dev/ptpN (phc_clock.hh, re-read every 100 ms) and prefers them; a reply
+  // or send without one keeps its software stamp.
+  int phc_index = -1;
   bool record_samples = true;
   uint64_t seed = 1;
   // When set and it becomes true, every thread stops within ~10 ms (the

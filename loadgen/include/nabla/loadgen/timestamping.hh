@@ -33,7 +33,8 @@ const char* to_string(TimestampSource source);
 
 struct HardwareTimestampInfo {
   bool available = false;
-  std::string reason;  // why not, when !available
+  std::string reason;      // why not, when !available
+  int32_t phc_index = -1;  // the driver's PTP clock, when available
 };
 
 // The driver's answer to ETHTOOL_GET_TS_INFO (struct ethtool_ts_info).
@@ -81,17 +82,32 @@ struct TimestampPlan {
   std::string interface;
   std::string note;                                // why hardware was not used (or what was done)
   std::unique_ptr<HardwareTimestamping> hardware;  // held for the run when enabled
+  int phc_index = -1;                              // the NIC's PTP clock when hardware
 };
 
-// Which timestamps a run against `ipv4_host` uses. The engine reads kernel
-// software stamps: hardware stamps are PHC time and would need a PHC-to-
-// CLOCK_MONOTONIC conversion the engine does not have, so even a capable NIC
-// gets software stamps (with hardware stamping enabled and the reason noted).
+// Which timestamps a run against `ipv4_host` uses: hardware when the
+// interface's driver offers them and SIOCSHWTSTAMP and the PHC (/dev/ptpN)
+// both work (the engine maps PHC time to CLOCK_MONOTONIC, phc_clock.hh),
+// else kernel software stamps, with the reason in `note`.
 TimestampPlan plan_timestamps(const std::string& ipv4_host);
 
 // Enables software RX/TX timestamping on a socket; throws std::system_error
 // naming setsockopt(SO_TIMESTAMPING) on failure.
 void enable_software_timestamps(int fd);
+// The same plus RX_HARDWARE | TX_HARDWARE | RAW_HARDWARE: raw NIC stamps
+// (PHC time, ts[2]) next to the software ones, for a socket whose traffic
+// leaves through an interface with hardware stamping enabled.
+void enable_hardware_timestamps(int fd);
+
+// One SCM_TIMESTAMPING control message: ts[0] (software, CLOCK_REALTIME) and
+// ts[2] (raw hardware, PHC time), each absent when zero.
+struct KernelStamps {
+  std::optional<int64_t> software_ns;
+  std::optional<int64_t> hardware_ns;
+};
+// `data` is CMSG_DATA of a SOL_SOCKET/SO_TIMESTAMPING message of `len` bytes;
+// a short message yields no stamps.
+KernelStamps parse_scm_timestamping(const void* data, size_t len);
 
 // realtime - monotonic, sampled as the middle of two monotonic reads.
 int64_t clock_offset_ns();
@@ -99,6 +115,7 @@ int64_t clock_offset_ns();
 struct RecvResult {
   long bytes = 0;                         // recvmsg() return value (-1 with errno)
   std::optional<int64_t> software_rx_ns;  // CLOCK_REALTIME ns of the last byte
+  std::optional<int64_t> hardware_rx_ns;  // raw PHC ns of the last byte (NIC stamping on)
 };
 
 // recvmsg() into buf with room for the timestamp control message.
@@ -106,7 +123,8 @@ RecvResult recv_with_timestamp(int fd, char* buf, size_t len);
 
 struct TxTimestamp {
   uint32_t byte_key = 0;    // offset of the last byte covered (OPT_ID on TCP)
-  int64_t software_ns = 0;  // CLOCK_REALTIME
+  int64_t software_ns = 0;  // CLOCK_REALTIME, 0 for a hardware-only stamp
+  int64_t hardware_ns = 0;  // raw PHC time, 0 for a software stamp
 };
 
 // Drains the socket's error queue; returns its SCM_TSTAMP_SND stamps in order.
