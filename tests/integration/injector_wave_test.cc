@@ -45,6 +45,10 @@ TEST(InjectorWave, SquareWavePeriodAndAmplitudeAreVisibleAtTheReceiver) {
   // delays below are tight on a calm machine and loose otherwise.
   const bool calm = steal.calm();
   const int64_t slack = calm ? 0 : 2 * kMs;
+  // An edge is found on 10 ms bins debounced over 50 ms; a stall at an edge
+  // holds the packets behind it and moves the edge the receiver sees (seen
+  // at 6% steal: a period read 40 ms long).
+  const double edge_tolerance = calm ? 15.0 * kMs : 75.0 * kMs;
   std::printf("machine %s\n", steal.describe().c_str());
   EXPECT_LE(lost(probes), 2u);
   // Median delay per 10 ms of send time: robust to single late packets on a
@@ -88,16 +92,16 @@ TEST(InjectorWave, SquareWavePeriodAndAmplitudeAreVisibleAtTheReceiver) {
   ASSERT_GE(falling_edges.size(), 3u);
   for (size_t i = 1; i < rising_edges.size(); ++i) {
     EXPECT_NEAR(static_cast<double>(rising_edges[i] - rising_edges[i - 1]), 1000.0 * kMs,
-                15.0 * kMs + 12.0 * static_cast<double>(slack));
+                edge_tolerance);
   }
   for (size_t i = 1; i < falling_edges.size(); ++i) {
     EXPECT_NEAR(static_cast<double>(falling_edges[i] - falling_edges[i - 1]), 1000.0 * kMs,
-                15.0 * kMs + 12.0 * static_cast<double>(slack));
+                edge_tolerance);
   }
   // Duty 50 %: each high half lasts half a period.
   for (size_t i = 0; i < rising_edges.size() && i + 1 < falling_edges.size(); ++i) {
     EXPECT_NEAR(static_cast<double>(falling_edges[i + 1] - rising_edges[i]), 500.0 * kMs,
-                15.0 * kMs + 12.0 * static_cast<double>(slack));
+                edge_tolerance);
   }
   const double high_fraction =
       static_cast<double>(high.size()) / static_cast<double>(high.size() + low.size());
