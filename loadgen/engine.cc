@@ -44,6 +44,7 @@ double EngineResult::achieved_rate() const {
 namespace {
 
 constexpr int64_t kReconnectBackoffNs = 10'000'000;
+constexpr size_t kReadChunk = 64 * 1024;
 
 // SCHED_FIFO at `priority` for the calling thread; 0 or the errno.
 int make_realtime(int priority) {
@@ -57,7 +58,6 @@ std::runtime_error realtime_refused(int priority, int err) {
                             " refused for the load threads: " + std::strerror(err) +
                             (err == EPERM ? " (needs root or CAP_SYS_NICE)" : ""));
 }
-constexpr size_t kReadChunk = 64 * 1024;
 
 struct Outstanding {
   int64_t intended_ns;
@@ -289,6 +289,12 @@ class Worker {
     if (opened_ > conns_.size()) ++result_.reconnects;
   }
 
+  // One more PHC/monotonic clock pair for the hardware-stamp mapping.
+  void refresh_phc(int64_t now) {
+    phc_map_.add(phc_->read());
+    phc_refresh_ns_ = now + PhcMapping::kRefreshNs;
+  }
+
   // SO_TIMESTAMPING with OPT_ID is refused (EINVAL) on a TCP socket that is
   // not yet connected, so it is enabled here. On failure the connection keeps
   // the user-space clock (its samples then say kUser): a data-path fallback,
@@ -500,11 +506,6 @@ class Worker {
   std::unique_ptr<PhcClock> phc_;  // the NIC's clock when hardware stamps are on
   PhcMapping phc_map_;
   int64_t phc_refresh_ns_ = 0;
-
-  void refresh_phc(int64_t now) {
-    phc_map_.add(phc_->read());
-    phc_refresh_ns_ = now + PhcMapping::kRefreshNs;
-  }
   std::deque<int64_t> backlog_;      // intended times not yet sent
   std::vector<size_t> dirty_;        // connections with requests encoded, not yet flushed
   std::vector<TxTimestamp> stamps_;  // reused by drain_tx
