@@ -6,12 +6,14 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "cpu_steal.hh"
 #include "injector_testbed.hh"
 #include "nabla/common/netns.hh"
 #include "nabla_test_support.hh"
@@ -114,7 +116,11 @@ TEST(InjectCli, SigintStopsTheInjectionAndStillReports) {
       inject_argv(probe_link(9401), {"--delay", "5ms", "--square-period", "200ms", "--json"}),
       &bed.sender(), out);
   ASSERT_TRUE(wait_for_injections(bed, 1)) << read_file(out);
+  CpuSteal steal;
   const auto probes = run_udp_probes(bed, 9401, 50, 100.0);
+  // A stall holds low-half packets behind high-half ones (cpu_steal.hh).
+  const double low_bound = (steal.calm() ? 1.0 : 3.0) * kMs;
+  std::printf("machine %s\n", steal.describe().c_str());
   cli.signal(SIGINT);
   ASSERT_EQ(cli.wait(std::chrono::seconds(10)), 0) << read_file(out);
   const auto r = nlohmann::json::parse(read_file(out));
@@ -123,7 +129,7 @@ TEST(InjectCli, SigintStopsTheInjectionAndStillReports) {
   EXPECT_GE(r["halves"]["high"]["count"].get<std::int64_t>(), 10) << r.dump();
   EXPECT_GE(r["halves"]["low"]["count"].get<std::int64_t>(), 10) << r.dump();
   EXPECT_GE(r["halves"]["high"]["mean"].get<double>(), 5.0 * kMs);
-  EXPECT_LT(r["halves"]["low"]["mean"].get<double>(), 1.0 * kMs);
+  EXPECT_LT(r["halves"]["low"]["mean"].get<double>(), low_bound);
   expect_nothing_left(bed, out);
 }
 
