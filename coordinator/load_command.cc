@@ -1,6 +1,7 @@
 #include "nabla/coordinator/load_command.hh"
 
 #include <arpa/inet.h>
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -186,6 +187,38 @@ void apply_keys(const LoadOptions& o, const LoadTarget& target, ProtocolSpec& pr
   protocol.value_bytes = o.value_size;
 }
 
+// "0,2-3" -> {0, 2, 3}; each CPU once, in the order given.
+std::vector<int> parse_cpu_list(const std::string& text) {
+  std::vector<int> cpus;
+  auto cpu = [&](const std::string& t) {
+    const double v = parse_number("--cpus", t);
+    if (v != std::floor(v) || v < 0 || v >= CPU_SETSIZE) {
+      bad("--cpus", "expected CPU numbers like 0,2-3, got '" + text + "'");
+    }
+    return static_cast<int>(v);
+  };
+  for (const auto& item : split(text, ',')) {
+    const auto dash = item.find('-');
+    const int lo = cpu(item.substr(0, dash));
+    const int hi = dash == std::string::npos ? lo : cpu(item.substr(dash + 1));
+    if (hi < lo) bad("--cpus", "range '" + item + "' runs backwards");
+    for (int c = lo; c <= hi; ++c) {
+      if (std::find(cpus.begin(), cpus.end(), c) != cpus.end()) {
+        bad("--cpus", "CPU " + std::to_string(c) + " is listed twice");
+      }
+      cpus.push_back(c);
+    }
+  }
+  try {
+    loadgen::validate_cpus(cpus);
+  } catch (const std::invalid_argument& e) {
+    std::string why = e.what();
+    if (why.rfind("engine: ", 0) == 0) why.erase(0, 8);
+    bad("--cpus", why);
+  }
+  return cpus;
+}
+
 }  // namespace
 
 LoadPlan parse_load_options(const LoadOptions& o) {
@@ -255,6 +288,7 @@ LoadPlan parse_load_options(const LoadOptions& o) {
             "): spinning real-time threads on every core starve the rest of the machine");
   }
   e.rt_priority = o.rt_priority;
+  if (!o.cpus.empty()) e.cpus = parse_cpu_list(o.cpus);
   c.max_duration_ns = parse_duration("--max-duration", o.max_duration);
   if (c.max_duration_ns < 500'000'000) bad("--max-duration", "must be at least 500ms");
 
@@ -300,6 +334,7 @@ nlohmann::json config_json(const LoadOptions& o, const LoadPlan& plan) {
           {"late_threshold_ns", plan.controller.engine.late_threshold_ns},
           {"spin_ns", plan.controller.engine.spin_ns},
           {"rt_priority", plan.controller.engine.rt_priority},
+          {"cpus", plan.controller.engine.cpus},
           {"interarrival", o.interarrival},
           {"keys", o.keys},
           {"key_dist", o.key_dist},
@@ -448,6 +483,9 @@ void register_load_command(CLI::App& app) {
   cmd->add_option("--rt-priority", *rt_priority,
                   "SCHED_FIFO priority 1-99 of the load threads, so the server and other "
                   "tasks cannot delay sends (needs root; default 0 = normal scheduling)");
+  cmd->add_option("--cpus", o->cpus,
+                  "pin the load threads to these CPUs, e.g. 0 or 0,2-3 (thread i on the i-th; "
+                  "keep them off the server's cores)");
   cmd->add_option("--interarrival", o->interarrival,
                   "inter-arrival distribution: exp (Poisson), fixed, uniform, lognormal:SIGMA")
       ->capture_default_str();

@@ -110,7 +110,51 @@ struct ThreadResult {
   uint64_t timestamp_fallbacks = 0;
   ErrorCounts errors;
   int64_t first_intended_ns = INT64_MAX, last_intended_ns = INT64_MIN;
+  int cpu = -1;  // sched_getcpu() at the end of the run
 };
+
+// The CPUs this process may run on, as "0-1,3" for error messages.
+std::string describe_cpu_set(const cpu_set_t& set) {
+  std::string out;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &set)) continue;
+    int last = cpu;
+    while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, &set)) ++last;
+    if (!out.empty()) out += ',';
+    out += std::to_string(cpu);
+    if (last > cpu) out += '-' + std::to_string(last);
+    cpu = last;
+  }
+  return out;
+}
+
+}  // namespace
+
+void validate_cpus(const std::vector<int>& cpus) {
+  if (cpus.empty()) return;
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0) {
+    throw std::system_error(errno, std::system_category(), "sched_getaffinity");
+  }
+  for (int cpu : cpus) {
+    if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &allowed)) {
+      throw std::invalid_argument(
+          "engine: CPU " + std::to_string(cpu) +
+          " is not one this process may run on (allowed: " + describe_cpu_set(allowed) + ")");
+    }
+  }
+}
+
+namespace {
+
+// Pins the calling thread to one CPU; 0 or the error number.
+int pin_to(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return ::pthread_setaffinity_np(::pthread_self(), sizeof set, &set);
+}
 
 class Worker {
  public:
@@ -176,6 +220,7 @@ class Worker {
     // Whatever is still outstanding or queued after the drain never completed.
     for (auto& c : conns_) result_.errors.timeout += c.outstanding.size();
     result_.errors.timeout += backlog_.size();
+    result_.cpu = ::sched_getcpu();
     return std::move(result_);
   }
 
@@ -552,6 +597,7 @@ EngineResult run_engine(const EngineConfig& config, int64_t start_ns) {
     throw std::invalid_argument("engine: rt_priority must be in 0..99");
   }
   if (config.request_timeout_ns <= 0) throw std::invalid_argument("engine: timeout must be > 0");
+  validate_cpus(config.cpus);
   auto parts = split(config.schedule, config.threads);
   const auto t = static_cast<uint64_t>(config.threads);
   std::vector<std::unique_ptr<Worker>> workers;
@@ -582,6 +628,15 @@ EngineResult run_engine(const EngineConfig& config, int64_t start_ns) {
         // distortion of Poisson gaps at 10k+ rps. 1 ns asks for precise
         // wake-ups (per thread; the injector does the same).
         ::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+        if (!config.cpus.empty()) {
+          const int cpu = config.cpus[i % config.cpus.size()];
+          if (const int err = pin_to(cpu); err != 0) {
+            failures[i] = std::make_exception_ptr(
+                std::system_error(err, std::system_category(),
+                                  "pinning a load thread to CPU " + std::to_string(cpu)));
+            return;
+          }
+        }
         if (config.rt_priority > 0) {
           const int err = make_realtime(config.rt_priority);
           if (err != 0) {
@@ -617,6 +672,7 @@ EngineResult run_engine(const EngineConfig& config, int64_t start_ns) {
     out.errors.add(r.errors);
     out.first_intended_ns = std::min(out.first_intended_ns, r.first_intended_ns);
     out.last_intended_ns = std::max(out.last_intended_ns, r.last_intended_ns);
+    out.thread_cpus.push_back(r.cpu);
   }
   if (out.scheduled == 0) out.first_intended_ns = out.last_intended_ns = start_ns;
   std::sort(out.samples.begin(), out.samples.end(),

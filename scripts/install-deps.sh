@@ -19,6 +19,8 @@ packages=(
   # loadgen benchmark peers: nginx (bench/loadgen starts its own instance on
   # 127.0.0.1; the packaged service is kept from starting), wrk, sockperf
   nginx-light wrk sockperf
+  # taskset: the loadgen bench puts nginx and the load generators on separate cores
+  util-linux
 )
 
 missing=()

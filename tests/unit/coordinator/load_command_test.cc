@@ -149,6 +149,18 @@ TEST(LoadFlags, ParsesTargetsAndDefaults) {
   EXPECT_EQ(parse_load_options(o).controller.engine.schedule.kind,
             nabla::loadgen::ScheduleKind::kFixed);
 
+  // --cpus: a list and ranges, in the order given (thread i on the i-th).
+  LoadOptions pinned = base(1);
+  pinned.cpus = "0";
+  EXPECT_EQ(parse_load_options(pinned).controller.engine.cpus, (std::vector<int>{0}));
+  if (std::thread::hardware_concurrency() >= 2) {
+    pinned.cpus = "1,0";
+    EXPECT_EQ(parse_load_options(pinned).controller.engine.cpus, (std::vector<int>{1, 0}));
+    pinned.cpus = "0-1";
+    EXPECT_EQ(parse_load_options(pinned).controller.engine.cpus, (std::vector<int>{0, 1}));
+  }
+  EXPECT_TRUE(parse_load_options(base(1)).controller.engine.cpus.empty());
+
   LoadOptions s = base(1);
   s.rate.clear();
   s.sweep = "1000:5000:5";
@@ -210,6 +222,11 @@ TEST(LoadFlags, EveryBadValueNamesItsFlag) {
                }),
                "--rt-priority");
   }
+  expect_bad(with([](LoadOptions& o) { o.cpus = "zero"; }), "--cpus");
+  expect_bad(with([](LoadOptions& o) { o.cpus = "1-0"; }), "--cpus");
+  expect_bad(with([](LoadOptions& o) { o.cpus = "0,0"; }), "--cpus");
+  expect_bad(with([](LoadOptions& o) { o.cpus = "-1"; }), "--cpus");
+  expect_bad(with([](LoadOptions& o) { o.cpus = "1000"; }), "--cpus");  // not on this machine
   expect_bad(with([](LoadOptions& o) { o.interarrival = "poisson"; }), "--interarrival");
   expect_bad(with([](LoadOptions& o) { o.interarrival = "lognormal:0"; }), "--interarrival");
   expect_bad(with([](LoadOptions& o) { o.keys = 10; }), "--keys");  // http target

@@ -243,5 +243,48 @@ TEST(Engine, RealtimeThreadsRunAsRootAndAreRefusedOtherwise) {
   EXPECT_EQ(policy, SCHED_OTHER);
 }
 
+// cpus pins thread i to cpus[i % n]: every thread ends on its CPU, and a CPU
+// the process may not use is refused before any request, naming it.
+TEST(Engine, LoadThreadsRunOnTheGivenCpus) {
+  EchoServer server;
+  EngineConfig c = echo_config(server.port());
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  ASSERT_EQ(::sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  int last = -1;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &allowed)) last = cpu;
+  }
+  ASSERT_GE(last, 0);
+  c.threads = 2;
+  c.connections = 2;
+  c.schedule.rate_per_s = 2000;
+  c.max_requests = 400;
+  c.cpus = {last};
+  EngineResult r = run_engine(c, soon());
+  EXPECT_EQ(r.completed, 400u);
+  EXPECT_EQ(r.thread_cpus, (std::vector<int>{last, last}));
+
+  c.cpus = {CPU_SETSIZE - 1};
+  if (!CPU_ISSET(CPU_SETSIZE - 1, &allowed)) {
+    const uint64_t before = server.frames();
+    try {
+      run_engine(c, soon());
+      ADD_FAILURE() << "ran on a CPU outside the process's set";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("CPU " + std::to_string(CPU_SETSIZE - 1)),
+                std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("allowed: "), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(server.frames(), before);
+  }
+  // The caller's own affinity is left alone.
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  ASSERT_EQ(::sched_getaffinity(0, sizeof mine, &mine), 0);
+  EXPECT_TRUE(CPU_EQUAL(&mine, &allowed));
+}
+
 }  // namespace
 }  // namespace nabla::loadgen

@@ -57,6 +57,9 @@ struct LoadOptions {
   // SCHED_FIFO priority of the load threads (1-99; 0 = normal scheduling).
   // Refused when every core would hold a spinning real-time thread.
   int rt_priority = 0;
+  // CPUs of the load threads, e.g. "0" or "0,2-3": thread i runs on the i-th
+  // listed CPU (round robin). Empty = unpinned.
+  std::string cpus;
   // Inter-arrival distribution: exp (Poisson, default), fixed, uniform
   // (gaps uniform in [0, 2/rate]) or lognormal:SIGMA (sigma of log gap).
   std::string interarrival = "exp";

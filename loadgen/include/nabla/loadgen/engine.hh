@@ -68,6 +68,14 @@ struct EngineConfig {
   // tasks 5% of each core, but a spinning real-time thread takes the rest:
   // keep threads below the number of cores (the `nabla load` flag refuses).
   int rt_priority = 0;
+  // CPUs the load threads run on: thread i is pinned to cpus[i % size()].
+  // Empty = wherever the scheduler puts them. On a machine shared with the
+  // server, pinning the server and the load threads to different cores keeps
+  // the scheduler from stacking them on one core (measured on 2 vCPUs: wake-
+  // ups placed nginx on the load thread's core, whose sends then waited up
+  // to 1 ms behind it). Each CPU must be in the process's allowed set
+  // (run_engine throws std::invalid_argument naming it).
+  std::vector<int> cpus;
   bool software_rx_timestamps = false;
   // With software_rx_timestamps: the PTP clock of a NIC whose hardware
   // stamping is on (TimestampPlan::phc_index), -1 for none. Each thread then
@@ -118,6 +126,9 @@ struct EngineResult {
   int64_t first_intended_ns = 0;
   int64_t last_intended_ns = 0;
   std::vector<std::string> type_names;
+  // The CPU each load thread last ran on (sched_getcpu at its end), in
+  // thread order: shows where the threads ran, and that cpus was obeyed.
+  std::vector<int> thread_cpus;
   // Completed requests per second over [first, last] intended time.
   double achieved_rate() const;
 };
@@ -128,5 +139,9 @@ struct EngineResult {
 // failures are counted in the result, never thrown. start_ns is the first
 // intended send time (monotonic).
 EngineResult run_engine(const EngineConfig& config, int64_t start_ns);
+
+// Throws std::invalid_argument naming the first CPU this process may not run
+// on (the message lists the allowed ones, e.g. "allowed: 0-1").
+void validate_cpus(const std::vector<int>& cpus);
 
 }  // namespace nabla::loadgen
