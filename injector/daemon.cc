@@ -72,6 +72,7 @@ int run_daemon(const DaemonOptions& options) {
   so.queue_maxlen = options.queue_maxlen;
   so.spin_ns = options.spin_ns;
   so.busy_poll_ns = options.busy_poll_ns;
+  so.cpu_latency_us = options.cpu_latency_us;
   InjectorService service(so, engine, rules, [] { return common::monotonic_ns(); });
 
   asio::io_context io;

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <exception>
 #include <iostream>
+#include <string>
 
 #include "nabla/common/log.hh"
 #include "nabla/injector/daemon.hh"
@@ -13,6 +14,7 @@ int main(int argc, char** argv) {
   std::string log_level = "info";
   int64_t spin_us = 0;
   int64_t busy_poll_us = 0;
+  std::string cpu_latency = "0";
   bool check = false;
   CLI::App app{"nabla-injectd: delay and fault injection on links (NFQUEUE)"};
   app.add_option("--listen", options.listen, "control address ADDR:PORT")
@@ -35,6 +37,10 @@ int main(int argc, char** argv) {
                  "SCHED_FIFO priority of the packet loop (1-99; 0 = normal scheduling)")
       ->default_val(0)
       ->check(CLI::Range(0, 99));
+  app.add_option("--cpu-latency-us", cpu_latency,
+                 "while an injection is active, hold this PM QoS CPU latency limit "
+                 "(/dev/cpu_dma_latency) so idle CPUs poll instead of halting; 'off' to never")
+      ->default_val("0");
   app.add_option("--log-level", log_level, "error|warn|info|debug")->default_val("info");
   app.add_flag("--check", check, "verify kernel and tools, print what is missing");
   CLI11_PARSE(app, argc, argv);
@@ -44,6 +50,22 @@ int main(int argc, char** argv) {
     if (!key_file.empty()) options.key_file = key_file;
     options.spin_ns = spin_us * 1000;
     options.busy_poll_ns = busy_poll_us * 1000;
+    if (cpu_latency == "off") {
+      options.cpu_latency_us.reset();
+    } else {
+      std::size_t used = 0;
+      long v = -1;
+      try {
+        v = std::stol(cpu_latency, &used);
+      } catch (const std::exception&) {
+      }
+      if (used != cpu_latency.size() || v < 0 || v > 2'000'000'000) {
+        std::cerr << "nabla-injectd: --cpu-latency-us: expected 0..2000000000 or 'off', got '"
+                  << cpu_latency << "'\n";
+        return 2;
+      }
+      options.cpu_latency_us = static_cast<int32_t>(v);
+    }
     if (check) {
       const auto missing = nabla::injector::check_environment(options.queue_num);
       for (const auto& m : missing) std::cout << "missing: " << m << "\n";

@@ -103,6 +103,7 @@ json InjectorService::start(const json& params) {
     engine_.remove(a.slot);
     throw;
   }
+  hold_cpu_latency_locked();  // never throws; held while any injection is active
   common::log_info("started ", a.id, " on ", common::to_string(config.link), " (",
                    to_string(config.direction), ", queue ", a.queue_num, ", seed ", config.seed,
                    ")");
@@ -142,7 +143,32 @@ json InjectorService::stop_locked(const std::string& id, const char* reason) {
     result["stats"]["seed"] = a.config.seed;
   }
   common::log_info("stopped ", id, " (", reason, ")");
+  if (active_.empty() && cpu_latency_) {
+    cpu_latency_.reset();
+    common::log_info("CPU latency limit released (no injection active)");
+  }
   return result;  // d.queue unbinds here
+}
+
+void InjectorService::hold_cpu_latency_locked() {
+  if (!options_.cpu_latency_us || cpu_latency_) return;
+  auto request = std::make_unique<common::CpuLatencyRequest>(*options_.cpu_latency_us,
+                                                             options_.cpu_latency_device);
+  if (request->held()) {
+    cpu_latency_ = std::move(request);
+    cpu_latency_error_.clear();
+    common::log_info("holding a ", *options_.cpu_latency_us,
+                     " us CPU latency limit while injections run");
+    return;
+  }
+  // Injection goes on without it; warn once per distinct failure.
+  if (request->error() != cpu_latency_error_) {
+    common::log_warn(
+        "CPU latency limit not held (release times may wait for idle CPUs to "
+        "wake): ",
+        request->error());
+  }
+  cpu_latency_error_ = request->error();
 }
 
 json InjectorService::stop(const json& params) {
@@ -209,6 +235,10 @@ json InjectorService::info(const json&) {
               {"max_injections", options_.max_injections},
               {"spin_us", options_.spin_ns / 1000},
               {"busy_poll_us", options_.busy_poll_ns / 1000},
+              {"cpu_latency",
+               {{"limit_us", options_.cpu_latency_us ? json(*options_.cpu_latency_us) : json()},
+                {"held", cpu_latency_ != nullptr},
+                {"error", cpu_latency_error_}}},
               {"injections", active_.size()},
               {"uptime_s", static_cast<double>(clock_() - started_ns_) / 1e9}};
 }

@@ -10,6 +10,7 @@
 #include "cpu_steal.hh"
 #include "injector_testbed.hh"
 #include "nabla/common/clock.hh"
+#include "nabla/common/cpu_latency.hh"
 #include "nabla/common/json_rpc.hh"
 #include "nabla_test_support.hh"
 
@@ -86,6 +87,14 @@ TEST(InjectorFailsafe, LapsedLeaseRemovesTheInjectionWithinOneSecond) {
   ::usleep(600'000);  // 1.2 s after start: alive only thanks to the renewal
   EXPECT_EQ(bed.call("inject.list", nlohmann::json::object()).at("injections").size(), 1u);
   EXPECT_EQ(count_containing(bed.nabla_rules(), "nabla:" + id), 1u);
+  // While an injection runs the daemon holds a 0 us CPU latency limit, and
+  // the kernel applies it (other holders can only lower it, never raise it).
+  const auto held = bed.call("daemon.info", nlohmann::json::object()).at("cpu_latency");
+  EXPECT_EQ(held.at("limit_us"), 0);
+  if (::access(common::kCpuLatencyDevice, F_OK) == 0) {
+    EXPECT_TRUE(held.at("held").get<bool>()) << held.dump();
+    EXPECT_EQ(common::current_cpu_latency_us(), 0);
+  }
   int64_t gone_at = 0;
   while (common::monotonic_ns() < lapse_at + 3000 * kMs) {
     if (count_containing(bed.nabla_rules(), "nabla:" + id) == 0) {
@@ -98,6 +107,9 @@ TEST(InjectorFailsafe, LapsedLeaseRemovesTheInjectionWithinOneSecond) {
   EXPECT_LE(gone_at - lapse_at, 1000 * kMs);
   EXPECT_GE(gone_at - lapse_at, -50 * kMs);  // not removed before the lapse
   EXPECT_TRUE(bed.call("inject.list", nlohmann::json::object()).at("injections").empty());
+  // ...and lets it go with the last injection.
+  EXPECT_FALSE(
+      bed.call("daemon.info", nlohmann::json::object()).at("cpu_latency").at("held").get<bool>());
   const auto probes = run_udp_probes(bed, 9000, 100, 1000.0);
   EXPECT_EQ(lost(probes), 0u);
   EXPECT_LT(delay_percentile(probes, 0.95), 2 * kMs);  // the 20 ms delay is gone

@@ -18,9 +18,11 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <string>
 
+#include "nabla/common/cpu_latency.hh"
 #include "nabla/injector/engine.hh"
 #include "nabla/injector/iptables_rules.hh"
 
@@ -36,6 +38,13 @@ struct ServiceOptions {
   int max_injections = 64;
   int64_t spin_ns = 0;  // for daemon.info
   int64_t busy_poll_ns = 0;
+  // PM QoS CPU latency limit held while at least one injection is active
+  // (common/cpu_latency.hh): idle CPUs then poll instead of halting, so a
+  // release deadline or a queued packet is not held up by a CPU waking from
+  // idle. nullopt = never. If the device cannot be opened the injection
+  // still runs; daemon.info reports the error and a warning is logged.
+  std::optional<int32_t> cpu_latency_us = 0;
+  std::string cpu_latency_device = common::kCpuLatencyDevice;
   std::string version = "0.1.0";
 };
 
@@ -78,6 +87,8 @@ class InjectorService {
   Active& find(const nlohmann::json& params);
   nlohmann::json stop_locked(const std::string& id, const char* reason);
   nlohmann::json describe(const Active& a, int64_t now_ns) const;
+  // Takes the CPU latency request if configured and not yet held.
+  void hold_cpu_latency_locked();
 
   ServiceOptions options_;
   DelayEngine& engine_;
@@ -85,6 +96,9 @@ class InjectorService {
   Clock clock_;
   std::mutex mutex_;
   std::map<std::string, Active> active_;
+  // Held exactly while active_ is non-empty (when configured and available).
+  std::unique_ptr<common::CpuLatencyRequest> cpu_latency_;
+  std::string cpu_latency_error_;  // why the last attempt failed, if it did
   uint64_t next_id_ = 1;
   std::mt19937_64 seed_source_;
   int64_t started_ns_;
