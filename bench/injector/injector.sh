@@ -4,11 +4,13 @@
 # private network namespaces (needs root). Reproduce with:
 #   bash bench/injector/injector.sh build
 # NABLA_BENCH_SECONDS (default 2: 2 s per accuracy row, 8 throughput rounds)
-# and NABLA_BENCH_SPIN_US (default 200: the spinning daemon's --spin-us; an
-# idle vCPU of this VM takes ~100 us to wake, so a 50 us window still left
-# the median release 42-54 us late on a quiet machine, 200 us brings it to
-# 10-13 us). The throughput daemon runs without --rt-priority (the
-# daemon's default; injector_bench --throughput-rt P to change it).
+# and NABLA_BENCH_SPIN_US (default "50,200": one set of accuracy rows per
+# --spin-us value). Every row runs under a 0 us PM QoS CPU latency limit,
+# the one nabla-injectd holds while injecting: a timerfd wake-up on this VM
+# is then ~21 us late (p50; 53 us with halting idle), so a 50 us spin
+# window covers it. The throughput daemon runs without --rt-priority (the
+# daemon's default; injector_bench --throughput-rt P to change it); the
+# accuracy daemons run --rt-priority 10 (--accuracy-rt P).
 # The daemon's verdict syscalls, recv calls and wake-ups per packet are
 # printed under each row (from inject.stats) to show where its time goes.
 #
@@ -22,4 +24,4 @@ build=${1:-build}
 if [ "$(id -u)" != 0 ]; then echo "injector bench: needs root, skipped"; exit 0; fi
 cmake --build "$build" --target injector_bench nabla-injectd >/dev/null
 "$build/bench/injector/injector_bench" --seconds "${NABLA_BENCH_SECONDS:-2}" \
-  --spin-us "${NABLA_BENCH_SPIN_US:-200}"
+  --spin-us "${NABLA_BENCH_SPIN_US:-50,200}"

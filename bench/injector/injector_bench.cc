@@ -5,7 +5,8 @@
 //   2. Accuracy with 1 ms delay at 10k and 50k packets/s: receiver-measured
 //      |actual - requested| median and p99, for nabla-injectd and for a naive
 //      reference delayer that sleeps in its packet callback.
-// Usage: injector_bench [--seconds S] [--spin-us N] [--busy-poll-us N] [--throughput-rt P]
+// Usage: injector_bench [--seconds S] [--spin-us N[,N...]] [--busy-poll-us N] [--throughput-rt P]
+//        [--accuracy-rt P]
 //        [--pin 0|1]   (root)
 //        injector_bench --naive QUEUE DELAY_US   (internal: the naive delayer)
 #include <arpa/inet.h>
@@ -25,6 +26,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "injector_testbed.hh"
 #include "nabla/common/clock.hh"
@@ -336,16 +338,24 @@ int main(int argc, char** argv) {
     return run_naive(static_cast<uint16_t>(std::stoi(argv[2])), std::stoll(argv[3]));
   }
   double seconds = 2.0;
-  int spin_us = 50;
+  int spin_us = 50;  // the first of spins (the busy-poll row's spin)
+  std::vector<int> spins = {50};
   int throughput_rt = 0;  // the throughput daemon's --rt-priority
+  int accuracy_rt = 10;   // the accuracy daemons' --rt-priority (the testbed default)
   int busy_poll_us = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--seconds") seconds = std::stod(argv[i + 1]);
-    if (flag == "--spin-us") spin_us = std::stoi(argv[i + 1]);
+    if (flag == "--spin-us") {  // one value or a comma list: one accuracy row set each
+      spins.clear();
+      std::stringstream list(argv[i + 1]);
+      for (std::string item; std::getline(list, item, ',');) spins.push_back(std::stoi(item));
+      spin_us = spins.empty() ? 0 : spins.front();
+    }
     if (flag == "--pin") g_pin = std::stoi(argv[i + 1]);
     if (flag == "--busy-poll-us") busy_poll_us = std::stoi(argv[i + 1]);
     if (flag == "--throughput-rt") throughput_rt = std::stoi(argv[i + 1]);
+    if (flag == "--accuracy-rt") accuracy_rt = std::stoi(argv[i + 1]);
   }
   if (::geteuid() != 0) {
     std::fprintf(stderr, "injector_bench: needs root (namespaces, NFQUEUE)\n");
@@ -426,12 +436,14 @@ int main(int argc, char** argv) {
       "median (%.1f us, p99 %.1f us with no rule); targets: median <= 10 us, p99 <= 100 us\n",
       seconds, base_ns / 1e3, nabla::testing::delay_percentile(path, 0.99) / 1e3);
   bed.stop_daemon();
-  bed.start_daemon();
+  bed.start_daemon({"--rt-priority", std::to_string(accuracy_rt)});
   accuracy_rows(bed, "nabla, no spin", seconds, base_ns);
   bed.stop_daemon();
-  if (spin_us > 0) {
-    bed.start_daemon({"--spin-us", std::to_string(spin_us)});
-    const std::string who = "nabla, spin " + std::to_string(spin_us) + " us";
+  for (int spin : spins) {
+    if (spin <= 0) continue;
+    bed.start_daemon(
+        {"--spin-us", std::to_string(spin), "--rt-priority", std::to_string(accuracy_rt)});
+    const std::string who = "nabla, spin " + std::to_string(spin) + " us";
     accuracy_rows(bed, who.c_str(), seconds, base_ns);
     bed.stop_daemon();
   }
