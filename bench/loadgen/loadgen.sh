@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # nabla load beside its peers, all on 127.0.0.1, in one run (~1-2 minutes):
 #   (a) nginx: the highest rate `nabla load` sustains open loop with < 1% late
-#       sends (binary search, bounded) over wrk's closed-loop requests/s, same
+#       sends (binary search, bounded; best of 2 probes per rate) over wrk's
+#       closed-loop requests/s (best of 3 runs), same
 #       connections, one thread each. Target >= 1.0. With 2+ CPUs, nginx runs
 #       on the last CPU and the load generators on CPU 0 (taskset / --cpus);
 #       wrk runs three times, pinned twice and unpinned once, and its best
@@ -120,20 +121,27 @@ probe() {
     --spin "$probe_spin" --rt-priority "$probe_rt" "${cpus_flag[@]}" --json > "$work/probe.json" || true
   json "$work/probe.json" "'%.5f %.4f %.0f' % (j['late_sends'] / max(j['sent'], 1), j['throughput_rps'] / j['target_rps'], (j['lateness_ns'] or {'p99': 0})['p99'] / 1000)"
 }
+# A rate is sustained when a probe has < 1% late sends and carries >= 98% of
+# it. Each rate gets up to two probes (the second only if the first fails),
+# as wrk gets its best of three runs: a single host stall of ~20 ms makes a
+# 2 s probe 1-2% late whatever the generator does.
 sustains() {
-  local frac ratio p99
-  read -r frac ratio p99 < <(probe "$1")
-  echo "    probe $1/s: late $(python3 -c "print('%.2f' % (100 * $frac))")% (lateness p99 ${p99}us), achieved/target $ratio" >&2
-  if python3 -c "import sys; sys.exit(0 if $ratio > 0.98 else 1)" && [ "$1" -gt "$carried" ]; then
-    carried=$1
-  fi
-  python3 -c "import sys; sys.exit(0 if $frac < 0.01 and $ratio > 0.98 else 1)"
+  local frac ratio p99 attempt
+  for attempt in 1 2; do
+    read -r frac ratio p99 < <(probe "$1")
+    echo "    probe $1/s (try $attempt): late $(python3 -c "print('%.2f' % (100 * $frac))")% (lateness p99 ${p99}us), achieved/target $ratio" >&2
+    if python3 -c "import sys; sys.exit(0 if $ratio > 0.98 else 1)" && [ "$1" -gt "$carried" ]; then
+      carried=$1
+    fi
+    python3 -c "import sys; sys.exit(0 if $frac < 0.01 and $ratio > 0.98 else 1)" && return 0
+  done
+  return 1
 }
 lo=0
 carried=0  # highest probed rate carried (>= 98% achieved) whatever the lateness
 hi=$(python3 -c "print(int(float('$wrk_rps') * 3))")
 rate=$(python3 -c "print(int(float('$wrk_rps')))")
-# Bounded: 7 probes of <= ~3 s.
+# Bounded: 7 rates, at most 2 probes of <= ~3 s each.
 for _ in 1 2 3 4 5 6 7; do
   if sustains "$rate"; then lo=$rate; else hi=$rate; fi
   rate=$(( (lo + hi) / 2 ))
