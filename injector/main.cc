@@ -5,6 +5,7 @@
 #include <iostream>
 #include <string>
 
+#include "nabla/common/cpu_latency.hh"
 #include "nabla/common/log.hh"
 #include "nabla/injector/daemon.hh"
 
@@ -70,6 +71,18 @@ int main(int argc, char** argv) {
       const auto missing = nabla::injector::check_environment(options.queue_num);
       for (const auto& m : missing) std::cout << "missing: " << m << "\n";
       if (missing.empty()) std::cout << "ok: root, iptables, ip6tables, NFQUEUE usable\n";
+      // Advisory only: injections run without it, less precisely.
+      if (!options.cpu_latency_us) {
+        std::cout << "note: CPU latency limit off (--cpu-latency-us off)\n";
+      } else if (const nabla::common::CpuLatencyRequest probe(*options.cpu_latency_us);
+                 probe.held()) {
+        std::cout << "ok: CPU latency limit of " << *options.cpu_latency_us
+                  << " us can be held while injecting (" << nabla::common::kCpuLatencyDevice
+                  << ")\n";
+      } else {
+        std::cout << "note: CPU latency limit cannot be held (" << probe.error()
+                  << "); injections still run, but releases may wait for idle CPUs to wake\n";
+      }
       return missing.empty() ? 0 : 1;
     }
     return nabla::injector::run_daemon(options);

@@ -174,6 +174,20 @@ TEST(InjectorFailsafe, CheckReportsAUsableEnvironment) {
   const auto r = bed.sender().run({NABLA_INJECTD_PATH, "--check", "--queue-num", "9"});
   EXPECT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
   EXPECT_NE(r.stdout_text.find("ok:"), std::string::npos) << r.stdout_text;
+  // The CPU latency limit is reported, held or not (advisory, not a failure).
+  if (::access(common::kCpuLatencyDevice, F_OK) == 0) {
+    EXPECT_NE(r.stdout_text.find("ok: CPU latency limit of 0 us can be held"), std::string::npos)
+        << r.stdout_text;
+  }
+  const auto off = bed.sender().run(
+      {NABLA_INJECTD_PATH, "--check", "--queue-num", "9", "--cpu-latency-us", "off"});
+  EXPECT_NE(off.stdout_text.find("note: CPU latency limit off"), std::string::npos)
+      << off.stdout_text;
+  const auto bad_latency =
+      bed.sender().run({NABLA_INJECTD_PATH, "--check", "--cpu-latency-us", "soon"});
+  EXPECT_EQ(bad_latency.exit_code, 2);
+  EXPECT_NE(bad_latency.stderr_text.find("--cpu-latency-us"), std::string::npos)
+      << bad_latency.stderr_text;
   // A bad flag value is refused with a message naming it.
   const auto bad = bed.sender().run({NABLA_INJECTD_PATH, "--listen", "localhost:99999"});
   EXPECT_NE(bad.exit_code, 0);
