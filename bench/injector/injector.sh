@@ -5,10 +5,12 @@
 #   bash bench/injector/injector.sh build
 # NABLA_BENCH_SECONDS (default 2: 2 s per accuracy row, 8 throughput rounds)
 # and NABLA_BENCH_SPIN_US (default "50,200": one set of accuracy rows per
-# --spin-us value). Every row runs under a 0 us PM QoS CPU latency limit,
-# the one nabla-injectd holds while injecting: a timerfd wake-up on this VM
-# is then ~21 us late (p50; 53 us with halting idle), so a 50 us spin
-# window covers it. The throughput daemon runs without --rt-priority (the
+# --spin-us value). nabla-injectd holds a 0 us PM QoS CPU latency limit
+# while it injects, and the no-rule baseline runs without one (as the
+# machine runs without nabla; NABLA_BENCH_QOS_ALL=1 holds it for every row,
+# which slows the baseline and flatters the ratios). With the limit a
+# timerfd wake-up here is ~21 us late (p50; 53 us with halting idle), so a
+# 50 us spin window covers it. The throughput daemon runs without --rt-priority (the
 # daemon's default; injector_bench --throughput-rt P to change it); the
 # accuracy daemons run --rt-priority 10 (--accuracy-rt P).
 # The daemon's verdict syscalls, recv calls and wake-ups per packet are
