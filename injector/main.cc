@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
   std::string log_level = "info";
   int64_t spin_us = 0;
   int64_t busy_poll_us = 0;
-  std::string cpu_latency = "0";
+  std::string cpu_latency = "off";
   bool check = false;
   CLI::App app{"nabla-injectd: delay and fault injection on links (NFQUEUE)"};
   app.add_option("--listen", options.listen, "control address ADDR:PORT")
@@ -40,8 +40,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 99));
   app.add_option("--cpu-latency-us", cpu_latency,
                  "while an injection is active, hold this PM QoS CPU latency limit "
-                 "(/dev/cpu_dma_latency) so idle CPUs poll instead of halting; 'off' to never")
-      ->default_val("0");
+                 "(/dev/cpu_dma_latency; 0 = idle CPUs poll instead of halting) for more precise "
+                 "releases; default off: polling idle costs power, shows as busy CPU and slows "
+                 "SMT siblings")
+      ->default_val("off");
   app.add_option("--log-level", log_level, "error|warn|info|debug")->default_val("info");
   app.add_flag("--check", check, "verify kernel and tools, print what is missing");
   CLI11_PARSE(app, argc, argv);
@@ -73,7 +75,8 @@ int main(int argc, char** argv) {
       if (missing.empty()) std::cout << "ok: root, iptables, ip6tables, NFQUEUE usable\n";
       // Advisory only: injections run without it, less precisely.
       if (!options.cpu_latency_us) {
-        std::cout << "note: CPU latency limit off (--cpu-latency-us off)\n";
+        std::cout << "note: no CPU latency limit requested (--cpu-latency-us 0 holds one while "
+                     "injecting: more precise releases, idle CPUs poll)\n";
       } else if (const nabla::common::CpuLatencyRequest probe(*options.cpu_latency_us);
                  probe.held()) {
         std::cout << "ok: CPU latency limit of " << *options.cpu_latency_us

@@ -5,8 +5,9 @@
 #   bash bench/injector/injector.sh build
 # NABLA_BENCH_SECONDS (default 2: 2 s per accuracy row, 8 throughput rounds)
 # and NABLA_BENCH_SPIN_US (default "50,200": one set of accuracy rows per
-# --spin-us value). nabla-injectd holds a 0 us PM QoS CPU latency limit
-# while it injects, and the no-rule baseline runs without one (as the
+# --spin-us value). Every daemon runs --cpu-latency-us 0 (off by default):
+# it holds a 0 us PM QoS CPU latency limit while it injects, and the
+# no-rule baseline runs without one (as the
 # machine runs without nabla; NABLA_BENCH_QOS_ALL=1 holds it for every row,
 # which slows the baseline and flatters the ratios). With the limit a
 # timerfd wake-up here is ~21 us late (p50; 53 us with halting idle), so a

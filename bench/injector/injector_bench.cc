@@ -362,8 +362,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "injector_bench: needs root (namespaces, NFQUEUE)\n");
     return 1;
   }
-  // nabla-injectd holds a 0 us PM QoS CPU latency limit while an injection
-  // is active (--cpu-latency-us, default 0) and not otherwise, so the no-rule
+  // Every daemon here runs --cpu-latency-us 0 (the precision configuration;
+  // the daemon's default is off): it holds a 0 us PM QoS CPU latency limit
+  // while an injection is active and not otherwise, so the no-rule
   // baseline runs as the machine runs without nabla: idle CPUs halt. With
   // NABLA_BENCH_QOS_ALL=1 the bench holds the same limit for every row
   // instead. That is NOT the fair baseline: on this VM a polling idle vCPU
@@ -380,8 +381,8 @@ int main(int argc, char** argv) {
   // scheduling. Under SCHED_FIFO (--throughput-rt P) it takes all of CPU 1
   // once the sender outruns it, starving the receiver that shares the core:
   // measured 0.25 of the baseline on a quiet VM, with receive-side drops.
-  bed.start_daemon({"--busy-poll-us", std::to_string(busy_poll_us), "--rt-priority",
-                    std::to_string(throughput_rt)});
+  bed.start_daemon({"--cpu-latency-us", "0", "--busy-poll-us", std::to_string(busy_poll_us),
+                    "--rt-priority", std::to_string(throughput_rt)});
   pin_process(bed.daemon_pid(), 1);
 
   // Throughput: the three configurations interleaved in short slices, round
@@ -439,20 +440,20 @@ int main(int argc, char** argv) {
       "median (%.1f us, p99 %.1f us with no rule); targets: median <= 10 us, p99 <= 100 us\n",
       seconds, base_ns / 1e3, nabla::testing::delay_percentile(path, 0.99) / 1e3);
   bed.stop_daemon();
-  bed.start_daemon({"--rt-priority", std::to_string(accuracy_rt)});
+  bed.start_daemon({"--cpu-latency-us", "0", "--rt-priority", std::to_string(accuracy_rt)});
   accuracy_rows(bed, "nabla, no spin", seconds, base_ns);
   bed.stop_daemon();
   for (int spin : spins) {
     if (spin <= 0) continue;
-    bed.start_daemon(
-        {"--spin-us", std::to_string(spin), "--rt-priority", std::to_string(accuracy_rt)});
+    bed.start_daemon({"--cpu-latency-us", "0", "--spin-us", std::to_string(spin), "--rt-priority",
+                      std::to_string(accuracy_rt)});
     const std::string who = "nabla, spin " + std::to_string(spin) + " us";
     accuracy_rows(bed, who.c_str(), seconds, base_ns);
     bed.stop_daemon();
   }
   if (busy_poll_us > 0) {
-    bed.start_daemon(
-        {"--spin-us", std::to_string(spin_us), "--busy-poll-us", std::to_string(busy_poll_us)});
+    bed.start_daemon({"--cpu-latency-us", "0", "--spin-us", std::to_string(spin_us),
+                      "--busy-poll-us", std::to_string(busy_poll_us)});
     const std::string who =
         "nabla, spin " + std::to_string(spin_us) + " poll " + std::to_string(busy_poll_us);
     accuracy_rows(bed, who.c_str(), seconds, base_ns);

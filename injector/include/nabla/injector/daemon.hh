@@ -16,9 +16,9 @@ struct DaemonOptions {
   int64_t spin_ns = 0;
   int64_t busy_poll_ns = 0;   // keep polling this long after traffic (EngineOptions)
   int realtime_priority = 0;  // SCHED_FIFO priority of the packet loop, 0 = off
-  // PM QoS CPU latency limit (µs) held while injections run; nullopt = off
-  // (ServiceOptions::cpu_latency_us).
-  std::optional<int32_t> cpu_latency_us = 0;
+  // PM QoS CPU latency limit (µs) held while injections run; nullopt = off,
+  // the default (ServiceOptions::cpu_latency_us).
+  std::optional<int32_t> cpu_latency_us;
 };
 
 // What --check found missing, in plain words (empty: all good).

@@ -43,7 +43,12 @@ struct ServiceOptions {
   // release deadline or a queued packet is not held up by a CPU waking from
   // idle. nullopt = never. If the device cannot be opened the injection
   // still runs; daemon.info reports the error and a warning is logged.
-  std::optional<int32_t> cpu_latency_us = 0;
+  // Off by default (--cpu-latency-us): polling idle CPUs cost power, show
+  // as 100% busy in the node's monitoring, and slow the sibling hardware
+  // thread of their core (the bench's no-rule sender: 300-350k pps with a
+  // 0 us limit held against 350-420k without), which would perturb the
+  // services under test. Precision runs opt in.
+  std::optional<int32_t> cpu_latency_us;
   std::string cpu_latency_device = common::kCpuLatencyDevice;
   std::string version = "0.1.0";
 };
