@@ -147,8 +147,10 @@ TEST(TierServer, QueueWaitIsSeparateFromServiceTime) {
   ASSERT_EQ(ra.status, 200);
   ASSERT_EQ(rb.status, 200);
   const Reply& waited = ra.header_int("X-Queue-Ns") > rb.header_int("X-Queue-Ns") ? ra : rb;
-  // The second request waited for the first one's whole 20 ms of service.
-  EXPECT_GE(waited.header_int("X-Queue-Ns"), 19 * kMs);
+  // The second request waited for most of the first one's 20 ms of service:
+  // all of it when both arrive together, less by however late the second
+  // send or the server's read of it came (a parallel CI run read 17.5 ms).
+  EXPECT_GE(waited.header_int("X-Queue-Ns"), 12 * kMs);
   EXPECT_GE(waited.header_int("X-Service-Time-Ns"), 20 * kMs);
   // Its service time is its own 20 ms, not 40 ms (generous upper bound for
   // a loaded CI box; the lower bound above is the strict one).
