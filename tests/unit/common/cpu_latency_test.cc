@@ -51,7 +51,9 @@ TEST(CpuLatency, TheKernelHoldsTheLimitExactlyWhileTheRequestLives) {
   }
   const auto before = current_cpu_latency_us();
   ASSERT_TRUE(before.has_value());
-  ASSERT_GT(*before, 0) << "another process already holds a 0 us limit";
+  if (*before == 0) {
+    GTEST_SKIP() << "another process already holds a 0 us limit; ours cannot be told apart";
+  }
   {
     CpuLatencyRequest request(0);
     ASSERT_TRUE(request.held()) << request.error();
