@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -339,7 +340,6 @@ int main(int argc, char** argv) {
     return run_naive(static_cast<uint16_t>(std::stoi(argv[2])), std::stoll(argv[3]));
   }
   double seconds = 2.0;
-  int spin_us = 50;  // the first of spins (the busy-poll row's spin)
   std::vector<int> spins = {50};
   int throughput_rt = 0;  // the throughput daemon's --rt-priority
   int accuracy_rt = 10;   // the accuracy daemons' --rt-priority (the testbed default)
@@ -351,7 +351,6 @@ int main(int argc, char** argv) {
       spins.clear();
       std::stringstream list(argv[i + 1]);
       for (std::string item; std::getline(list, item, ',');) spins.push_back(std::stoi(item));
-      spin_us = spins.empty() ? 0 : spins.front();
     }
     if (flag == "--pin") g_pin = std::stoi(argv[i + 1]);
     if (flag == "--busy-poll-us") busy_poll_us = std::stoi(argv[i + 1]);
@@ -370,11 +369,13 @@ int main(int argc, char** argv) {
   // instead. That is NOT the fair baseline: on this VM a polling idle vCPU
   // slows the sender on the other vCPU (measured baseline 300-350k pps with
   // the limit against 350-420k without), which flatters the ratios.
-  const nabla::common::CpuLatencyRequest cpu_latency(std::getenv("NABLA_BENCH_QOS_ALL") ? 0 : -1);
+  std::optional<nabla::common::CpuLatencyRequest> cpu_latency;
+  if (std::getenv("NABLA_BENCH_QOS_ALL")) cpu_latency.emplace(0);
   std::printf("CPU latency limit: %s\n",
-              cpu_latency.held()
+              !cpu_latency ? "held by the daemon while it injects, none for the no-rule baseline"
+              : cpu_latency->held()
                   ? "0 us held by the bench for every row (NABLA_BENCH_QOS_ALL; flatters ratios)"
-                  : "held by the daemon while it injects, none for the no-rule baseline");
+                  : ("NABLA_BENCH_QOS_ALL: not held: " + cpu_latency->error()).c_str());
   const char* link = "udp 10.77.0.1 -> 10.77.0.2:9000";
   InjectorTestbed bed;
   // The throughput daemon runs as the daemon does by default: normal
@@ -452,6 +453,7 @@ int main(int argc, char** argv) {
     bed.stop_daemon();
   }
   if (busy_poll_us > 0) {
+    const int spin_us = spins.empty() ? 0 : spins.front();
     bed.start_daemon({"--cpu-latency-us", "0", "--spin-us", std::to_string(spin_us),
                       "--busy-poll-us", std::to_string(busy_poll_us)});
     const std::string who =
