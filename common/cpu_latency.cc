@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <stdexcept>
 
 namespace nabla::common {
 
@@ -26,6 +27,18 @@ CpuLatencyRequest::CpuLatencyRequest(int32_t limit_us, const std::string& path)
     return;
   }
   fd_ = std::move(fd);
+}
+
+std::optional<int32_t> parse_cpu_latency_limit(const std::string& text) {
+  if (text == "off") return std::nullopt;
+  int64_t v = -1;
+  bool digits = !text.empty() && text.size() <= 10;
+  for (char c : text) digits = digits && c >= '0' && c <= '9';
+  if (digits) v = std::stoll(text);
+  if (!digits || v > 2'000'000'000) {
+    throw std::invalid_argument("expected 0..2000000000 or 'off', got '" + text + "'");
+  }
+  return static_cast<int32_t>(v);
 }
 
 std::optional<int32_t> current_cpu_latency_us(const std::string& path) {

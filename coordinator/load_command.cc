@@ -17,6 +17,7 @@
 
 #include "load_report.hh"
 #include "nabla/common/clock.hh"
+#include "nabla/common/cpu_latency.hh"
 #include "nabla/common/units.hh"
 #include "nabla/coordinator/text_table.hh"
 #include "nabla/loadgen/timestamping.hh"
@@ -289,6 +290,11 @@ LoadPlan parse_load_options(const LoadOptions& o) {
   }
   e.rt_priority = o.rt_priority;
   if (!o.cpus.empty()) e.cpus = parse_cpu_list(o.cpus);
+  try {
+    plan.cpu_latency_us = common::parse_cpu_latency_limit(o.cpu_latency_us);
+  } catch (const std::invalid_argument& ex) {
+    bad("--cpu-latency-us", ex.what());
+  }
   c.max_duration_ns = parse_duration("--max-duration", o.max_duration);
   if (c.max_duration_ns < 500'000'000) bad("--max-duration", "must be at least 500ms");
 
@@ -335,6 +341,8 @@ nlohmann::json config_json(const LoadOptions& o, const LoadPlan& plan) {
           {"spin_ns", plan.controller.engine.spin_ns},
           {"rt_priority", plan.controller.engine.rt_priority},
           {"cpus", plan.controller.engine.cpus},
+          {"cpu_latency_us",
+           plan.cpu_latency_us ? nlohmann::json(*plan.cpu_latency_us) : nlohmann::json()},
           {"interarrival", o.interarrival},
           {"keys", o.keys},
           {"key_dist", o.key_dist},
@@ -387,6 +395,19 @@ int run_load(const LoadOptions& o, std::ostream& out, std::ostream& err) {
   if (!o.db.empty())
     recorder = std::make_unique<LoadRunRecorder>(o.db, config_json(o, plan), o.seed);
   std::vector<nlohmann::json> points;
+  // Held until every point is measured; the kernel drops it if we die.
+  std::optional<common::CpuLatencyRequest> cpu_latency;
+  nlohmann::json cpu_latency_json;  // null unless --cpu-latency-us was given
+  if (plan.cpu_latency_us) {
+    cpu_latency.emplace(*plan.cpu_latency_us);
+    cpu_latency_json = {{"limit_us", *plan.cpu_latency_us},
+                        {"held", cpu_latency->held()},
+                        {"error", cpu_latency->error()}};
+    if (!cpu_latency->held()) {
+      err << "nabla load: warning: --cpu-latency-us " << *plan.cpu_latency_us
+          << " not held: " << cpu_latency->error() << "; measuring without it\n";
+    }
+  }
   InterruptSignals signals;
   try {
     // Held for the whole run: restores the NIC's setting if it was changed.
@@ -413,6 +434,7 @@ int run_load(const LoadOptions& o, std::ostream& out, std::ostream& err) {
                                  std::to_string(result.errors.connect) + " connect errors)");
       }
       nlohmann::json point = load_result_json(result, c, stamps.note);
+      point["cpu_latency"] = cpu_latency_json;
       if (recorder) {
         point["run_id"] = recorder->run_id();
         point["samples_stored"] = recorder->add_point(result, c);
@@ -486,6 +508,10 @@ void register_load_command(CLI::App& app) {
   cmd->add_option("--cpus", o->cpus,
                   "pin the load threads to these CPUs, e.g. 0 or 0,2-3 (thread i on the i-th; "
                   "keep them off the server's cores)");
+  cmd->add_option("--cpu-latency-us", o->cpu_latency_us,
+                  "hold this PM QoS CPU latency limit for the run (/dev/cpu_dma_latency, root; "
+                  "0 = idle CPUs poll, so wake-ups are not delayed by halted CPUs); default off")
+      ->default_val("off");
   cmd->add_option("--interarrival", o->interarrival,
                   "inter-arrival distribution: exp (Poisson), fixed, uniform, lognormal:SIGMA")
       ->capture_default_str();

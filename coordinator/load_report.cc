@@ -194,6 +194,12 @@ void print_load_point(std::ostream& out, const json& p) {
       << '\n';
   out << "  timestamps " << p["timestamp_source"].get<std::string>() << " ("
       << p["timestamp_note"].get<std::string>() << ")\n";
+  if (const auto it = p.find("cpu_latency"); it != p.end() && !it->is_null()) {
+    out << "  CPU latency limit " << (*it)["limit_us"].get<int>() << " us "
+        << ((*it)["held"].get<bool>() ? std::string("held")
+                                      : "not held: " + (*it)["error"].get<std::string>())
+        << '\n';
+  }
   out << "  " << p["rounds"].size() << " rounds in "
       << format_number(p["elapsed_s"].get<double>(), 3) << " s; samples " << p["samples"]
       << ", kept " << p["kept"] << " (1:" << p["stride"]

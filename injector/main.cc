@@ -53,21 +53,11 @@ int main(int argc, char** argv) {
     if (!key_file.empty()) options.key_file = key_file;
     options.spin_ns = spin_us * 1000;
     options.busy_poll_ns = busy_poll_us * 1000;
-    if (cpu_latency == "off") {
-      options.cpu_latency_us.reset();
-    } else {
-      std::size_t used = 0;
-      long v = -1;
-      try {
-        v = std::stol(cpu_latency, &used);
-      } catch (const std::exception&) {
-      }
-      if (used != cpu_latency.size() || v < 0 || v > 2'000'000'000) {
-        std::cerr << "nabla-injectd: --cpu-latency-us: expected 0..2000000000 or 'off', got '"
-                  << cpu_latency << "'\n";
-        return 2;
-      }
-      options.cpu_latency_us = static_cast<int32_t>(v);
+    try {
+      options.cpu_latency_us = nabla::common::parse_cpu_latency_limit(cpu_latency);
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "nabla-injectd: --cpu-latency-us: " << e.what() << "\n";
+      return 2;
     }
     if (check) {
       const auto missing = nabla::injector::check_environment(options.queue_num);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 
 #include "nabla_test_support.hh"
@@ -40,6 +41,22 @@ TEST(CpuLatency, AnUnavailableDeviceIsReportedNamingIt) {
   CpuLatencyRequest negative(-1, temp_path());
   EXPECT_FALSE(negative.held());
   EXPECT_NE(negative.error().find(">= 0"), std::string::npos) << negative.error();
+}
+
+TEST(CpuLatency, ParsesOffOrWholeMicroseconds) {
+  EXPECT_EQ(parse_cpu_latency_limit("off"), std::nullopt);
+  EXPECT_EQ(parse_cpu_latency_limit("0"), 0);
+  EXPECT_EQ(parse_cpu_latency_limit("25"), 25);
+  EXPECT_EQ(parse_cpu_latency_limit("2000000000"), 2'000'000'000);
+  for (const char* bad : {"", "-1", "1.5", "10us", "2000000001", "99999999999", " 5", "Off"}) {
+    try {
+      parse_cpu_latency_limit(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("got '") + bad + "'"), std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 // The kernel applies the limit while the request is held and drops it when

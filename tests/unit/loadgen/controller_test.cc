@@ -48,6 +48,7 @@ TEST(Controller, DelayStationConvergesToOkWithEveryDecisionRecorded) {
   c.ci_width_ns = 100'000;
   int progress_calls = 0;
   ControllerResult r;
+  const auto precise = testing::precise_timers();
   for (int attempt = 0; attempt < 3; ++attempt) {
     progress_calls = 0;
     testing::WakeupMonitor monitor;

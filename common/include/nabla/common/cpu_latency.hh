@@ -21,7 +21,7 @@
 // other hardware thread of a core whose idle thread polls. Measured here:
 // the no-rule UDP sender ran 300-350k pps with the limit held against
 // 350-420k without. Holders take it only while they need it
-// (nabla-injectd: while an injection is active).
+// (nabla-injectd: while an injection is active; nabla load: for the run).
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -48,6 +48,11 @@ class CpuLatencyRequest {
   FileDescriptor fd_;
   std::string error_;
 };
+
+// A limit as typed on a command line: "off" (nullopt) or whole µs in
+// 0..2000000000. Throws std::invalid_argument "expected 0..2000000000 or
+// 'off', got 'TEXT'" (the caller prefixes its flag).
+std::optional<int32_t> parse_cpu_latency_limit(const std::string& text);
 
 // The limit the kernel currently applies (the smallest of all held
 // requests; 2000 s when none), read from `path`; nullopt when unreadable.

@@ -9,6 +9,7 @@
 //              [--percentile 99 ...] [--ci-width 50us] [--confidence 0.95]
 //              [--max-duration 120s] [--sweep LO:HI:STEPS] [--db nabla.db] [--json]
 //              [--late-threshold 200us] [--spin 0] [--rt-priority P] [--seed N]
+//              [--cpus LIST] [--cpu-latency-us N|off]
 //
 // Flags are parsed by parse_load_options() without touching a socket, so
 // unit tests can call it; every bad value throws std::invalid_argument naming
@@ -60,6 +61,12 @@ struct LoadOptions {
   // CPUs of the load threads, e.g. "0" or "0,2-3": thread i runs on the i-th
   // listed CPU (round robin). Empty = unpinned.
   std::string cpus;
+  // PM QoS CPU latency limit held for the whole run, in whole µs, or "off"
+  // (default). 0 keeps idle CPUs polling: timer and network wake-ups of the
+  // load threads and of a server on this machine are not delayed by a
+  // halted CPU's exit (common/cpu_latency.hh). Needs root; when it cannot be
+  // held the run goes on and says so (stderr and "cpu_latency" in the JSON).
+  std::string cpu_latency_us = "off";
   // Inter-arrival distribution: exp (Poisson, default), fixed, uniform
   // (gaps uniform in [0, 2/rate]) or lognormal:SIGMA (sigma of log gap).
   std::string interarrival = "exp";
@@ -86,6 +93,7 @@ struct LoadPlan {
   bool sweep = false;
   // Everything but the rate (set per point).
   loadgen::ControllerConfig controller;
+  std::optional<int32_t> cpu_latency_us;
 };
 
 // "scheme://H:P[/path]"; throws std::invalid_argument naming --target.
