@@ -1,12 +1,14 @@
 // Injector benchmark, all figures measured in one run on one testbed (two
 // namespaces joined by a veth pair; traffic never leaves them):
 //   1. UDP throughput across the veth: no rule, through nabla-injectd at zero
-//      delay, and at 1 ms constant delay, as ratios of the no-rule baseline.
+//      delay, and at 1 ms constant delay, as ratios of the no-rule baseline;
+//      once with the rule on the sender's OUTPUT (direction out) and once on
+//      the receiver's INPUT (direction in).
 //   2. Accuracy with 1 ms delay at 10k and 50k packets/s: receiver-measured
 //      |actual - requested| median and p99, for nabla-injectd and for a naive
 //      reference delayer that sleeps in its packet callback.
 // Usage: injector_bench [--seconds S] [--spin-us N[,N...]] [--busy-poll-us N] [--throughput-rt P]
-//        [--accuracy-rt P]
+//        [--accuracy-rt P] [--throughput-dir out,in]
 //        [--pin 0|1]   (root)
 //        injector_bench --naive QUEUE DELAY_US   (internal: the naive delayer)
 #include <arpa/inet.h>
@@ -333,6 +335,70 @@ void accuracy_rows(InjectorTestbed& bed, const char* who, double seconds, int64_
   }
 }
 
+// Throughput rows for one rule placement. "out": the daemon runs on the
+// sending host and queues the sender's OUTPUT; the verdict then carries each
+// packet through the veth and the receiving host's whole stack inside the
+// daemon's sendmsg (the sender's CPU did all of that in the baseline). "in":
+// the daemon runs on the receiving host and queues its INPUT; the veth and
+// routing stay on the sender's CPU as in the baseline, and the verdict
+// carries only the local delivery. The three configurations are interleaved
+// in 0.5 s slices, round after round, and the ratio taken per round (median
+// over rounds), so a burst of load from elsewhere hits all three alike. The
+// daemon shares CPU 1 with the receiver.
+void throughput_rows(InjectorTestbed& bed, const std::string& dir, int rounds,
+                     const std::vector<std::string>& daemon_flags) {
+  const char* link = "udp 10.77.0.1 -> 10.77.0.2:9000";
+  bed.start_daemon(daemon_flags,
+                   dir == "in" ? InjectorTestbed::Host::kReceiver : InjectorTestbed::Host::kSender);
+  pin_process(bed.daemon_pid(), 1);
+  std::vector<double> zero_ratio;
+  std::vector<double> one_ratio;
+  Blast base;
+  Blast zero;
+  Blast one_ms;
+  nlohmann::json zero_stats;
+  nlohmann::json one_stats;
+  double zero_wakeups = 0;
+  double one_wakeups = 0;
+  auto start = [&](const char* delay) {
+    return bed
+        .call("inject.start",
+              {{"link", link}, {"direction", dir}, {"delay", delay}, {"lease_s", 600}})
+        .at("id");
+  };
+  for (int r = 0; r < rounds; ++r) {
+    base = blast(bed, 0.5);
+    auto id = start("0");
+    zero_wakeups = wakeups(bed, id);
+    zero = blast(bed, 0.5);
+    zero_stats = bed.call("inject.stats", {{"id", id}});
+    bed.call("inject.stop", {{"id", id}});
+    id = start("1ms");
+    one_wakeups = wakeups(bed, id);
+    one_ms = blast(bed, 0.5);
+    one_stats = bed.call("inject.stats", {{"id", id}});
+    bed.call("inject.stop", {{"id", id}});
+    zero_ratio.push_back(zero.received_pps / base.received_pps);
+    one_ratio.push_back(one_ms.received_pps / base.received_pps);
+  }
+  bed.stop_daemon();
+  std::sort(zero_ratio.begin(), zero_ratio.end());
+  std::sort(one_ratio.begin(), one_ratio.end());
+  std::printf(" direction %s (daemon on the %s host), last round:\n", dir.c_str(),
+              dir == "in" ? "receiving" : "sending");
+  print_blast("no rule", base, base.received_pps, "      ");
+  print_blast("nabla, 0 delay", zero, base.received_pps, "      ");
+  print_profile(zero_stats, zero_wakeups);
+  print_blast("nabla, 1 ms", one_ms, base.received_pps, "      ");
+  print_profile(one_stats, one_wakeups);
+  std::printf(
+      "  ratio nabla %-3s 0 delay / no rule: median %.2f (min %.2f max %.2f; target >= 0.90)\n",
+      dir.c_str(), zero_ratio[zero_ratio.size() / 2], zero_ratio.front(), zero_ratio.back());
+  std::printf(
+      "  ratio nabla %-3s 1 ms / no rule:    median %.2f (min %.2f max %.2f; target >= 0.85)\n",
+      dir.c_str(), one_ratio[one_ratio.size() / 2], one_ratio.front(), one_ratio.back());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -344,6 +410,7 @@ int main(int argc, char** argv) {
   int throughput_rt = 0;  // the throughput daemon's --rt-priority
   int accuracy_rt = 10;   // the accuracy daemons' --rt-priority (the testbed default)
   int busy_poll_us = 0;
+  std::vector<std::string> throughput_dirs = {"out", "in"};
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--seconds") seconds = std::stod(argv[i + 1]);
@@ -356,6 +423,11 @@ int main(int argc, char** argv) {
     if (flag == "--busy-poll-us") busy_poll_us = std::stoi(argv[i + 1]);
     if (flag == "--throughput-rt") throughput_rt = std::stoi(argv[i + 1]);
     if (flag == "--accuracy-rt") accuracy_rt = std::stoi(argv[i + 1]);
+    if (flag == "--throughput-dir") {  // out, in, or a comma list
+      throughput_dirs.clear();
+      std::stringstream list(argv[i + 1]);
+      for (std::string item; std::getline(list, item, ',');) throughput_dirs.push_back(item);
+    }
   }
   if (::geteuid() != 0) {
     std::fprintf(stderr, "injector_bench: needs root (namespaces, NFQUEUE)\n");
@@ -376,61 +448,21 @@ int main(int argc, char** argv) {
               : cpu_latency->held()
                   ? "0 us held by the bench for every row (NABLA_BENCH_QOS_ALL; flatters ratios)"
                   : ("NABLA_BENCH_QOS_ALL: not held: " + cpu_latency->error()).c_str());
-  const char* link = "udp 10.77.0.1 -> 10.77.0.2:9000";
   InjectorTestbed bed;
   // The throughput daemon runs as the daemon does by default: normal
   // scheduling. Under SCHED_FIFO (--throughput-rt P) it takes all of CPU 1
   // once the sender outruns it, starving the receiver that shares the core:
   // measured 0.25 of the baseline on a quiet VM, with receive-side drops.
-  bed.start_daemon({"--cpu-latency-us", "0", "--busy-poll-us", std::to_string(busy_poll_us),
-                    "--rt-priority", std::to_string(throughput_rt)});
-  pin_process(bed.daemon_pid(), 1);
-
-  // Throughput: the three configurations interleaved in short slices, round
-  // after round, and the ratio taken per round (median over rounds), so a
-  // burst of load from elsewhere hits all three alike.
   const int rounds = std::max(5, static_cast<int>(std::lround(seconds * 4)));
-  const double slice = 0.5;
   std::printf(
-      "throughput (one sender thread, 64-byte UDP, %d rounds of %.1f s per configuration; "
+      "throughput (one sender thread, 64-byte UDP, %d rounds of 0.5 s per configuration; "
       "ratio of no rule, median over rounds; daemon --busy-poll-us %d --rt-priority %d)\n",
-      rounds, slice, busy_poll_us, throughput_rt);
-  std::vector<double> zero_ratio;
-  std::vector<double> one_ratio;
-  Blast base;
-  Blast zero;
-  Blast one_ms;
-  nlohmann::json zero_stats;
-  nlohmann::json one_stats;
-  double zero_wakeups = 0;
-  double one_wakeups = 0;
-  for (int r = 0; r < rounds; ++r) {
-    base = blast(bed, slice);
-    auto id = bed.call("inject.start", {{"link", link}, {"delay", "0"}, {"lease_s", 600}}).at("id");
-    zero_wakeups = wakeups(bed, id);
-    zero = blast(bed, slice);
-    zero_stats = bed.call("inject.stats", {{"id", id}});
-    bed.call("inject.stop", {{"id", id}});
-    id = bed.call("inject.start", {{"link", link}, {"delay", "1ms"}, {"lease_s", 600}}).at("id");
-    one_wakeups = wakeups(bed, id);
-    one_ms = blast(bed, slice);
-    one_stats = bed.call("inject.stats", {{"id", id}});
-    bed.call("inject.stop", {{"id", id}});
-    zero_ratio.push_back(zero.received_pps / base.received_pps);
-    one_ratio.push_back(one_ms.received_pps / base.received_pps);
+      rounds, busy_poll_us, throughput_rt);
+  for (const auto& dir : throughput_dirs) {
+    throughput_rows(bed, dir, rounds,
+                    {"--cpu-latency-us", "0", "--busy-poll-us", std::to_string(busy_poll_us),
+                     "--rt-priority", std::to_string(throughput_rt)});
   }
-  std::sort(zero_ratio.begin(), zero_ratio.end());
-  std::sort(one_ratio.begin(), one_ratio.end());
-  std::printf("  last round:\n");
-  print_blast("no rule", base, base.received_pps, "      ");
-  print_blast("nabla, 0 delay", zero, base.received_pps, "      ");
-  print_profile(zero_stats, zero_wakeups);
-  print_blast("nabla, 1 ms", one_ms, base.received_pps, "      ");
-  print_profile(one_stats, one_wakeups);
-  std::printf("  ratio nabla 0 delay / no rule: median %.2f (min %.2f max %.2f; target >= 0.90)\n",
-              zero_ratio[zero_ratio.size() / 2], zero_ratio.front(), zero_ratio.back());
-  std::printf("  ratio nabla 1 ms / no rule:    median %.2f (min %.2f max %.2f; target >= 0.85)\n",
-              one_ratio[one_ratio.size() / 2], one_ratio.front(), one_ratio.back());
 
   // The path itself (veth, both stacks) with no rule, same probes: its
   // median is subtracted from the injected runs' one-way delays.
@@ -440,7 +472,6 @@ int main(int argc, char** argv) {
       "accuracy, 1 ms constant delay, %.1f s per rate; error = one-way delay - 1 ms - path "
       "median (%.1f us, p99 %.1f us with no rule); targets: median <= 10 us, p99 <= 100 us\n",
       seconds, base_ns / 1e3, nabla::testing::delay_percentile(path, 0.99) / 1e3);
-  bed.stop_daemon();
   bed.start_daemon({"--cpu-latency-us", "0", "--rt-priority", std::to_string(accuracy_rt)});
   accuracy_rows(bed, "nabla, no spin", seconds, base_ns);
   bed.stop_daemon();

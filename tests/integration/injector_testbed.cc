@@ -72,7 +72,7 @@ InjectorTestbed::~InjectorTestbed() {
   std::remove(log_path_.c_str());
 }
 
-void InjectorTestbed::start_daemon(const std::vector<std::string>& extra_flags) {
+void InjectorTestbed::start_daemon(const std::vector<std::string>& extra_flags, Host host) {
   // --rt-priority 10 unless the caller gives its own: the packet loop must
   // not be the thing that is late on a loaded 2-core CI machine (the probe
   // threads run at a lower RT priority).
@@ -82,7 +82,8 @@ void InjectorTestbed::start_daemon(const std::vector<std::string>& extra_flags) 
     argv.insert(argv.end(), {"--rt-priority", "10"});
   }
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
-  daemon_ = std::make_unique<common::ChildProcess>(argv, snd_.get(), log_path_);
+  daemon_ns_ = host == Host::kSender ? snd_.get() : rcv_.get();
+  daemon_ = std::make_unique<common::ChildProcess>(argv, daemon_ns_, log_path_);
   const int64_t deadline = common::monotonic_ns() + 5'000'000'000;
   for (;;) {
     try {
@@ -122,8 +123,8 @@ std::string InjectorTestbed::daemon_log() const {
 nlohmann::json InjectorTestbed::call(const std::string& method, const nlohmann::json& params) {
   nlohmann::json result;
   std::exception_ptr error;
-  const common::FileDescriptor ns = snd_->open();
-  // The RPC client's socket must live in the sender namespace (the daemon
+  const common::FileDescriptor ns = (daemon_ns_ != nullptr ? daemon_ns_ : snd_.get())->open();
+  // The RPC client's socket must live in the daemon's namespace (the daemon
   // listens on its loopback): a helper thread enters it.
   std::thread helper([&] {
     try {
@@ -141,7 +142,7 @@ nlohmann::json InjectorTestbed::call(const std::string& method, const nlohmann::
 
 std::vector<std::string> InjectorTestbed::nabla_rules() {
   std::vector<std::string> out;
-  const auto r = snd_->run({"iptables-save"});
+  const auto r = (daemon_ns_ != nullptr ? daemon_ns_ : snd_.get())->run({"iptables-save"});
   std::istringstream lines(r.stdout_text);
   std::string line;
   while (std::getline(lines, line)) {

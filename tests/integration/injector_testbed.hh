@@ -32,9 +32,13 @@ class InjectorTestbed {
   common::NetNamespace& sender() { return *snd_; }
   common::NetNamespace& receiver() { return *rcv_; }
 
-  // Starts nabla-injectd inside the sender namespace and waits until it
+  // Which host the daemon runs on: the sender (links "out" of it, the
+  // default) or the receiver (links "in" to it).
+  enum class Host { kSender, kReceiver };
+
+  // Starts nabla-injectd inside the chosen namespace and waits until it
   // answers daemon.info (at most 5 s). Extra flags are appended.
-  void start_daemon(const std::vector<std::string>& extra_flags = {});
+  void start_daemon(const std::vector<std::string>& extra_flags = {}, Host host = Host::kSender);
   // SIGKILL, no cleanup: simulates a crash.
   void kill_daemon_hard();
   void stop_daemon();
@@ -47,7 +51,7 @@ class InjectorTestbed {
   // One JSON-RPC call to the daemon (throws common::RpcError on an error).
   nlohmann::json call(const std::string& method, const nlohmann::json& params);
 
-  // `iptables-save` lines in the sender namespace mentioning nabla.
+  // `iptables-save` lines in the daemon's namespace mentioning nabla.
   std::vector<std::string> nabla_rules();
 
  private:
@@ -55,6 +59,7 @@ class InjectorTestbed {
   std::unique_ptr<common::NetNamespace> rcv_;
   std::unique_ptr<common::VethPair> veth_;
   std::unique_ptr<common::ChildProcess> daemon_;
+  common::NetNamespace* daemon_ns_ = nullptr;  // snd_ or rcv_
   // Holds SO_TIMESTAMPNS on for the testbed's life: the kernel enables RX
   // stamps (a global static key) lazily, so probes would lose their first stamps.
   common::FileDescriptor stamp_keeper_;
