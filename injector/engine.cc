@@ -129,19 +129,19 @@ bool DelayEngine::with_slot(uint64_t slot_id,
 }
 
 void DelayEngine::on_packet(uint64_t slot_id, Slot& slot, const QueuedPacket& packet,
-                            int64_t now_ns) {
+                            int64_t arrival_ns, int64_t now_ns) {
   InjectionPipeline& pipeline = *slot.pipeline;
   PacketCounters& counters = pipeline.accounting().counters();
   ++counters.packets;
   counters.bytes += packet.original_length;
-  PacketPlan plan = pipeline.plan(now_ns, packet.payload, packet.original_length);
+  PacketPlan plan = pipeline.plan(arrival_ns, packet.payload, packet.original_length);
   if (plan.drop) {
     ++counters.dropped;
     slot.queue->verdict(packet.id, NfQueue::kDrop);
     return;
   }
   Held held;
-  held.arrival_ns = now_ns;
+  held.arrival_ns = arrival_ns;
   held.wave = plan.wave;
   const bool whole = packet.payload.size() == packet.original_length;
   if (plan.corrupt && whole) {
@@ -179,11 +179,11 @@ void DelayEngine::on_packet(uint64_t slot_id, Slot& slot, const QueuedPacket& pa
     // Due now: no wheel. Plain packets are accepted together at the end of
     // this receive pass (one batch verdict when nothing older is held).
     if (held.rewritten.empty() && held.copy.empty()) {
-      slot.immediate.push_back({packet.id, plan.wave, now_ns});
+      slot.immediate.push_back({packet.id, plan.wave, arrival_ns});
       return;
     }
     slot.queue->verdict(packet.id, NfQueue::kAccept, held.rewritten);
-    pipeline.accounting().record_delay(common::monotonic_ns() - now_ns, plan.wave);
+    pipeline.accounting().record_delay(common::monotonic_ns() - arrival_ns, plan.wave);
     if (!held.copy.empty()) send_duplicate(held.copy);
     return;
   }
@@ -200,9 +200,11 @@ void DelayEngine::on_readable(uint64_t slot_id, Slot& slot) {
   // delay left (release == now) must not overtake a held packet of its flow
   // whose deadline passed while we were busy.
   fire_timers(now_ns);
-  // Each packet's arrival is its receive call's stamp (never early).
+  // Each packet's delay counts from the kernel's stamp when it sent one
+  // (QueuedPacket::queued_ns), else from the receive call (never early).
   if (slot.queue->receive([&](const QueuedPacket& packet) {
-        on_packet(slot_id, slot, packet, packet.received_ns);
+        const int64_t arrival = packet.queued_ns != 0 ? packet.queued_ns : packet.received_ns;
+        on_packet(slot_id, slot, packet, arrival, packet.received_ns);
       }) > 0) {
     last_packet_ns_ = now_ns;
   }

@@ -1,6 +1,7 @@
 #include "nabla/injector/nfqueue.hh"
 
 #include <arpa/inet.h>
+#include <endian.h>
 #include <fcntl.h>
 #include <libmnl/libmnl.h>
 #include <libnetfilter_queue/libnetfilter_queue.h>
@@ -9,6 +10,8 @@
 #include <linux/netfilter/nfnetlink_queue.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -41,7 +44,14 @@ struct ParseContext {
   NfQueueCounters* counters;
   uint32_t* last_id;
   int64_t received_ns;
+  int64_t received_real_ns;
 };
+
+int64_t realtime_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
 
 int on_message(const nlmsghdr* nlh, void* data) {
   auto* ctx = static_cast<ParseContext*>(data);
@@ -57,6 +67,18 @@ int on_message(const nlmsghdr* nlh, void* data) {
   packet.id = ntohl(ph->packet_id);
   packet.hw_protocol = ntohs(ph->hw_protocol);
   packet.received_ns = ctx->received_ns;
+  if (attr[NFQA_TIMESTAMP] != nullptr &&
+      mnl_attr_get_payload_len(attr[NFQA_TIMESTAMP]) >= sizeof(nfqnl_msg_packet_timestamp)) {
+    nfqnl_msg_packet_timestamp ts{};
+    std::memcpy(&ts, mnl_attr_get_payload(attr[NFQA_TIMESTAMP]), sizeof ts);
+    const auto sec = static_cast<int64_t>(be64toh(ts.sec));
+    const auto usec = static_cast<int64_t>(be64toh(ts.usec));
+    if (sec >= 0 && sec < 4'000'000'000 && usec >= 0 && usec < 1'000'000) {
+      packet.queued_ns = queued_mono_ns(sec * 1'000'000'000 + usec * 1000, ctx->received_ns,
+                                        ctx->received_real_ns);
+    }
+    if (packet.queued_ns != 0) ++ctx->counters->kernel_stamped;
+  }
   if (attr[NFQA_PAYLOAD] != nullptr) {
     packet.payload = {static_cast<const uint8_t*>(mnl_attr_get_payload(attr[NFQA_PAYLOAD])),
                       mnl_attr_get_payload_len(attr[NFQA_PAYLOAD])};
@@ -82,6 +104,18 @@ int on_message(const nlmsghdr* nlh, void* data) {
 }
 
 }  // namespace
+
+int64_t queued_mono_ns(int64_t stamp_ns, int64_t received_mono_ns, int64_t received_real_ns,
+                       int64_t max_age_ns) {
+  if (stamp_ns <= 0) return 0;
+  // The stamp has µs resolution (truncated): up to 1 µs before the truth,
+  // never after it, so "not in the future" needs no slack.
+  const int64_t real_age = received_real_ns - stamp_ns;
+  if (real_age >= 0 && real_age <= max_age_ns) return received_mono_ns - real_age;
+  const int64_t mono_age = received_mono_ns - stamp_ns;
+  if (mono_age >= 0 && mono_age <= max_age_ns) return stamp_ns;
+  return 0;
+}
 
 KernelQueueCounters read_kernel_queue_counters(uint16_t queue_num) {
   KernelQueueCounters out;
@@ -128,6 +162,14 @@ NfQueue::NfQueue(const NfQueueConfig& config)
           nfq_nlmsg_cfg_put_qmaxlen(nlh, config_.queue_maxlen);
         },
         "queue maxlen");
+    // Receive timestamps on (a global switch, counted per socket): without
+    // them the kernel sends no NFQA_TIMESTAMP for locally sent packets.
+    // Failing is not fatal: delays then count from our receive call.
+    stamp_keeper_ = common::FileDescriptor(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    if (stamp_keeper_) {
+      int on = 1;
+      ::setsockopt(stamp_keeper_.get(), SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
+    }
     int one = 1;
     if (mnl_socket_setsockopt(socket_, NETLINK_NO_ENOBUFS, &one, sizeof one) < 0) {
       throw_errno("setsockopt(NETLINK_NO_ENOBUFS)");
@@ -208,7 +250,7 @@ void NfQueue::setup_receive_batch() {
 
 size_t NfQueue::receive(const std::function<void(const QueuedPacket&)>& on_packet,
                         size_t max_packets) {
-  ParseContext ctx{&on_packet, &counters_, &last_id_, 0};
+  ParseContext ctx{&on_packet, &counters_, &last_id_, 0, 0};
   const uint64_t before = counters_.received;
   size_t taken = 0;
   while (taken < max_packets) {
@@ -229,6 +271,7 @@ size_t NfQueue::receive(const std::function<void(const QueuedPacket&)>& on_packe
       break;  // EAGAIN: drained
     }
     ctx.received_ns = common::monotonic_ns();
+    ctx.received_real_ns = realtime_ns();
     for (int i = 0; i < n; ++i) {
       const mmsghdr& m = batch_headers_[static_cast<size_t>(i)];
       // Only the kernel (port 0) sends us packets; a truncated message

@@ -197,6 +197,9 @@ json InjectorService::stats(const json& params) {
     s["id_gaps"] = view.queue.id_gaps;
     s["batch_verdicts"] = view.queue.batch_verdicts_sent;
     s["verdicts"] = view.queue.verdicts_sent;
+    // Packets whose delay counted from the kernel's queue stamp rather than
+    // from our receive call (QueuedPacket::queued_ns).
+    s["kernel_stamped"] = view.queue.kernel_stamped;
     // Profiling: syscalls per packet and wake-ups of the (shared) loop.
     s["receive_calls"] = view.queue.receive_calls;
     s["verdict_sends"] = view.queue.sends;

@@ -314,23 +314,27 @@ void print_profile(const nlohmann::json& stats, double wakeups_before) {
 }
 
 // One accuracy row per rate for the running daemon, plus its own view.
-void accuracy_rows(InjectorTestbed& bed, const char* who, double seconds, int64_t base_ns) {
+// dir "in": the daemon runs on the receiving host.
+void accuracy_rows(InjectorTestbed& bed, const char* who, double seconds, int64_t base_ns,
+                   const char* dir = "out") {
   const char* link = "udp 10.77.0.1 -> 10.77.0.2:9000";
   for (double rate : {10'000.0, 50'000.0}) {
     const auto id =
-        bed.call("inject.start", {{"link", link}, {"delay", "1ms"}, {"lease_s", 600}}).at("id");
+        bed.call("inject.start",
+                 {{"link", link}, {"direction", dir}, {"delay", "1ms"}, {"lease_s", 600}})
+            .at("id");
     const double before = wakeups(bed, id);
     print_accuracy(who, rate, accuracy(bed, rate, seconds, 1'000'000, base_ns));
     const auto stats = bed.call("inject.stats", {{"id", id}});
     print_profile(stats, before);
     std::printf(
         "  %-20s %6.0f pps: daemon's actual delay p50 %.1f us mean %.1f us p99 %.1f us; %lld "
-        "batch verdicts for %lld packets; enobufs %lld\n",
+        "batch verdicts for %lld packets (%lld timed from the kernel's stamp); enobufs %lld\n",
         "", rate, stats.at("actual_delay_ns").at("p50").get<double>() / 1e3,
         stats.at("actual_delay_ns").at("mean").get<double>() / 1e3,
         stats.at("actual_delay_ns").at("p99").get<double>() / 1e3,
         stats.at("batch_verdicts").get<long long>(), stats.at("packets").get<long long>(),
-        stats.at("enobufs").get<long long>());
+        stats.at("kernel_stamped").get<long long>(), stats.at("enobufs").get<long long>());
     bed.call("inject.stop", {{"id", id}});
   }
 }
@@ -481,6 +485,19 @@ int main(int argc, char** argv) {
                       std::to_string(accuracy_rt)});
     const std::string who = "nabla, spin " + std::to_string(spin) + " us";
     accuracy_rows(bed, who.c_str(), seconds, base_ns);
+    bed.stop_daemon();
+  }
+  // The same rows with the daemon on the receiving host (direction in):
+  // there the kernel stamps each packet on arrival (NFQA_TIMESTAMP), and the
+  // delay counts from that stamp, so a late wake-up of the loop for an
+  // arrival does not add to it. Locally sent packets (direction out) carry
+  // no stamp; their delay counts from the daemon's receive call.
+  if (!spins.empty() && spins.front() > 0) {
+    bed.start_daemon({"--cpu-latency-us", "0", "--spin-us", std::to_string(spins.front()),
+                      "--rt-priority", std::to_string(accuracy_rt)},
+                     InjectorTestbed::Host::kReceiver);
+    const std::string who = "nabla in, spin " + std::to_string(spins.front()) + " us";
+    accuracy_rows(bed, who.c_str(), seconds, base_ns, "in");
     bed.stop_daemon();
   }
   if (busy_poll_us > 0) {

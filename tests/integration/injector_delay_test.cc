@@ -92,6 +92,45 @@ TEST(InjectorDelay, Constant20msOnUdpIsAccurateAndOnlyOnTheLink) {
     EXPECT_EQ(line.find("nabla:"), std::string::npos) << line;
 }
 
+// Direction in: the daemon on the receiving host queues its INPUT. The
+// kernel stamps each datagram when it enters that host (NFQA_TIMESTAMP), and
+// the delay counts from that stamp, so the daemon's own wait for the packet
+// is inside the 20 ms, not on top of it. The probes time delivery after
+// recvmsg here (the kernel's receive stamp precedes the delaying hook), so
+// the bound includes the receiving thread's wake-up.
+TEST(InjectorDelay, InboundDelayCountsFromTheKernelsArrivalStamp) {
+  NABLA_REQUIRE_ROOT_OR_SKIP();
+  InjectorTestbed bed;
+  bed.start_daemon({}, InjectorTestbed::Host::kReceiver);
+  bed.set_probe_receive_call_stamps(true);
+  const auto started = bed.call("inject.start", {{"link", "udp 10.77.0.1 -> 10.77.0.2:9000"},
+                                                 {"direction", "in"},
+                                                 {"delay", "20ms"},
+                                                 {"lease_s", 30}});
+  const std::string id = started.at("id");
+  CpuSteal steal;
+  const auto probes = run_udp_probes(bed, 9000, 500, 500.0);
+  const bool calm = steal.calm();
+  std::printf("machine %s\n", steal.describe().c_str());
+  const auto stats = bed.call("inject.stats", {{"id", id}});
+  bed.call("inject.stop", {{"id", id}});
+  EXPECT_LE(lost(probes), 1u);
+  const int64_t p50 = delay_percentile(probes, 0.5);
+  EXPECT_GE(p50, 20 * kMs);  // never early: the stamp is at or after the send
+  EXPECT_LE(p50, 20 * kMs + kMs / 2 + (calm ? 0 : 2 * kMs));
+  // Every packet carried the stamp and was timed from it.
+  EXPECT_GE(stats.at("packets").get<uint64_t>(), 499u);
+  EXPECT_EQ(stats.at("kernel_stamped"), stats.at("packets"));
+  // The daemon's actual delay starts at the stamp: its median is the
+  // requested 20 ms plus release lateness, well under the receiver's.
+  const double daemon_p50 = stats.at("actual_delay_ns").at("p50").get<double>();
+  EXPECT_GE(daemon_p50, 20.0 * kMs);
+  EXPECT_LE(daemon_p50, static_cast<double>(p50));
+  std::printf("receiver p50 %.3f ms p99 %.3f ms; daemon p50 %.3f ms p99 %.3f ms\n", p50 / 1e6,
+              delay_percentile(probes, 0.99) / 1e6, daemon_p50 / 1e6,
+              stats.at("actual_delay_ns").at("p99").get<double>() / 1e6);
+}
+
 // Median and p99 of |one-way delay - requested| over received probes.
 std::pair<int64_t, int64_t> error_quantiles(const std::vector<ProbeResult>& probes,
                                             int64_t requested_ns) {

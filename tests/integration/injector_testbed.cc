@@ -192,7 +192,9 @@ std::vector<ProbeResult> run_udp_probes(InjectorTestbed& bed, ProbeFamily family
   // receiving thread woke up. The sender stamps both clocks; a datagram that
   // comes without a kernel stamp falls back to the monotonic pair.
   const int on = 1;
-  ::setsockopt(rx.get(), SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
+  if (!bed.probe_receive_call_stamps()) {
+    ::setsockopt(rx.get(), SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
+  }
   std::thread receiver([&] {
     // Real-time priority so that the measuring thread is not the thing that
     // is late on a loaded 2-core machine.

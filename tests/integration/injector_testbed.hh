@@ -51,6 +51,13 @@ class InjectorTestbed {
   // One JSON-RPC call to the daemon (throws common::RpcError on an error).
   nlohmann::json call(const std::string& method, const nlohmann::json& params);
 
+  // Probes time delivery by the receiving thread's clock after recvmsg
+  // instead of the kernel's receive stamp. Needed for a daemon on the
+  // receiving host: the kernel stamps a datagram when it enters that host's
+  // stack, before the INPUT hook that delays it.
+  void set_probe_receive_call_stamps(bool on) { probe_receive_call_stamps_ = on; }
+  bool probe_receive_call_stamps() const { return probe_receive_call_stamps_; }
+
   // `iptables-save` lines in the daemon's namespace mentioning nabla.
   std::vector<std::string> nabla_rules();
 
@@ -60,6 +67,7 @@ class InjectorTestbed {
   std::unique_ptr<common::VethPair> veth_;
   std::unique_ptr<common::ChildProcess> daemon_;
   common::NetNamespace* daemon_ns_ = nullptr;  // snd_ or rcv_
+  bool probe_receive_call_stamps_ = false;
   // Holds SO_TIMESTAMPNS on for the testbed's life: the kernel enables RX
   // stamps (a global static key) lazily, so probes would lose their first stamps.
   common::FileDescriptor stamp_keeper_;

@@ -122,7 +122,10 @@ class DelayEngine {
 
   void run();
   void on_readable(uint64_t slot_id, Slot& slot);
-  void on_packet(uint64_t slot_id, Slot& slot, const QueuedPacket& packet, int64_t now_ns);
+  // arrival_ns: when the packet was queued (the kernel's stamp) or, without
+  // one, received; the delay counts from it. now_ns: the receive call.
+  void on_packet(uint64_t slot_id, Slot& slot, const QueuedPacket& packet, int64_t arrival_ns,
+                 int64_t now_ns);
   size_t fire_timers(int64_t now_ns);  // returns how many timers fired
   void release_marked(Slot& slot);     // sends verdicts for slot.releasing
   void release_immediate(Slot& slot);

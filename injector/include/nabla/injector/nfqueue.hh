@@ -24,6 +24,8 @@
 #include <span>
 #include <vector>
 
+#include "nabla/common/fd.hh"
+
 struct mnl_socket;
 
 namespace nabla::injector {
@@ -48,7 +50,24 @@ struct QueuedPacket {
   // releases early (a stamp taken before the receive call would be earlier
   // than a packet that arrived while the loop was busy).
   int64_t received_ns = 0;
+  // CLOCK_MONOTONIC when the packet entered the stack or the queue, from the
+  // kernel's NFQA_TIMESTAMP (µs resolution), or 0 when the kernel sent none
+  // or an implausible one (see queued_mono_ns). The delay is counted from
+  // here when set, so a loop that wakes late for an arrival still releases
+  // it on time: the wait between the kernel and us is part of the delay,
+  // not added to it.
+  int64_t queued_ns = 0;
 };
+
+// The monotonic time of a kernel stamp (NFQA_TIMESTAMP, sec + usec).
+// skb->tstamp is CLOCK_REALTIME for a received or stamped-at-enqueue packet
+// and CLOCK_MONOTONIC for a TCP/EDT-paced one; the stamp is taken as
+// whichever clock puts it within `max_age_ns` before the receive
+// (received_mono_ns and received_real_ns read together right after the
+// receive call). Returns 0 for anything else: a future stamp (a clock step),
+// a stale one, or none.
+int64_t queued_mono_ns(int64_t stamp_ns, int64_t received_mono_ns, int64_t received_real_ns,
+                       int64_t max_age_ns = 1'000'000'000);
 
 struct NfQueueCounters {
   uint64_t received = 0;
@@ -58,8 +77,9 @@ struct NfQueueCounters {
   uint64_t verdicts_sent = 0;  // individual verdict messages
   uint64_t batch_verdicts_sent = 0;
   uint64_t send_errors = 0;
-  uint64_t receive_calls = 0;  // recv syscalls (profiling: syscalls per packet)
-  uint64_t sends = 0;          // sendto syscalls carrying verdicts
+  uint64_t receive_calls = 0;   // recv syscalls (profiling: syscalls per packet)
+  uint64_t kernel_stamped = 0;  // packets whose delay counts from the kernel's stamp
+  uint64_t sends = 0;           // sendto syscalls carrying verdicts
   // Time inside those sendtos: the kernel re-injects the accepted packets
   // within the call (for a veth, up to the receiving socket), so this is
   // what a verdict costs the loop, and part of every reported actual delay.
@@ -116,6 +136,10 @@ class NfQueue {
 
   NfQueueConfig config_;
   mnl_socket* socket_ = nullptr;
+  // A datagram socket with SO_TIMESTAMPNS on, kept for the queue's life:
+  // the kernel stamps packets (and so fills NFQA_TIMESTAMP) only while some
+  // socket asks for receive timestamps.
+  common::FileDescriptor stamp_keeper_;
   unsigned int portid_ = 0;
   void setup_receive_batch();
 

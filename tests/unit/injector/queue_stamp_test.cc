@@ -1,0 +1,38 @@
+// queued_mono_ns: the kernel's NFQA_TIMESTAMP, in either clock, onto
+// CLOCK_MONOTONIC, and the stamps that must be refused.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "nabla/injector/nfqueue.hh"
+
+namespace nabla::injector {
+namespace {
+
+constexpr int64_t kMono = 5'000'000'000'000;          // ~83 min of uptime
+constexpr int64_t kReal = 1'795'000'000'000'000'000;  // 2026, wall clock
+constexpr int64_t kUs = 1000;
+
+TEST(QueueStamp, ARealtimeStampMovesByItsAgeOntoTheMonotonicClock) {
+  // Stamped 37 us before the receive call.
+  EXPECT_EQ(queued_mono_ns(kReal - 37 * kUs, kMono, kReal), kMono - 37 * kUs);
+  // Stamped in the same microsecond.
+  EXPECT_EQ(queued_mono_ns(kReal, kMono, kReal), kMono);
+}
+
+TEST(QueueStamp, AMonotonicStampIsTakenAsItIs) {
+  // TCP's departure time (EDT) is CLOCK_MONOTONIC.
+  EXPECT_EQ(queued_mono_ns(kMono - 120 * kUs, kMono, kReal), kMono - 120 * kUs);
+}
+
+TEST(QueueStamp, FutureStaleAndMissingStampsAreRefused) {
+  EXPECT_EQ(queued_mono_ns(0, kMono, kReal), 0);
+  EXPECT_EQ(queued_mono_ns(kReal + kUs, kMono, kReal), 0);            // a clock step backwards
+  EXPECT_EQ(queued_mono_ns(kMono + kUs, kMono, kReal), 0);            // an EDT still in the future
+  EXPECT_EQ(queued_mono_ns(kReal - 2'000'000'000, kMono, kReal), 0);  // older than 1 s
+  EXPECT_EQ(queued_mono_ns(kReal - 2 * kUs, kMono, kReal, kUs), 0);   // older than max_age
+  EXPECT_EQ(queued_mono_ns(12345, kMono, kReal), 0);                  // neither clock
+}
+
+}  // namespace
+}  // namespace nabla::injector
