@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -51,6 +52,27 @@ int64_t realtime_ns() {
   timespec ts{};
   ::clock_gettime(CLOCK_REALTIME, &ts);
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+// CLOCK_MONOTONIC and CLOCK_REALTIME "at the same instant", for moving a
+// kernel stamp from one clock to the other. The realtime read sits between
+// two monotonic reads; a VM exit or interrupt between them (tens of µs
+// here) would shift every converted stamp, so a wide pair is read again
+// (up to 3 times, keeping the tightest). mono is the later monotonic read:
+// a stamp converted with it can come out late by the pair's width, never
+// early, so no packet is released before its delay.
+void read_clock_pair(int64_t& mono, int64_t& real) {
+  int64_t best_width = INT64_MAX;
+  for (int attempt = 0; attempt < 3 && best_width > 1000; ++attempt) {
+    const int64_t before = common::monotonic_ns();
+    const int64_t r = realtime_ns();
+    const int64_t after = common::monotonic_ns();
+    if (after - before < best_width) {
+      best_width = after - before;
+      mono = after;
+      real = r;
+    }
+  }
 }
 
 int on_message(const nlmsghdr* nlh, void* data) {
@@ -270,8 +292,7 @@ size_t NfQueue::receive(const std::function<void(const QueuedPacket&)>& on_packe
       if (errno == EINTR) continue;
       break;  // EAGAIN: drained
     }
-    ctx.received_ns = common::monotonic_ns();
-    ctx.received_real_ns = realtime_ns();
+    read_clock_pair(ctx.received_ns, ctx.received_real_ns);
     for (int i = 0; i < n; ++i) {
       const mmsghdr& m = batch_headers_[static_cast<size_t>(i)];
       // Only the kernel (port 0) sends us packets; a truncated message

@@ -491,14 +491,24 @@ int main(int argc, char** argv) {
   // there the kernel stamps each packet on arrival (NFQA_TIMESTAMP), and the
   // delay counts from that stamp, so a late wake-up of the loop for an
   // arrival does not add to it. Locally sent packets (direction out) carry
-  // no stamp; their delay counts from the daemon's receive call.
+  // no stamp; their delay counts from the daemon's receive call. The
+  // receiver's kernel stamp comes before INPUT, so these probes are timed
+  // after recvmsg, and their path median is measured the same way.
   if (!spins.empty() && spins.front() > 0) {
+    bed.set_probe_receive_call_stamps(true);
+    const auto user_path = nabla::testing::run_udp_probes(bed, 9000, 10'000, 10'000.0);
+    const int64_t user_base_ns = nabla::testing::delay_percentile(user_path, 0.5);
+    std::printf(
+        "  direction in (daemon on the receiving host), probes timed after recvmsg: path median "
+        "%.1f us, p99 %.1f us with no rule\n",
+        user_base_ns / 1e3, nabla::testing::delay_percentile(user_path, 0.99) / 1e3);
     bed.start_daemon({"--cpu-latency-us", "0", "--spin-us", std::to_string(spins.front()),
                       "--rt-priority", std::to_string(accuracy_rt)},
                      InjectorTestbed::Host::kReceiver);
     const std::string who = "nabla in, spin " + std::to_string(spins.front()) + " us";
-    accuracy_rows(bed, who.c_str(), seconds, base_ns, "in");
+    accuracy_rows(bed, who.c_str(), seconds, user_base_ns, "in");
     bed.stop_daemon();
+    bed.set_probe_receive_call_stamps(false);
   }
   if (busy_poll_us > 0) {
     const int spin_us = spins.empty() ? 0 : spins.front();
