@@ -146,13 +146,39 @@ uint64_t receive_side_drops(InjectorTestbed& bed) {
   return drops;
 }
 
+// Rescheduling and function-call IPIs received, summed over CPUs
+// (/proc/interrupts RES + CAL): each is a cross-CPU wake-up, and on a VM
+// an exit on the sending vCPU.
+uint64_t wakeup_ipis() {
+  std::FILE* f = std::fopen("/proc/interrupts", "r");
+  if (f == nullptr) return 0;
+  uint64_t total = 0;
+  char line[1024];
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    const char* p = line;
+    while (*p == ' ') ++p;
+    if (std::strncmp(p, "RES:", 4) != 0 && std::strncmp(p, "CAL:", 4) != 0) continue;
+    p += 4;
+    char* end = nullptr;
+    for (;;) {
+      const unsigned long long v = std::strtoull(p, &end, 10);
+      if (end == p) break;
+      total += v;
+      p = end;
+    }
+  }
+  std::fclose(f);
+  return total;
+}
+
 struct Blast {
   double sent_pps = 0;
   double received_pps = 0;
   double sender_cpu = 0;  // CPU seconds per wall second of each party
   double receiver_cpu = 0;
   double daemon_cpu = 0;
-  uint64_t dropped = 0;  // by the receiving host (socket buffer, backlog)
+  uint64_t dropped = 0;        // by the receiving host (socket buffer, backlog)
+  double ipis_per_packet = 0;  // cross-CPU wake-ups (wakeup_ipis) per delivered packet
 };
 
 // Sends 64-byte datagrams as fast as one thread can for `seconds`; the
@@ -205,6 +231,7 @@ Blast blast(InjectorTestbed& bed, double seconds) {
   ::sched_getaffinity(0, sizeof all, &all);
   pin(0, 0);
   const uint64_t drops0 = receive_side_drops(bed);
+  const uint64_t ipis0 = wakeup_ipis();
   const int64_t daemon_cpu0 = process_cpu_ns(bed.daemon_pid());
   const int64_t cpu0 = thread_cpu_ns();
   const int64_t begin = nabla::common::monotonic_ns();
@@ -219,6 +246,7 @@ Blast blast(InjectorTestbed& bed, double seconds) {
     }
   }
   const int64_t sent_end = nabla::common::monotonic_ns();
+  const uint64_t ipis = wakeup_ipis() - ipis0;
   const int64_t sender_cpu = thread_cpu_ns() - cpu0;
   set_nice(0);
   ::sched_setaffinity(0, sizeof all, &all);  // the later phases run unpinned
@@ -232,6 +260,8 @@ Blast blast(InjectorTestbed& bed, double seconds) {
   const double span = static_cast<double>(std::max<int64_t>(last_ns, sent_end) - begin) / 1e9;
   Blast out;
   out.dropped = receive_side_drops(bed) - drops0;
+  out.ipis_per_packet =
+      static_cast<double>(ipis) / std::max<double>(1.0, static_cast<double>(received));
   out.sent_pps = static_cast<double>(sent) / (wall / 1e9);
   out.received_pps = span > 0 ? static_cast<double>(received) / span : 0.0;
   out.sender_cpu = static_cast<double>(sender_cpu) / wall;
@@ -243,9 +273,9 @@ Blast blast(InjectorTestbed& bed, double seconds) {
 void print_blast(const char* who, const Blast& b, double base, const char* target) {
   std::printf(
       "  %-18s %8.0f pps  %.2f%s   (sent %8.0f pps; CPU s/s: sender %.2f receiver %.2f"
-      " daemon %.2f; receive-side drops %llu)\n",
+      " daemon %.2f; IPIs per packet %.3f; receive-side drops %llu)\n",
       who, b.received_pps, b.received_pps / base, target, b.sent_pps, b.sender_cpu, b.receiver_cpu,
-      b.daemon_cpu, static_cast<unsigned long long>(b.dropped));
+      b.daemon_cpu, b.ipis_per_packet, static_cast<unsigned long long>(b.dropped));
 }
 
 struct Accuracy {
