@@ -67,8 +67,8 @@ TEST(InjectorWave, SquareWavePeriodAndAmplitudeAreVisibleAtTheReceiver) {
     bins.emplace_back(probes[i].send_ns, median);
     (median > 5 * kMs / 2 ? high : low).push_back(median);
   }
-  // Debounced: the state flips only when 5 consecutive bins (50 ms) agree, so
-  // a short stall of the loaded machine cannot fake an edge; a half is 500 ms.
+  // Debounced over 50 ms (below), so a short stall of the loaded machine
+  // cannot fake an edge; a half is 500 ms.
   // The wave starts high at inject.start, some ms before the first probe, so
   // the probes begin inside a high half: that start is not an edge (taking it
   // for one made the first period look 10-20 ms short).
@@ -77,12 +77,17 @@ TEST(InjectorWave, SquareWavePeriodAndAmplitudeAreVisibleAtTheReceiver) {
   EXPECT_TRUE(state_high) << "the square wave starts high";
   std::vector<int64_t> rising_edges;
   std::vector<int64_t> falling_edges;
+  // Four of five bins (40 of 50 ms) must be in the new state, and the edge
+  // is the first of them: with all five required, one stalled bin within
+  // 50 ms after an edge moved the edge past it (seen once on a calm
+  // machine: a falling edge 51 ms late), while 40 ms of the other state is
+  // still far more than a stall fakes.
+  auto differs = [&](size_t j) { return (bins[j].second > 5 * kMs / 2) != state_high; };
   for (size_t i = 0; i + 5 <= bins.size(); ++i) {
-    bool all_differ = true;
-    for (size_t j = i; j < i + 5; ++j) {
-      all_differ = all_differ && ((bins[j].second > 5 * kMs / 2) != state_high);
-    }
-    if (!all_differ) continue;
+    if (!differs(i)) continue;
+    size_t agreeing = 0;
+    for (size_t j = i; j < i + 5; ++j) agreeing += differs(j) ? 1 : 0;
+    if (agreeing < 4) continue;
     state_high = !state_high;
     (state_high ? rising_edges : falling_edges).push_back(bins[i].first);
   }
