@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <system_error>
 
@@ -130,12 +131,17 @@ int on_message(const nlmsghdr* nlh, void* data) {
 int64_t queued_mono_ns(int64_t stamp_ns, int64_t received_mono_ns, int64_t received_real_ns,
                        int64_t max_age_ns) {
   if (stamp_ns <= 0) return 0;
-  // The stamp has µs resolution (truncated): up to 1 µs before the truth,
-  // never after it, so "not in the future" needs no slack.
-  const int64_t real_age = received_real_ns - stamp_ns;
-  if (real_age >= 0 && real_age <= max_age_ns) return received_mono_ns - real_age;
-  const int64_t mono_age = received_mono_ns - stamp_ns;
-  if (mono_age >= 0 && mono_age <= max_age_ns) return stamp_ns;
+  // µs resolution, truncated: the truth lies in [stamp, stamp + 1 µs). The
+  // latest end is taken, so a delay counted from it never ends early; a
+  // stamp within that last µs of the receive counts as "now".
+  const int64_t latest = stamp_ns + 999;
+  auto age_if_plausible = [&](int64_t received) -> std::optional<int64_t> {
+    const int64_t age = received - latest;
+    if (age < -999 || age > max_age_ns) return std::nullopt;
+    return std::max<int64_t>(age, 0);
+  };
+  if (const auto age = age_if_plausible(received_real_ns)) return received_mono_ns - *age;
+  if (const auto age = age_if_plausible(received_mono_ns)) return received_mono_ns - *age;
   return 0;
 }
 
@@ -185,7 +191,7 @@ NfQueue::NfQueue(const NfQueueConfig& config)
         },
         "queue maxlen");
     // Receive timestamps on (a global switch, counted per socket): without
-    // them the kernel sends no NFQA_TIMESTAMP for locally sent packets.
+    // them the kernel stamps no received packet and sends no NFQA_TIMESTAMP.
     // Failing is not fatal: delays then count from our receive call.
     stamp_keeper_ = common::FileDescriptor(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
     if (stamp_keeper_) {

@@ -13,16 +13,19 @@ constexpr int64_t kMono = 5'000'000'000'000;          // ~83 min of uptime
 constexpr int64_t kReal = 1'795'000'000'000'000'000;  // 2026, wall clock
 constexpr int64_t kUs = 1000;
 
+// The stamp is truncated to the µs; the end of that µs is taken (999 ns
+// later), so a delay counted from it can never end early.
 TEST(QueueStamp, ARealtimeStampMovesByItsAgeOntoTheMonotonicClock) {
-  // Stamped 37 us before the receive call.
-  EXPECT_EQ(queued_mono_ns(kReal - 37 * kUs, kMono, kReal), kMono - 37 * kUs);
-  // Stamped in the same microsecond.
+  // Stamped in the µs that began 37 us before the receive call.
+  EXPECT_EQ(queued_mono_ns(kReal - 37 * kUs, kMono, kReal), kMono - 37 * kUs + 999);
+  // Stamped in the receive call's own µs (its end lies in the future): now.
   EXPECT_EQ(queued_mono_ns(kReal, kMono, kReal), kMono);
+  EXPECT_EQ(queued_mono_ns(kReal - 500, kMono, kReal), kMono);
 }
 
 TEST(QueueStamp, AMonotonicStampIsTakenAsItIs) {
   // TCP's departure time (EDT) is CLOCK_MONOTONIC.
-  EXPECT_EQ(queued_mono_ns(kMono - 120 * kUs, kMono, kReal), kMono - 120 * kUs);
+  EXPECT_EQ(queued_mono_ns(kMono - 120 * kUs, kMono, kReal), kMono - 120 * kUs + 999);
 }
 
 TEST(QueueStamp, FutureStaleAndMissingStampsAreRefused) {
@@ -30,7 +33,7 @@ TEST(QueueStamp, FutureStaleAndMissingStampsAreRefused) {
   EXPECT_EQ(queued_mono_ns(kReal + kUs, kMono, kReal), 0);            // a clock step backwards
   EXPECT_EQ(queued_mono_ns(kMono + kUs, kMono, kReal), 0);            // an EDT still in the future
   EXPECT_EQ(queued_mono_ns(kReal - 2'000'000'000, kMono, kReal), 0);  // older than 1 s
-  EXPECT_EQ(queued_mono_ns(kReal - 2 * kUs, kMono, kReal, kUs), 0);   // older than max_age
+  EXPECT_EQ(queued_mono_ns(kReal - 3 * kUs, kMono, kReal, kUs), 0);   // older than max_age
   EXPECT_EQ(queued_mono_ns(12345, kMono, kReal), 0);                  // neither clock
 }
 

@@ -59,13 +59,13 @@ struct QueuedPacket {
   int64_t queued_ns = 0;
 };
 
-// The monotonic time of a kernel stamp (NFQA_TIMESTAMP, sec + usec).
-// skb->tstamp is CLOCK_REALTIME for a received or stamped-at-enqueue packet
-// and CLOCK_MONOTONIC for a TCP/EDT-paced one; the stamp is taken as
-// whichever clock puts it within `max_age_ns` before the receive
-// (received_mono_ns and received_real_ns read together right after the
-// receive call). Returns 0 for anything else: a future stamp (a clock step),
-// a stale one, or none.
+// The monotonic time of a kernel stamp (NFQA_TIMESTAMP, sec + usec, so
+// truncated to the µs: the end of that µs is used, never early).
+// skb->tstamp is CLOCK_REALTIME for a received packet and CLOCK_MONOTONIC
+// for a TCP/EDT-paced one; the stamp is taken as whichever clock puts it
+// within `max_age_ns` before the receive (received_mono_ns and
+// received_real_ns read together right after the receive call). Returns 0
+// for anything else: a future stamp (a clock step), a stale one, or none.
 int64_t queued_mono_ns(int64_t stamp_ns, int64_t received_mono_ns, int64_t received_real_ns,
                        int64_t max_age_ns = 1'000'000'000);
 
