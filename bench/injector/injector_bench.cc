@@ -433,6 +433,13 @@ void throughput_rows(InjectorTestbed& bed, const std::string& dir, int rounds,
       dir.c_str(), one_ratio[one_ratio.size() / 2], one_ratio.front(), one_ratio.back());
 }
 
+std::vector<std::string> comma_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream list(text);
+  for (std::string item; std::getline(list, item, ',');) items.push_back(item);
+  return items;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -450,18 +457,13 @@ int main(int argc, char** argv) {
     if (flag == "--seconds") seconds = std::stod(argv[i + 1]);
     if (flag == "--spin-us") {  // one value or a comma list: one accuracy row set each
       spins.clear();
-      std::stringstream list(argv[i + 1]);
-      for (std::string item; std::getline(list, item, ',');) spins.push_back(std::stoi(item));
+      for (const auto& item : comma_list(argv[i + 1])) spins.push_back(std::stoi(item));
     }
     if (flag == "--pin") g_pin = std::stoi(argv[i + 1]);
     if (flag == "--busy-poll-us") busy_poll_us = std::stoi(argv[i + 1]);
     if (flag == "--throughput-rt") throughput_rt = std::stoi(argv[i + 1]);
     if (flag == "--accuracy-rt") accuracy_rt = std::stoi(argv[i + 1]);
-    if (flag == "--throughput-dir") {  // out, in, or a comma list
-      throughput_dirs.clear();
-      std::stringstream list(argv[i + 1]);
-      for (std::string item; std::getline(list, item, ',');) throughput_dirs.push_back(item);
-    }
+    if (flag == "--throughput-dir") throughput_dirs = comma_list(argv[i + 1]);  // out, in or both
   }
   if (::geteuid() != 0) {
     std::fprintf(stderr, "injector_bench: needs root (namespaces, NFQUEUE)\n");

@@ -47,6 +47,7 @@ InjectorTestbed::InjectorTestbed() {
   // Namespaces of earlier runs that were killed (creator pid gone).
   common::sweep_stale_namespaces();
   snd_ = std::make_unique<common::NetNamespace>("snd");
+  daemon_ns_ = snd_.get();
   rcv_ = std::make_unique<common::NetNamespace>("rcv");
   veth_ = std::make_unique<common::VethPair>(*snd_, "nb-snd0", *rcv_, "nb-rcv0");
   snd_->add_address("nb-snd0", std::string(kSenderIp) + "/24");
@@ -123,7 +124,7 @@ std::string InjectorTestbed::daemon_log() const {
 nlohmann::json InjectorTestbed::call(const std::string& method, const nlohmann::json& params) {
   nlohmann::json result;
   std::exception_ptr error;
-  const common::FileDescriptor ns = (daemon_ns_ != nullptr ? daemon_ns_ : snd_.get())->open();
+  const common::FileDescriptor ns = daemon_ns_->open();
   // The RPC client's socket must live in the daemon's namespace (the daemon
   // listens on its loopback): a helper thread enters it.
   std::thread helper([&] {
@@ -142,7 +143,7 @@ nlohmann::json InjectorTestbed::call(const std::string& method, const nlohmann::
 
 std::vector<std::string> InjectorTestbed::nabla_rules() {
   std::vector<std::string> out;
-  const auto r = (daemon_ns_ != nullptr ? daemon_ns_ : snd_.get())->run({"iptables-save"});
+  const auto r = daemon_ns_->run({"iptables-save"});
   std::istringstream lines(r.stdout_text);
   std::string line;
   while (std::getline(lines, line)) {

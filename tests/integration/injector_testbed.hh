@@ -66,7 +66,7 @@ class InjectorTestbed {
   std::unique_ptr<common::NetNamespace> rcv_;
   std::unique_ptr<common::VethPair> veth_;
   std::unique_ptr<common::ChildProcess> daemon_;
-  common::NetNamespace* daemon_ns_ = nullptr;  // snd_ or rcv_
+  common::NetNamespace* daemon_ns_ = nullptr;  // snd_ (from construction on) or rcv_
   bool probe_receive_call_stamps_ = false;
   // Holds SO_TIMESTAMPNS on for the testbed's life: the kernel enables RX
   // stamps (a global static key) lazily, so probes would lose their first stamps.
