@@ -193,7 +193,9 @@ NfQueue::NfQueue(const NfQueueConfig& config)
     // Receive timestamps on (a global switch, counted per socket): without
     // them the kernel stamps no received packet and sends no NFQA_TIMESTAMP.
     // Failing is not fatal: delays then count from our receive call.
-    stamp_keeper_ = common::FileDescriptor(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    if (config_.kernel_stamps) {
+      stamp_keeper_ = common::FileDescriptor(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    }
     if (stamp_keeper_) {
       int on = 1;
       ::setsockopt(stamp_keeper_.get(), SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);

@@ -95,6 +95,7 @@ json InjectorService::start(const json& params) {
   qc.queue_num = a.queue_num;
   qc.queue_maxlen = options_.queue_maxlen;
   qc.copy_range = config.needs_payload() ? 0xffff : 128;
+  qc.kernel_stamps = config.direction != Direction::kOut;
   auto queue = std::make_unique<NfQueue>(qc);
   a.slot = engine_.add(std::move(queue), std::make_unique<InjectionPipeline>(config));
   try {

@@ -1,7 +1,9 @@
 // Injector benchmark, all figures measured in one run on one testbed (two
 // namespaces joined by a veth pair; traffic never leaves them):
-//   1. UDP throughput across the veth: no rule, through nabla-injectd at zero
-//      delay, and at 1 ms constant delay, as ratios of the no-rule baseline;
+//   1. UDP throughput across the veth: no rule, through the floor consumer
+//      (the least any NFQUEUE program can do: accept every packet at once),
+//      through nabla-injectd at zero delay, and at 1 ms constant delay, as
+//      ratios of the no-rule baseline;
 //      once with the rule on the sender's OUTPUT (direction out) and once on
 //      the receiver's INPUT (direction in).
 //   2. Accuracy with 1 ms delay at 10k and 50k packets/s: receiver-measured
@@ -11,6 +13,7 @@
 //        [--accuracy-rt P] [--throughput-dir out,in]
 //        [--pin 0|1]   (root)
 //        injector_bench --naive QUEUE DELAY_US   (internal: the naive delayer)
+//        injector_bench --floor QUEUE            (internal: the floor consumer)
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -22,6 +25,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <csignal>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -55,6 +60,33 @@ int run_naive(uint16_t queue_num, int64_t delay_us) {
       queue.verdict(packet.id, nabla::injector::NfQueue::kAccept);
       queue.flush();
     });
+  }
+}
+
+// The floor for any NFQUEUE injector: the least a consumer can do per
+// packet. It blocks in poll() until the queue socket is readable, drains
+// it, accepts everything it got with one batch verdict and loops. It keeps
+// no state, times nothing and never delays, so what it costs the sender and
+// the receiver beyond the no-rule baseline is the kernel's queue round trip
+// (netlink message per packet, wake-up, verdict, reinjection), which nabla
+// pays too. Same queue settings as nabla-injectd's zero-delay injection.
+int run_floor(uint16_t queue_num) {
+  nabla::injector::NfQueueConfig config;
+  config.queue_num = queue_num;
+  nabla::injector::NfQueue queue(config);
+  for (;;) {
+    pollfd p{queue.fd(), POLLIN, 0};
+    if (::poll(&p, 1, 1000) < 0) return 1;
+    uint32_t last = 0;
+    bool any = false;
+    queue.receive([&](const nabla::injector::QueuedPacket& packet) {
+      last = packet.id;
+      any = true;
+    });
+    if (any) {
+      queue.batch_verdict(last, nabla::injector::NfQueue::kAccept);
+      queue.flush();
+    }
   }
 }
 
@@ -95,6 +127,8 @@ int64_t process_cpu_ns(pid_t pid) {
 // nice -10, which shields them from other users of the shared machine
 // (compilers) without those pathologies. --pin 0 turns placement off.
 int g_pin = 1;
+
+std::string g_self;  // argv[0]: the floor consumer and the naive delayer are this binary
 
 // Pins a thread (tid 0: the caller) to one CPU.
 void pin(pid_t tid, int cpu) {
@@ -184,7 +218,9 @@ struct Blast {
 // Sends 64-byte datagrams as fast as one thread can for `seconds`; the
 // receiver drains its socket in a loop. The same sender, receiver, payload
 // and socket buffers serve every configuration, so only the rule differs.
-Blast blast(InjectorTestbed& bed, double seconds) {
+// consumer: the pid whose CPU time is reported as the daemon's (nabla-injectd
+// or the floor consumer; 0 for none).
+Blast blast(InjectorTestbed& bed, double seconds, pid_t consumer) {
   nabla::common::FileDescriptor rx = bed.receiver().socket(AF_INET, SOCK_DGRAM, 0);
   sockaddr_in to{};
   to.sin_family = AF_INET;
@@ -232,7 +268,7 @@ Blast blast(InjectorTestbed& bed, double seconds) {
   pin(0, 0);
   const uint64_t drops0 = receive_side_drops(bed);
   const uint64_t ipis0 = wakeup_ipis();
-  const int64_t daemon_cpu0 = process_cpu_ns(bed.daemon_pid());
+  const int64_t daemon_cpu0 = process_cpu_ns(consumer);
   const int64_t cpu0 = thread_cpu_ns();
   const int64_t begin = nabla::common::monotonic_ns();
   const int64_t end = begin + static_cast<int64_t>(seconds * 1e9);
@@ -251,7 +287,7 @@ Blast blast(InjectorTestbed& bed, double seconds) {
   set_nice(0);
   ::sched_setaffinity(0, sizeof all, &all);  // the later phases run unpinned
   ::usleep(300'000);
-  const int64_t daemon_cpu = process_cpu_ns(bed.daemon_pid()) - daemon_cpu0;
+  const int64_t daemon_cpu = process_cpu_ns(consumer) - daemon_cpu0;
   done = true;
   receiver.join();
   const double wall = static_cast<double>(sent_end - begin);
@@ -273,7 +309,7 @@ Blast blast(InjectorTestbed& bed, double seconds) {
 void print_blast(const char* who, const Blast& b, double base, const char* target) {
   std::printf(
       "  %-18s %8.0f pps  %.2f%s   (sent %8.0f pps; CPU s/s: sender %.2f receiver %.2f"
-      " daemon %.2f; IPIs per packet %.3f; receive-side drops %llu)\n",
+      " consumer %.2f; IPIs per packet %.3f; receive-side drops %llu)\n",
       who, b.received_pps, b.received_pps / base, target, b.sent_pps, b.sender_cpu, b.receiver_cpu,
       b.daemon_cpu, b.ipis_per_packet, static_cast<unsigned long long>(b.dropped));
 }
@@ -375,9 +411,9 @@ void accuracy_rows(InjectorTestbed& bed, const char* who, double seconds, int64_
 // daemon's sendmsg (the sender's CPU did all of that in the baseline). "in":
 // the daemon runs on the receiving host and queues its INPUT; the veth and
 // routing stay on the sender's CPU as in the baseline, and the verdict
-// carries only the local delivery. The three configurations are interleaved
+// carries only the local delivery. The four configurations are interleaved
 // in 0.5 s slices, round after round, and the ratio taken per round (median
-// over rounds), so a burst of load from elsewhere hits all three alike. The
+// over rounds), so a burst of load from elsewhere hits all four alike. The
 // daemon shares CPU 1 with the receiver.
 void throughput_rows(InjectorTestbed& bed, const std::string& dir, int rounds,
                      const std::vector<std::string>& daemon_flags) {
@@ -385,9 +421,33 @@ void throughput_rows(InjectorTestbed& bed, const std::string& dir, int rounds,
   bed.start_daemon(daemon_flags,
                    dir == "in" ? InjectorTestbed::Host::kReceiver : InjectorTestbed::Host::kSender);
   pin_process(bed.daemon_pid(), 1);
+  // The floor consumer runs beside the daemon, on the same host and CPU, and
+  // its rule goes first in the same base chain while its rows run.
+  nabla::common::NetNamespace& host = dir == "in" ? bed.receiver() : bed.sender();
+  const std::string floor_queue = "4000";
+  const std::vector<std::string> floor_rule = {
+      dir == "in" ? "INPUT" : "OUTPUT", "-p", "udp", "--dport", "9000", "-j", "NFQUEUE",
+      "--queue-num", floor_queue, "--queue-bypass"};
+  nabla::common::ChildProcess floor_consumer({g_self, "--floor", floor_queue}, &host);
+  ::usleep(100'000);
+  pin_process(floor_consumer.pid(), 1);
+  auto iptables = [&](const char* op) {
+    std::vector<std::string> argv = {"iptables", "-w", "5", op};
+    if (std::string(op) == "-I") {
+      argv.push_back(floor_rule.front());
+      argv.push_back("1");
+      argv.insert(argv.end(), floor_rule.begin() + 1, floor_rule.end());
+    } else {
+      argv.insert(argv.end(), floor_rule.begin(), floor_rule.end());
+    }
+    return argv;
+  };
+  std::vector<double> floor_ratio;
   std::vector<double> zero_ratio;
+  std::vector<double> zero_of_floor;
   std::vector<double> one_ratio;
   Blast base;
+  Blast floor;
   Blast zero;
   Blast one_ms;
   nlohmann::json zero_stats;
@@ -401,26 +461,40 @@ void throughput_rows(InjectorTestbed& bed, const std::string& dir, int rounds,
         .at("id");
   };
   for (int r = 0; r < rounds; ++r) {
-    base = blast(bed, 0.5);
+    base = blast(bed, 0.5, 0);
+    host.run_checked(iptables("-I"));
+    floor = blast(bed, 0.5, floor_consumer.pid());
+    host.run_checked(iptables("-D"));
     auto id = start("0");
     zero_wakeups = wakeups(bed, id);
-    zero = blast(bed, 0.5);
+    zero = blast(bed, 0.5, bed.daemon_pid());
     zero_stats = bed.call("inject.stats", {{"id", id}});
     bed.call("inject.stop", {{"id", id}});
     id = start("1ms");
     one_wakeups = wakeups(bed, id);
-    one_ms = blast(bed, 0.5);
+    one_ms = blast(bed, 0.5, bed.daemon_pid());
     one_stats = bed.call("inject.stats", {{"id", id}});
     bed.call("inject.stop", {{"id", id}});
+    floor_ratio.push_back(floor.received_pps / base.received_pps);
     zero_ratio.push_back(zero.received_pps / base.received_pps);
+    zero_of_floor.push_back(zero.received_pps / floor.received_pps);
     one_ratio.push_back(one_ms.received_pps / base.received_pps);
   }
   bed.stop_daemon();
+  floor_consumer.signal(SIGTERM);
+  floor_consumer.wait(std::chrono::milliseconds(2000));
+  auto median = [](std::vector<double>& v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  const double floor_median = median(floor_ratio);
+  const double zero_floor_median = median(zero_of_floor);
   std::sort(zero_ratio.begin(), zero_ratio.end());
   std::sort(one_ratio.begin(), one_ratio.end());
   std::printf(" direction %s (daemon on the %s host), last round:\n", dir.c_str(),
               dir == "in" ? "receiving" : "sending");
   print_blast("no rule", base, base.received_pps, "      ");
+  print_blast("floor consumer", floor, base.received_pps, "      ");
   print_blast("nabla, 0 delay", zero, base.received_pps, "      ");
   print_profile(zero_stats, zero_wakeups);
   print_blast("nabla, 1 ms", one_ms, base.received_pps, "      ");
@@ -431,6 +505,12 @@ void throughput_rows(InjectorTestbed& bed, const std::string& dir, int rounds,
   std::printf(
       "  ratio nabla %-3s 1 ms / no rule:    median %.2f (min %.2f max %.2f; target >= 0.85)\n",
       dir.c_str(), one_ratio[one_ratio.size() / 2], one_ratio.front(), one_ratio.back());
+  std::printf(
+      "  ratio floor %-3s / no rule:         median %.2f (min %.2f max %.2f): the kernel's queue "
+      "round trip alone\n",
+      dir.c_str(), floor_median, floor_ratio.front(), floor_ratio.back());
+  std::printf("  ratio nabla %-3s 0 delay / floor:   median %.2f (min %.2f max %.2f)\n",
+              dir.c_str(), zero_floor_median, zero_of_floor.front(), zero_of_floor.back());
 }
 
 std::vector<std::string> comma_list(const std::string& text) {
@@ -443,6 +523,10 @@ std::vector<std::string> comma_list(const std::string& text) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  g_self = argv[0];
+  if (argc == 3 && std::string(argv[1]) == "--floor") {
+    return run_floor(static_cast<uint16_t>(std::stoi(argv[2])));
+  }
   if (argc == 4 && std::string(argv[1]) == "--naive") {
     return run_naive(static_cast<uint16_t>(std::stoi(argv[2])), std::stoll(argv[3]));
   }

@@ -36,6 +36,12 @@ struct NfQueueConfig {
   uint32_t queue_maxlen = 65536;  // packets the kernel holds for us
   int receive_buffer_bytes = 8 << 20;
   bool fail_open = true;  // queue full: pass the packet, do not drop
+  // Ask the kernel to stamp received packets (a global switch) so queued
+  // packets that entered the host carry NFQA_TIMESTAMP. Packets sent by
+  // local sockets (OUTPUT) are never stamped this way (only TCP's pacing
+  // stamps reach them), so an OUTPUT-only queue turns this off and spares
+  // every packet on the host a clock read.
+  bool kernel_stamps = true;
 };
 
 struct QueuedPacket {
