@@ -1,28 +1,38 @@
 #include "nabla/injector/flow_order.hh"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 namespace nabla::injector {
 
 size_t FlowKeyHash::operator()(const FlowKey& key) const noexcept {
-  // FNV-1a over the fields; flows are few, collisions only cost a compare.
-  uint64_t h = 1469598103934665603ULL;
-  auto mix = [&h](const uint8_t* p, size_t n) {
-    for (size_t i = 0; i < n; ++i) {
-      h ^= p[i];
-      h *= 1099511628211ULL;
-    }
+  // Eight bytes at a time, each word folded in with a multiply and a
+  // rotate, then a final avalanche (the murmur3 finaliser). The byte-wise
+  // FNV it replaces was 38 dependent multiplies per packet and the
+  // daemon's hottest function of its own at 300k packets/s.
+  auto word = [](const uint8_t* p) {
+    uint64_t w = 0;
+    std::memcpy(&w, p, sizeof w);
+    return w;
   };
-  mix(key.src.data(), key.src.size());
-  mix(key.dst.data(), key.dst.size());
-  const uint8_t rest[6] = {static_cast<uint8_t>(key.src_port >> 8),
-                           static_cast<uint8_t>(key.src_port),
-                           static_cast<uint8_t>(key.dst_port >> 8),
-                           static_cast<uint8_t>(key.dst_port),
-                           key.protocol,
-                           key.ip_version};
-  mix(rest, sizeof rest);
+  constexpr uint64_t kMul = 0x9e3779b97f4a7c15ULL;
+  uint64_t h = 0;
+  auto mix = [&h](uint64_t w) {
+    h ^= w;
+    h = std::rotl(h * kMul, 29);
+  };
+  mix(word(key.src.data()));
+  mix(word(key.src.data() + 8));
+  mix(word(key.dst.data()));
+  mix(word(key.dst.data() + 8));
+  mix(static_cast<uint64_t>(key.src_port) | static_cast<uint64_t>(key.dst_port) << 16 |
+      static_cast<uint64_t>(key.protocol) << 32 | static_cast<uint64_t>(key.ip_version) << 40);
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ULL;
+  h ^= h >> 33;
   return static_cast<size_t>(h);
 }
 

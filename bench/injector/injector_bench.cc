@@ -26,8 +26,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -425,9 +425,16 @@ void throughput_rows(InjectorTestbed& bed, const std::string& dir, int rounds,
   // its rule goes first in the same base chain while its rows run.
   nabla::common::NetNamespace& host = dir == "in" ? bed.receiver() : bed.sender();
   const std::string floor_queue = "4000";
-  const std::vector<std::string> floor_rule = {
-      dir == "in" ? "INPUT" : "OUTPUT", "-p", "udp", "--dport", "9000", "-j", "NFQUEUE",
-      "--queue-num", floor_queue, "--queue-bypass"};
+  const std::vector<std::string> floor_rule = {dir == "in" ? "INPUT" : "OUTPUT",
+                                               "-p",
+                                               "udp",
+                                               "--dport",
+                                               "9000",
+                                               "-j",
+                                               "NFQUEUE",
+                                               "--queue-num",
+                                               floor_queue,
+                                               "--queue-bypass"};
   nabla::common::ChildProcess floor_consumer({g_self, "--floor", floor_queue}, &host);
   ::usleep(100'000);
   pin_process(floor_consumer.pid(), 1);

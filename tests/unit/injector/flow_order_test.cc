@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "nabla/injector/waveform.hh"
@@ -99,6 +100,52 @@ TEST(FlowOrder, FlowsAreIndependent) {
   EXPECT_EQ(order.flows(), 1u);
   EXPECT_EQ(order.forget_released(20 * kMs), 1u);
   EXPECT_EQ(order.flows(), 0u);
+}
+
+// Flows that differ in one field only (a port, the last address byte, the
+// protocol, the IP version) must spread over a hash table's buckets: the
+// per-flow map is probed once per packet.
+TEST(FlowKeyHash, SpreadsFlowsThatDifferInOneField) {
+  std::vector<FlowKey> keys;
+  for (int port = 0; port < 4096; ++port) {
+    FlowKey k;
+    k.ip_version = 4;
+    k.protocol = 17;
+    k.src = {10, 0, 0, 1};
+    k.dst = {10, 0, 0, 2};
+    k.src_port = static_cast<uint16_t>(30000 + port);
+    k.dst_port = 9000;
+    keys.push_back(k);
+    k.src_port = 40000;
+    k.dst_port = static_cast<uint16_t>(port);
+    keys.push_back(k);
+  }
+  for (int last = 0; last < 256; ++last) {
+    FlowKey k;
+    k.ip_version = 6;
+    k.protocol = 6;
+    k.src[15] = static_cast<uint8_t>(last);
+    k.dst[0] = 0xfd;
+    keys.push_back(k);
+    k.protocol = 17;  // the same pair over UDP is another flow
+    keys.push_back(k);
+  }
+  const FlowKeyHash hash;
+  std::vector<size_t> hashes;
+  for (const auto& k : keys) hashes.push_back(hash(k));
+  std::vector<size_t> sorted = hashes;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end())
+      << "two different flows hashed to the same 64-bit value";
+  // 8704 keys in 1024 buckets (8.5 per bucket on average): a uniform hash
+  // puts at most ~25 in the fullest bucket; a weak one piles them up.
+  for (const size_t buckets : {size_t{1024}, size_t{1031}}) {
+    std::vector<int> load(buckets, 0);
+    for (const size_t h : hashes) ++load[h % buckets];
+    EXPECT_LE(*std::max_element(load.begin(), load.end()), 25) << buckets << " buckets";
+  }
+  // Equal keys hash equally.
+  EXPECT_EQ(hash(keys[0]), hash(FlowKey(keys[0])));
 }
 
 }  // namespace
