@@ -416,7 +416,7 @@ void accuracy_rows(InjectorTestbed& bed, const char* who, double seconds, int64_
 // over rounds), so a burst of load from elsewhere hits all four alike. The
 // daemon shares CPU 1 with the receiver.
 void throughput_rows(InjectorTestbed& bed, const std::string& dir, int rounds,
-                     const std::vector<std::string>& daemon_flags) {
+                     const std::vector<std::string>& daemon_flags, bool aa) {
   const char* link = "udp 10.77.0.1 -> 10.77.0.2:9000";
   bed.start_daemon(daemon_flags,
                    dir == "in" ? InjectorTestbed::Host::kReceiver : InjectorTestbed::Host::kSender);
@@ -467,21 +467,44 @@ void throughput_rows(InjectorTestbed& bed, const std::string& dir, int rounds,
               {{"link", link}, {"direction", dir}, {"delay", delay}, {"lease_s", 600}})
         .at("id");
   };
+  // One round runs each configuration once. The orders are the rows of a
+  // Williams square, one per round (rounds are a multiple of 4): over four
+  // rounds each configuration takes each position once and follows each
+  // other configuration once, so whatever one leaves behind for the next
+  // 0.5 s lands on every configuration alike instead of on a fixed one. In
+  // a plain run order the no-rule row always followed nabla's 1 ms row.
+  // With --aa 1 every configuration does its setup and teardown but blasts
+  // with no rule in place: every ratio should then read 1.00 within the
+  // noise, which is the check that the schedule itself favours nobody.
+  auto run_config = [&](int config) {
+    switch (config) {
+      case 0:
+        base = blast(bed, 0.5, 0);
+        break;
+      case 1:
+        host.run_checked(iptables("-I"));
+        if (aa) host.run_checked(iptables("-D"));
+        floor = blast(bed, 0.5, floor_consumer.pid());
+        if (!aa) host.run_checked(iptables("-D"));
+        break;
+      default: {
+        const bool zero_delay = config == 2;
+        const auto id = start(zero_delay ? "0" : "1ms");
+        (zero_delay ? zero_wakeups : one_wakeups) = wakeups(bed, id);
+        auto finish = [&] {
+          (zero_delay ? zero_stats : one_stats) = bed.call("inject.stats", {{"id", id}});
+          bed.call("inject.stop", {{"id", id}});
+        };
+        if (aa) finish();
+        (zero_delay ? zero : one_ms) = blast(bed, 0.5, bed.daemon_pid());
+        if (!aa) finish();
+        break;
+      }
+    }
+  };
   for (int r = 0; r < rounds; ++r) {
-    base = blast(bed, 0.5, 0);
-    host.run_checked(iptables("-I"));
-    floor = blast(bed, 0.5, floor_consumer.pid());
-    host.run_checked(iptables("-D"));
-    auto id = start("0");
-    zero_wakeups = wakeups(bed, id);
-    zero = blast(bed, 0.5, bed.daemon_pid());
-    zero_stats = bed.call("inject.stats", {{"id", id}});
-    bed.call("inject.stop", {{"id", id}});
-    id = start("1ms");
-    one_wakeups = wakeups(bed, id);
-    one_ms = blast(bed, 0.5, bed.daemon_pid());
-    one_stats = bed.call("inject.stats", {{"id", id}});
-    bed.call("inject.stop", {{"id", id}});
+    static constexpr int kWilliams[4][4] = {{0, 1, 3, 2}, {1, 2, 0, 3}, {2, 3, 1, 0}, {3, 0, 2, 1}};
+    for (const int config : kWilliams[r % 4]) run_config(config);
     floor_ratio.push_back(floor.received_pps / base.received_pps);
     zero_ratio.push_back(zero.received_pps / base.received_pps);
     zero_of_floor.push_back(zero.received_pps / floor.received_pps);
@@ -498,8 +521,9 @@ void throughput_rows(InjectorTestbed& bed, const std::string& dir, int rounds,
   const double zero_floor_median = median(zero_of_floor);
   std::sort(zero_ratio.begin(), zero_ratio.end());
   std::sort(one_ratio.begin(), one_ratio.end());
-  std::printf(" direction %s (daemon on the %s host), last round:\n", dir.c_str(),
-              dir == "in" ? "receiving" : "sending");
+  std::printf(" direction %s (daemon on the %s host)%s, last round:\n", dir.c_str(),
+              dir == "in" ? "receiving" : "sending",
+              aa ? " [A/A CHECK: no rule during any blast; every ratio should be 1.00]" : "");
   print_blast("no rule", base, base.received_pps, "      ");
   print_blast("floor consumer", floor, base.received_pps, "      ");
   print_blast("nabla, 0 delay", zero, base.received_pps, "      ");
@@ -518,6 +542,36 @@ void throughput_rows(InjectorTestbed& bed, const std::string& dir, int rounds,
       dir.c_str(), floor_median, floor_ratio.front(), floor_ratio.back());
   std::printf("  ratio nabla %-3s 0 delay / floor:   median %.2f (min %.2f max %.2f)\n",
               dir.c_str(), zero_floor_median, zero_of_floor.front(), zero_of_floor.back());
+}
+
+// Does holding a CPU latency limit change the throughput of what runs
+// after it is released? No rule anywhere: each round blasts after (a) no
+// hold, (b) a 5 ms hold and (c) a 500 ms hold of a 0 us limit, all released
+// before the blast, in rotating order. Ratios are against (a).
+void qos_carryover(InjectorTestbed& bed, int rounds) {
+  std::vector<double> brief_ratio;
+  std::vector<double> long_ratio;
+  for (int r = 0; r < rounds; ++r) {
+    double pps[3] = {};
+    for (int k = 0; k < 3; ++k) {
+      const int config = (k + r) % 3;
+      if (config > 0) {
+        nabla::common::CpuLatencyRequest hold(0);
+        ::usleep(config == 1 ? 5'000 : 500'000);
+      }
+      pps[config] = blast(bed, 0.5, 0).received_pps;
+    }
+    brief_ratio.push_back(pps[1] / pps[0]);
+    long_ratio.push_back(pps[2] / pps[0]);
+  }
+  std::sort(brief_ratio.begin(), brief_ratio.end());
+  std::sort(long_ratio.begin(), long_ratio.end());
+  std::printf(
+      "CPU latency limit carry-over (no rule; blast after a released hold / after none), %d "
+      "rounds: 5 ms hold median %.2f (min %.2f max %.2f); 500 ms hold median %.2f (min %.2f max "
+      "%.2f)\n",
+      rounds, brief_ratio[brief_ratio.size() / 2], brief_ratio.front(), brief_ratio.back(),
+      long_ratio[long_ratio.size() / 2], long_ratio.front(), long_ratio.back());
 }
 
 std::vector<std::string> comma_list(const std::string& text) {
@@ -542,6 +596,9 @@ int main(int argc, char** argv) {
   int throughput_rt = 0;  // the throughput daemon's --rt-priority
   int accuracy_rt = 10;   // the accuracy daemons' --rt-priority (the testbed default)
   int busy_poll_us = 0;
+  std::string throughput_cpu_latency = "0";  // the throughput daemon's --cpu-latency-us
+  bool aa = false;                           // throughput rows without their rules (a check)
+  bool qos_check = false;
   std::vector<std::string> throughput_dirs = {"out", "in"};
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
@@ -552,6 +609,9 @@ int main(int argc, char** argv) {
     }
     if (flag == "--pin") g_pin = std::stoi(argv[i + 1]);
     if (flag == "--busy-poll-us") busy_poll_us = std::stoi(argv[i + 1]);
+    if (flag == "--throughput-cpu-latency") throughput_cpu_latency = argv[i + 1];
+    if (flag == "--aa") aa = std::stoi(argv[i + 1]) != 0;
+    if (flag == "--qos-carryover") qos_check = std::stoi(argv[i + 1]) != 0;
     if (flag == "--throughput-rt") throughput_rt = std::stoi(argv[i + 1]);
     if (flag == "--accuracy-rt") accuracy_rt = std::stoi(argv[i + 1]);
     if (flag == "--throughput-dir") throughput_dirs = comma_list(argv[i + 1]);  // out, in or both
@@ -576,19 +636,25 @@ int main(int argc, char** argv) {
                   ? "0 us held by the bench for every row (NABLA_BENCH_QOS_ALL; flatters ratios)"
                   : ("NABLA_BENCH_QOS_ALL: not held: " + cpu_latency->error()).c_str());
   InjectorTestbed bed;
+  if (qos_check) {
+    qos_carryover(bed, 9);
+    return 0;
+  }
   // The throughput daemon runs as the daemon does by default: normal
   // scheduling. Under SCHED_FIFO (--throughput-rt P) it takes all of CPU 1
   // once the sender outruns it, starving the receiver that shares the core:
   // measured 0.25 of the baseline on a quiet VM, with receive-side drops.
-  const int rounds = std::max(5, static_cast<int>(std::lround(seconds * 4)));
+  const int rounds = std::max(8, static_cast<int>(std::lround(seconds * 4)) / 4 * 4);
   std::printf(
       "throughput (one sender thread, 64-byte UDP, %d rounds of 0.5 s per configuration; "
-      "ratio of no rule, median over rounds; daemon --busy-poll-us %d --rt-priority %d)\n",
-      rounds, busy_poll_us, throughput_rt);
+      "ratio of no rule, median over rounds; daemon --busy-poll-us %d --rt-priority %d "
+      "--cpu-latency-us %s)\n",
+      rounds, busy_poll_us, throughput_rt, throughput_cpu_latency.c_str());
   for (const auto& dir : throughput_dirs) {
     throughput_rows(bed, dir, rounds,
-                    {"--cpu-latency-us", "0", "--busy-poll-us", std::to_string(busy_poll_us),
-                     "--rt-priority", std::to_string(throughput_rt)});
+                    {"--cpu-latency-us", throughput_cpu_latency, "--busy-poll-us",
+                     std::to_string(busy_poll_us), "--rt-priority", std::to_string(throughput_rt)},
+                    aa);
   }
 
   // The path itself (veth, both stacks) with no rule, same probes: its
