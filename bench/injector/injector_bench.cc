@@ -13,7 +13,7 @@
 //        [--accuracy-rt P] [--throughput-dir out,in]
 //        [--pin 0|1]   (root)
 //        injector_bench --naive QUEUE DELAY_US   (internal: the naive delayer)
-//        injector_bench --floor QUEUE            (internal: the floor consumer)
+//        injector_bench --floor QUEUE STAMPS LIMIT   (internal: the floor consumer)
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -69,10 +69,16 @@ int run_naive(uint16_t queue_num, int64_t delay_us) {
 // no state, times nothing and never delays, so what it costs the sender and
 // the receiver beyond the no-rule baseline is the kernel's queue round trip
 // (netlink message per packet, wake-up, verdict, reinjection), which nabla
-// pays too. Same queue settings as nabla-injectd's zero-delay injection.
-int run_floor(uint16_t queue_num) {
+// pays too. Same queue settings as nabla-injectd's zero-delay injection in
+// the same direction (kernel receive stamps for "in" only), and it holds the
+// same CPU latency limit as the daemon does while it injects, so that
+// nabla / floor is the cost of nabla's own work and nothing else.
+int run_floor(uint16_t queue_num, bool kernel_stamps, const std::string& cpu_latency) {
+  std::optional<nabla::common::CpuLatencyRequest> limit;
+  if (const auto us = nabla::common::parse_cpu_latency_limit(cpu_latency)) limit.emplace(*us);
   nabla::injector::NfQueueConfig config;
   config.queue_num = queue_num;
+  config.kernel_stamps = kernel_stamps;
   nabla::injector::NfQueue queue(config);
   for (;;) {
     pollfd p{queue.fd(), POLLIN, 0};
@@ -415,14 +421,17 @@ void accuracy_rows(InjectorTestbed& bed, const char* who, double seconds, int64_
 // in 0.5 s slices, round after round, and the ratio taken per round (median
 // over rounds), so a burst of load from elsewhere hits all four alike. The
 // daemon shares CPU 1 with the receiver.
+// cpu_latency: the daemon's --cpu-latency-us, also held by the floor consumer
+// while it runs (it is idle outside its own rows, like the daemon).
 void throughput_rows(InjectorTestbed& bed, const std::string& dir, int rounds,
-                     const std::vector<std::string>& daemon_flags, bool aa) {
+                     const std::vector<std::string>& daemon_flags, const std::string& cpu_latency,
+                     bool aa) {
   const char* link = "udp 10.77.0.1 -> 10.77.0.2:9000";
   bed.start_daemon(daemon_flags,
                    dir == "in" ? InjectorTestbed::Host::kReceiver : InjectorTestbed::Host::kSender);
   pin_process(bed.daemon_pid(), 1);
-  // The floor consumer runs beside the daemon, on the same host and CPU, and
-  // its rule goes first in the same base chain while its rows run.
+  // The floor consumer runs on the daemon's host and CPU, and its rule goes
+  // first in the same base chain while its rows run.
   nabla::common::NetNamespace& host = dir == "in" ? bed.receiver() : bed.sender();
   const std::string floor_queue = "4000";
   const std::vector<std::string> floor_rule = {dir == "in" ? "INPUT" : "OUTPUT",
@@ -435,9 +444,6 @@ void throughput_rows(InjectorTestbed& bed, const std::string& dir, int rounds,
                                                "--queue-num",
                                                floor_queue,
                                                "--queue-bypass"};
-  nabla::common::ChildProcess floor_consumer({g_self, "--floor", floor_queue}, &host);
-  ::usleep(100'000);
-  pin_process(floor_consumer.pid(), 1);
   auto iptables = [&](const char* op) {
     std::vector<std::string> argv = {"iptables", "-w", "5", op};
     if (std::string(op) == "-I") {
@@ -481,12 +487,21 @@ void throughput_rows(InjectorTestbed& bed, const std::string& dir, int rounds,
       case 0:
         base = blast(bed, 0.5, 0);
         break;
-      case 1:
+      case 1: {
+        // Started for its own row only, as the daemon holds its CPU latency
+        // limit only while it injects.
+        nabla::common::ChildProcess consumer(
+            {g_self, "--floor", floor_queue, dir == "out" ? "0" : "1", cpu_latency}, &host);
+        ::usleep(50'000);  // bound to its queue long before this
+        pin_process(consumer.pid(), 1);
         host.run_checked(iptables("-I"));
         if (aa) host.run_checked(iptables("-D"));
-        floor = blast(bed, 0.5, floor_consumer.pid());
+        floor = blast(bed, 0.5, consumer.pid());
         if (!aa) host.run_checked(iptables("-D"));
+        consumer.signal(SIGTERM);
+        consumer.wait(std::chrono::milliseconds(2000));
         break;
+      }
       default: {
         const bool zero_delay = config == 2;
         const auto id = start(zero_delay ? "0" : "1ms");
@@ -511,8 +526,6 @@ void throughput_rows(InjectorTestbed& bed, const std::string& dir, int rounds,
     one_ratio.push_back(one_ms.received_pps / base.received_pps);
   }
   bed.stop_daemon();
-  floor_consumer.signal(SIGTERM);
-  floor_consumer.wait(std::chrono::milliseconds(2000));
   auto median = [](std::vector<double>& v) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
@@ -585,8 +598,9 @@ std::vector<std::string> comma_list(const std::string& text) {
 
 int main(int argc, char** argv) {
   g_self = argv[0];
-  if (argc == 3 && std::string(argv[1]) == "--floor") {
-    return run_floor(static_cast<uint16_t>(std::stoi(argv[2])));
+  if (argc == 5 && std::string(argv[1]) == "--floor") {
+    return run_floor(static_cast<uint16_t>(std::stoi(argv[2])), std::string(argv[3]) == "1",
+                     argv[4]);
   }
   if (argc == 4 && std::string(argv[1]) == "--naive") {
     return run_naive(static_cast<uint16_t>(std::stoi(argv[2])), std::stoll(argv[3]));
@@ -654,7 +668,7 @@ int main(int argc, char** argv) {
     throughput_rows(bed, dir, rounds,
                     {"--cpu-latency-us", throughput_cpu_latency, "--busy-poll-us",
                      std::to_string(busy_poll_us), "--rt-priority", std::to_string(throughput_rt)},
-                    aa);
+                    throughput_cpu_latency, aa);
   }
 
   // The path itself (veth, both stacks) with no rule, same probes: its
