@@ -200,7 +200,7 @@ std::vector<ProbeResult> run_udp_probes(InjectorTestbed& bed, ProbeFamily family
     // Real-time priority so that the measuring thread is not the thing that
     // is late on a loaded 2-core machine.
     sched_param param{};
-    param.sched_priority = 5;
+    param.sched_priority = bed.probe_receiver_priority();
     ::pthread_setschedparam(::pthread_self(), SCHED_FIFO, &param);
     std::vector<uint8_t> buf(65536);
     alignas(cmsghdr) char control[256];

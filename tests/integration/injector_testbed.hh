@@ -57,6 +57,11 @@ class InjectorTestbed {
   // stack, before the INPUT hook that delays it.
   void set_probe_receive_call_stamps(bool on) { probe_receive_call_stamps_ = on; }
   bool probe_receive_call_stamps() const { return probe_receive_call_stamps_; }
+  // SCHED_FIFO priority of the probes' receiving thread (default 5, below
+  // the daemon's default 10). Timed after recvmsg, a receiver that shares a
+  // CPU with a polling daemon of higher priority measures its own wait.
+  void set_probe_receiver_priority(int priority) { probe_receiver_priority_ = priority; }
+  int probe_receiver_priority() const { return probe_receiver_priority_; }
 
   // `iptables-save` lines in the daemon's namespace mentioning nabla.
   std::vector<std::string> nabla_rules();
@@ -68,6 +73,7 @@ class InjectorTestbed {
   std::unique_ptr<common::ChildProcess> daemon_;
   common::NetNamespace* daemon_ns_ = nullptr;  // snd_ (from construction on) or rcv_
   bool probe_receive_call_stamps_ = false;
+  int probe_receiver_priority_ = 5;
   // Holds SO_TIMESTAMPNS on for the testbed's life: the kernel enables RX
   // stamps (a global static key) lazily, so probes would lose their first stamps.
   common::FileDescriptor stamp_keeper_;
