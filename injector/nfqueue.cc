@@ -190,9 +190,10 @@ NfQueue::NfQueue(const NfQueueConfig& config)
           nfq_nlmsg_cfg_put_qmaxlen(nlh, config_.queue_maxlen);
         },
         "queue maxlen");
-    // Receive timestamps on (a global switch, counted per socket): without
-    // them the kernel stamps no received packet and sends no NFQA_TIMESTAMP.
-    // Failing is not fatal: delays then count from our receive call.
+    // Receive timestamps on when the queue can use them (a global switch,
+    // counted per socket): without them the kernel stamps no received
+    // packet and sends no NFQA_TIMESTAMP. Failing is not fatal: delays then
+    // count from our receive call.
     if (config_.kernel_stamps) {
       stamp_keeper_ = common::FileDescriptor(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
     }

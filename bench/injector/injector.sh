@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # nabla-injectd throughput and delay accuracy, as ratios against a no-rule
-# baseline and beside a naive sleeping NFQUEUE delayer, all in one run inside
-# private network namespaces (needs root). Reproduce with:
+# baseline and against a floor NFQUEUE consumer (accepts everything at once:
+# the kernel's queue round trip alone), and beside a naive sleeping NFQUEUE
+# delayer, all in one run inside private network namespaces (needs root).
+# Checks of the bench itself: injector_bench --aa 1 (the throughput schedule
+# with no rule in any blast: every ratio should read 1.00) and
+# --qos-carryover 1 (does a released CPU latency limit change what follows).
+# Reproduce with:
 #   bash bench/injector/injector.sh build
 # NABLA_BENCH_SECONDS (default 2: 2 s per accuracy row, 8 throughput rounds)
 # and NABLA_BENCH_SPIN_US (default "50,200": one set of accuracy rows per
