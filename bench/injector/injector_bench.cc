@@ -33,6 +33,7 @@
 #include <cstring>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -493,10 +494,14 @@ void throughput_rows(InjectorTestbed& bed, const std::string& dir, int rounds,
         nabla::common::ChildProcess consumer(
             {g_self, "--floor", floor_queue, dir == "out" ? "0" : "1", cpu_latency}, &host);
         ::usleep(50'000);  // bound to its queue long before this
+        // Without a consumer --queue-bypass would pass the packets straight
+        // through and the row would silently measure no rule.
+        if (!consumer.running()) throw std::runtime_error("the floor consumer exited at start");
         pin_process(consumer.pid(), 1);
         host.run_checked(iptables("-I"));
         if (aa) host.run_checked(iptables("-D"));
         floor = blast(bed, 0.5, consumer.pid());
+        if (!consumer.running()) throw std::runtime_error("the floor consumer exited mid-row");
         if (!aa) host.run_checked(iptables("-D"));
         consumer.signal(SIGTERM);
         consumer.wait(std::chrono::milliseconds(2000));
@@ -629,6 +634,12 @@ int main(int argc, char** argv) {
     if (flag == "--throughput-rt") throughput_rt = std::stoi(argv[i + 1]);
     if (flag == "--accuracy-rt") accuracy_rt = std::stoi(argv[i + 1]);
     if (flag == "--throughput-dir") throughput_dirs = comma_list(argv[i + 1]);  // out, in or both
+  }
+  try {
+    nabla::common::parse_cpu_latency_limit(throughput_cpu_latency);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "injector_bench: --throughput-cpu-latency: %s\n", e.what());
+    return 2;
   }
   if (::geteuid() != 0) {
     std::fprintf(stderr, "injector_bench: needs root (namespaces, NFQUEUE)\n");
