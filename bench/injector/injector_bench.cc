@@ -365,6 +365,15 @@ void print_accuracy(const char* who, double rate, const Accuracy& a) {
       a.lost, a.early);
 }
 
+// "median M (min A max B)" of per-round ratios.
+std::string spread(std::vector<double> ratios) {
+  std::sort(ratios.begin(), ratios.end());
+  char text[64];
+  std::snprintf(text, sizeof text, "median %.2f (min %.2f max %.2f)", ratios[ratios.size() / 2],
+                ratios.front(), ratios.back());
+  return text;
+}
+
 // Where the daemon's time goes, per packet, from its own counters.
 double wakeups(InjectorTestbed& bed, const nlohmann::json& id) {
   return bed.call("inject.stats", {{"id", id}}).at("loop_wakeups").get<double>();
@@ -531,14 +540,6 @@ void throughput_rows(InjectorTestbed& bed, const std::string& dir, int rounds,
     one_ratio.push_back(one_ms.received_pps / base.received_pps);
   }
   bed.stop_daemon();
-  auto median = [](std::vector<double>& v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
-  const double floor_median = median(floor_ratio);
-  const double zero_floor_median = median(zero_of_floor);
-  std::sort(zero_ratio.begin(), zero_ratio.end());
-  std::sort(one_ratio.begin(), one_ratio.end());
   std::printf(" direction %s (daemon on the %s host)%s, last round:\n", dir.c_str(),
               dir == "in" ? "receiving" : "sending",
               aa ? " [A/A CHECK: no rule during any blast; every ratio should be 1.00]" : "");
@@ -548,18 +549,14 @@ void throughput_rows(InjectorTestbed& bed, const std::string& dir, int rounds,
   print_profile(zero_stats, zero_wakeups);
   print_blast("nabla, 1 ms", one_ms, base.received_pps, "      ");
   print_profile(one_stats, one_wakeups);
-  std::printf(
-      "  ratio nabla %-3s 0 delay / no rule: median %.2f (min %.2f max %.2f; target >= 0.90)\n",
-      dir.c_str(), zero_ratio[zero_ratio.size() / 2], zero_ratio.front(), zero_ratio.back());
-  std::printf(
-      "  ratio nabla %-3s 1 ms / no rule:    median %.2f (min %.2f max %.2f; target >= 0.85)\n",
-      dir.c_str(), one_ratio[one_ratio.size() / 2], one_ratio.front(), one_ratio.back());
-  std::printf(
-      "  ratio floor %-3s / no rule:         median %.2f (min %.2f max %.2f): the kernel's queue "
-      "round trip alone\n",
-      dir.c_str(), floor_median, floor_ratio.front(), floor_ratio.back());
-  std::printf("  ratio nabla %-3s 0 delay / floor:   median %.2f (min %.2f max %.2f)\n",
-              dir.c_str(), zero_floor_median, zero_of_floor.front(), zero_of_floor.back());
+  std::printf("  ratio nabla %-3s 0 delay / no rule: %s; target >= 0.90\n", dir.c_str(),
+              spread(zero_ratio).c_str());
+  std::printf("  ratio nabla %-3s 1 ms / no rule:    %s; target >= 0.85\n", dir.c_str(),
+              spread(one_ratio).c_str());
+  std::printf("  ratio floor %-3s / no rule:         %s: the kernel's queue round trip alone\n",
+              dir.c_str(), spread(floor_ratio).c_str());
+  std::printf("  ratio nabla %-3s 0 delay / floor:   %s\n", dir.c_str(),
+              spread(zero_of_floor).c_str());
 }
 
 // Does holding a CPU latency limit change the throughput of what runs
@@ -582,14 +579,10 @@ void qos_carryover(InjectorTestbed& bed, int rounds) {
     brief_ratio.push_back(pps[1] / pps[0]);
     long_ratio.push_back(pps[2] / pps[0]);
   }
-  std::sort(brief_ratio.begin(), brief_ratio.end());
-  std::sort(long_ratio.begin(), long_ratio.end());
   std::printf(
       "CPU latency limit carry-over (no rule; blast after a released hold / after none), %d "
-      "rounds: 5 ms hold median %.2f (min %.2f max %.2f); 500 ms hold median %.2f (min %.2f max "
-      "%.2f)\n",
-      rounds, brief_ratio[brief_ratio.size() / 2], brief_ratio.front(), brief_ratio.back(),
-      long_ratio[long_ratio.size() / 2], long_ratio.front(), long_ratio.back());
+      "rounds: 5 ms hold %s; 500 ms hold %s\n",
+      rounds, spread(brief_ratio).c_str(), spread(long_ratio).c_str());
 }
 
 std::vector<std::string> comma_list(const std::string& text) {
