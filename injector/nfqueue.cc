@@ -301,7 +301,14 @@ size_t NfQueue::receive(const std::function<void(const QueuedPacket&)>& on_packe
       if (errno == EINTR) continue;
       break;  // EAGAIN: drained
     }
-    read_clock_pair(ctx.received_ns, ctx.received_real_ns);
+    if (config_.kernel_stamps) {
+      read_clock_pair(ctx.received_ns, ctx.received_real_ns);
+    } else {
+      // No realtime stamps reach this queue (only TCP's monotonic pacing
+      // stamps): one clock read, and received_real_ns 0 matches no stamp.
+      ctx.received_ns = common::monotonic_ns();
+      ctx.received_real_ns = 0;
+    }
     for (int i = 0; i < n; ++i) {
       const mmsghdr& m = batch_headers_[static_cast<size_t>(i)];
       // Only the kernel (port 0) sends us packets; a truncated message

@@ -28,6 +28,14 @@ TEST(QueueStamp, AMonotonicStampIsTakenAsItIs) {
   EXPECT_EQ(queued_mono_ns(kMono - 120 * kUs, kMono, kReal), kMono - 120 * kUs + 999);
 }
 
+// A queue that asked for no receive stamps (direction out) reads only the
+// monotonic clock and passes 0 for realtime: TCP's stamps still convert,
+// and nothing is taken for a realtime stamp.
+TEST(QueueStamp, WithoutARealtimeReadingOnlyMonotonicStampsCount) {
+  EXPECT_EQ(queued_mono_ns(kMono - 120 * kUs, kMono, 0), kMono - 120 * kUs + 999);
+  EXPECT_EQ(queued_mono_ns(kReal - 37 * kUs, kMono, 0), 0);
+}
+
 TEST(QueueStamp, FutureStaleAndMissingStampsAreRefused) {
   EXPECT_EQ(queued_mono_ns(0, kMono, kReal), 0);
   EXPECT_EQ(queued_mono_ns(kReal + kUs, kMono, kReal), 0);            // a clock step backwards
