@@ -278,10 +278,12 @@ LoadPlan parse_load_options(const LoadOptions& o) {
   c.confidence = o.confidence;
   e.late_threshold_ns = parse_duration("--late-threshold", o.late_threshold);
   if (e.late_threshold_ns <= 0) bad("--late-threshold", "must be > 0");
-  e.spin_ns = parse_duration("--spin", o.spin);
-  if (e.spin_ns > 10'000'000) bad("--spin", "must be at most 10ms");
+  if (o.spin != "auto") {
+    e.spin_ns = parse_duration("--spin", o.spin);
+    if (*e.spin_ns > 10'000'000) bad("--spin", "must be at most 10ms");
+  }
   if (o.rt_priority < 0 || o.rt_priority > 99) bad("--rt-priority", "must be in 0..99");
-  if (o.rt_priority > 0 && e.spin_ns > 0 &&
+  if (o.rt_priority > 0 && e.spin_ns != 0 &&
       o.threads >= static_cast<int>(std::thread::hardware_concurrency())) {
     bad("--rt-priority",
         "with --spin, use fewer threads than cores (" +
@@ -338,7 +340,8 @@ nlohmann::json config_json(const LoadOptions& o, const LoadPlan& plan) {
           {"confidence", plan.controller.confidence},
           {"max_duration_ns", plan.controller.max_duration_ns},
           {"late_threshold_ns", plan.controller.engine.late_threshold_ns},
-          {"spin_ns", plan.controller.engine.spin_ns},
+          {"spin_ns", plan.controller.engine.spin_ns ? nlohmann::json(*plan.controller.engine.spin_ns)
+                                                     : nlohmann::json()},
           {"rt_priority", plan.controller.engine.rt_priority},
           {"cpus", plan.controller.engine.cpus},
           {"cpu_latency_us",
@@ -500,8 +503,10 @@ void register_load_command(CLI::App& app) {
                   "a send later than this is late (default 200us; 1ms on a busy VM)")
       ->default_val("200us");
   cmd->add_option("--spin", o->spin,
-                  "busy-poll this long before each send, e.g. 50us (precision for CPU; default 0)")
-      ->default_val("0");
+                  "arm each send timer this early and busy-poll to it: auto (default) = a high "
+                  "quantile of the load thread's own measured wake-up lateness, at most half of "
+                  "each ms; or a fixed duration, e.g. 50us; 0 = sleep only")
+      ->default_val("auto");
   cmd->add_option("--rt-priority", *rt_priority,
                   "SCHED_FIFO priority 1-99 of the load threads, so the server and other "
                   "tasks cannot delay sends (needs root; default 0 = normal scheduling)");

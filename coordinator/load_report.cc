@@ -42,14 +42,36 @@ json errors_json(const loadgen::ErrorCounts& e) {
           {"timeout", e.timeout}, {"protocol", e.protocol}, {"server", e.server}};
 }
 
-// Lateness of every send (histogram bucket midpoints), null before any send.
-json lateness_json(const analysis::LatencyHistogram& h) {
+// Quantiles of a lateness histogram (bucket midpoints), null before any send.
+json quantiles_json(const analysis::LatencyHistogram& h) {
   if (h.count() == 0) return nullptr;
   return {{"p50", h.percentile(0.50)},
           {"p90", h.percentile(0.90)},
           {"p99", h.percentile(0.99)},
           {"p999", h.percentile(0.999)},
           {"max", h.max()}};
+}
+
+// How late sends left (total), split into the client's own timer lateness
+// and the waits for a free connection slot (the service's).
+json lateness_json(const loadgen::ControllerResult& r) {
+  return {{"total", quantiles_json(r.lateness)},
+          {"timer", quantiles_json(r.timer_lateness)},
+          {"slot_wait", quantiles_json(r.slot_wait)},
+          {"slot_waits_over_threshold", r.slot_late},
+          {"timer_at_target_percentile", r.client_lateness_at_target_ns
+                                             ? json(*r.client_lateness_at_target_ns)
+                                             : json(nullptr)},
+          {"timer_share_of_target_sojourn",
+           r.client_lateness_share ? json(*r.client_lateness_share) : json(nullptr)}};
+}
+
+json send_timer_json(const loadgen::SendTimer& t) {
+  return {{"mode", t.self_calibrated ? "self-calibrated" : "fixed"},
+          {"lead_ns", t.lead_ns},
+          {"wakeup_lateness_ns", {{"p50", t.wakeup_p50_ns}, {"p99", t.wakeup_p99_ns}}},
+          {"wakeups", t.wakeups},
+          {"polled_fraction", t.polled_fraction()}};
 }
 
 json number_or_null(double v) {
@@ -65,6 +87,7 @@ json round_json(const loadgen::RoundRecord& r) {
           {"sent", r.sent},
           {"completed", r.completed},
           {"late", r.late},
+          {"slot_late", c.slot_late},
           {"errors", errors_json(r.errors)},
           {"offered_rps", c.offered_rps},
           {"throughput_rps", c.throughput_rps},
@@ -146,7 +169,8 @@ json load_result_json(const ControllerResult& r, const loadgen::ControllerConfig
           {"target_rps", r.target_rps},
           {"throughput_rps", r.throughput_rps},
           {"late_sends", r.late_sends},
-          {"lateness_ns", lateness_json(r.lateness)},
+          {"lateness_ns", lateness_json(r)},
+          {"send_timer", send_timer_json(r.timer)},
           {"sent", r.sent},
           {"errors", errors_json(r.errors)},
           {"timestamp_source", loadgen::to_string(r.timestamp_source)},
@@ -182,9 +206,13 @@ void print_load_point(std::ostream& out, const json& p) {
   out << "  throughput " << format_number(p["throughput_rps"].get<double>()) << " rps, late sends "
       << p["late_sends"] << " (" << format_number(100.0 * p["late_sends"].get<double>() / sent, 2)
       << "%)";
-  if (!p["lateness_ns"].is_null()) {
-    out << " [lateness p99 " << loadgen::format_latency_ns(p["lateness_ns"]["p99"].get<double>())
-        << ", max " << loadgen::format_latency_ns(p["lateness_ns"]["max"].get<double>()) << "]";
+  if (const auto& timer = p["lateness_ns"]["timer"]; !timer.is_null()) {
+    out << " [client timer lateness p99 " << loadgen::format_latency_ns(timer["p99"].get<double>())
+        << ", max " << loadgen::format_latency_ns(timer["max"].get<double>()) << "]";
+  }
+  if (const auto& wait = p["lateness_ns"]["slot_wait"]; !wait.is_null()) {
+    out << "; slot waits p99 " << loadgen::format_latency_ns(wait["p99"].get<double>())
+        << " (the service's, counted in its latency)";
   }
   out << ", errors "
       << p["errors"]["connect"].get<std::uint64_t>() + p["errors"]["read"].get<std::uint64_t>() +
@@ -194,6 +222,14 @@ void print_load_point(std::ostream& out, const json& p) {
       << '\n';
   out << "  timestamps " << p["timestamp_source"].get<std::string>() << " ("
       << p["timestamp_note"].get<std::string>() << ")\n";
+  if (const auto& t = p["send_timer"]; !t.is_null()) {
+    out << "  send timer " << t["mode"].get<std::string>() << ": lead "
+        << loadgen::format_latency_ns(t["lead_ns"].get<double>()) << " (wake-up lateness p50 "
+        << loadgen::format_latency_ns(t["wakeup_lateness_ns"]["p50"].get<double>()) << ", p99 "
+        << loadgen::format_latency_ns(t["wakeup_lateness_ns"]["p99"].get<double>())
+        << "), polling " << format_number(100.0 * t["polled_fraction"].get<double>(), 1)
+        << "% of the load threads' time\n";
+  }
   if (const auto it = p.find("cpu_latency"); it != p.end() && !it->is_null()) {
     out << "  CPU latency limit " << (*it)["limit_us"].get<int>() << " us "
         << ((*it)["held"].get<bool>() ? std::string("held")

@@ -64,13 +64,15 @@ int run_daemon(const DaemonOptions& options) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   IptablesBackend rules;  // removes stale chains of a crashed run first
-  DelayEngine engine(
-      EngineOptions{options.spin_ns, options.busy_poll_ns, options.realtime_priority});
+  EngineOptions engine_options;
+  engine_options.spin_ns = options.spin_ns;
+  engine_options.busy_poll_ns = options.busy_poll_ns;
+  engine_options.realtime_priority = options.realtime_priority;
+  DelayEngine engine(engine_options);
   engine.start();
   ServiceOptions so;
   so.queue_base = options.queue_num;
   so.queue_maxlen = options.queue_maxlen;
-  so.spin_ns = options.spin_ns;
   so.busy_poll_ns = options.busy_poll_ns;
   so.cpu_latency_us = options.cpu_latency_us;
   InjectorService service(so, engine, rules, [] { return common::monotonic_ns(); });

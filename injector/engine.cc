@@ -28,11 +28,15 @@ constexpr uint64_t kTimerTag = 0;
 constexpr uint64_t kWakeTag = 1;
 constexpr uint64_t kFirstSlotTag = 2;  // epoll data = slot id + this
 constexpr int64_t kHousekeepingNs = 100'000'000;
+// The loop's first self-calibrated lead: this many sleeps of this period
+// before it serves packets (about 6 ms).
+constexpr int kProbeWakeups = 24;
+constexpr int64_t kProbePeriodNs = 250'000;
 
 }  // namespace
 
 DelayEngine::DelayEngine(EngineOptions options)
-    : options_(options), wheel_(common::monotonic_ns()) {
+    : options_(options), wheel_(common::monotonic_ns()), lateness_(options.lateness) {
   epoll_ = common::FileDescriptor(
       common::check_syscall("epoll_create1", ::epoll_create1(EPOLL_CLOEXEC)));
   timer_fd_ = common::FileDescriptor(common::check_syscall(
@@ -344,18 +348,40 @@ void DelayEngine::send_duplicate(const std::vector<uint8_t>& packet) {
   }
 }
 
+int64_t DelayEngine::lead_ns() const {
+  return options_.spin_ns ? *options_.spin_ns : lateness_.lead_ns();
+}
+
+void DelayEngine::record_wakeup(int64_t wait_start_ns, int64_t awake_ns) {
+  if (armed_ns_ > 0 && wait_start_ns < armed_ns_) lateness_.record(awake_ns - armed_ns_);
+}
+
+TimerReport DelayEngine::timer_report() {
+  std::lock_guard lock(mutex_);
+  TimerReport r;
+  r.self_calibrated = !options_.spin_ns.has_value();
+  r.lead_ns = lead_ns();
+  r.lateness = lateness_.summary();
+  r.polled_ns = polled_ns_;
+  r.uptime_ns = started_ns_ > 0 ? common::monotonic_ns() - started_ns_ : 0;
+  return r;
+}
+
 int DelayEngine::arm_timer(int64_t now_ns) {
-  constexpr int kIdleTimeoutMs = 100;  // housekeeping and shutdown checks
+  // Housekeeping and shutdown checks: with nothing held the timerfd wakes the
+  // loop at the next housekeeping tick (a wake-up lateness sample while
+  // idle); this epoll timeout is only the fallback.
+  constexpr int kIdleTimeoutMs = 150;
   if (now_ns - poll_window_start_ns_ >= kPollWindowNs) {
     poll_window_start_ns_ = now_ns;
     busy_ns_ = 0;
   }
   const bool may_poll = busy_ns_ < kBusyBudgetNs;
   const int64_t next = wheel_.next_deadline_ns();
-  int64_t target = 0;  // 0 disarms
+  int64_t target = last_housekeeping_ns_ + kHousekeepingNs;
   int timeout_ms = kIdleTimeoutMs;
   if (next != TimerWheel::kNoDeadline) {
-    target = next - (may_poll ? options_.spin_ns : 0);
+    target = next - (may_poll ? lead_ns() : 0);
     if (target <= now_ns) {
       // Due, or inside the spin window: poll; the timer is not needed.
       target = 0;
@@ -387,6 +413,18 @@ void DelayEngine::run() {
                        " refused: ", std::strerror(err), "; running unprioritised");
     }
   }
+  if (!options_.spin_ns) {
+    // The first lead comes from real sleeps of this thread, at its priority.
+    common::WakeupLateness probe(options_.lateness);
+    common::probe_wakeup_lateness(probe, kProbeWakeups, kProbePeriodNs);
+    std::lock_guard lock(mutex_);
+    lateness_ = probe;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    started_ns_ = common::monotonic_ns();
+    last_housekeeping_ns_ = started_ns_;
+  }
   epoll_event events[64];
   int timeout_ms = 0;
   while (running_) {
@@ -403,6 +441,7 @@ void DelayEngine::run() {
     for (int i = 0; i < n; ++i) {
       const uint64_t tag = events[i].data.u64;
       if (tag == kTimerTag) {
+        if (timeout_ms != 0) record_wakeup(wait_start_ns, awake_ns);
         uint64_t expirations = 0;
         if (::read(timer_fd_.get(), &expirations, sizeof expirations) < 0) {
           // EAGAIN after a re-arm race: harmless.
@@ -425,6 +464,7 @@ void DelayEngine::run() {
     }
     const int64_t end_ns = common::monotonic_ns();
     busy_ns_ += end_ns - awake_ns;
+    if (timeout_ms == 0 && n == 0) polled_ns_ += end_ns - wait_start_ns;
     timeout_ms = arm_timer(end_ns);
   }
 }

@@ -3,17 +3,59 @@
 #include <CLI/CLI.hpp>
 #include <exception>
 #include <iostream>
+#include <optional>
+#include <stdexcept>
 #include <string>
 
 #include "nabla/common/cpu_latency.hh"
 #include "nabla/common/log.hh"
+#include "nabla/common/wakeup_lateness.hh"
 #include "nabla/injector/daemon.hh"
+
+namespace {
+
+// "auto" -> nullopt (self-calibrated), else whole microseconds 0..10000 in ns.
+std::optional<int64_t> parse_spin_us(const std::string& text) {
+  if (text == "auto") return std::nullopt;
+  size_t used = 0;
+  long long us = -1;
+  try {
+    us = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty() || us < 0 || us > 10000) {
+    throw std::invalid_argument("'" + text + "' is not auto or a whole number of us in 0..10000");
+  }
+  return us * 1000;
+}
+
+// --check: this host's timer wake-up lateness, and the lead it implies.
+void print_timer_check(const std::optional<int64_t>& spin_ns) {
+  constexpr int kSleeps = 200;
+  constexpr int64_t kPeriodNs = 250'000;
+  nabla::common::WakeupLateness lateness;
+  nabla::common::probe_wakeup_lateness(lateness, kSleeps, kPeriodNs);
+  const auto s = lateness.summary();
+  std::cout << "ok: timer wake-up lateness p50 " << s.p50_ns / 1000 << " us, p90 "
+            << s.p90_ns / 1000 << " us, p99 " << s.p99_ns / 1000 << " us, max " << s.max_ns / 1000
+            << " us (" << kSleeps << " sleeps of " << kPeriodNs / 1000 << " us)\n";
+  if (spin_ns) {
+    std::cout << "ok: fixed release lead " << *spin_ns / 1000 << " us (--spin-us)\n";
+  } else {
+    std::cout << "ok: self-calibrated release lead " << s.lead_ns / 1000
+              << " us now (the p" << lateness.options().lead_quantile * 100
+              << " of the loop's own wake-ups, kept current while it runs; daemon.info shows it)\n";
+  }
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   nabla::injector::DaemonOptions options;
   std::string key_file;
   std::string log_level = "info";
-  int64_t spin_us = 0;
+  std::string spin_us = "auto";
   int64_t busy_poll_us = 0;
   std::string cpu_latency = "off";
   bool check = false;
@@ -26,9 +68,10 @@ int main(int argc, char** argv) {
   app.add_option("--queue-maxlen", options.queue_maxlen, "kernel queue length per injection")
       ->default_val(65536)
       ->check(CLI::Range(16, 1 << 24));
-  app.add_option("--spin-us", spin_us, "busy-wait the last N us before a deadline")
-      ->default_val(0)
-      ->check(CLI::Range(0, 10000));
+  app.add_option("--spin-us", spin_us,
+                 "arm each release timer this early and spin to the deadline: auto = a high "
+                 "quantile of the loop's own measured wake-up lateness, or N us (0-10000) fixed")
+      ->default_val("auto");
   app.add_option("--busy-poll-us", busy_poll_us,
                  "keep polling N us after each packet before sleeping (throughput at high "
                  "rates; costs CPU while traffic flows)")
@@ -51,7 +94,12 @@ int main(int argc, char** argv) {
     nabla::common::set_log_program("nabla-injectd");
     nabla::common::set_log_level(nabla::common::parse_log_level(log_level));
     if (!key_file.empty()) options.key_file = key_file;
-    options.spin_ns = spin_us * 1000;
+    try {
+      options.spin_ns = parse_spin_us(spin_us);
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "nabla-injectd: --spin-us: " << e.what() << "\n";
+      return 2;
+    }
     options.busy_poll_ns = busy_poll_us * 1000;
     try {
       options.cpu_latency_us = nabla::common::parse_cpu_latency_limit(cpu_latency);
@@ -63,6 +111,7 @@ int main(int argc, char** argv) {
       const auto missing = nabla::injector::check_environment(options.queue_num);
       for (const auto& m : missing) std::cout << "missing: " << m << "\n";
       if (missing.empty()) std::cout << "ok: root, iptables, ip6tables, NFQUEUE usable\n";
+      print_timer_check(options.spin_ns);
       // Advisory only: injections run without it, less precisely.
       if (!options.cpu_latency_us) {
         std::cout << "note: no CPU latency limit requested (--cpu-latency-us 0 holds one while "

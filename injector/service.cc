@@ -27,6 +27,26 @@ bool include_cycles(const json& params) {
   return it->get<bool>();
 }
 
+double to_us(int64_t ns) { return static_cast<double>(ns) / 1e3; }
+
+// daemon.info's "timer": how releases are timed and what that costs.
+json timer_json(const TimerReport& r) {
+  const auto& l = r.lateness;
+  return json{{"mode", r.self_calibrated ? "self-calibrated" : "fixed"},
+              {"lead_us", to_us(r.lead_ns)},
+              {"wakeup_lateness_us",
+               {{"p50", to_us(l.p50_ns)},
+                {"p90", to_us(l.p90_ns)},
+                {"p99", to_us(l.p99_ns)},
+                {"max", to_us(l.max_ns)},
+                {"samples", l.samples},
+                {"recorded", l.recorded}}},
+              {"polled_s", static_cast<double>(r.polled_ns) / 1e9},
+              {"polled_fraction", r.uptime_ns > 0 ? static_cast<double>(r.polled_ns) /
+                                                        static_cast<double>(r.uptime_ns)
+                                                  : 0.0}};
+}
+
 }  // namespace
 
 InjectorService::InjectorService(ServiceOptions options, DelayEngine& engine, RuleBackend& rules,
@@ -237,7 +257,7 @@ json InjectorService::info(const json&) {
               {"queue_base", options_.queue_base},
               {"queue_maxlen", options_.queue_maxlen},
               {"max_injections", options_.max_injections},
-              {"spin_us", options_.spin_ns / 1000},
+              {"timer", timer_json(engine_.timer_report())},
               {"busy_poll_us", options_.busy_poll_ns / 1000},
               {"cpu_latency",
                {{"limit_us", options_.cpu_latency_us ? json(*options_.cpu_latency_us) : json()},

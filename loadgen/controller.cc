@@ -48,6 +48,38 @@ Evaluation evaluate(const ControllerConfig& c, const std::vector<Sample>& series
   return e;
 }
 
+void merge_send_timer(SendTimer& into, const SendTimer& t) {
+  into.self_calibrated = t.self_calibrated;
+  into.lead_ns = std::max(into.lead_ns, t.lead_ns);
+  into.wakeup_p50_ns = std::max(into.wakeup_p50_ns, t.wakeup_p50_ns);
+  into.wakeup_p99_ns = std::max(into.wakeup_p99_ns, t.wakeup_p99_ns);
+  into.wakeups += t.wakeups;
+  into.polled_ns += t.polled_ns;
+  into.thread_run_ns += t.thread_run_ns;
+}
+
+// The client's own timer lateness at the target percentile against the
+// sojourn there: over the share, the answer is mostly the instrument's.
+void judge_client_lateness(const ControllerConfig& c, const analysis::LatencyHistogram& lateness,
+                           ControllerResult& out) {
+  if (lateness.count() == 0) return;
+  const TailPercentile& target = out.percentiles.front();
+  const int64_t client = lateness.percentile(target.p / 100.0);
+  out.client_lateness_at_target_ns = client;
+  if (!(target.value_ns > 0)) return;
+  const double share = static_cast<double>(client) / target.value_ns;
+  out.client_lateness_share = share;
+  if (share <= c.max_client_lateness_share) return;
+  const std::string p = "p" + fixed(target.p, target.p == std::floor(target.p) ? 0 : 2);
+  out.reasons.push_back("the load generator's own send lateness at " + p + " (" +
+                        format_latency_ns(static_cast<double>(client)) + ") is " +
+                        fixed(100.0 * share, 0) + "% of the " + p + " sojourn (" +
+                        format_latency_ns(target.value_ns) + "), more than " +
+                        fixed(100.0 * c.max_client_lateness_share, 0) +
+                        "%: the answer would bill the client's timer to the service (try "
+                        "--rt-priority, --cpus or --cpu-latency-us 0)");
+}
+
 TimestampSource dominant_source(const std::vector<Sample>& samples) {
   std::array<std::size_t, 3> n{};
   for (const auto& s : samples) ++n[static_cast<std::size_t>(s.source)];
@@ -137,6 +169,10 @@ ControllerResult run_controller(const ControllerConfig& c, const MonotonicClock&
     out.sent += r.sent;
     out.late_sends += r.late;
     out.lateness.merge(r.lateness);
+    out.timer_lateness.merge(r.timer_lateness);
+    out.slot_wait.merge(r.slot_wait);
+    out.slot_late += r.slot_late;
+    merge_send_timer(out.timer, r.timer);
     out.errors.add(r.errors);
     // Drop the warm-up: queues fill from empty on fresh connections.
     std::erase_if(r.samples,
@@ -196,6 +232,7 @@ ControllerResult run_controller(const ControllerConfig& c, const MonotonicClock&
   int failed_in_a_row = 0;
   int measured = 0;
   uint64_t used_completed = 0;
+  analysis::LatencyHistogram used_timer_lateness;
   int64_t used_span_ns = 0;
   std::vector<std::string> stop;
   while (measured < c.max_rounds) {
@@ -225,6 +262,7 @@ ControllerResult run_controller(const ControllerConfig& c, const MonotonicClock&
       continue;
     }
     failed_in_a_row = 0;
+    used_timer_lateness.merge(r.timer_lateness);
     rec.samples_used = r.samples.size();
     used_completed += r.samples.size();
     // The round's samples exclude its warm-up, so its span does too.
@@ -299,6 +337,9 @@ ControllerResult run_controller(const ControllerConfig& c, const MonotonicClock&
       }
       for (const auto& s : stop) out.notes.push_back(s);
     }
+  }
+  if (evaluated && !out.percentiles.empty()) {
+    judge_client_lateness(c, used_timer_lateness, out);
   }
   out.ok = out.reasons.empty() && evaluated && ev.converged;
 

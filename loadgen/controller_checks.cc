@@ -133,13 +133,17 @@ CalibrationCheck check_calibration(const EngineResult& round, const EngineConfig
   out.late = round.late;
   out.late_fraction = round.sent > 0 ? static_cast<double>(round.late) / round.sent : 0.0;
   out.late_ok = out.late_fraction <= limits.late_fraction_limit;
+  out.slot_late = round.slot_late;
+  out.slot_late_fraction =
+      round.sent > 0 ? static_cast<double>(round.slot_late) / static_cast<double>(round.sent) : 0.0;
   out.closed_loop =
       check_closed_loop(round, out.target_rps, config.connections, config.max_outstanding);
   auto& cl = out.closed_loop;
   // Closed loop: the slots cannot carry the rate at all (Little), or sends
-  // queue for slots (late) while most slots are busy.
+  // queue for slots (slot waits over the threshold) while most slots are busy.
+  const bool slots_queue = out.slot_late_fraction > limits.late_fraction_limit;
   cl.closed_loop = cl.slots_needed >= cl.slots ||
-                   (!out.late_ok && cl.slots_needed > limits.slot_occupancy_limit * cl.slots);
+                   (slots_queue && cl.slots_needed > limits.slot_occupancy_limit * cl.slots);
 
   if (!out.rate_ok) {
     out.reasons.push_back("target load not reached (achieved " + fixed(out.throughput_rps, 0) +
@@ -170,10 +174,12 @@ CalibrationCheck check_calibration(const EngineResult& round, const EngineConfig
                           fixed(cl.capacity_rps, 0) + " rps)");
   } else if (!out.late_ok) {
     out.reasons.push_back(
-        "late sends: " + fixed(100.0 * out.late_fraction, 1) + "% of requests left more than " +
+        "late sends: the load generator itself got to " + fixed(100.0 * out.late_fraction, 1) +
+        "% of requests more than " +
         format_latency_ns(static_cast<double>(config.late_threshold_ns)) +
         " after their intended time (limit " + fixed(100.0 * limits.late_fraction_limit, 1) +
-        "%): the client cannot keep the schedule");
+        "%; waits for a free connection slot are not counted): the client cannot keep the "
+        "schedule");
   }
   return out;
 }

@@ -106,7 +106,10 @@ struct ThreadResult {
   std::vector<Sample> samples;
   analysis::LatencyHistogram latency;
   analysis::LatencyHistogram lateness;
-  uint64_t scheduled = 0, sent = 0, completed = 0, late = 0, reconnects = 0;
+  analysis::LatencyHistogram timer_lateness;
+  analysis::LatencyHistogram slot_wait;
+  SendTimer timer;
+  uint64_t scheduled = 0, sent = 0, completed = 0, late = 0, slot_late = 0, reconnects = 0;
   uint64_t timestamp_fallbacks = 0;
   ErrorCounts errors;
   int64_t first_intended_ns = INT64_MAX, last_intended_ns = INT64_MIN;
@@ -169,7 +172,8 @@ class Worker {
         max_requests_(max_requests),
         end_ns_(config.duration_ns > 0 ? start_ns + config.duration_ns : INT64_MAX),
         epoll_(::epoll_create1(EPOLL_CLOEXEC)),
-        timer_(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC)) {
+        timer_(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC)),
+        wakeups_(config.lateness) {
     if (!epoll_) throw std::system_error(errno, std::system_category(), "epoll_create1");
     if (!timer_) throw std::system_error(errno, std::system_category(), "timerfd_create");
     epoll_event ev{};
@@ -192,6 +196,8 @@ class Worker {
   }
 
   ThreadResult run() {
+    const int64_t run_start_ns = common::monotonic_ns();
+    if (!config_.spin_ns) probe_wakeups_before_start();
     int64_t now = common::monotonic_ns();
     for (size_t i = 0; i < conns_.size(); ++i) open(i, now);
     int64_t drain_deadline = INT64_MAX;
@@ -209,18 +215,26 @@ class Worker {
         if (drain_deadline == INT64_MAX) drain_deadline = now + config_.request_timeout_ns;
         if ((backlog_.empty() && idle()) || now >= drain_deadline) break;
       }
-      int timeout_ms = next_wait_ms(now);
+      const int timeout_ms = next_wait_ms(now);
+      const int64_t wait_start_ns = common::monotonic_ns();
       int n =
           ::epoll_wait(epoll_.get(), events.data(), static_cast<int>(events.size()), timeout_ms);
       if (n < 0 && errno != EINTR) {
         throw std::system_error(errno, std::system_category(), "epoll_wait");
       }
-      for (int i = 0; i < n; ++i) handle(events[static_cast<size_t>(i)]);
+      const int64_t awake_ns = common::monotonic_ns();
+      if (timeout_ms == 0 && n <= 0) count_poll(awake_ns - wait_start_ns);
+      for (int i = 0; i < n; ++i) {
+        const auto& ev = events[static_cast<size_t>(i)];
+        if (ev.data.u64 == kTimerTag && timeout_ms != 0) record_wakeup(wait_start_ns, awake_ns);
+        handle(ev);
+      }
     }
     // Whatever is still outstanding or queued after the drain never completed.
     for (auto& c : conns_) result_.errors.timeout += c.outstanding.size();
     result_.errors.timeout += backlog_.size();
     result_.cpu = ::sched_getcpu();
+    report_timer(common::monotonic_ns() - run_start_ns);
     return std::move(result_);
   }
 
@@ -228,6 +242,65 @@ class Worker {
   static constexpr uint64_t kTimerTag = UINT64_MAX;
 
   uint64_t tag(size_t i) const { return (uint64_t{conns_[i].generation} << 32) | i; }
+
+  // ---- send timing (docs/timing.md)
+  static constexpr int64_t kPollWindowNs = 1'000'000;
+  static constexpr int kProbeWakeups = 24;
+  static constexpr int64_t kProbePeriodNs = 250'000;
+
+  // The first lead: real sleeps of this thread in the time left before its
+  // first intended send (none when the run starts at once).
+  void probe_wakeups_before_start() {
+    const auto first = schedule_.peek();
+    if (!first) return;
+    for (int i = 0; i < kProbeWakeups; ++i) {
+      if (common::monotonic_ns() + 2 * kProbePeriodNs > *first) break;
+      common::probe_wakeup_lateness(wakeups_, 1, kProbePeriodNs);
+    }
+  }
+
+  int64_t lead_ns() const { return config_.spin_ns ? *config_.spin_ns : wakeups_.lead_ns(); }
+
+  bool may_poll(int64_t now) {
+    if (now - poll_window_start_ns_ >= kPollWindowNs) {
+      poll_window_start_ns_ = now;
+      window_polled_ns_ = 0;
+    }
+    return static_cast<double>(window_polled_ns_) <
+           config_.poll_budget * static_cast<double>(kPollWindowNs);
+  }
+
+  void count_poll(int64_t ns) {
+    polled_ns_ += ns;
+    window_polled_ns_ += ns;
+  }
+
+  // A timer expiry after a blocking wait that began before the armed time is
+  // one wake-up lateness sample.
+  void record_wakeup(int64_t wait_start_ns, int64_t awake_ns) {
+    if (armed_ns_ > 0 && wait_start_ns < armed_ns_) wakeups_.record(awake_ns - armed_ns_);
+  }
+
+  void arm_timer(int64_t target_ns) {
+    if (target_ns == armed_ns_) return;
+    itimerspec its{};
+    its.it_value.tv_sec = target_ns / 1'000'000'000;
+    its.it_value.tv_nsec = target_ns % 1'000'000'000;
+    ::timerfd_settime(timer_.get(), TFD_TIMER_ABSTIME, &its, nullptr);
+    armed_ns_ = target_ns;
+  }
+
+  void report_timer(int64_t run_ns) {
+    const auto w = wakeups_.summary();
+    SendTimer& t = result_.timer;
+    t.self_calibrated = !config_.spin_ns.has_value();
+    t.lead_ns = lead_ns();
+    t.wakeup_p50_ns = w.p50_ns;
+    t.wakeup_p99_ns = w.p99_ns;
+    t.wakeups = w.recorded;
+    t.polled_ns = polled_ns_;
+    t.thread_run_ns = run_ns;
+  }
 
   bool idle() const {
     return std::all_of(conns_.begin(), conns_.end(),
@@ -243,7 +316,10 @@ class Worker {
       }
       if (*t > now) break;
       schedule_.next();
-      backlog_.push_back(*t);
+      backlog_.push_back({*t, now});
+      const int64_t timer_lateness = now - *t;
+      result_.timer_lateness.record(std::max<int64_t>(timer_lateness, 0));
+      if (timer_lateness > config_.late_threshold_ns) ++result_.late;
       ++result_.scheduled;
       result_.first_intended_ns = std::min(result_.first_intended_ns, *t);
       result_.last_intended_ns = std::max(result_.last_intended_ns, *t);
@@ -269,7 +345,8 @@ class Worker {
         }
       }
       if (best == nullptr) break;
-      int64_t intended = backlog_.front();
+      const Due due = backlog_.front();
+      const int64_t intended = due.intended_ns;
       backlog_.pop_front();
       uint64_t id = next_id_++;
       const size_t before = best->out.size();
@@ -279,7 +356,9 @@ class Worker {
       best->outstanding.push_back({intended, lateness, id, type, best->tx_bytes - 1});
       ++result_.sent;
       result_.lateness.record(std::max<int64_t>(lateness, 0));
-      if (lateness > config_.late_threshold_ns) ++result_.late;
+      const int64_t slot_wait = now - due.noticed_ns;
+      result_.slot_wait.record(std::max<int64_t>(slot_wait, 0));
+      if (slot_wait > config_.late_threshold_ns) ++result_.slot_late;
       if (!best->dirty) {
         best->dirty = true;
         dirty_.push_back(best_index);
@@ -400,18 +479,17 @@ class Worker {
     }
   }
 
+  // The timer is armed for the next intended send even while the backlog
+  // waits for a slot: noticing a due send late would bill the client's
+  // delay to the server as slot wait.
   int next_wait_ms(int64_t now) {
     int64_t wait_ns = 10'000'000;  // timeouts and reconnects are checked at least every 10 ms
-    if (!sending_done_ && backlog_.empty()) {
+    if (!sending_done_) {
       if (auto t = schedule_.peek()) {
-        int64_t until = *t - now;
-        if (until <= config_.spin_ns) return 0;  // spin (or due now)
-        // Sleep on the timerfd's absolute deadline, minus the spin window.
-        itimerspec its{};
-        int64_t deadline = *t - config_.spin_ns;
-        its.it_value.tv_sec = deadline / 1'000'000'000;
-        its.it_value.tv_nsec = deadline % 1'000'000'000;
-        ::timerfd_settime(timer_.get(), TFD_TIMER_ABSTIME, &its, nullptr);
+        const int64_t lead = may_poll(now) ? lead_ns() : 0;
+        const int64_t until = *t - now;
+        if (until <= lead) return 0;  // spin (or due now)
+        arm_timer(*t - lead);
         // The timerfd wakes us precisely; the epoll timeout is only a fallback.
         return static_cast<int>(std::min<int64_t>(wait_ns, until) / 1'000'000 + 1);
       }
@@ -424,6 +502,7 @@ class Worker {
     if (ev.data.u64 == kTimerTag) {
       uint64_t expirations;
       [[maybe_unused]] ssize_t r = ::read(timer_.get(), &expirations, sizeof expirations);
+      armed_ns_ = -1;
       return;
     }
     size_t i = ev.data.u64 & 0xffffffffu;
@@ -573,7 +652,16 @@ class Worker {
   std::unique_ptr<PhcClock> phc_;  // the NIC's clock when hardware stamps are on
   PhcMapping phc_map_;
   int64_t phc_refresh_ns_ = 0;
-  std::deque<int64_t> backlog_;      // intended times not yet sent
+  struct Due {
+    int64_t intended_ns;
+    int64_t noticed_ns;  // when generate() moved it into the backlog
+  };
+  std::deque<Due> backlog_;          // intended sends not yet sent
+  common::WakeupLateness wakeups_;   // this thread's timer wake-ups
+  int64_t armed_ns_ = -1;            // the timerfd's target, -1 when not armed
+  int64_t polled_ns_ = 0;
+  int64_t poll_window_start_ns_ = 0;
+  int64_t window_polled_ns_ = 0;
   std::vector<size_t> dirty_;        // connections with requests encoded, not yet flushed
   std::vector<TxTimestamp> stamps_;  // reused by drain_tx
   bool sending_done_ = false;
@@ -581,6 +669,20 @@ class Worker {
   size_t opened_ = 0;
   ThreadResult result_;
 };
+
+}  // namespace
+
+namespace {
+
+void merge_timer(SendTimer& into, const SendTimer& t) {
+  into.self_calibrated = t.self_calibrated;
+  into.lead_ns = std::max(into.lead_ns, t.lead_ns);
+  into.wakeup_p50_ns = std::max(into.wakeup_p50_ns, t.wakeup_p50_ns);
+  into.wakeup_p99_ns = std::max(into.wakeup_p99_ns, t.wakeup_p99_ns);
+  into.wakeups += t.wakeups;
+  into.polled_ns += t.polled_ns;
+  into.thread_run_ns += t.thread_run_ns;
+}
 
 }  // namespace
 
@@ -597,6 +699,10 @@ EngineResult run_engine(const EngineConfig& config, int64_t start_ns) {
     throw std::invalid_argument("engine: rt_priority must be in 0..99");
   }
   if (config.request_timeout_ns <= 0) throw std::invalid_argument("engine: timeout must be > 0");
+  if (config.spin_ns && *config.spin_ns < 0) throw std::invalid_argument("engine: spin must be >= 0");
+  if (!(config.poll_budget >= 0.0 && config.poll_budget <= 1.0)) {
+    throw std::invalid_argument("engine: poll budget must be in [0, 1]");
+  }
   validate_cpus(config.cpus);
   auto parts = split(config.schedule, config.threads);
   const auto t = static_cast<uint64_t>(config.threads);
@@ -663,10 +769,14 @@ EngineResult run_engine(const EngineConfig& config, int64_t start_ns) {
     out.samples.insert(out.samples.end(), r.samples.begin(), r.samples.end());
     out.latency.merge(r.latency);
     out.lateness.merge(r.lateness);
+    out.timer_lateness.merge(r.timer_lateness);
+    out.slot_wait.merge(r.slot_wait);
+    merge_timer(out.timer, r.timer);
     out.scheduled += r.scheduled;
     out.sent += r.sent;
     out.completed += r.completed;
     out.late += r.late;
+    out.slot_late += r.slot_late;
     out.reconnects += r.reconnects;
     out.timestamp_fallbacks += r.timestamp_fallbacks;
     out.errors.add(r.errors);

@@ -395,6 +395,18 @@ void print_profile(const nlohmann::json& stats, double wakeups_before) {
           std::max(1.0, stats.at("verdict_sends").get<double>()));
 }
 
+// The running daemon's release timing (daemon.info "timer").
+void print_timer(InjectorTestbed& bed) {
+  const auto t = bed.call("daemon.info", nlohmann::json::object()).at("timer");
+  const auto& l = t.at("wakeup_lateness_us");
+  std::printf(
+      "  %-20s timer %s: lead %.1f us; wake-up lateness p50 %.1f us p90 %.1f us p99 %.1f us "
+      "(%llu recorded); polling %.1f%% of its uptime\n",
+      "", t.at("mode").get<std::string>().c_str(), t.at("lead_us").get<double>(),
+      l.at("p50").get<double>(), l.at("p90").get<double>(), l.at("p99").get<double>(),
+      l.at("recorded").get<unsigned long long>(), 100.0 * t.at("polled_fraction").get<double>());
+}
+
 // One accuracy row per rate for the running daemon, plus its own view.
 // dir "in": the daemon runs on the receiving host.
 void accuracy_rows(InjectorTestbed& bed, const char* who, double seconds, int64_t base_ns,
@@ -683,8 +695,14 @@ int main(int argc, char** argv) {
       "accuracy, 1 ms constant delay, %.1f s per rate; error = one-way delay - 1 ms - path "
       "median (%.1f us, p99 %.1f us with no rule); targets: median <= 10 us, p99 <= 100 us\n",
       seconds, base_ns / 1e3, nabla::testing::delay_percentile(path, 0.99) / 1e3);
-  bed.start_daemon({"--cpu-latency-us", "0", "--rt-priority", std::to_string(accuracy_rt)});
+  bed.start_daemon({"--cpu-latency-us", "0", "--spin-us", "0", "--rt-priority",
+                    std::to_string(accuracy_rt)});
   accuracy_rows(bed, "nabla, no spin", seconds, base_ns);
+  bed.stop_daemon();
+  // The default: the lead is self-calibrated from the loop's own wake-ups.
+  bed.start_daemon({"--cpu-latency-us", "0", "--rt-priority", std::to_string(accuracy_rt)});
+  accuracy_rows(bed, "nabla, self-calibrated", seconds, base_ns);
+  print_timer(bed);
   bed.stop_daemon();
   for (int spin : spins) {
     if (spin <= 0) continue;
@@ -720,6 +738,11 @@ int main(int argc, char** argv) {
                      InjectorTestbed::Host::kReceiver);
     const std::string who = "nabla in, spin " + std::to_string(spins.front()) + " us";
     accuracy_rows(bed, who.c_str(), seconds, user_base_ns, "in");
+    bed.stop_daemon();
+    bed.start_daemon({"--cpu-latency-us", "0", "--rt-priority", std::to_string(accuracy_rt)},
+                     InjectorTestbed::Host::kReceiver);
+    accuracy_rows(bed, "nabla in, self-calibrated", seconds, user_base_ns, "in");
+    print_timer(bed);
     bed.stop_daemon();
     bed.set_probe_receive_call_stamps(false);
     bed.set_probe_receiver_priority(5);

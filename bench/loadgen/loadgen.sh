@@ -119,7 +119,7 @@ probe() {
   "$nabla" load --target "http://127.0.0.1:$nport/" --rate "$1" --connections "$conns" \
     --threads 1 --outstanding "$outstanding" --max-duration 2s --late-threshold "$late" \
     --spin "$probe_spin" --rt-priority "$probe_rt" "${cpus_flag[@]}" --json > "$work/probe.json" || true
-  json "$work/probe.json" "'%.5f %.4f %.0f' % (j['late_sends'] / max(j['sent'], 1), j['throughput_rps'] / j['target_rps'], (j['lateness_ns'] or {'p99': 0})['p99'] / 1000)"
+  json "$work/probe.json" "'%.5f %.4f %.0f' % (j['late_sends'] / max(j['sent'], 1), j['throughput_rps'] / j['target_rps'], (j['lateness_ns']['timer'] or {'p99': 0})['p99'] / 1000)"
 }
 # A rate is sustained when a probe has < 1% late sends and carries >= 98% of
 # it. Each rate gets up to two probes (the second only if the first fails),

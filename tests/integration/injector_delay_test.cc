@@ -143,50 +143,45 @@ std::pair<int64_t, int64_t> error_quantiles(const std::vector<ProbeResult>& prob
   return {err[err.size() / 2], err[err.size() * 99 / 100]};
 }
 
-TEST(InjectorDelay, SpinUsIsAtLeastAsAccurateAsSleeping) {
+// Every timing mode of the release loop delays correctly: nothing leaves
+// before its deadline, and the median lands within half the delay of it (far
+// from undelayed and from twice the delay on any machine). Which mode is more
+// accurate is a benchmark question (bench/injector), not a test's.
+TEST(InjectorDelay, EveryReleaseTimingModeDelaysCorrectly) {
   NABLA_REQUIRE_ROOT_OR_SKIP();
   InjectorTestbed bed;
   const char* link = "udp 10.77.0.1 -> 10.77.0.2:9000";
-  // Daemon flags: sleeping, spinning the last 50 us, and busy polling after
-  // traffic (a throughput option that must not cost accuracy).
+  constexpr int64_t kDelay = 2 * kMs;
+  // Self-calibrated (the default), sleeping, a fixed spin, and busy polling.
   const std::vector<std::vector<std::string>> configs = {
-      {"--spin-us", "0"}, {"--spin-us", "50"}, {"--busy-poll-us", "200"}};
-  std::vector<std::pair<int64_t, int64_t>> error;
-  CpuSteal steal;
+      {}, {"--spin-us", "0"}, {"--spin-us", "50"}, {"--busy-poll-us", "200"}};
   for (const auto& flags : configs) {
+    const std::string name = flags.empty() ? "self-calibrated" : flags[0] + " " + flags[1];
     bed.start_daemon(flags);
-    const auto info = bed.call("daemon.info", nlohmann::json::object());
-    EXPECT_EQ(info.at("spin_us"), flags[0] == "--spin-us" ? std::stoi(flags[1]) : 0);
-    EXPECT_EQ(info.at("busy_poll_us"), flags[0] == "--busy-poll-us" ? std::stoi(flags[1]) : 0);
     const auto id =
-        bed.call("inject.start", {{"link", link}, {"delay", "1ms"}, {"lease_s", 30}}).at("id");
-    const auto probes = run_udp_probes(bed, 9000, 2000, 4000.0);
+        bed.call("inject.start", {{"link", link}, {"delay", "2ms"}, {"lease_s", 30}}).at("id");
+    const auto probes = run_udp_probes(bed, 9000, 1000, 2000.0);
+    const auto timer = bed.call("daemon.info", nlohmann::json::object()).at("timer");
     bed.call("inject.stop", {{"id", id}});
     bed.stop_daemon();
-    ASSERT_EQ(lost(probes), 0u) << flags[0];
-    // Physical lower bound in every mode: nothing is released early.
-    EXPECT_GE(delay_percentile(probes, 0.001), kMs) << flags[0];
-    error.push_back(error_quantiles(probes, kMs));
-  }
-  std::printf(
-      "|actual - 1 ms| median/p99: sleeping %.1f/%.1f us, spin 50 us %.1f/%.1f us, busy poll "
-      "%.1f/%.1f us\n",
-      error[0].first / 1e3, error[0].second / 1e3, error[1].first / 1e3, error[1].second / 1e3,
-      error[2].first / 1e3, error[2].second / 1e3);
-  // Loose: spinning and polling are at least about as accurate as sleeping
-  // (measured: spin ~8-30 vs ~60-90 us median on the loaded 2-core VM), and
-  // well inside 1 ms. While the hypervisor parks vCPUs the three runs see
-  // different stalls (seen in CI: 148 us sleeping, 893 us spinning): then
-  // only the bound inside 2 ms is judged.
-  const bool calm = steal.calm();
-  std::printf("machine %s\n", steal.describe().c_str());
-  for (size_t i = 1; i < error.size(); ++i) {
-    if (calm) {
-      EXPECT_LE(error[i].first, error[0].first + 20'000) << configs[i][0];
-      EXPECT_LT(error[i].first, kMs / 2) << configs[i][0];
-    } else {
-      EXPECT_LT(error[i].first, 2 * kMs) << configs[i][0];
+    ASSERT_EQ(lost(probes), 0u) << name;
+    EXPECT_GE(delay_percentile(probes, 0.0), kDelay) << name << ": released early";
+    const int64_t p50 = delay_percentile(probes, 0.5);
+    EXPECT_LT(p50, kDelay + kDelay / 2) << name;
+    const auto [median_error, p99_error] = error_quantiles(probes, kDelay);
+    std::printf("%s: |actual - 2 ms| median %.1f us, p99 %.1f us; timer %s\n", name.c_str(),
+                median_error / 1e3, p99_error / 1e3, timer.dump().c_str());
+    const bool fixed = !flags.empty() && flags[0] == "--spin-us";
+    EXPECT_EQ(timer.at("mode"), fixed ? "fixed" : "self-calibrated") << name;
+    if (fixed) {
+      EXPECT_EQ(timer.at("lead_us").get<double>(), std::stod(flags[1])) << name;
     }
+    // The loop kept measuring its wake-ups while it delayed packets (the
+    // start-up probe alone records 24), and the lead stays within its cap.
+    EXPECT_GT(timer.at("wakeup_lateness_us").at("recorded").get<uint64_t>(), 24u) << name;
+    EXPECT_GE(timer.at("lead_us").get<double>(), 0.0) << name;
+    EXPECT_LE(timer.at("lead_us").get<double>(), fixed ? 50.0 : 500.0) << name;
+    EXPECT_LE(timer.at("polled_fraction").get<double>(), 1.0) << name;
   }
 }
 

@@ -126,7 +126,7 @@ TEST(ControllerChecks, ClosedLoopWhenLittlesLawExceedsTheSlots) {
   for (int i = 0; i < 1000; ++i) t.push_back(int64_t{i} * 1'000'000);
   auto r = round_with(t, 1'000'000);
   r.scheduled = r.sent = 5000;  // offered 5000 rps over the same second
-  r.late = 4000;
+  r.slot_late = 4000;
   auto check = check_calibration(r, c, CalibrationLimits{});
   EXPECT_FALSE(check.passed());
   EXPECT_TRUE(check.closed_loop.closed_loop);
@@ -168,7 +168,35 @@ TEST(ControllerChecks, LateSendsWithoutSlotShortageAreTheClientsFault) {
   auto check = check_calibration(r, c, CalibrationLimits{});
   EXPECT_FALSE(check.closed_loop.closed_loop);
   ASSERT_EQ(check.reasons.size(), 1u);
-  EXPECT_EQ(check.reasons[0].rfind("late sends: 10.0% of requests", 0), 0u) << check.reasons[0];
+  EXPECT_EQ(check.reasons[0].rfind("late sends: the load generator itself got to 10.0% of requests",
+                                   0),
+            0u)
+      << check.reasons[0];
+}
+
+// Waits for a free slot are the service's latency: with most slots idle they
+// fail nothing; with most slots needed they are the closed-loop symptom.
+TEST(ControllerChecks, SlotWaitsFailOnlyAsTheClosedLoopSymptom) {
+  EngineConfig c;
+  c.schedule.rate_per_s = 1000;
+  c.schedule.kind = ScheduleKind::kFixed;
+  std::vector<int64_t> t;
+  for (int i = 0; i < 1000; ++i) t.push_back(int64_t{i} * 1'000'000);
+  c.connections = 100;  // 0.1 of 100 slots needed (100 us each at 1000 rps)
+  auto r = round_with(t, 100'000);
+  r.slot_late = 500;  // 50% waited for a slot
+  auto idle_slots = check_calibration(r, c, CalibrationLimits{});
+  EXPECT_TRUE(idle_slots.passed()) << idle_slots.reasons.front();
+  EXPECT_EQ(idle_slots.slot_late, 500u);
+  EXPECT_TRUE(idle_slots.late_ok);
+  c.connections = 1;
+  c.max_outstanding = 1;
+  auto busy = round_with(t, 800'000);  // 0.8 of the one slot needed
+  busy.slot_late = 500;
+  auto busy_slots = check_calibration(busy, c, CalibrationLimits{});
+  EXPECT_TRUE(busy_slots.closed_loop.closed_loop);
+  busy.slot_late = 0;
+  EXPECT_FALSE(check_calibration(busy, c, CalibrationLimits{}).closed_loop.closed_loop);
 }
 
 TEST(ControllerChecks, StrideOneForIidAndLargerForAnAutoregressiveSeries) {

@@ -84,7 +84,7 @@ TEST(Engine, LatencyIsServiceTimePlusASmallFloor) {
   for (const auto& s : r.samples) EXPECT_EQ(s.service_time_ns, 2'000'000);
 }
 
-TEST(Engine, ClosedLoopConfigurationShowsLateSendsAndNoCoordinatedOmission) {
+TEST(Engine, ClosedLoopConfigurationShowsSlotWaitsAndNoCoordinatedOmission) {
   // 1 connection, K = 1, 5 ms per reply: capacity 200/s, offered 1000/s.
   EchoServer server({.delay_ns = 5'000'000});
   EngineConfig c = echo_config(server.port());
@@ -93,7 +93,12 @@ TEST(Engine, ClosedLoopConfigurationShowsLateSendsAndNoCoordinatedOmission) {
   c.max_requests = 100;
   EngineResult r = run_engine(c, soon());
   EXPECT_EQ(r.completed, 100u);
-  EXPECT_GE(r.late, 90u);
+  // The sends waited for the one slot: the server's doing, not the client's.
+  EXPECT_GE(r.slot_late, 90u);
+  EXPECT_LT(r.late, r.slot_late);
+  EXPECT_GT(r.slot_wait.percentile(0.5), r.timer_lateness.percentile(0.5));
+  EXPECT_EQ(r.slot_wait.count(), r.sent);
+  EXPECT_EQ(r.timer_lateness.count(), r.scheduled);
   // The last request was intended at 99 ms but cannot complete before
   // 100 * 5 ms: measured from its intended time it waited >= ~400 ms.
   // A coordinated-omission tool would report ~5 ms.
@@ -164,6 +169,35 @@ TEST(Engine, SoftwareRxTimestampsAreUsedAndPlausible) {
   // idle machine may be unstamped and fall back to the user clock.
   EXPECT_GE(software + 5, r.samples.size());
   EXPECT_LE(r.timestamp_fallbacks, 5u);
+}
+
+// The default send timer measures the thread's own wake-ups and reports its
+// lead; a fixed spin is reported as fixed. Nothing is ever sent early.
+TEST(Engine, SendTimerIsSelfCalibratedByDefaultAndReported) {
+  EchoServer server;
+  EngineConfig c = echo_config(server.port());
+  c.schedule.kind = ScheduleKind::kFixed;
+  c.schedule.rate_per_s = 1000;
+  c.max_requests = 300;
+  EngineResult r = run_engine(c, soon());
+  EXPECT_EQ(r.completed, 300u);
+  EXPECT_TRUE(r.timer.self_calibrated);
+  // The start-up probe (up to 24 sleeps before the first send) and the
+  // sends' own timer wake-ups.
+  EXPECT_GT(r.timer.wakeups, 24u);
+  EXPECT_GE(r.timer.lead_ns, 0);
+  EXPECT_LE(r.timer.lead_ns, c.lateness.max_lead_ns);
+  EXPECT_LE(r.timer.wakeup_p50_ns, r.timer.wakeup_p99_ns);
+  EXPECT_GT(r.timer.thread_run_ns, 0);
+  EXPECT_GE(r.timer.polled_fraction(), 0.0);
+  EXPECT_LE(r.timer.polled_fraction(), 1.0);
+  for (const auto& s : r.samples) EXPECT_GE(s.lateness_ns, 0);
+  EXPECT_EQ(r.timer_lateness.count(), r.scheduled);
+
+  c.spin_ns = 40'000;
+  EngineResult fixed = run_engine(c, soon());
+  EXPECT_FALSE(fixed.timer.self_calibrated);
+  EXPECT_EQ(fixed.timer.lead_ns, 40'000);
 }
 
 TEST(Engine, SpinModeStillSendsEveryRequestOnTime) {

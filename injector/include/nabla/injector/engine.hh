@@ -2,8 +2,10 @@
 // The data plane: one thread running an epoll loop over every injection's
 // NFQUEUE socket, an absolute-deadline timerfd (CLOCK_MONOTONIC,
 // TFD_TIMER_ABSTIME) armed at the timer wheel's next deadline, and an eventfd
-// for shutdown. It optionally spins for the last spin_ns before a deadline;
-// timer slack is set to 1 ns. Packet callbacks never sleep: a packet is
+// for shutdown. The timer is armed early by a lead and the loop spins to the
+// deadline: by default the lead is self-calibrated from the loop's own
+// recent timer wake-up lateness (common/wakeup_lateness.hh, docs/timing.md),
+// or fixed by EngineOptions::spin_ns. Timer slack is set to 1 ns. Packet callbacks never sleep: a packet is
 // either verdicted at once (drop, zero delay) or put on the timer wheel.
 //
 // Verdicts: when every held id of a queue up to some id is being released in
@@ -25,11 +27,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "nabla/common/fd.hh"
+#include "nabla/common/wakeup_lateness.hh"
 #include "nabla/injector/injection.hh"
 #include "nabla/injector/nfqueue.hh"
 #include "nabla/injector/timer_wheel.hh"
@@ -40,7 +44,9 @@ struct EngineOptions {
   // Busy-wait this long before each deadline (precision): the timerfd is
   // armed spin_ns early and the loop then polls (epoll_wait with timeout 0)
   // until the deadline, so packets arriving meanwhile are still taken at once.
-  int64_t spin_ns = 0;
+  // nullopt (the default): self-calibrated, the lead is a high quantile of
+  // the loop's own recent wake-up lateness (TimerReport).
+  std::optional<int64_t> spin_ns;
   // After a pass that received packets, keep polling this long before
   // sleeping again: at high rates the next packet comes within microseconds,
   // and a sleep/wake-up per packet (an IPI and two context switches, costly
@@ -50,8 +56,18 @@ struct EngineOptions {
   // SCHED_FIFO priority of the loop thread (0 = normal scheduling). On a
   // loaded machine this is what keeps release times on schedule: the loop
   // sleeps in epoll_wait between deadlines, so it costs no CPU, and any spin
-  // is bounded by spin_ns.
+  // is bounded by the polling budget.
   int realtime_priority = 0;
+  common::WakeupLatenessOptions lateness;  // of the self-calibrated lead
+};
+
+// How the loop times its releases, for daemon.info and --check.
+struct TimerReport {
+  bool self_calibrated = true;
+  int64_t lead_ns = 0;  // the timer is armed this long before a deadline
+  common::WakeupLatenessSummary lateness;
+  int64_t polled_ns = 0;  // spent polling (spin windows, busy polling) since start
+  int64_t uptime_ns = 0;  // since the loop started
 };
 
 // Counters of one injection as seen by the engine, besides the pipeline's.
@@ -90,6 +106,7 @@ class DelayEngine {
                  const std::function<void(InjectionPipeline&, const QueueView&)>& fn);
 
   uint64_t loop_wakeups() const { return wakeups_.load(); }
+  TimerReport timer_report();
 
  private:
   struct Held {
@@ -129,9 +146,14 @@ class DelayEngine {
   size_t fire_timers(int64_t now_ns);  // returns how many timers fired
   void release_marked(Slot& slot);     // sends verdicts for slot.releasing
   void release_immediate(Slot& slot);
-  // Arms the timerfd spin_ns before the next deadline; returns the epoll
-  // timeout (0 = poll) for the next wait.
+  // Arms the timerfd lead_ns() before the next deadline (or at the next
+  // housekeeping tick when nothing is held); returns the epoll timeout
+  // (0 = poll) for the next wait.
   int arm_timer(int64_t now_ns);
+  int64_t lead_ns() const;
+  // A timer expiry seen after a blocking wait that began before the armed
+  // time is one wake-up lateness sample.
+  void record_wakeup(int64_t wait_start_ns, int64_t awake_ns);
   void send_duplicate(const std::vector<uint8_t>& packet);
 
   EngineOptions options_;
@@ -148,6 +170,9 @@ class DelayEngine {
   std::atomic<bool> running_{false};
   std::atomic<uint64_t> wakeups_{0};
   int64_t armed_ns_ = -1;
+  common::WakeupLateness lateness_;
+  int64_t started_ns_ = 0;
+  int64_t polled_ns_ = 0;
   int64_t last_housekeeping_ns_ = 0;
   int64_t last_packet_ns_ = 0;  // loop thread only: for busy polling
   // Polling budget: the loop may poll (spin window, busy poll) only while

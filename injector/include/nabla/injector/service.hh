@@ -36,7 +36,6 @@ struct ServiceOptions {
   uint16_t queue_base = 0;        // --queue-num: first queue number used
   uint32_t queue_maxlen = 65536;  // --queue-maxlen
   int max_injections = 64;
-  int64_t spin_ns = 0;  // for daemon.info
   int64_t busy_poll_ns = 0;
   // PM QoS CPU latency limit held while at least one injection is active
   // (common/cpu_latency.hh): idle CPUs then poll instead of halting, so a

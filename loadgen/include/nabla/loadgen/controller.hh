@@ -72,6 +72,10 @@ struct ControllerConfig {
   std::size_t min_kept = 200;    // fewest kept samples a stride is tested on
   std::size_t adf_max_values = 100'000;
   CalibrationLimits limits;
+  // The verdict cannot be ok when the client's own timer lateness at the
+  // target percentile exceeds this share of the sojourn measured there: the
+  // answer would bill the instrument's delay to the service.
+  double max_client_lateness_share = 0.1;
 };
 
 struct RoundRecord {
@@ -110,6 +114,17 @@ struct ControllerResult {
   // How late every send of every round left its intended time (0 when on
   // time): the size of the late sends, not only their number.
   analysis::LatencyHistogram lateness;
+  // Its two parts (engine.hh), every round: the client's own timer lateness
+  // and the waits for a free connection slot.
+  analysis::LatencyHistogram timer_lateness;
+  analysis::LatencyHistogram slot_wait;
+  uint64_t slot_late = 0;  // slot waits over the late threshold, every round
+  SendTimer timer;         // how the sends were timed, every round
+  // The client's timer lateness at the target percentile over the
+  // measurement rounds used, and its share of the sojourn there: above
+  // ControllerConfig::max_client_lateness_share the verdict is n/a.
+  std::optional<int64_t> client_lateness_at_target_ns;
+  std::optional<double> client_lateness_share;
   ErrorCounts errors;                                         // every round
   TimestampSource timestamp_source = TimestampSource::kUser;  // of most kept samples
   std::vector<RoundRecord> rounds;

@@ -40,6 +40,8 @@ struct CalibrationLimits {
   // a valid sample.
   std::size_t ad_max_gaps = 2000;
   // More late sends than this fraction of sends is a violation ("a few %").
+  // Late means the client's own timer lateness (engine.hh); slot waits are
+  // the service's and only feed the closed-loop check.
   double late_fraction_limit = 0.02;
   // More failed requests (connect, read, write, timeout, protocol) than this
   // fraction of the scheduled ones is a violation: the survivors are a
@@ -47,7 +49,7 @@ struct CalibrationLimits {
   double error_fraction_limit = 0.01;
   // Little's law: rate × (time a request holds a connection slot) is the mean
   // number of slots in use. Above this fraction of C×K the slots queue
-  // requests (closed-loop behaviour) — with late sends as the symptom.
+  // requests (closed-loop behaviour) — with slot waits as the symptom.
   double slot_occupancy_limit = 0.7;
 };
 
@@ -81,9 +83,11 @@ struct CalibrationCheck {
   bool rate_ok = false;       // |throughput − offered| <= tolerance × offered
   AndersonDarlingCheck ad;
   std::uint64_t sent = 0;
-  std::uint64_t late = 0;
+  std::uint64_t late = 0;  // the client's own timer lateness over the threshold
   double late_fraction = 0;
   bool late_ok = true;
+  std::uint64_t slot_late = 0;  // waits for a free slot over the threshold (not a failure)
+  double slot_late_fraction = 0;
   ClosedLoopCheck closed_loop;
   std::vector<std::string> reasons;  // empty when the round passes
   bool passed() const { return reasons.empty(); }

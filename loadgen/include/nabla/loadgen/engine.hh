@@ -4,15 +4,23 @@
 // Pieces and data flow:
 //   EngineConfig ──split()──▶ T per-thread Schedules (schedule.hh) ──▶ T threads
 //   Each thread owns one epoll loop, a timerfd armed at the next intended send
-//   time (absolute CLOCK_MONOTONIC deadline; optional spin for the last
-//   spin_ns), its share of the C connections (non-blocking TCP, TCP_NODELAY)
+//   time (absolute CLOCK_MONOTONIC deadline, armed early by a lead and then
+//   spun to; the lead is self-calibrated from the thread's own timer
+//   wake-up lateness, common/wakeup_lateness.hh, or fixed by spin_ns), its share of the C connections (non-blocking TCP, TCP_NODELAY)
 //   and one Codec (protocol.hh).
-//   Due intended times go into a FIFO backlog; the backlog is drained onto
-//   connections with fewer than K requests outstanding (pipelining). A request
-//   that leaves after intended + late_threshold_ns — because every connection
-//   was at K, or the loop woke late — is counted late with its lateness, and
-//   its latency is STILL measured from the intended send time (no coordinated
-//   omission: lancet §3, tailbench §IV). Send times never depend on replies.
+//   Due intended times go into a FIFO backlog when the loop notices them; the
+//   backlog is drained onto connections with fewer than K requests
+//   outstanding (pipelining). A send's lateness (actual send - intended) has
+//   two parts that mean opposite things (docs/timing.md):
+//     timer lateness = noticed - intended: the loop woke or got round to it
+//       late. The instrument's own error; `late` counts those over
+//       late_threshold_ns, and the controller judges them against the answer.
+//     slot wait = sent - noticed: every connection was at K. Part of the
+//       service's latency in open loop (no coordinated omission: lancet §3,
+//       tailbench §IV), never held against the verdict; `slot_late` counts
+//       those over late_threshold_ns.
+//   Latency is always measured from the intended send time. Send times never
+//   depend on replies.
 //   Received bytes are appended to the connection's buffer and framed by the
 //   codec; each response completes the oldest outstanding request on its
 //   connection: Sample{intended, latency = receive - intended, lateness, type,
@@ -35,10 +43,12 @@
 //   use the user-space send time, known at dispatch.
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "nabla/analysis/histogram.hh"
+#include "nabla/common/wakeup_lateness.hh"
 #include "nabla/loadgen/protocol.hh"
 #include "nabla/loadgen/schedule.hh"
 #include "nabla/loadgen/timestamping.hh"
@@ -59,7 +69,16 @@ struct EngineConfig {
   // A send later than intended + this is "late". 200 µs: above the usual
   // timerfd wake-up jitter of a loaded VM, far below any queueing we want to see.
   int64_t late_threshold_ns = 200'000;
-  int64_t spin_ns = 0;  // busy-poll this long before each deadline (0 = sleep only)
+  // Arm each send timer this early and busy-poll to the deadline. nullopt
+  // (the default): self-calibrated, a high quantile of the thread's own
+  // recent wake-up lateness (lateness options below); 0 = sleep only.
+  std::optional<int64_t> spin_ns;
+  common::WakeupLatenessOptions lateness{.window = 256, .lead_quantile = 0.95,
+                                         .max_lead_ns = 300'000, .refresh_every = 16};
+  // A thread polls (spin windows) for at most this fraction of each
+  // millisecond; past it, it sleeps to the deadline itself. Bounds the
+  // spin's CPU on a machine it shares with the server under test.
+  double poll_budget = 0.5;
   // SCHED_FIFO priority of every load thread (1-99; 0 = normal scheduling).
   // A real-time thread is not preempted by the server or anything else
   // running under CFS, so its sends leave on time on a shared machine. Needs
@@ -101,6 +120,21 @@ struct Sample {
   TimestampSource send_source = TimestampSource::kUser;  // of the actual send time
 };
 
+// How the load threads timed their sends.
+struct SendTimer {
+  bool self_calibrated = true;
+  int64_t lead_ns = 0;           // the largest final lead of any thread
+  int64_t wakeup_p50_ns = 0;     // the largest of the threads' wake-up lateness p50
+  int64_t wakeup_p99_ns = 0;     // likewise p99
+  uint64_t wakeups = 0;          // recorded, all threads
+  int64_t polled_ns = 0;         // spent polling, all threads
+  int64_t thread_run_ns = 0;     // run time, all threads
+  double polled_fraction() const {
+    return thread_run_ns > 0 ? static_cast<double>(polled_ns) / static_cast<double>(thread_run_ns)
+                             : 0.0;
+  }
+};
+
 struct ErrorCounts {
   uint64_t connect = 0;
   uint64_t read = 0;
@@ -115,11 +149,15 @@ struct ErrorCounts {
 struct EngineResult {
   std::vector<Sample> samples;  // sorted by intended_ns
   analysis::LatencyHistogram latency;
-  analysis::LatencyHistogram lateness;  // of every request sent
-  uint64_t scheduled = 0;               // intended send times generated
+  analysis::LatencyHistogram lateness;  // of every request sent: timer lateness + slot wait
+  analysis::LatencyHistogram timer_lateness;  // noticed - intended, every request scheduled
+  analysis::LatencyHistogram slot_wait;       // sent - noticed, every request sent
+  uint64_t scheduled = 0;                     // intended send times generated
   uint64_t sent = 0;
   uint64_t completed = 0;
-  uint64_t late = 0;
+  uint64_t late = 0;       // timer lateness > late_threshold_ns (the client's own)
+  uint64_t slot_late = 0;  // slot wait > late_threshold_ns (all connections at K)
+  SendTimer timer;
   ErrorCounts errors;
   uint64_t reconnects = 0;
   uint64_t timestamp_fallbacks = 0;  // connections where SO_TIMESTAMPING was refused
