@@ -42,7 +42,7 @@ fuzz:
 bench: build
 	bash bench/run.sh $(BUILD)
 
-# The end-to-end demo (README "nabla demo"): needs root for namespaces,
+# The end-to-end demo (docs/cli.md, "nabla demo"): needs root for namespaces,
 # iptables and NFQUEUE. DEMO_FLAGS passes flags through, e.g. DEMO_FLAGS=--quick.
 DEMO_FLAGS ?=
 demo:

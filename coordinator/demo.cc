@@ -128,9 +128,9 @@ DemoCampaign demo_campaign(const ServiceModel& model, bool quick, std::uint64_t 
   // exceeds it (on a quiet one training picks ~4 ms and every gradient
   // lands within a few percent); the adaptive sub-phase then divides it by
   // the rough gradient (3 for /view on app -> db), so the cap sets the SNR.
-  // Measured here under load 6-9: 5 ms left app -> db at SNR 2-7; 20 ms
-  // biased web -> app low by up to 16%; 15 ms sits between. The tiers' 32
-  // workers do not queue at it.
+  // Too low a cap leaves app -> db at a low SNR on a loaded machine; too high
+  // a cap swings web -> app enough to bias its gradient low; 15 ms sits
+  // between. The tiers' 32 workers do not queue at it.
   c.max_amplitude = "15ms";
   if (quick) {
     const TierDef& web = model.tier("web");
@@ -146,15 +146,15 @@ DemoCampaign demo_campaign(const ServiceModel& model, bool quick, std::uint64_t 
     c.requests_per_bin = 4;
     c.discover_for = "1500ms";
     // No repeated phases: --quick is the CI smoke test and must stay inside
-    // its 2 minutes (a repeat costs ~11 s per link; with repeats allowed a
-    // clean CI run took 104 s of the 120, against 78-83 s without).
+    // its 2 minutes, and a repeat costs ~11 s per link, more than that budget
+    // can spare.
     c.repeats = 0;
   } else {
-    // N = 256: a gradient's noise falls with sqrt(N), and at N = 128 a quiet
-    // run still left one gradient in 32 just outside +-10% (CI half-widths
-    // up to 40% on the links whose active phase met a noisy spell). M = 7
-    // keeps the training at 7 x 256 bins; the baseline spectrum's share of
-    // the noise is 1/M. About 7.5 minutes in all, inside the 10 the issue allows.
+    // N = 256: a gradient's noise falls with sqrt(N), and N = 128 leaves too
+    // little margin for all 32 gradients to stay within +-10% when an active
+    // phase meets a noisy spell. M = 7 keeps the training at 7 x 256 bins; the
+    // baseline spectrum's share of the noise is 1/M. About 7.5 minutes in all,
+    // inside the full demo's 10-minute budget.
     c.bins = 256;
     c.chunks = 7;
     c.requests_per_bin = 5;

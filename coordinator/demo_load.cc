@@ -82,8 +82,8 @@ DemoLoadResult run_demo_load(const DemoBinaries& bin, DemoTestbed& tb, const std
   }
   const std::string out_path = tb.work_dir() + "/nabla-load.json";
   const std::string err_path = tb.log_dir() + "/nabla-load.log";
-  // The demo's load (1000 requests/s, 16 connections) with a CI target the
-  // controller can reach in seconds here; a bounded time either way.
+  // The campaign's load (600 requests/s over 64 connections) with a CI target
+  // the controller can reach in seconds; a bounded time either way.
   const std::vector<std::string> argv = {bin.nabla,        "load",
                                          "--target",       tb.target(),
                                          "--rate",         "600",

@@ -1,6 +1,6 @@
 -- nabla run history, schema version 1.
 --
--- This file is public API (documented in db/SCHEMA.md) and is compiled into
+-- This file is public API (documented in docs/schema.md) and is compiled into
 -- the nabla binaries; it is applied once, as migration 0 -> 1, to an empty
 -- database. Later changes go in db/migrations/NNNN_<what>.sql, never here.
 --

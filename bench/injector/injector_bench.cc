@@ -48,7 +48,7 @@ namespace {
 using nabla::testing::InjectorTestbed;
 using nabla::testing::ProbeResult;
 
-// The hobby-delayer design DESIGN.md warns about: sleep in the callback.
+// The hobby-delayer design docs/design.md ("nabla-injectd") warns about: sleep in the callback.
 int run_naive(uint16_t queue_num, int64_t delay_us) {
   nabla::injector::NfQueueConfig config;
   config.queue_num = queue_num;

@@ -2,7 +2,7 @@
 // The clocks. Intervals are always measured with monotonic_ns(); realtime_ns()
 // is only for wall-clock stamps stored in records and logs, never for
 // intervals. Library code that needs "now" should take it as a parameter
-// (STYLE.md "Time and randomness are inputs"); these are for the edges.
+// (docs/design.md, "Time and randomness are inputs"); these are for the edges.
 #include <cstdint>
 
 namespace nabla::common {

@@ -1,5 +1,5 @@
 #pragma once
-// Error helpers for setup and control paths (see STYLE.md "Two error policies").
+// Error helpers for setup and control paths (see docs/design.md, "Two error policies").
 //
 // Setup paths throw std::system_error tagged with the failing call, in the
 // spirit of mahimahi's SystemCall("what", ret). Data paths must not use these:

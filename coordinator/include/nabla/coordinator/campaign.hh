@@ -1,5 +1,5 @@
 #pragma once
-// A link-gradient campaign (link-gradients.txt sections 3-4, DESIGN.md
+// A link-gradient campaign (docs/method.md, "Link gradients", and docs/design.md,
 // "Coordinator"): connect, discover, train, and for every measurable link an
 // adaptive one-cycle sub-phase then the active phase of N bins; every step is
 // stored (campaign_store.hh).

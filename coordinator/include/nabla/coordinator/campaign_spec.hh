@@ -1,6 +1,6 @@
 #pragma once
 // The campaign file of `nabla run CAMPAIGN.toml` (the contract shared with
-// `nabla demo`; README "nabla run"). Parsing validates every rule up front so
+// `nabla demo`; docs/cli.md, "nabla run"). Parsing validates every rule up front so
 // a campaign never fails half-way on a typo:
 //   - unknown keys anywhere are errors naming the full key path
 //     ("unknown key gradient.binz", "unknown key node[1].injectdd");

@@ -1,8 +1,8 @@
 #pragma once
 // Link discovery: joins the flow records of several nabla-sniffd nodes into
 // one-way links ⟨proto, src host, src process, src port|0, dst host, dst
-// process, dst port|0⟩ with data segments and bytes (see DESIGN.md and
-// link-gradients.txt §3).
+// process, dst port|0⟩ with data segments and bytes (see docs/design.md, "Data flow",
+// and docs/cli.md, "nabla discover").
 //
 // Each sniffer reports, per flow, its local end (address, port, pid, comm)
 // and the remote address and port, ports already folded (ephemeral → 0) by

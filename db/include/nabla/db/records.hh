@@ -1,5 +1,5 @@
 #pragma once
-// Plain records written to and read from the run history (see db/SCHEMA.md).
+// Plain records written to and read from the run history (see docs/schema.md).
 // Times are nanoseconds: `*_ns` instants are wall-clock Unix time, the rest
 // durations. JSON columns are passed as already-serialised text.
 #include <cstdint>

@@ -2,8 +2,8 @@
 // Open-loop inter-arrival schedules. The n-th intended send time is computed
 // from the start time and the schedule alone (start + sum of the first n
 // gaps, accumulated in long double so that 1e6 gaps do not drift), never from
-// replies: that is what makes the load open-loop (DESIGN.md "Load generator").
-// Randomness is a seeded std::mt19937_64 (STYLE.md).
+// replies: that is what makes the load open-loop (docs/method.md, "Open loop").
+// Randomness is a seeded std::mt19937_64 (docs/design.md, "Time and randomness are inputs").
 #include <cstdint>
 #include <optional>
 #include <random>

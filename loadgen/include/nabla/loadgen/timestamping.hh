@@ -1,5 +1,5 @@
 #pragma once
-// Socket timestamps for the load engine (DESIGN.md "Timestamps", lancet §5).
+// Socket timestamps for the load engine (docs/method.md, "Timestamps"; lancet §5).
 //
 // Software timestamps: SO_TIMESTAMPING with RX_SOFTWARE | TX_SOFTWARE |
 // SOFTWARE | OPT_ID | OPT_TSONLY. RX stamps arrive as SCM_TIMESTAMPING control
