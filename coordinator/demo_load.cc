@@ -53,8 +53,8 @@ std::string summarize_load(const json& j) {
   }
   if (p.contains("percentiles")) {
     for (const json& x : p["percentiles"]) {
-      if (!x.contains("p") || x["p"] != 99) continue;
-      s += "; p99 " + ms(x.value("value_ns", json(nullptr))) + " ms, 95% CI [" +
+      if (!x.contains("p") || (x["p"] != 99 && x["p"] != 90)) continue;
+      s += "; p" + format_number(x["p"].get<double>()) + " " + ms(x.value("value_ns", json(nullptr))) + " ms, 95% CI [" +
            ms(x.value("ci_low_ns", json(nullptr))) + ", " +
            ms(x.value("ci_high_ns", json(nullptr))) + "] ms";
     }
@@ -82,17 +82,26 @@ DemoLoadResult run_demo_load(const DemoBinaries& bin, DemoTestbed& tb, const std
   }
   const std::string out_path = tb.work_dir() + "/nabla-load.json";
   const std::string err_path = tb.log_dir() + "/nabla-load.log";
-  // The campaign's load (600 requests/s over 64 connections) with a CI target
-  // the controller can reach in seconds; a bounded time either way.
-  const std::vector<std::string> argv = {bin.nabla,        "load",
-                                         "--target",       tb.target(),
-                                         "--rate",         "600",
-                                         "--connections",  "64",
-                                         "--mix",          mix_flag(tb.model()),
-                                         "--percentile",   "99",
-                                         "--ci-width",     quick ? "500us" : "200us",
-                                         "--max-duration", quick ? "20s" : "60s",
-                                         "--db",           db_path,
+  // The campaign's load (600 requests/s over 64 connections), run as a
+  // precision measurement (the demo has root): the load thread at SCHED_FIFO
+  // 10 so the 128 tier workers cannot delay its sends, and a 0 us CPU
+  // latency limit so idle vCPUs do not add wake-up drift that correlates
+  // successive latencies. The target is p90 with a 500 us CI: the service's
+  // latencies are correlated over tens of requests (queueing behind serial
+  // calls), so the iid test keeps about one sample in eight, and ~2000 kept
+  // samples bound p90 well but leave p99's CI ~2 ms wide at its ~3 ms value.
+  // p99 is reported beside it, with its own CI.
+  const std::vector<std::string> argv = {bin.nabla,          "load",
+                                         "--target",         tb.target(),
+                                         "--rate",           "600",
+                                         "--connections",    "64",
+                                         "--mix",            mix_flag(tb.model()),
+                                         "--percentile",     "90,99",
+                                         "--ci-width",       "500us",
+                                         "--max-duration",   quick ? "20s" : "60s",
+                                         "--rt-priority",    "10",
+                                         "--cpu-latency-us", "0",
+                                         "--db",             db_path,
                                          "--json"};
   int rc = -1;
   {
