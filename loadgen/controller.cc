@@ -58,26 +58,15 @@ void merge_send_timer(SendTimer& into, const SendTimer& t) {
   into.thread_run_ns += t.thread_run_ns;
 }
 
-// The client's own timer lateness at the target percentile against the
-// sojourn there: over the share, the answer is mostly the instrument's.
+// The verdict's view of the client's own lateness (controller_checks.hh).
 void judge_client_lateness(const ControllerConfig& c, const analysis::LatencyHistogram& lateness,
                            ControllerResult& out) {
-  if (lateness.count() == 0) return;
-  const TailPercentile& target = out.percentiles.front();
-  const int64_t client = lateness.percentile(target.p / 100.0);
-  out.client_lateness_at_target_ns = client;
-  if (!(target.value_ns > 0)) return;
-  const double share = static_cast<double>(client) / target.value_ns;
-  out.client_lateness_share = share;
-  if (share <= c.max_client_lateness_share) return;
-  const std::string p = "p" + fixed(target.p, target.p == std::floor(target.p) ? 0 : 2);
-  out.reasons.push_back("the load generator's own send lateness at " + p + " (" +
-                        format_latency_ns(static_cast<double>(client)) + ") is " +
-                        fixed(100.0 * share, 0) + "% of the " + p + " sojourn (" +
-                        format_latency_ns(target.value_ns) + "), more than " +
-                        fixed(100.0 * c.max_client_lateness_share, 0) +
-                        "%: the answer would bill the client's timer to the service (try "
-                        "--rt-priority, --cpus or --cpu-latency-us 0)");
+  const ClientLatenessCheck check =
+      check_client_lateness(lateness, out.percentiles.front(), c.max_client_lateness_share);
+  if (!check.applied) return;
+  out.client_lateness_at_target_ns = check.at_target_ns;
+  out.client_lateness_share = check.share;
+  if (!check.ok) out.reasons.push_back(check.reason);
 }
 
 TimestampSource dominant_source(const std::vector<Sample>& samples) {

@@ -184,6 +184,26 @@ CalibrationCheck check_calibration(const EngineResult& round, const EngineConfig
   return out;
 }
 
+ClientLatenessCheck check_client_lateness(const analysis::LatencyHistogram& timer_lateness,
+                                          const TailPercentile& target, double max_share) {
+  ClientLatenessCheck out;
+  if (timer_lateness.count() == 0 || !(target.value_ns > 0)) return out;
+  out.applied = true;
+  out.at_target_ns = timer_lateness.percentile(target.p / 100.0);
+  out.share = static_cast<double>(out.at_target_ns) / target.value_ns;
+  out.ok = out.share <= max_share;
+  if (out.ok) return out;
+  const std::string p = "p" + fixed(target.p, target.p == std::floor(target.p) ? 0 : 2);
+  out.reason = "the load generator's own send lateness at " + p + " (" +
+               format_latency_ns(static_cast<double>(out.at_target_ns)) + ") is " +
+               fixed(100.0 * out.share, 0) + "% of the " + p + " sojourn (" +
+               format_latency_ns(target.value_ns) + "), more than " +
+               fixed(100.0 * max_share, 0) +
+               "%: the answer would bill the client's timer to the service (try --rt-priority, "
+               "--cpus or --cpu-latency-us 0)";
+  return out;
+}
+
 std::vector<double> keep_every(std::span<const double> values, std::size_t stride) {
   std::vector<double> out;
   if (stride == 0) throw std::invalid_argument("keep_every: stride must be >= 1");

@@ -182,6 +182,19 @@ TEST(InjectorFailsafe, CheckReportsAUsableEnvironment) {
   // default, and whether it can be held when asked for.
   EXPECT_NE(r.stdout_text.find("note: no CPU latency limit requested"), std::string::npos)
       << r.stdout_text;
+  // The host's timer wake-up lateness is measured and the lead it implies
+  // printed; a fixed --spin-us is reported as fixed, a bad one refused.
+  EXPECT_NE(r.stdout_text.find("ok: timer wake-up lateness p50 "), std::string::npos)
+      << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("ok: self-calibrated release lead "), std::string::npos)
+      << r.stdout_text;
+  const auto fixed = bed.sender().run(
+      {NABLA_INJECTD_PATH, "--check", "--queue-num", "9", "--spin-us", "40"});
+  EXPECT_NE(fixed.stdout_text.find("ok: fixed release lead 40 us (--spin-us)"), std::string::npos)
+      << fixed.stdout_text;
+  const auto bad_spin = bed.sender().run({NABLA_INJECTD_PATH, "--check", "--spin-us", "lots"});
+  EXPECT_EQ(bad_spin.exit_code, 2);
+  EXPECT_NE(bad_spin.stderr_text.find("--spin-us"), std::string::npos) << bad_spin.stderr_text;
   if (::access(common::kCpuLatencyDevice, F_OK) == 0) {
     const auto on = bed.sender().run(
         {NABLA_INJECTD_PATH, "--check", "--queue-num", "9", "--cpu-latency-us", "0"});

@@ -294,3 +294,42 @@ TEST(ControllerChecks, FormatLatency) {
 
 }  // namespace
 }  // namespace nabla::loadgen
+
+namespace nabla::loadgen {
+namespace {
+
+analysis::LatencyHistogram lateness_of(const std::vector<int64_t>& values) {
+  analysis::LatencyHistogram h;
+  for (int64_t v : values) h.record(v);
+  return h;
+}
+
+TEST(ClientLateness, WithinATenthOfTheSojournIsOk) {
+  // 99 sends on time, one 50 us late: p99 of the lateness is ~0.
+  std::vector<int64_t> v(99, 0);
+  v.push_back(50'000);
+  const auto check = check_client_lateness(lateness_of(v), {99, 1'000'000, {}, {}}, 0.1);
+  EXPECT_TRUE(check.applied);
+  EXPECT_TRUE(check.ok);
+  EXPECT_LT(check.share, 0.01);
+}
+
+TEST(ClientLateness, MoreThanATenthIsNotOkAndNamesBothFigures) {
+  // Every send 40 us late against a 300 us p99 sojourn: 13%.
+  const auto check =
+      check_client_lateness(lateness_of(std::vector<int64_t>(1000, 40'000)), {99, 300'000, {}, {}}, 0.1);
+  EXPECT_TRUE(check.applied);
+  EXPECT_FALSE(check.ok);
+  EXPECT_NEAR(check.share, 40'000.0 / 300'000.0, 0.01);  // histogram buckets: ~0.1% relative
+  EXPECT_NE(check.reason.find("p99"), std::string::npos) << check.reason;
+  EXPECT_NE(check.reason.find("300us"), std::string::npos) << check.reason;
+  EXPECT_NE(check.reason.find("13%"), std::string::npos) << check.reason;
+}
+
+TEST(ClientLateness, NotAppliedWithoutSendsOrSojourn) {
+  EXPECT_FALSE(check_client_lateness(analysis::LatencyHistogram{}, {99, 1e6, {}, {}}, 0.1).applied);
+  EXPECT_FALSE(check_client_lateness(lateness_of({1, 2}), {99, 0, {}, {}}, 0.1).applied);
+}
+
+}  // namespace
+}  // namespace nabla::loadgen

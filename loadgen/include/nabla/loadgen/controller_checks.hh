@@ -182,6 +182,19 @@ struct TailPercentile {
   }
 };
 
+// The client's own timer lateness at the target percentile against the
+// sojourn measured there (engine.hh, docs/timing.md). Above max_share the
+// answer would mostly bill the instrument's delay to the service: not ok.
+struct ClientLatenessCheck {
+  bool applied = false;  // false: no sends, or no positive sojourn to compare with
+  int64_t at_target_ns = 0;
+  double share = 0;  // at_target_ns / sojourn at the target percentile
+  bool ok = true;
+  std::string reason;  // when not ok
+};
+ClientLatenessCheck check_client_lateness(const analysis::LatencyHistogram& timer_lateness,
+                                          const TailPercentile& target, double max_share);
+
 // Percentiles (in percent) with order-statistic CIs at `confidence`; empty
 // when `values` is empty.
 std::vector<TailPercentile> tail_percentiles(std::span<const double> values,
