@@ -227,7 +227,7 @@ void print_load_point(std::ostream& out, const json& p) {
         << loadgen::format_latency_ns(t["lead_ns"].get<double>()) << " (wake-up lateness p50 "
         << loadgen::format_latency_ns(t["wakeup_lateness_ns"]["p50"].get<double>()) << ", p99 "
         << loadgen::format_latency_ns(t["wakeup_lateness_ns"]["p99"].get<double>())
-        << "), polling " << format_number(100.0 * t["polled_fraction"].get<double>(), 1)
+        << "), polling " << format_number(100.0 * t["polled_fraction"].get<double>(), 3)
         << "% of the load threads' time\n";
   }
   if (const auto it = p.find("cpu_latency"); it != p.end() && !it->is_null()) {
