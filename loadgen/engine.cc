@@ -534,6 +534,13 @@ class Worker {
     for (;;) {
       ResponseFrame f = codec_->parse(std::string_view(c.in).substr(pos));
       if (f.status == ParseStatus::kIncomplete) break;
+      if (f.status == ParseStatus::kComplete && f.server_error && c.outstanding.empty()) {
+        // An error reply before any request is the server refusing the
+        // connection (memcached over its -c limit, redis over maxclients;
+        // both then close it): a connect error, no request failed.
+        fail(i, rx_ns, &ErrorCounts::connect);
+        return false;
+      }
       if (f.status == ParseStatus::kBad || c.outstanding.empty() ||
           (codec_->carries_request_id() && f.request_id != c.outstanding.front().id)) {
         // An unexpected or unframeable reply: the stream can no longer be
