@@ -390,6 +390,24 @@ void print_progress(std::ostream& err, double rate, const loadgen::ControllerPro
   err << std::flush;
 }
 
+// A point whose last round could not (re)connect is no measurement: the
+// target went down or refuses connections (or never accepted one), so the
+// run fails with the reason instead of being stored as complete.
+void require_reachable(const loadgen::ControllerResult& r, const LoadTarget& target) {
+  if (r.rounds.empty() || r.rounds.back().errors.connect == 0) return;
+  const std::string where = target.host + ":" + std::to_string(target.port);
+  const auto& last = r.rounds.back().errors;
+  if (r.completed == 0 && r.errors.server == 0) {
+    throw std::runtime_error("cannot connect to " + where + " (" +
+                             std::to_string(r.errors.connect) + " connect errors)");
+  }
+  throw std::runtime_error(
+      "lost the target " + where + ": round " + std::to_string(r.rounds.back().index) +
+      " could not connect (" + std::to_string(last.connect) + " connect errors, " +
+      std::to_string(last.read) + " read errors) after " + std::to_string(r.completed) +
+      " requests answered; the server is down or refuses connections");
+}
+
 }  // namespace
 
 int run_load(const LoadOptions& o, std::ostream& out, std::ostream& err) {
@@ -430,12 +448,7 @@ int run_load(const LoadOptions& o, std::ostream& out, std::ostream& err) {
       };
       const auto result = loadgen::run_controller(c, common::monotonic_ns, progress);
       if (live) err << "\r\033[K" << std::flush;
-      if (result.samples == 0 && result.kept_samples.empty() && result.percentiles.empty() &&
-          result.errors.connect > 0) {
-        throw std::runtime_error("cannot connect to " + plan.target.host + ":" +
-                                 std::to_string(plan.target.port) + " (" +
-                                 std::to_string(result.errors.connect) + " connect errors)");
-      }
+      require_reachable(result, plan.target);
       nlohmann::json point = load_result_json(result, c, stamps.note);
       point["cpu_latency"] = cpu_latency_json;
       if (recorder) {
@@ -523,7 +536,9 @@ void register_load_command(CLI::App& app) {
   cmd->add_option("--keys", o->keys, "memcache/redis: number of keys")->capture_default_str();
   cmd->add_option("--key-dist", o->key_dist, "memcache/redis: uniform or zipf[:S] (S 0.99)")
       ->capture_default_str();
-  cmd->add_option("--value-size", o->value_size, "memcache/redis: SET value bytes")
+  cmd->add_option("--value-size", o->value_size,
+                  "memcache/redis: SET value bytes, one size for every SET (1..1000000; for "
+                  "several sizes, one run per size)")
       ->capture_default_str();
   cmd->add_option("--sweep", o->sweep, "rates LO:HI:STEPS instead of --rate");
   cmd->add_option("--db", o->db,

@@ -158,6 +158,12 @@ json load_result_json(const ControllerResult& r, const loadgen::ControllerConfig
   }
   json rounds = json::array();
   for (const auto& round : r.rounds) rounds.push_back(round_json(round));
+  json by_type = json::array();
+  for (std::size_t t = 0; t < r.by_type.size() && t < r.type_names.size(); ++t) {
+    by_type.push_back({{"type", r.type_names[t]},
+                       {"completed", r.by_type[t].completed},
+                       {"server_errors", r.by_type[t].server_errors}});
+  }
   json per_type = json::array();
   for (const auto& t : r.per_type) {
     per_type.push_back({{"type", t.type},
@@ -172,6 +178,8 @@ json load_result_json(const ControllerResult& r, const loadgen::ControllerConfig
           {"lateness_ns", lateness_json(r)},
           {"send_timer", send_timer_json(r.timer)},
           {"sent", r.sent},
+          {"completed", r.completed},
+          {"requests_by_type", by_type},
           {"errors", errors_json(r.errors)},
           {"timestamp_source", loadgen::to_string(r.timestamp_source)},
           {"timestamp_note", timestamp_note},
@@ -218,7 +226,8 @@ void print_load_point(std::ostream& out, const json& p) {
       << p["errors"]["connect"].get<std::uint64_t>() + p["errors"]["read"].get<std::uint64_t>() +
              p["errors"]["write"].get<std::uint64_t>() +
              p["errors"]["timeout"].get<std::uint64_t>() +
-             p["errors"]["protocol"].get<std::uint64_t>()
+             p["errors"]["protocol"].get<std::uint64_t>() +
+             p["errors"]["server"].get<std::uint64_t>()
       << '\n';
   out << "  timestamps " << p["timestamp_source"].get<std::string>() << " ("
       << p["timestamp_note"].get<std::string>() << ")\n";

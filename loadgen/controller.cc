@@ -156,6 +156,8 @@ ControllerResult run_controller(const ControllerConfig& c, const MonotonicClock&
     rec.errors = r.errors;
     rec.check = check_calibration(r, c.engine, c.limits);
     out.sent += r.sent;
+    out.completed += r.completed;
+    add(out.by_type, r.by_type);
     out.late_sends += r.late;
     out.lateness.merge(r.lateness);
     out.timer_lateness.merge(r.timer_lateness);

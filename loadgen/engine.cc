@@ -35,6 +35,14 @@ void ErrorCounts::add(const ErrorCounts& o) {
   server += o.server;
 }
 
+void add(std::vector<TypeCounts>& into, const std::vector<TypeCounts>& more) {
+  if (into.size() < more.size()) into.resize(more.size());
+  for (size_t t = 0; t < more.size(); ++t) {
+    into[t].completed += more[t].completed;
+    into[t].server_errors += more[t].server_errors;
+  }
+}
+
 double EngineResult::achieved_rate() const {
   if (completed < 2 || last_intended_ns <= first_intended_ns) return 0;
   return static_cast<double>(completed - 1) * 1e9 /
@@ -112,6 +120,7 @@ struct ThreadResult {
   uint64_t scheduled = 0, sent = 0, completed = 0, late = 0, slot_late = 0, reconnects = 0;
   uint64_t timestamp_fallbacks = 0;
   ErrorCounts errors;
+  std::vector<TypeCounts> by_type;
   int64_t first_intended_ns = INT64_MAX, last_intended_ns = INT64_MIN;
   int cpu = -1;  // sched_getcpu() at the end of the run
 };
@@ -604,6 +613,13 @@ class Worker {
     for (;;) {
       ResponseFrame f = codec_->parse(std::string_view(c.in).substr(pos));
       if (f.status == ParseStatus::kIncomplete) break;
+      if (f.status == ParseStatus::kComplete && f.server_error && c.outstanding.empty()) {
+        // An error reply before any request is the server refusing the
+        // connection (memcached over its -c limit, redis over maxclients;
+        // both then close it): a connect error, no request failed.
+        fail(i, rx_ns, &ErrorCounts::connect);
+        return false;
+      }
       if (f.status == ParseStatus::kBad || c.outstanding.empty() ||
           (codec_->carries_request_id() && f.request_id != c.outstanding.front().id)) {
         // An unexpected or unframeable reply: the stream can no longer be
@@ -617,7 +633,14 @@ class Worker {
       pos += f.consumed;
       Outstanding o = c.outstanding.front();
       c.outstanding.pop_front();
-      if (f.server_error) ++result_.errors.server;
+      if (result_.by_type.size() <= o.type) result_.by_type.resize(o.type + 1);
+      if (f.server_error) {
+        // An error reply times the server's refusal, not the request.
+        ++result_.errors.server;
+        ++result_.by_type[o.type].server_errors;
+        continue;
+      }
+      ++result_.by_type[o.type].completed;
       Sample s;
       s.intended_ns = o.intended_ns;
       s.latency_ns = rx_ns - o.intended_ns;
@@ -763,6 +786,7 @@ EngineResult run_engine(const EngineConfig& config, int64_t start_ns) {
   }
   EngineResult out;
   out.type_names = make_codec(config.protocol)->type_names();
+  out.by_type.resize(out.type_names.size());
   out.first_intended_ns = INT64_MAX;
   out.last_intended_ns = INT64_MIN;
   for (auto& r : results) {
@@ -780,6 +804,7 @@ EngineResult run_engine(const EngineConfig& config, int64_t start_ns) {
     out.reconnects += r.reconnects;
     out.timestamp_fallbacks += r.timestamp_fallbacks;
     out.errors.add(r.errors);
+    add(out.by_type, r.by_type);
     out.first_intended_ns = std::min(out.first_intended_ns, r.first_intended_ns);
     out.last_intended_ns = std::max(out.last_intended_ns, r.last_intended_ns);
     out.thread_cpus.push_back(r.cpu);

@@ -255,7 +255,10 @@ class MemcachedCodec final : public KeyValueCodec {
         line == "NOT_FOUND") {
       return f;
     }
-    if (line == "ERROR" || line.starts_with("CLIENT_ERROR") || line.starts_with("SERVER_ERROR")) {
+    // ERROR alone answers an unknown command; "ERROR <text>" is what
+    // memcached sends a connection over its -c limit before closing it.
+    if (line == "ERROR" || line.starts_with("ERROR ") || line.starts_with("CLIENT_ERROR") ||
+        line.starts_with("SERVER_ERROR")) {
       f.server_error = true;
       return f;
     }

@@ -19,6 +19,9 @@ packages=(
   # loadgen benchmark peers: nginx (bench/loadgen starts its own instance on
   # 127.0.0.1; the packaged service is kept from starting), wrk, sockperf
   nginx-light wrk sockperf
+  # real servers for the memcache:// and redis:// codecs: the integration
+  # tests start their own instances on 127.0.0.1 (packaged services stay off)
+  memcached redis-server
   # taskset: the loadgen bench puts nginx and the load generators on separate cores
   util-linux
 )
@@ -44,13 +47,39 @@ fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-# Packaged daemons (nginx) must not start listening on 0.0.0.0 as a side
-# effect of installing a benchmark peer: deny service starts while apt runs.
+# Packaged daemons (nginx, memcached, redis) must not start listening as a
+# side effect of installing a peer: deny service starts while apt runs. A
+# policy that is already there is used only if it denies (exit 101);
+# otherwise it is set aside and put back on exit.
 policy=/usr/sbin/policy-rc.d
+saved_policy=""
+if [ -e "$policy" ] && ! { "$policy" x start >/dev/null 2>&1; [ $? -eq 101 ]; }; then
+  saved_policy=$(mktemp "$policy.nabla.XXXXXX")
+  mv "$policy" "$saved_policy"
+fi
 own_policy=0
 if [ ! -e "$policy" ]; then
   printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod 755 "$policy" && own_policy=1
 fi
-trap 'if [ "$own_policy" = 1 ]; then rm -f "$policy"; fi' EXIT
+restore_policy() {
+  if [ "$own_policy" = 1 ]; then rm -f "$policy"; fi
+  if [ -n "$saved_policy" ]; then mv "$saved_policy" "$policy"; fi
+}
+trap restore_policy EXIT
+
+# A packaged service that got started or enabled anyway (a package that
+# ignores policy-rc.d) is stopped and disabled: tests and benchmarks start
+# their own instances, and a packaged one would hold the default port.
+quiet_service() {
+  local svc=$1
+  if [ -d /run/systemd/system ] && systemctl cat "$svc.service" >/dev/null 2>&1; then
+    systemctl disable --now "$svc.service" >/dev/null 2>&1 || true
+  elif [ -x "/etc/init.d/$svc" ]; then
+    "/etc/init.d/$svc" stop >/dev/null 2>&1 || true
+    update-rc.d "$svc" disable >/dev/null 2>&1 || true
+  fi
+}
+
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
+for svc in nginx memcached redis-server; do quiet_service "$svc"; done
 echo "install-deps: done"

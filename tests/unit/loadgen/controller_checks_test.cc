@@ -199,6 +199,35 @@ TEST(ControllerChecks, SlotWaitsFailOnlyAsTheClosedLoopSymptom) {
   EXPECT_FALSE(check_calibration(busy, c, CalibrationLimits{}).closed_loop.closed_loop);
 }
 
+// Error replies (server errors) are no samples but were answered: they count
+// toward the throughput, and beyond 1% of the requests fail the round as
+// request errors, the only reason given.
+TEST(ControllerChecks, ServerErrorsAreRequestErrorsNotAMissedRate) {
+  EngineConfig c;
+  c.connections = 100;
+  c.schedule.rate_per_s = 1000;
+  c.schedule.kind = ScheduleKind::kFixed;
+  std::vector<int64_t> t;
+  for (int i = 0; i < 1000; ++i) t.push_back(int64_t{i} * 1'000'000);
+  // Every tenth request was refused: 900 samples, 100 error replies.
+  std::vector<int64_t> answered_ok;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if (i % 10 != 5) answered_ok.push_back(t[i]);
+  }
+  auto r = round_with(answered_ok, 1'000'000);
+  r.scheduled = r.sent = 1000;
+  r.errors.server = 100;
+  r.first_intended_ns = t.front();
+  r.last_intended_ns = t.back();
+  EXPECT_NEAR(round_throughput(r), 1000.0, 1e-9);
+  auto check = check_calibration(r, c, CalibrationLimits{});
+  EXPECT_TRUE(check.rate_ok);
+  ASSERT_EQ(check.reasons.size(), 1u);
+  EXPECT_EQ(check.reasons[0],
+            "request errors: 100 of 1000 requests failed (connect 0, read 0, write 0, timeout 0, "
+            "protocol 0, server 100)");
+}
+
 TEST(ControllerChecks, StrideOneForIidAndLargerForAnAutoregressiveSeries) {
   std::mt19937_64 rng(5);
   std::normal_distribution<double> noise(0, 1);

@@ -201,6 +201,24 @@ TEST(Protocol, MemcachedRequestsAndResponsesAtEverySplit) {
   EXPECT_EQ(codec->parse("HELLO\r\n").status, ParseStatus::kBad);
 }
 
+// The error lines real servers send, pipelined between ordinary replies:
+// each is one well-framed server error. memcached greets a connection over
+// its -c limit with "ERROR Too many open connections" (then closes it); an
+// ERROR with text was once taken for an unframeable reply.
+TEST(Protocol, MemcachedErrorLinesOfARealServerAreServerErrors) {
+  auto codec = key_value_codec(ProtocolSpec::Kind::kMemcached, 3);
+  const std::string stream =
+      "ERROR Too many open connections\r\nSERVER_ERROR object too large for cache\r\n"
+      "STORED\r\nERROR\r\nCLIENT_ERROR bad data chunk\r\nEND\r\n";
+  auto frames = all_splits(*codec, stream);
+  ASSERT_EQ(frames.size(), 6u);
+  for (size_t i : {0, 1, 3, 4}) EXPECT_TRUE(frames[i].server_error) << i;
+  EXPECT_FALSE(frames[2].server_error);
+  EXPECT_FALSE(frames[5].server_error);
+  EXPECT_EQ(frames[0].consumed, std::string("ERROR Too many open connections\r\n").size());
+  EXPECT_EQ(codec->parse("ERRORS\r\n").status, ParseStatus::kBad);
+}
+
 TEST(Protocol, RedisRequestsAndResponsesAtEverySplit) {
   auto codec = key_value_codec(ProtocolSpec::Kind::kRedis, 2);
   std::mt19937_64 rng(9);

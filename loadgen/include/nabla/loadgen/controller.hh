@@ -110,6 +110,7 @@ struct ControllerResult {
   double target_rps = 0;
   double throughput_rps = 0;  // over the measurement rounds used (else the last calibration)
   uint64_t sent = 0;          // every round
+  uint64_t completed = 0;     // every round: answered without an error
   uint64_t late_sends = 0;    // every round
   // How late every send of every round left its intended time (0 when on
   // time): the size of the late sends, not only their number.
@@ -125,7 +126,10 @@ struct ControllerResult {
   // ControllerConfig::max_client_lateness_share the verdict is n/a.
   std::optional<int64_t> client_lateness_at_target_ns;
   std::optional<double> client_lateness_share;
-  ErrorCounts errors;                                         // every round
+  ErrorCounts errors;  // every round
+  // Every round, per transaction type (indexed like type_names): what the
+  // server answered, to compare with the server's own counters.
+  std::vector<TypeCounts> by_type;
   TimestampSource timestamp_source = TimestampSource::kUser;  // of most kept samples
   std::vector<RoundRecord> rounds;
   std::size_t samples = 0;  // in the series (after warm-up drops)

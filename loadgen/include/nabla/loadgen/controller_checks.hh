@@ -43,9 +43,9 @@ struct CalibrationLimits {
   // Late means the client's own timer lateness (engine.hh); slot waits are
   // the service's and only feed the closed-loop check.
   double late_fraction_limit = 0.02;
-  // More failed requests (connect, read, write, timeout, protocol) than this
-  // fraction of the scheduled ones is a violation: the survivors are a
-  // biased sample.
+  // More failed requests (connect, read, write, timeout, protocol, server
+  // error replies) than this fraction of the scheduled ones is a violation:
+  // the survivors are a biased sample.
   double error_fraction_limit = 0.01;
   // Little's law: rate × (time a request holds a connection slot) is the mean
   // number of slots in use. Above this fraction of C×K the slots queue
@@ -79,8 +79,9 @@ struct CalibrationCheck {
   // rate, not with the nominal target; the schedule itself is exact by
   // construction (schedule.hh) and its shape is checked by AD.
   double offered_rps = 0;
-  double throughput_rps = 0;  // completed / (last receive − first intended)
-  bool rate_ok = false;       // |throughput − offered| <= tolerance × offered
+  // Answered (completed or an error reply) / (last receive − first intended).
+  double throughput_rps = 0;
+  bool rate_ok = false;  // |throughput − offered| <= tolerance × offered
   AndersonDarlingCheck ad;
   std::uint64_t sent = 0;
   std::uint64_t late = 0;  // the client's own timer lateness over the threshold
@@ -93,9 +94,10 @@ struct CalibrationCheck {
   bool passed() const { return reasons.empty(); }
 };
 
-// Completed requests per second from the first intended send to the last
-// receive: a server (or a C×K limit) that cannot keep up finishes late and
-// lowers it, unlike completed / intended span.
+// Answered requests (completed or error replies) per second from the first
+// intended send to the last sampled receive: a server (or a C×K limit) that
+// cannot keep up finishes late and lowers it, unlike completed / intended
+// span.
 double round_throughput(const EngineResult& round);
 // (scheduled − 1) per second over [first, last] intended time; 0 when < 2.
 double round_offered_rate(const EngineResult& round);

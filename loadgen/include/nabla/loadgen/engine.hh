@@ -28,9 +28,12 @@
 //   and LatencyHistogram. At the end the per-thread samples are concatenated
 //   (sorted by intended time) and the histograms merged — samples are merged,
 //   never per-thread percentiles averaged.
-//   Errors are counted by kind (connect, read, write, timeout, protocol); a
-//   broken connection's outstanding requests are counted against the error
-//   that broke it and the connection is reopened (after a short backoff).
+//   An error reply (codec's server_error) also ends the oldest outstanding
+//   request, as a server error: no sample, no histogram entry.
+//   Errors are counted by kind (connect, read, write, timeout, protocol,
+//   server); a broken connection's outstanding requests are counted against
+//   the error that broke it and the connection is reopened (after a short
+//   backoff).
 //   The run is bounded by max_requests and/or duration_ns, and after the last
 //   send by request_timeout_ns for the stragglers.
 //   Receive times: user-space CLOCK_MONOTONIC right after recv() (source
@@ -141,10 +144,23 @@ struct ErrorCounts {
   uint64_t write = 0;
   uint64_t timeout = 0;
   uint64_t protocol = 0;
-  uint64_t server = 0;  // well-framed error replies (still sampled)
-  uint64_t total() const { return connect + read + write + timeout + protocol; }
+  // Well-framed error replies (HTTP >= 500, RESP '-', memcached ERROR,
+  // CLIENT_ERROR, SERVER_ERROR): the request failed, so it is neither
+  // completed nor a latency sample.
+  uint64_t server = 0;
+  // Failures of every kind (a connect error is a failed attempt, which may
+  // have carried no request).
+  uint64_t total() const { return connect + read + write + timeout + protocol + server; }
   void add(const ErrorCounts& o);
 };
+
+// Replies of one transaction type (an index into type_names).
+struct TypeCounts {
+  uint64_t completed = 0;      // answered and sampled
+  uint64_t server_errors = 0;  // answered with an error reply
+};
+// Adds `more` into `into` type by type (growing `into` when shorter).
+void add(std::vector<TypeCounts>& into, const std::vector<TypeCounts>& more);
 
 struct EngineResult {
   std::vector<Sample> samples;  // sorted by intended_ns
@@ -154,11 +170,12 @@ struct EngineResult {
   analysis::LatencyHistogram slot_wait;       // sent - noticed, every request sent
   uint64_t scheduled = 0;                     // intended send times generated
   uint64_t sent = 0;
-  uint64_t completed = 0;
+  uint64_t completed = 0;  // answered without an error: one sample each
   uint64_t late = 0;       // timer lateness > late_threshold_ns (the client's own)
   uint64_t slot_late = 0;  // slot wait > late_threshold_ns (all connections at K)
   SendTimer timer;
   ErrorCounts errors;
+  std::vector<TypeCounts> by_type;  // indexed like type_names
   uint64_t reconnects = 0;
   uint64_t timestamp_fallbacks = 0;  // connections where SO_TIMESTAMPING was refused
   int64_t first_intended_ns = 0;

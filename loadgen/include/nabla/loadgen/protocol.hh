@@ -42,7 +42,9 @@ struct ResponseFrame {
   size_t consumed = 0;
   int64_t service_time_ns = -1;  // reported by the server, -1 when absent
   uint64_t request_id = 0;       // echo only
-  bool server_error = false;     // well-framed error reply (HTTP >= 500, RESP '-', memcached ERROR)
+  // Well-framed error reply: HTTP >= 500, RESP '-', memcached ERROR[ <text>],
+  // CLIENT_ERROR <text> or SERVER_ERROR <text>.
+  bool server_error = false;
 };
 
 class Codec {
