@@ -1,6 +1,7 @@
 // CLI11 wiring of `nabla analyze …` (the computations are in analyze.cc).
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -44,7 +45,7 @@ void register_analyze_command(CLI::App& app) {
     cmd->add_option("FILE", opts->file, "CSV file")->required()->check(CLI::ExistingFile);
     cmd->add_option("--lag", opts->spearman_lag, "Spearman autocorrelation lag")
         ->default_val(1)
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::Range(1, std::numeric_limits<int>::max()));
     cmd->add_flag("--json", *json_output, "print JSON");
     cmd->callback(
         [opts, json_output] { emit(analyze_tests(*opts), *json_output, print_tests_table); });

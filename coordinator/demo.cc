@@ -492,7 +492,7 @@ void register_demo_command(CLI::App& app) {
       ->capture_default_str();
   cmd->callback([opts, code] {
     *code = run_demo(*opts, std::cout, std::cerr);
-    if (*code != 0) std::exit(*code);
+    if (*code != 0) throw CLI::RuntimeError(*code);
   });
 }
 

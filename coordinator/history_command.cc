@@ -209,11 +209,19 @@ void register_history_commands(CLI::App& app) {
   auto db_path = std::make_shared<std::string>("nabla.db");
   auto* runs = app.add_subcommand("runs", "list, show and export stored runs");
   runs->require_subcommand(1);
-  runs->add_option("--db", *db_path, "SQLite database")->default_str("nabla.db");
+  // --db belongs to the whole group: accepted before the subcommand
+  // (`nabla runs --db F list`) and after it (`nabla runs list --db F`, as the
+  // demo's hints write it). Each subcommand declares it too, so its --help
+  // shows it; all of them write the same path.
+  auto add_db = [db_path](CLI::App* cmd) {
+    cmd->add_option("--db", *db_path, "SQLite database")->default_str("nabla.db");
+  };
+  add_db(runs);
   {
     auto limit = std::make_shared<int>(20);
     auto as_json = std::make_shared<bool>(false);
     auto* cmd = runs->add_subcommand("list", "newest runs first");
+    add_db(cmd);
     cmd->add_option("--limit", *limit, "how many runs")->default_val(20);
     cmd->add_flag("--json", *as_json, "print JSON");
     cmd->callback([db_path, limit, as_json] {
@@ -242,6 +250,7 @@ void register_history_commands(CLI::App& app) {
     auto id = std::make_shared<std::int64_t>(0);
     auto as_json = std::make_shared<bool>(false);
     auto* cmd = runs->add_subcommand("show", "one run: summary, gradients, tail results");
+    add_db(cmd);
     cmd->add_option("ID", *id, "run id")->required();
     cmd->add_flag("--json", *as_json, "print JSON");
     cmd->callback([db_path, id, as_json] {
@@ -286,6 +295,7 @@ void register_history_commands(CLI::App& app) {
     auto format = std::make_shared<std::string>("csv");
     auto* cmd =
         runs->add_subcommand("export", "a run's samples as CSV (nabla analyze input) or JSON");
+    add_db(cmd);
     cmd->add_option("ID", *id, "run id")->required();
     cmd->add_option("--format", *format, "csv or json")->default_val("csv");
     cmd->callback(

@@ -173,9 +173,10 @@ void DelayEngine::on_packet(uint64_t slot_id, Slot& slot, const QueuedPacket& pa
     // A held packet of this flow may have come due after this pass's first
     // fire_timers() but before this packet's arrival stamp (by the flow's
     // FIFO rule its release is <= this one's). Release it first, or this
-    // packet overtakes it: a clean CI run saw one TCP segment reordered at a
-    // square wave's falling edge. This pass's earlier due packets go out
-    // before, so a batch verdict for the held ones cannot swallow their ids.
+    // packet overtakes it (at a square wave's falling edge, where held
+    // packets come due together, that reorders TCP segments). This pass's
+    // earlier due packets go out before, so a batch verdict for the held
+    // ones cannot swallow their ids.
     if (wheel_.next_deadline_ns() <= now_ns) {
       release_immediate(slot);
       fire_timers(now_ns);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sniffer scan CPU time versus `ss -tinp` on the same 1k and 10k loopback
-# sockets in a private namespace, same run (issue 4 benchmark, target ratio
-# nabla/ss <= 1.0). Needs root.
+# sockets in a private namespace, same run (target ratio nabla/ss <= 1.0).
+# Needs root.
 #   usage: bench/sniffer/scan_vs_ss.sh BUILD_DIR [ROUNDS]
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)

@@ -117,7 +117,7 @@ TEST(CampaignTestbed, MeasuresChainGradientsAndStopsCleanlyOnSigint) {
   toml << "[workload]\ntarget = \"http://" << web << ":9001\"\nrate = 600\nconnections = 32\n"
        << "mix = { \"/a\" = 0.5, \"/b\" = 0.5 }\nwarmup = \"500ms\"\n"
        // The client's own links (truth 1 for both types) are skipped to keep
-       // the test within its time budget; the README's benchmark measures them.
+       // the test within its time budget; docs/benchmarks.md measures them.
        << "[links]\ndiscover_for = \"1500ms\"\nexclude = [\"tcp " << client.address << " -> " << web
        << ":9001\", \"tcp " << web << ":9001 -> " << client.address
        << "\"]\n"
@@ -171,9 +171,9 @@ TEST(CampaignTestbed, MeasuresChainGradientsAndStopsCleanlyOnSigint) {
   ASSERT_NE(a, nullptr) << out["links"].dump(2);
   ASSERT_NE(b, nullptr);
   // Within 10% of 2, or within 3 standard errors when the machine is too
-  // noisy for 10% in this time budget: with the other sessions' compilers on
-  // the same 2 cores (load average 5-8) the active phase's noise varied 5x
-  // between runs (SNR 1.6-27 at the same amplitude); alone it is 10-27.
+  // noisy for 10% in this time budget: with compilers sharing the same 2
+  // cores (load average 5-8) the active phase's noise varies 5x between runs
+  // (SNR 1.6-27 at the same amplitude); alone it is 10-27.
   const double se = (*a)["standard_error"].get<double>();
   EXPECT_LE(std::abs((*a)["value"].get<double>() - 2.0), std::max(0.2, 3.0 * se))
       << "standard error " << se;
@@ -181,13 +181,13 @@ TEST(CampaignTestbed, MeasuresChainGradientsAndStopsCleanlyOnSigint) {
   // 2.05-2.08 run after run (both phases agreeing, standard errors 0.04-0.06;
   // the tiers on these 2 shared cores slow down a little while more /a
   // requests are in flight), so a CI of +-0.1 around 2.06 misses 2.0 itself
-  // in about one run of four (seen in CI: 2.17 [2.018, 2.326]).
+  // in about one run of four (e.g. 2.17 [2.018, 2.326]).
   EXPECT_LE((*a)["ci_low"].get<double>(), 2.0 * 1.04);
   EXPECT_GE((*a)["ci_high"].get<double>(), 2.0 * 0.96);
   // /b is async: 0 by construction, and within the demo's tolerance (10% of
   // max(truth, 1)) here. Its CI must reach 0 to within 0.08, the same
   // absolute slack /a's CI gets: the shared cores couple the two types a
-  // little (a local run read -0.063 [-0.12, -0.0024], both phases negative).
+  // little (e.g. -0.063 [-0.12, -0.0024], both phases negative).
   EXPECT_LE(std::abs((*b)["value"].get<double>()), 0.1);
   EXPECT_LE((*b)["ci_low"].get<double>(), 0.08);
   EXPECT_GE((*b)["ci_high"].get<double>(), -0.08);

@@ -1,4 +1,4 @@
-// Issue 6's acceptance, end to end (root; every namespace, daemon and tier
+// The demo's acceptance, end to end (root; every namespace, daemon and tier
 // is removed on exit, also on failure: RAII in the demo and here). The cases
 // run in order and share state:
 //   (a) `nabla demo --quick` exits 0, stores a complete 'demo' run with
@@ -89,9 +89,9 @@ struct Shared {
   bool quiet = true;  // case A's measurement ran on a quiet enough machine
   // Case A's gradients were mostly precise (at least half with a CI
   // half-width within 10%). The load average does not see the host's other
-  // tenants: one clean CI run at low load measured 7 of 8 gradients
-  // imprecise, and in its case C /auth (no db call) slowed by 1.3 ms under
-  // the 10 ms app->db delay, contention that the gradients cannot predict.
+  // tenants: at low load they can leave 7 of 8 gradients imprecise, and then
+  // case C's /auth (no db call) slows by about 1 ms under the 10 ms app->db
+  // delay, contention that the gradients cannot predict.
   bool precise = true;
 };
 Shared& shared() {
@@ -174,12 +174,13 @@ TEST_F(DemoAcceptance, A_QuickDemoRunsStoresAndCleansUp) {
   ASSERT_TRUE(rc == 0 || rc == kDemoExitAccuracyFail) << text;    // everything ran
   EXPECT_EQ(j["passed"].get<int>() + j["failed"].get<int>(), 8);  // 2 links x 4 types
   if (shared().quiet) {
-    // Issue 6's acceptance: every gradient within +-10% of its truth (0.1
-    // absolute for a zero truth) and its CI containing the truth.
-    //  - CI coverage is always judged, relaxed to all but one of the 8: a
-    //    clean CI run measured web->app /browse at 1.05 with a (Bonferroni
-    //    99.3%) CI of [1.003, 1.097], a small systematic bias that a narrow
-    //    CI exposes and the method does not model (README, "Demo accuracy").
+    // Acceptance: every gradient within +-10% of its truth (0.1 absolute
+    // for a zero truth) and its CI containing the truth.
+    //  - CI coverage is always judged, relaxed to all but one of the 8:
+    //    web->app /browse can measure about 1.05 with a (Bonferroni 99.3%) CI
+    //    such as [1.003, 1.097], a small systematic bias that a narrow CI
+    //    exposes and the method does not model (docs/benchmarks.md, "Demo
+    //    accuracy").
     //  - The +-10% bound is judged for every gradient measured precisely
     //    enough to be held to it (CI half-width <= 10% of max(|truth|, 1)).
     //    The quick demo's noise on this 2-core VM varies 10-30x between runs
@@ -195,7 +196,7 @@ TEST_F(DemoAcceptance, A_QuickDemoRunsStoresAndCleansUp) {
         if (std::abs(v - t) > tolerance) ++outside_10pct;
       }
       if (t < lo || t > hi) ++ci_misses;
-      // Issue 6: throughput changes by less than 5% during measurement
+      // Throughput changes by less than 5% during measurement
       // (beyond the counting noise of the link's active phase).
       EXPECT_LT(std::abs(g["link_throughput_change"].get<double>()),
                 0.05 + 2.0 * g["link_throughput_se"].get<double>())
@@ -258,8 +259,8 @@ struct MeanSe {
 // Whether a measure_means window was undisturbed: the hypervisor left the
 // VM alone (steal below kCalmStealFraction) and the load generator's own
 // sends left on time (< 1% later than 200 us), so the window's means were
-// not inflated by a stall of the machine. A CI run once measured /auth
-// before the delay 2.5 ms slower than after it (truth: unchanged).
+// not inflated by a stall of the machine. A stall can make /auth (truth:
+// unchanged by the delay) 2.5 ms slower before the delay than after it.
 struct Window {
   bool calm = true;
   std::string why;  // when not calm

@@ -35,7 +35,7 @@ TEST(InjectorDelay, Constant20msOnUdpIsAccurateAndOnlyOnTheLink) {
   on_link = run_udp_probes(bed, 9000, 1000, 1000.0);
   other.join();
   // Tight bounds on a calm machine; looser ones while the hypervisor parks
-  // our vCPUs (cpu_steal.hh: seen in CI, p50 20.88 ms and p99 34 ms).
+  // our vCPUs (cpu_steal.hh; parked vCPUs give e.g. p50 20.88 ms, p99 34 ms).
   const bool calm = steal.calm();
   std::printf("machine %s\n", steal.describe().c_str());
   const auto stats = bed.call("inject.stats", {{"id", id}});

@@ -79,8 +79,8 @@ TEST(InjectorWave, SquareWavePeriodAndAmplitudeAreVisibleAtTheReceiver) {
   std::vector<int64_t> falling_edges;
   // Four of five bins (40 of 50 ms) must be in the new state, and the edge
   // is the first of them: with all five required, one stalled bin within
-  // 50 ms after an edge moved the edge past it (seen once on a calm
-  // machine: a falling edge 51 ms late), while 40 ms of the other state is
+  // 50 ms after an edge moves the edge past it (a falling edge then reads
+  // 51 ms late, even on a calm machine), while 40 ms of the other state is
   // still far more than a stall fakes.
   auto differs = [&](size_t j) { return (bins[j].second > 5 * kMs / 2) != state_high; };
   for (size_t i = 0; i + 5 <= bins.size(); ++i) {

@@ -10,16 +10,16 @@
 // (Documentation/power/pm_qos_interface.rst; tuned's latency-performance
 // profile and cyclictest use the same file.)
 //
-// Why nabla holds it: on the 2-vCPU VM we measured (cpuidle "haltpoll",
-// guest halt polling off), a halted vCPU took ~100 µs to ~1 ms to run a
-// woken task, and every cross-CPU wake-up of a halted vCPU was a VM exit.
-// Holding 0 µs while injections run cut a timerfd wake-up's lateness from
-// p50 53 µs to 21 µs and raised the injector's throughput against an
-// unlimited no-rule baseline from 0.70-0.75 to 0.84-0.85 (bench/injector).
+// Why nabla holds it: on a 2-vCPU VM (cpuidle "haltpoll", guest halt
+// polling off) a halted vCPU takes ~100 µs to ~1 ms to run a woken task,
+// and every cross-CPU wake-up of a halted vCPU is a VM exit. There, holding
+// 0 µs while injections run cuts a timerfd wake-up's lateness from p50
+// 53 µs to 21 µs and raises the injector's throughput against an unlimited
+// no-rule baseline from 0.70-0.75 to 0.84-0.85 (bench/injector).
 //
 // The cost: power, host CPU on a VM (idle CPUs spin), and speed of the
-// other hardware thread of a core whose idle thread polls. Measured here:
-// the no-rule UDP sender ran 300-350k pps with the limit held against
+// other hardware thread of a core whose idle thread polls. On the same VM
+// the no-rule UDP sender runs 300-350k pps with the limit held against
 // 350-420k without. Holders take it only while they need it
 // (nabla-injectd: while an injection is active; nabla load: for the run).
 #include <cstdint>
