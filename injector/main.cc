@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "nabla/common/cli_usage.hh"
 #include "nabla/common/cpu_latency.hh"
 #include "nabla/common/log.hh"
 #include "nabla/common/wakeup_lateness.hh"
@@ -43,8 +44,8 @@ void print_timer_check(const std::optional<int64_t>& spin_ns) {
   if (spin_ns) {
     std::cout << "ok: fixed release lead " << *spin_ns / 1000 << " us (--spin-us)\n";
   } else {
-    std::cout << "ok: self-calibrated release lead " << s.lead_ns / 1000
-              << " us now (the p" << lateness.options().lead_quantile * 100
+    std::cout << "ok: self-calibrated release lead " << s.lead_ns / 1000 << " us now (the p"
+              << lateness.options().lead_quantile * 100
               << " of the loop's own wake-ups, kept current while it runs; daemon.info shows it)\n";
   }
 }
@@ -89,7 +90,8 @@ int main(int argc, char** argv) {
       ->default_val("off");
   app.add_option("--log-level", log_level, "error|warn|info|debug")->default_val("info");
   app.add_flag("--check", check, "verify kernel and tools, print what is missing");
-  CLI11_PARSE(app, argc, argv);
+  if (const auto code = nabla::common::parse_command_line(app, argc, argv, "nabla-injectd"))
+    return *code;
   try {
     nabla::common::set_log_program("nabla-injectd");
     nabla::common::set_log_level(nabla::common::parse_log_level(log_level));

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "nabla/common/cli_usage.hh"
 #include "nabla/loadgen/tier_server.hh"
 
 namespace {
@@ -59,7 +60,8 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "RNG seed; worker w uses seed + w (default 1)");
   app.add_option("--tier", tiers, "downstream tier NAME=HOST:PORT (repeatable)");
   app.add_option("--url", urls, "URL spec, see below (repeatable)");
-  CLI11_PARSE(app, argc, argv);
+  if (const auto code = nabla::common::parse_command_line(app, argc, argv, "nabla-tier"))
+    return *code;
 
   try {
     TierConfig cfg;

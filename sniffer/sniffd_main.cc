@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "nabla/common/cli_usage.hh"
 #include "nabla/common/host_port.hh"
 #include "nabla/common/rpc.hh"
 #include "nabla/common/rpc_auth.hh"
@@ -35,7 +36,8 @@ Any listen address other than loopback requires --key-file.)");
   app.add_option("--min-messages", min_messages, "report flows with at least this many messages");
   app.add_option("--listen", listen, "control address ADDR[:PORT] (default 127.0.0.1:7312)");
   app.add_option("--key-file", key_file, "HMAC key file (0600, 32+ bytes)");
-  CLI11_PARSE(app, argc, argv);
+  if (const auto code = nabla::common::parse_command_line(app, argc, argv, "nabla-sniffd"))
+    return *code;
 
   try {
     nabla::sniffer::DaemonOptions opts;

@@ -8,7 +8,7 @@
 //              [--mix /view=0.7,/bid=0.3 | get=0.9,set=0.1]
 //              [--percentile 99 ...] [--ci-width 50us] [--confidence 0.95]
 //              [--max-duration 120s] [--sweep LO:HI:STEPS] [--db nabla.db] [--json]
-//              [--late-threshold 200us] [--spin 0] [--rt-priority P] [--seed N]
+//              [--late-threshold 200us] [--spin auto] [--rt-priority P] [--seed N]
 //              [--cpus LIST] [--cpu-latency-us N|off]
 //
 // Flags are parsed by parse_load_options() without touching a socket, so
@@ -54,7 +54,7 @@ struct LoadOptions {
   std::string late_threshold = "200us";
   // Busy-poll this long before each intended send (precision for CPU; 0 =
   // sleep on the timer only). A VM's timer wake-ups are ~50 us late.
-  std::string spin = "0";
+  std::string spin = "auto";
   // SCHED_FIFO priority of the load threads (1-99; 0 = normal scheduling).
   // Refused when every core would hold a spinning real-time thread.
   int rt_priority = 0;
