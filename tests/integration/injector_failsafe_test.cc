@@ -192,6 +192,9 @@ TEST(InjectorFailsafe, CheckReportsAUsableEnvironment) {
       {NABLA_INJECTD_PATH, "--check", "--queue-num", "9", "--spin-us", "40"});
   EXPECT_NE(fixed.stdout_text.find("ok: fixed release lead 40 us (--spin-us)"), std::string::npos)
       << fixed.stdout_text;
+  const auto unknown = bed.sender().run({NABLA_INJECTD_PATH, "--bogus"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.stderr_text.find("nabla-injectd: "), std::string::npos) << unknown.stderr_text;
   const auto bad_spin = bed.sender().run({NABLA_INJECTD_PATH, "--check", "--spin-us", "lots"});
   EXPECT_EQ(bad_spin.exit_code, 2);
   EXPECT_NE(bad_spin.stderr_text.find("--spin-us"), std::string::npos) << bad_spin.stderr_text;
