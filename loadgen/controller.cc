@@ -48,16 +48,6 @@ Evaluation evaluate(const ControllerConfig& c, const std::vector<Sample>& series
   return e;
 }
 
-void merge_send_timer(SendTimer& into, const SendTimer& t) {
-  into.self_calibrated = t.self_calibrated;
-  into.lead_ns = std::max(into.lead_ns, t.lead_ns);
-  into.wakeup_p50_ns = std::max(into.wakeup_p50_ns, t.wakeup_p50_ns);
-  into.wakeup_p99_ns = std::max(into.wakeup_p99_ns, t.wakeup_p99_ns);
-  into.wakeups += t.wakeups;
-  into.polled_ns += t.polled_ns;
-  into.thread_run_ns += t.thread_run_ns;
-}
-
 // The verdict's view of the client's own lateness (controller_checks.hh).
 void judge_client_lateness(const ControllerConfig& c, const analysis::LatencyHistogram& lateness,
                            ControllerResult& out) {
@@ -163,7 +153,7 @@ ControllerResult run_controller(const ControllerConfig& c, const MonotonicClock&
     out.timer_lateness.merge(r.timer_lateness);
     out.slot_wait.merge(r.slot_wait);
     out.slot_late += r.slot_late;
-    merge_send_timer(out.timer, r.timer);
+    out.timer.add(r.timer);
     out.errors.add(r.errors);
     // Drop the warm-up: queues fill from empty on fresh connections.
     std::erase_if(r.samples,

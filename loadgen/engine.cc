@@ -695,19 +695,15 @@ class Worker {
 
 }  // namespace
 
-namespace {
-
-void merge_timer(SendTimer& into, const SendTimer& t) {
-  into.self_calibrated = t.self_calibrated;
-  into.lead_ns = std::max(into.lead_ns, t.lead_ns);
-  into.wakeup_p50_ns = std::max(into.wakeup_p50_ns, t.wakeup_p50_ns);
-  into.wakeup_p99_ns = std::max(into.wakeup_p99_ns, t.wakeup_p99_ns);
-  into.wakeups += t.wakeups;
-  into.polled_ns += t.polled_ns;
-  into.thread_run_ns += t.thread_run_ns;
+void SendTimer::add(const SendTimer& t) {
+  self_calibrated = t.self_calibrated;
+  lead_ns = std::max(lead_ns, t.lead_ns);
+  wakeup_p50_ns = std::max(wakeup_p50_ns, t.wakeup_p50_ns);
+  wakeup_p99_ns = std::max(wakeup_p99_ns, t.wakeup_p99_ns);
+  wakeups += t.wakeups;
+  polled_ns += t.polled_ns;
+  thread_run_ns += t.thread_run_ns;
 }
-
-}  // namespace
 
 EngineResult run_engine(const EngineConfig& config, int64_t start_ns) {
   if (config.max_requests == 0 && config.duration_ns <= 0) {
@@ -795,7 +791,7 @@ EngineResult run_engine(const EngineConfig& config, int64_t start_ns) {
     out.lateness.merge(r.lateness);
     out.timer_lateness.merge(r.timer_lateness);
     out.slot_wait.merge(r.slot_wait);
-    merge_timer(out.timer, r.timer);
+    out.timer.add(r.timer);
     out.scheduled += r.scheduled;
     out.sent += r.sent;
     out.completed += r.completed;

@@ -15,6 +15,7 @@
 # pid on exit (trap). Reproduce with:
 #   bash bench/loadgen/loadgen.sh build
 set -euo pipefail
+. "$(dirname "$0")/servers.bash"
 build=$(cd "${1:-build}" && pwd)
 cmake --build "$build" --target nabla nabla_echo_peer >/dev/null
 nabla=$build/coordinator/nabla
@@ -52,44 +53,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 # json FILE EXPR: evaluates a python expression over the parsed JSON `j`.
 json() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1"; }
-# Waits until something listens on 127.0.0.1:$1.
-wait_listen() {
-  for _ in $(seq 100); do
-    python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), 0.1)" "$1" \
-      2>/dev/null && return 0
-    sleep 0.05
-  done
-  echo "loadgen bench: nothing listens on port $1" >&2; return 1
-}
 
 # ------------------------------------------------------------------ (a) nginx
 nport=$(free_port)
-mkdir -p "$work/nginx/logs"
-cat > "$work/nginx/nginx.conf" <<EOF
-worker_processes 1;
-daemon off;
-pid $work/nginx/nginx.pid;
-error_log $work/nginx/logs/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 100000000;
-  client_body_temp_path $work/nginx/body;
-  proxy_temp_path $work/nginx/proxy;
-  fastcgi_temp_path $work/nginx/fastcgi;
-  uwsgi_temp_path $work/nginx/uwsgi;
-  scgi_temp_path $work/nginx/scgi;
-  server {
-    listen 127.0.0.1:$nport;
-    location / { return 200 "ok\n"; }
-  }
-}
-EOF
+nginx_conf "$work/nginx" "$nport"
 # Server and load generator on different cores when there are two: measured
 # unpinned on 2 vCPUs, the scheduler often stacked nginx on the load
 # thread's core (wake-up affinity), and sends then waited up to 1 ms behind

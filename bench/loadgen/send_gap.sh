@@ -12,6 +12,7 @@
 # Reproduce with:
 #   bash bench/loadgen/send_gap.sh build
 set -euo pipefail
+. "$(dirname "$0")/servers.bash"
 build=$(cd "${1:-build}" && pwd)
 cmake --build "$build" --target nabla >/dev/null
 nabla=$build/coordinator/nabla
@@ -30,18 +31,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-wait_listen() {
-  for _ in $(seq 100); do
-    python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), 0.1)" "$1" \
-      2>/dev/null && return 0
-    sleep 0.05
-  done
-  echo "send-gap bench: nothing listens on port $1" >&2; return 1
-}
-
 # Servers on the last CPU, the load generator on CPU 0 (when there are two).
 ncpu=$(nproc)
 if [ "$ncpu" -ge 2 ]; then
@@ -59,24 +48,7 @@ mc_user=(); [ "$(id -u)" -eq 0 ] && mc_user=(-u nobody)
 "${server_pin[@]}" memcached -l 127.0.0.1 -p "$mport" -U 0 -t 1 "${mc_user[@]}" &
 pids+=($!)
 nport=$(free_port)
-mkdir -p "$work/nginx/logs"
-cat > "$work/nginx/nginx.conf" <<EOF
-worker_processes 1;
-daemon off;
-pid $work/nginx/nginx.pid;
-error_log $work/nginx/logs/error.log warn;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  keepalive_requests 100000000;
-  client_body_temp_path $work/nginx/body;
-  proxy_temp_path $work/nginx/proxy;
-  fastcgi_temp_path $work/nginx/fastcgi;
-  uwsgi_temp_path $work/nginx/uwsgi;
-  scgi_temp_path $work/nginx/scgi;
-  server { listen 127.0.0.1:$nport; location / { return 200 "ok\n"; } }
-}
-EOF
+nginx_conf "$work/nginx" "$nport"
 "${server_pin[@]}" nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" &
 pids+=($!)
 for port in "$rport" "$mport" "$nport"; do wait_listen "$port"; done

@@ -132,6 +132,9 @@ struct SendTimer {
   uint64_t wakeups = 0;          // recorded, all threads
   int64_t polled_ns = 0;         // spent polling, all threads
   int64_t thread_run_ns = 0;     // run time, all threads
+  // Folds in another thread's (or round's) figures: leads and lateness
+  // quantiles by maximum, counts and times by sum.
+  void add(const SendTimer& other);
   double polled_fraction() const {
     return thread_run_ns > 0 ? static_cast<double>(polled_ns) / static_cast<double>(thread_run_ns)
                              : 0.0;
