@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "loopback.hh"
 #include "nabla/common/netns.hh"
 #include "nabla_test_support.hh"
 
@@ -37,22 +38,6 @@ using common::ChildProcess;
 using nlohmann::json;
 
 // ---------------------------------------------------------------- sockets
-
-// A port on 127.0.0.1 that was free a moment ago (the kernel's pick).
-uint16_t free_loopback_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  uint16_t port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
 
 // A connected TCP socket to 127.0.0.1:port with 5 s send/receive timeouts,
 // or -1.

@@ -2,6 +2,7 @@
 // measurements against the real nabla-tier on 127.0.0.1 (a child process
 // started here and killed by pid). Every run is bounded by --max-duration of
 // a few seconds.
+#include "loopback.hh"
 #include "nabla/coordinator/load_command.hh"
 
 #include <arpa/inet.h>
@@ -30,6 +31,7 @@
 #include "tier_process.hh"
 
 namespace nabla::coordinator {
+using nabla::testing::free_loopback_port;
 namespace {
 
 namespace fs = std::filesystem;
@@ -487,22 +489,6 @@ TEST(LoadEcho, SweepReportsAndStoresEveryPoint) {
     EXPECT_EQ(rates.column_int64(1), 2);
   }
   fs::remove_all(dir);
-}
-
-// A port on 127.0.0.1 that was free a moment ago (the kernel's pick).
-uint16_t free_loopback_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  uint16_t port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  ::close(fd);
-  return port;
 }
 
 bool accepts(uint16_t port) {
