@@ -80,7 +80,7 @@ std::string link_spec_for_label(const std::string& label,
 DemoBinaries DemoBinaries::find() {
   DemoBinaries b;
   b.nabla = find_binary("nabla", "coordinator");
-  b.tier = find_binary("nabla-tier", "loadgen");
+  b.tier = find_binary("nabla-tier", "tier");
   b.injectd = find_binary("nabla-injectd", "injector");
   b.sniffd = find_binary("nabla-sniffd", "sniffer");
   return b;

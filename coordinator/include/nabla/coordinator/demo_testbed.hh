@@ -30,7 +30,7 @@ inline constexpr int kDemoSniffdPort = 7312;
 
 // Paths of the programs the demo starts. Each is searched in order: the
 // directory of this executable (an installed layout), its sibling build
-// directories (<build>/coordinator/nabla next to <build>/loadgen/nabla-tier,
+// directories (<build>/coordinator/nabla next to <build>/tier/nabla-tier,
 // <build>/injector/nabla-injectd, <build>/sniffer/nabla-sniffd), the
 // directory in $NABLA_BIN_DIR, then PATH. Throws std::runtime_error naming
 // what is missing and where it looked.

@@ -12,7 +12,12 @@
 
 #include "nabla/loadgen/http_message.hh"
 
-namespace nabla::loadgen::testing {
+namespace nabla::tier::testing {
+
+// HTTP framing lives in loadgen/ (shared by the client codec and the server).
+using loadgen::parse_http_response;
+using loadgen::ParseStatus;
+using loadgen::ResponseParse;
 
 struct Reply {
   int status = 0;  // 0: no complete response (closed or timed out)
@@ -94,4 +99,4 @@ class TestClient {
   std::string buf_;
 };
 
-}  // namespace nabla::loadgen::testing
+}  // namespace nabla::tier::testing

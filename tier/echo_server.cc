@@ -1,4 +1,4 @@
-#include "nabla/loadgen/echo_server.hh"
+#include "nabla/tier/echo_server.hh"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -18,7 +18,14 @@
 #include "nabla/common/clock.hh"
 #include "nabla/loadgen/protocol.hh"
 
-namespace nabla::loadgen {
+namespace nabla::tier {
+
+// The echo protocol's codec is the load generator's (loadgen/protocol.hh).
+using loadgen::append_echo_frame;
+using loadgen::EchoFrame;
+using loadgen::parse_echo_frame;
+using loadgen::ParseStatus;
+
 namespace {
 
 [[noreturn]] void fail(const char* call) {
@@ -186,4 +193,4 @@ void EchoServer::loop() {
   }
 }
 
-}  // namespace nabla::loadgen
+}  // namespace nabla::tier

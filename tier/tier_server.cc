@@ -1,6 +1,6 @@
 // nabla-tier's I/O thread; see tier_server.hh. Request execution (workers,
 // downstream calls) is in tier_worker.cc.
-#include "nabla/loadgen/tier_server.hh"
+#include "nabla/tier/tier_server.hh"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -17,7 +17,16 @@
 #include "nabla/common/fd.hh"
 #include "nabla/loadgen/http_message.hh"
 
-namespace nabla::loadgen {
+namespace nabla::tier {
+
+// HTTP framing is shared with the client codec and lives in loadgen/.
+using loadgen::HttpRequestHead;
+using loadgen::kMaxBodyBytes;
+using loadgen::kMaxHeadBytes;
+using loadgen::parse_http_request;
+using loadgen::ParseStatus;
+using loadgen::RequestParse;
+
 namespace {
 
 using common::monotonic_ns;
@@ -326,4 +335,4 @@ void TierServer::drain_done() {
   }
 }
 
-}  // namespace nabla::loadgen
+}  // namespace nabla::tier

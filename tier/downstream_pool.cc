@@ -1,5 +1,5 @@
 // Pooled keep-alive downstream connections; see downstream_pool.hh.
-#include "nabla/loadgen/downstream_pool.hh"
+#include "nabla/tier/downstream_pool.hh"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -15,7 +15,13 @@
 #include "nabla/common/fd.hh"
 #include "nabla/loadgen/http_message.hh"
 
-namespace nabla::loadgen {
+namespace nabla::tier {
+
+// HTTP framing is shared with the client codec and lives in loadgen/.
+using loadgen::parse_http_response;
+using loadgen::ParseStatus;
+using loadgen::ResponseParse;
+
 namespace {
 
 using common::monotonic_ns;
@@ -201,4 +207,4 @@ size_t DownstreamPool::idle_connections() const {
   return idle_.size();
 }
 
-}  // namespace nabla::loadgen
+}  // namespace nabla::tier

@@ -1,10 +1,10 @@
-#include "nabla/loadgen/tier_config.hh"
+#include "nabla/tier/tier_config.hh"
 
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 
-namespace nabla::loadgen {
+namespace nabla::tier {
 namespace {
 
 TEST(TierDuration, Units) {
@@ -158,4 +158,4 @@ TEST(TierConfig, WildcardFallback) {
 }
 
 }  // namespace
-}  // namespace nabla::loadgen
+}  // namespace nabla::tier

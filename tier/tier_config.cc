@@ -1,5 +1,5 @@
 // Parsing of nabla-tier's configuration (flags and TOML); see tier_config.hh.
-#include "nabla/loadgen/tier_config.hh"
+#include "nabla/tier/tier_config.hh"
 
 #include <arpa/inet.h>
 #include <toml++/toml.h>
@@ -10,7 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 
-namespace nabla::loadgen {
+namespace nabla::tier {
 namespace {
 
 constexpr int kMaxCallCount = 64;
@@ -354,4 +354,4 @@ const UrlSpec* TierConfig::find(std::string_view path) const {
   return wildcard;
 }
 
-}  // namespace nabla::loadgen
+}  // namespace nabla::tier

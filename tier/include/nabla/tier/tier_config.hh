@@ -89,7 +89,7 @@
 #include <string_view>
 #include <vector>
 
-namespace nabla::loadgen {
+namespace nabla::tier {
 
 // Parses "250us", "1.5ms", "2s", "100ns", "3m" (minutes) into nanoseconds.
 // Throws std::invalid_argument naming `field` on a bad or negative value.
@@ -164,4 +164,4 @@ struct TierConfig {
   const UrlSpec* find(std::string_view path) const;
 };
 
-}  // namespace nabla::loadgen
+}  // namespace nabla::tier
