@@ -17,11 +17,6 @@
 
 namespace nabla::tier {
 
-// HTTP framing is shared with the client codec and lives in loadgen/.
-using loadgen::parse_http_response;
-using loadgen::ParseStatus;
-using loadgen::ResponseParse;
-
 namespace {
 
 using common::monotonic_ns;
@@ -175,10 +170,10 @@ int DownstreamPool::call_concurrent(std::string_view path, int count) {
         continue;
       }
       slot.buf.append(chunk, static_cast<size_t>(r));
-      const ResponseParse parsed = parse_http_response(slot.buf);
-      if (parsed.status == ParseStatus::kIncomplete) continue;
+      const loadgen::ResponseParse parsed = loadgen::parse_http_response(slot.buf);
+      if (parsed.status == loadgen::ParseStatus::kIncomplete) continue;
       slot.state = SlotState::kDone;
-      if (parsed.status == ParseStatus::kComplete) {
+      if (parsed.status == loadgen::ParseStatus::kComplete) {
         slot.ok = parsed.head.status >= 200 && parsed.head.status < 300;
         slot.keep = parsed.head.keep_alive && parsed.head.consumed == slot.buf.size();
       }

@@ -20,12 +20,6 @@
 
 namespace nabla::tier {
 
-// The echo protocol's codec is the load generator's (loadgen/protocol.hh).
-using loadgen::append_echo_frame;
-using loadgen::EchoFrame;
-using loadgen::parse_echo_frame;
-using loadgen::ParseStatus;
-
 namespace {
 
 [[noreturn]] void fail(const char* call) {
@@ -173,14 +167,14 @@ void EchoServer::loop() {
       size_t pos = 0;
       int64_t now = common::monotonic_ns();
       for (;;) {
-        EchoFrame f = parse_echo_frame(std::string_view(c.in).substr(pos));
-        if (f.status == ParseStatus::kBad) closed = true;
-        if (f.status != ParseStatus::kComplete) break;
+        loadgen::EchoFrame f = loadgen::parse_echo_frame(std::string_view(c.in).substr(pos));
+        if (f.status == loadgen::ParseStatus::kBad) closed = true;
+        if (f.status != loadgen::ParseStatus::kComplete) break;
         pos += f.consumed;
         ++c.frames;
         ++frames_;
         Reply reply{now + options_.delay_ns, tag, {}};
-        append_echo_frame(reply.bytes, f.id, f.payload, options_.delay_ns);
+        loadgen::append_echo_frame(reply.bytes, f.id, f.payload, options_.delay_ns);
         replies.push_back(std::move(reply));
       }
       c.in.erase(0, pos);
