@@ -143,7 +143,7 @@ DemoTestbed::DemoTestbed(const DemoBinaries& bin, ServiceModel model,
   for (auto it = model_.tiers.rbegin(); it != model_.tiers.rend(); ++it) order.push_back(&*it);
   std::uint64_t tier_seed = options.seed;
   for (const TierDef* t : order) {
-    testbed_->start(t->host, tier_argv(model_, *t, bin.tier, addresses_, ++tier_seed),
+    testbed_->start(t->host, tier::tier_argv(model_, *t, bin.tier, addresses_, ++tier_seed),
                     log_dir_ + "/tier-" + t->name + ".log");
     wait_for_listener(testbed_->host(model_.client_host).ns, addresses_.at(t->host), t->port,
                       std::chrono::seconds(5));

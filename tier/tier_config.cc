@@ -193,6 +193,26 @@ int DownstreamCall::true_gradient() const {
   return 0;
 }
 
+std::string to_string(const DownstreamCall& call) {
+  std::string s = call.tier + ':';
+  switch (call.pattern) {
+    case CallPattern::kSerial:
+      s += "serial:" + std::to_string(call.count);
+      break;
+    case CallPattern::kParallel:
+      s += "parallel:" + std::to_string(call.count);
+      break;
+    case CallPattern::kAsync:
+      s += "async";
+      break;
+    case CallPattern::kNone:
+      s += "none";
+      break;
+  }
+  if (!call.path.empty()) s += ':' + call.path;
+  return s;
+}
+
 UrlSpec UrlSpec::parse(std::string_view text) {
   std::istringstream in{std::string(text)};
   UrlSpec spec;

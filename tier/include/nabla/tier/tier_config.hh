@@ -129,6 +129,9 @@ struct DownstreamCall {
   int true_gradient() const;
 };
 
+// The call in the syntax parse() reads: "db:serial:3", "audit:async:/audit".
+std::string to_string(const DownstreamCall& call);
+
 struct UrlSpec {
   std::string path;  // "/view", or "*" for every otherwise unknown path
   ServiceTime service;
