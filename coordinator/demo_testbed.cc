@@ -132,9 +132,9 @@ DemoTestbed::DemoTestbed(const DemoBinaries& bin, ServiceModel model,
   log_dir_ = options.log_dir.value_or(dir_.path());
   fs::create_directories(log_dir_);
 
-  TestbedSpec spec;
+  testbed::TestbedSpec spec;
   for (const std::string& h : model_.hosts()) spec.hosts.push_back({h, {}});
-  testbed_ = std::make_unique<Testbed>(spec);
+  testbed_ = std::make_unique<testbed::Testbed>(spec);
   for (const auto& h : testbed_->hosts()) addresses_[h->name] = h->address;
   check();
 
