@@ -59,11 +59,11 @@ demo:
 	$(BUILD)/coordinator/nabla demo $(DEMO_FLAGS)
 
 format:
-	find common analysis db injector sniffer loadgen coordinator tests bench \
+	find common analysis db injector sniffer loadgen tier testbed coordinator tests bench \
 	  \( -name '*.cc' -o -name '*.hh' \) -print0 | xargs -0 -r clang-format -i
 
 format-check:
-	find common analysis db injector sniffer loadgen coordinator tests bench \
+	find common analysis db injector sniffer loadgen tier testbed coordinator tests bench \
 	  \( -name '*.cc' -o -name '*.hh' \) -print0 | xargs -0 -r clang-format --dry-run --Werror
 
 clean:

@@ -80,7 +80,7 @@ std::string link_spec_for_label(const std::string& label,
 DemoBinaries DemoBinaries::find() {
   DemoBinaries b;
   b.nabla = find_binary("nabla", "coordinator");
-  b.tier = find_binary("nabla-tier", "loadgen");
+  b.tier = find_binary("nabla-tier", "tier");
   b.injectd = find_binary("nabla-injectd", "injector");
   b.sniffd = find_binary("nabla-sniffd", "sniffer");
   return b;
@@ -132,9 +132,9 @@ DemoTestbed::DemoTestbed(const DemoBinaries& bin, ServiceModel model,
   log_dir_ = options.log_dir.value_or(dir_.path());
   fs::create_directories(log_dir_);
 
-  TestbedSpec spec;
+  testbed::TestbedSpec spec;
   for (const std::string& h : model_.hosts()) spec.hosts.push_back({h, {}});
-  testbed_ = std::make_unique<Testbed>(spec);
+  testbed_ = std::make_unique<testbed::Testbed>(spec);
   for (const auto& h : testbed_->hosts()) addresses_[h->name] = h->address;
   check();
 
@@ -143,7 +143,7 @@ DemoTestbed::DemoTestbed(const DemoBinaries& bin, ServiceModel model,
   for (auto it = model_.tiers.rbegin(); it != model_.tiers.rend(); ++it) order.push_back(&*it);
   std::uint64_t tier_seed = options.seed;
   for (const TierDef* t : order) {
-    testbed_->start(t->host, tier_argv(model_, *t, bin.tier, addresses_, ++tier_seed),
+    testbed_->start(t->host, tier::tier_argv(model_, *t, bin.tier, addresses_, ++tier_seed),
                     log_dir_ + "/tier-" + t->name + ".log");
     wait_for_listener(testbed_->host(model_.client_host).ns, addresses_.at(t->host), t->port,
                       std::chrono::seconds(5));

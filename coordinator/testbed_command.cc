@@ -18,8 +18,8 @@
 
 #include "nabla/common/clock.hh"
 #include "nabla/common/units.hh"
-#include "nabla/coordinator/testbed.hh"
 #include "nabla/coordinator/text_table.hh"
+#include "nabla/testbed/testbed.hh"
 
 namespace nabla::coordinator {
 namespace {
@@ -61,9 +61,9 @@ bool is_nabla_process(pid_t pid) {
 
 int run_testbed_up(const std::string& spec_path, const std::string& state_path,
                    std::optional<std::int64_t> for_ns, std::ostream& out) {
-  const TestbedSpec spec = load_testbed_spec(spec_path);
+  const testbed::TestbedSpec spec = testbed::load_testbed_spec(spec_path);
   common::sweep_stale_namespaces();
-  Testbed testbed(spec);
+  testbed::Testbed testbed(spec);
   json state = testbed.describe();
   state["pid"] = ::getpid();
   state["spec"] = spec_path;
@@ -130,7 +130,7 @@ int run_testbed_down(const std::string& state_path, std::ostream& out) {
       out << "stopped nabla testbed up (pid " << pid << ")\n";
     }
   }
-  const size_t removed = remove_testbed_leftovers(state);
+  const size_t removed = testbed::remove_testbed_leftovers(state);
   ::unlink(state_path.c_str());
   out << "removed " << removed << " leftover namespace(s)\n";
   return 0;

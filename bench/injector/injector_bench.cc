@@ -38,15 +38,15 @@
 #include <thread>
 #include <vector>
 
-#include "injector_testbed.hh"
 #include "nabla/common/clock.hh"
 #include "nabla/common/cpu_latency.hh"
 #include "nabla/injector/nfqueue.hh"
+#include "nabla/testbed/injector_testbed.hh"
 
 namespace {
 
-using nabla::testing::InjectorTestbed;
-using nabla::testing::ProbeResult;
+using nabla::testbed::InjectorTestbed;
+using nabla::testbed::ProbeResult;
 
 // The hobby-delayer design docs/design.md ("nabla-injectd") warns about: sleep in the callback.
 int run_naive(uint16_t queue_num, int64_t delay_us) {
@@ -232,7 +232,7 @@ Blast blast(InjectorTestbed& bed, double seconds, pid_t consumer) {
   sockaddr_in to{};
   to.sin_family = AF_INET;
   to.sin_port = htons(9000);
-  ::inet_pton(AF_INET, nabla::testing::kReceiverIp, &to.sin_addr);
+  ::inet_pton(AF_INET, nabla::testbed::kReceiverIp, &to.sin_addr);
   ::bind(rx.get(), reinterpret_cast<sockaddr*>(&to), sizeof to);
   int big = 16 << 20;
   ::setsockopt(rx.get(), SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof big);
@@ -341,7 +341,7 @@ int64_t nearest_rank(const std::vector<int64_t>& sorted, double q) {
 Accuracy accuracy(InjectorTestbed& bed, double rate, double seconds, int64_t requested_ns,
                   int64_t base_ns) {
   const auto probes =
-      nabla::testing::run_udp_probes(bed, 9000, static_cast<int>(rate * seconds), rate);
+      nabla::testbed::run_udp_probes(bed, 9000, static_cast<int>(rate * seconds), rate);
   std::vector<int64_t> err;
   std::vector<int64_t> raw;
   size_t early = 0;
@@ -354,7 +354,7 @@ Accuracy accuracy(InjectorTestbed& bed, double rate, double seconds, int64_t req
   std::sort(err.begin(), err.end());
   std::sort(raw.begin(), raw.end());
   return {nearest_rank(err, 0.5),  nearest_rank(err, 0.99),      nearest_rank(raw, 0.5),
-          nearest_rank(raw, 0.99), nabla::testing::lost(probes), early};
+          nearest_rank(raw, 0.99), nabla::testbed::lost(probes), early};
 }
 
 void print_accuracy(const char* who, double rate, const Accuracy& a) {
@@ -689,14 +689,14 @@ int main(int argc, char** argv) {
 
   // The path itself (veth, both stacks) with no rule, same probes: its
   // median is subtracted from the injected runs' one-way delays.
-  const auto path = nabla::testing::run_udp_probes(bed, 9000, 10'000, 10'000.0);
-  const int64_t base_ns = nabla::testing::delay_percentile(path, 0.5);
+  const auto path = nabla::testbed::run_udp_probes(bed, 9000, 10'000, 10'000.0);
+  const int64_t base_ns = nabla::testbed::delay_percentile(path, 0.5);
   std::printf(
       "accuracy, 1 ms constant delay, %.1f s per rate; error = one-way delay - 1 ms - path "
       "median (%.1f us, p99 %.1f us with no rule); targets: median <= 10 us, p99 <= 100 us\n",
-      seconds, base_ns / 1e3, nabla::testing::delay_percentile(path, 0.99) / 1e3);
-  bed.start_daemon({"--cpu-latency-us", "0", "--spin-us", "0", "--rt-priority",
-                    std::to_string(accuracy_rt)});
+      seconds, base_ns / 1e3, nabla::testbed::delay_percentile(path, 0.99) / 1e3);
+  bed.start_daemon(
+      {"--cpu-latency-us", "0", "--spin-us", "0", "--rt-priority", std::to_string(accuracy_rt)});
   accuracy_rows(bed, "nabla, no spin", seconds, base_ns);
   bed.stop_daemon();
   // The default: the lead is self-calibrated from the loop's own wake-ups.
@@ -726,13 +726,13 @@ int main(int argc, char** argv) {
   if (!spins.empty() && spins.front() > 0) {
     bed.set_probe_receive_call_stamps(true);
     bed.set_probe_receiver_priority(accuracy_rt + 1);
-    const auto user_path = nabla::testing::run_udp_probes(bed, 9000, 10'000, 10'000.0);
-    const int64_t user_base_ns = nabla::testing::delay_percentile(user_path, 0.5);
+    const auto user_path = nabla::testbed::run_udp_probes(bed, 9000, 10'000, 10'000.0);
+    const int64_t user_base_ns = nabla::testbed::delay_percentile(user_path, 0.5);
     std::printf(
         "  direction in (daemon on the receiving host), probes timed after recvmsg by a FIFO %d "
         "receiver: path median %.1f us, p99 %.1f us with no rule\n",
         accuracy_rt + 1, user_base_ns / 1e3,
-        nabla::testing::delay_percentile(user_path, 0.99) / 1e3);
+        nabla::testbed::delay_percentile(user_path, 0.99) / 1e3);
     bed.start_daemon({"--cpu-latency-us", "0", "--spin-us", std::to_string(spins.front()),
                       "--rt-priority", std::to_string(accuracy_rt)},
                      InjectorTestbed::Host::kReceiver);

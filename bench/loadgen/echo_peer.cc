@@ -1,4 +1,4 @@
-// A standalone echo server for bench/loadgen/loadgen.sh: loadgen::EchoServer
+// A standalone echo server for bench/loadgen/loadgen.sh: tier::EchoServer
 // on 127.0.0.1 (kernel-chosen port, printed as "echo peer on 127.0.0.1 port N"),
 // answering every frame at once, until SIGINT or SIGTERM.
 //   usage: nabla_echo_peer [DELAY_NS]
@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <exception>
 
-#include "nabla/loadgen/echo_server.hh"
+#include "nabla/tier/echo_server.hh"
 
 int main(int argc, char** argv) {
   try {
@@ -17,9 +17,9 @@ int main(int argc, char** argv) {
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, nullptr);  // before the server thread starts
-    nabla::loadgen::EchoServerOptions options;
+    nabla::tier::EchoServerOptions options;
     if (argc > 1) options.delay_ns = std::strtoll(argv[1], nullptr, 10);
-    nabla::loadgen::EchoServer server(options);
+    nabla::tier::EchoServer server(options);
     std::printf("echo peer on 127.0.0.1 port %u\n", static_cast<unsigned>(server.port()));
     std::fflush(stdout);
     int sig = 0;

@@ -27,16 +27,16 @@
 
 #include "nabla/common/netns.hh"
 #include "nabla/common/rpc_auth.hh"
-#include "nabla/coordinator/testbed.hh"
 #include "nabla/db/sqlite.hh"
+#include "nabla/testbed/testbed.hh"
 #include "nabla_test_support.hh"
 #include "tier_probe.hh"
 
 namespace {
 
 using nabla::common::ChildProcess;
-using nabla::coordinator::Testbed;
-using nabla::coordinator::TestbedSpec;
+using nabla::testbed::Testbed;
+using nabla::testbed::TestbedSpec;
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 

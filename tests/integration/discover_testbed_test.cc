@@ -20,7 +20,7 @@
 
 #include "nabla/common/fd.hh"
 #include "nabla/common/netns.hh"
-#include "nabla/coordinator/testbed.hh"
+#include "nabla/testbed/testbed.hh"
 #include "nabla_test_support.hh"
 #include "sniffed_testbed.hh"
 #include "tier_probe.hh"
@@ -29,8 +29,8 @@ namespace {
 
 using nabla::common::ChildProcess;
 using nabla::common::FileDescriptor;
-using nabla::coordinator::Testbed;
-using nabla::coordinator::TestbedSpec;
+using nabla::testbed::Testbed;
+using nabla::testbed::TestbedSpec;
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 

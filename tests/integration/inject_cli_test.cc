@@ -14,12 +14,20 @@
 #include <vector>
 
 #include "cpu_steal.hh"
-#include "injector_testbed.hh"
 #include "nabla/common/netns.hh"
+#include "nabla/testbed/injector_testbed.hh"
 #include "nabla_test_support.hh"
 
 namespace nabla::testing {
 namespace {
+
+using testbed::delay_mean;
+using testbed::delay_percentile;
+using testbed::InjectorTestbed;
+using testbed::kReceiverIp;
+using testbed::kSenderIp;
+using testbed::lost;
+using testbed::run_udp_probes;
 
 using common::ChildProcess;
 constexpr std::int64_t kMs = 1'000'000;

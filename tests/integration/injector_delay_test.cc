@@ -9,11 +9,19 @@
 #include <vector>
 
 #include "cpu_steal.hh"
-#include "injector_testbed.hh"
+#include "nabla/testbed/injector_testbed.hh"
 #include "nabla_test_support.hh"
 
 namespace nabla::testing {
 namespace {
+
+using testbed::delay_mean;
+using testbed::delay_percentile;
+using testbed::InjectorTestbed;
+using testbed::lost;
+using testbed::ProbeFamily;
+using testbed::ProbeResult;
+using testbed::run_udp_probes;
 
 constexpr int64_t kMs = 1'000'000;
 

@@ -8,14 +8,20 @@
 #include <thread>
 
 #include "cpu_steal.hh"
-#include "injector_testbed.hh"
 #include "nabla/common/clock.hh"
 #include "nabla/common/cpu_latency.hh"
 #include "nabla/common/json_rpc.hh"
+#include "nabla/testbed/injector_testbed.hh"
 #include "nabla_test_support.hh"
 
 namespace nabla::testing {
 namespace {
+
+using testbed::delay_percentile;
+using testbed::InjectorTestbed;
+using testbed::lost;
+using testbed::ProbeResult;
+using testbed::run_udp_probes;
 
 constexpr int64_t kMs = 1'000'000;
 

@@ -5,11 +5,17 @@
 
 #include <cmath>
 
-#include "injector_testbed.hh"
+#include "nabla/testbed/injector_testbed.hh"
 #include "nabla_test_support.hh"
 
 namespace nabla::testing {
 namespace {
+
+using testbed::g_unknown_datagrams;
+using testbed::InjectorTestbed;
+using testbed::lost;
+using testbed::ProbeFamily;
+using testbed::run_udp_probes;
 
 using nlohmann::json;
 

@@ -19,13 +19,18 @@
 #include <thread>
 
 #include "cpu_steal.hh"
-#include "injector_testbed.hh"
 #include "nabla/common/clock.hh"
 #include "nabla/common/error.hh"
+#include "nabla/testbed/injector_testbed.hh"
 #include "nabla_test_support.hh"
 
 namespace nabla::testing {
 namespace {
+
+using testbed::InjectorTestbed;
+using testbed::kReceiverIp;
+using testbed::lost;
+using testbed::run_udp_probes;
 
 constexpr int64_t kMs = 1'000'000;
 

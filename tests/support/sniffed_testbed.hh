@@ -18,10 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "tier_probe.hh"
 #include "nabla/common/netns.hh"
 #include "nabla/common/rpc_auth.hh"
-#include "nabla/coordinator/testbed.hh"
+#include "nabla/testbed/testbed.hh"
+#include "tier_probe.hh"
 
 namespace nabla::testing {
 
@@ -51,7 +51,7 @@ class KeyFile {
 // kSniffdPort with `key`, scanning every `interval` (e.g. "100ms"); returns
 // once each accepts a control connection from `from` (a control connection
 // carries no data, so it is no link).
-inline void start_sniffers(coordinator::Testbed& tb, const std::string& sniffd, const KeyFile& key,
+inline void start_sniffers(testbed::Testbed& tb, const std::string& sniffd, const KeyFile& key,
                            const std::string& interval, const common::NetNamespace& from) {
   for (const auto& h : tb.hosts()) {
     tb.start(h->name, {sniffd, "--listen", h->address + ":" + std::to_string(kSniffdPort),

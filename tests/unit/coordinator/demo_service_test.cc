@@ -1,6 +1,7 @@
-// The demo service description: call parsing, true gradients by
-// construction (serial:k -> k, parallel -> 1, async/none -> 0, multiplied
-// along the chain) and the nabla-tier command lines.
+// The demo service description: true gradients by construction (serial:k ->
+// k, parallel -> 1, async/none -> 0, multiplied along the chain; the rule is
+// tier's, tests/unit/tier/) keyed by campaign link labels, and the nabla-tier
+// command lines. Call parsing is tested in tests/unit/tier/tier_config_test.cc.
 #include "nabla/coordinator/demo_service.hh"
 
 #include <gtest/gtest.h>
@@ -9,35 +10,6 @@
 
 namespace nabla::coordinator {
 namespace {
-
-TEST(TierCall, ParsesEveryPattern) {
-  TierCall c = parse_tier_call("db:serial:3");
-  EXPECT_EQ(c.tier, "db");
-  EXPECT_EQ(c.pattern, CallPattern::kSerial);
-  EXPECT_EQ(c.count, 3);
-  EXPECT_EQ(c.path, "");
-  EXPECT_EQ(gradient_factor(c), 3);
-  c = parse_tier_call("db:parallel:4");
-  EXPECT_EQ(c.pattern, CallPattern::kParallel);
-  EXPECT_EQ(c.count, 4);
-  EXPECT_EQ(gradient_factor(c), 1);
-  c = parse_tier_call("audit:async:/audit");
-  EXPECT_EQ(c.pattern, CallPattern::kAsync);
-  EXPECT_EQ(c.path, "/audit");
-  EXPECT_EQ(gradient_factor(c), 0);
-  c = parse_tier_call("db:none");
-  EXPECT_EQ(gradient_factor(c), 0);
-  c = parse_tier_call("db:serial:2:/x:y");
-  EXPECT_EQ(c.path, "/x:y");
-  for (const char* s :
-       {"db:serial:3", "db:parallel:4", "audit:async:/audit", "db:none", "db:serial:2:/q"}) {
-    EXPECT_EQ(to_string(parse_tier_call(s)), s);
-  }
-  for (const char* bad : {"db", ":serial:1", "db:serial", "db:serial:0", "db:serial:x", "db:loop:2",
-                          "db:async:audit"}) {
-    EXPECT_THROW(parse_tier_call(bad), std::invalid_argument) << bad;
-  }
-}
 
 TEST(TrueGradients, RubisDemoService) {
   const TruthTable t = true_gradients(rubis_demo_service());
@@ -65,15 +37,17 @@ TEST(TrueGradients, MultiplyAlongTheChainAndAddOverCalls) {
   ServiceModel m;
   m.entry_tier = "fe";
   m.mix = {{"/a", 1}, {"/b", 1}};
-  m.tiers.push_back({"fe", "h1", 80, 4, {{"*", "fixed:0ns", {parse_tier_call("mid:serial:2")}}}});
+  m.tiers.push_back(
+      {"fe", "h1", 80, 4, {{"*", "fixed:0ns", {tier::DownstreamCall::parse("mid:serial:2")}}}});
   m.tiers.push_back({"mid",
                      "h2",
                      81,
                      4,
-                     {{"/a", "fixed:0ns", {parse_tier_call("be:serial:3")}},
+                     {{"/a", "fixed:0ns", {tier::DownstreamCall::parse("be:serial:3")}},
                       {"/b",
                        "fixed:0ns",
-                       {parse_tier_call("be:parallel:5"), parse_tier_call("be:serial:1:/x")}}}});
+                       {tier::DownstreamCall::parse("be:parallel:5"),
+                        tier::DownstreamCall::parse("be:serial:1:/x")}}}});
   m.tiers.push_back({"be", "h3", 82, 4, {{"*", "fixed:0ns", {}}}});
   const TruthTable t = true_gradients(m);
   EXPECT_EQ(t.at("tcp client -> h1:80").at("/a"), 1);
@@ -83,10 +57,10 @@ TEST(TrueGradients, MultiplyAlongTheChainAndAddOverCalls) {
   EXPECT_EQ(m.hosts(), (std::vector<std::string>{"client", "h1", "h2", "h3"}));
 
   ServiceModel cyc = m;
-  cyc.tiers[2].urls[0].calls = {parse_tier_call("fe:serial:1")};
+  cyc.tiers[2].urls[0].calls = {tier::DownstreamCall::parse("fe:serial:1")};
   EXPECT_THROW(true_gradients(cyc), std::invalid_argument);
   ServiceModel unknown = m;
-  unknown.tiers[2].urls[0].calls = {parse_tier_call("nowhere:serial:1")};
+  unknown.tiers[2].urls[0].calls = {tier::DownstreamCall::parse("nowhere:serial:1")};
   EXPECT_THROW(true_gradients(unknown), std::invalid_argument);
 }
 
@@ -94,7 +68,7 @@ TEST(TierArgv, NamesDownstreamsAndUrlsWithSleepMode) {
   const ServiceModel m = rubis_demo_service();
   const std::map<std::string, std::string> addr = {
       {"client", "10.0.0.1"}, {"web", "10.0.0.2"}, {"app", "10.0.0.3"}, {"db", "10.0.0.4"}};
-  const auto argv = tier_argv(m, m.tier("app"), "/bin/nabla-tier", addr, 7);
+  const auto argv = tier::tier_argv(m, m.tier("app"), "/bin/nabla-tier", addr, 7);
   auto has = [&](const std::string& s) {
     return std::find(argv.begin(), argv.end(), s) != argv.end();
   };
@@ -105,7 +79,7 @@ TEST(TierArgv, NamesDownstreamsAndUrlsWithSleepMode) {
   EXPECT_TRUE(has("/view service=exp:200us mode=sleep call=db:serial:3"));
   EXPECT_TRUE(has("/bid service=fixed:100us mode=sleep call=db:serial:1 call=audit:async:/audit"));
   EXPECT_TRUE(has("7"));
-  EXPECT_THROW(tier_argv(m, m.tier("app"), "t", {{"app", "1.2.3.4"}}, 1), std::out_of_range);
+  EXPECT_THROW(tier::tier_argv(m, m.tier("app"), "t", {{"app", "1.2.3.4"}}, 1), std::out_of_range);
 }
 
 }  // namespace

@@ -4,14 +4,14 @@
 #include <stdexcept>
 #include <string>
 
-#include "nabla/coordinator/testbed.hh"
+#include "nabla/testbed/testbed.hh"
 
 namespace nabla::coordinator {
 namespace {
 
 std::string error_of(const std::string& toml) {
   try {
-    parse_testbed_spec(toml);
+    testbed::parse_testbed_spec(toml);
   } catch (const std::invalid_argument& e) {
     return e.what();
   }
@@ -19,7 +19,7 @@ std::string error_of(const std::string& toml) {
 }
 
 TEST(TestbedSpec, HostsProcessesAndAddressSubstitution) {
-  const TestbedSpec s = parse_testbed_spec(R"(
+  const testbed::TestbedSpec s = testbed::parse_testbed_spec(R"(
 subnet = "10.9.8.0/24"
 [[host]]
 name = "web"
@@ -40,12 +40,12 @@ name = "app"
 }
 
 TEST(TestbedSpec, DefaultSubnetAndAddresses) {
-  const TestbedSpec s = parse_testbed_spec("[[host]]\nname = \"a\"\n");
+  const testbed::TestbedSpec s = testbed::parse_testbed_spec("[[host]]\nname = \"a\"\n");
   EXPECT_EQ(s.subnet, "10.213.0.0/24");
-  EXPECT_EQ(testbed_host_address(s.subnet, 0), "10.213.0.1");
-  EXPECT_EQ(testbed_host_address("10.1.2.77/24", 9), "10.1.2.10");
-  EXPECT_THROW(testbed_host_address("10.1.2.0/16", 0), std::invalid_argument);
-  EXPECT_THROW(testbed_host_address("10.1.2.0/24", 200), std::invalid_argument);
+  EXPECT_EQ(testbed::testbed_host_address(s.subnet, 0), "10.213.0.1");
+  EXPECT_EQ(testbed::testbed_host_address("10.1.2.77/24", 9), "10.1.2.10");
+  EXPECT_THROW(testbed::testbed_host_address("10.1.2.0/16", 0), std::invalid_argument);
+  EXPECT_THROW(testbed::testbed_host_address("10.1.2.0/24", 200), std::invalid_argument);
 }
 
 TEST(TestbedSpec, ErrorsNameTheField) {

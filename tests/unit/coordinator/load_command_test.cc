@@ -27,7 +27,7 @@
 #include "nabla/common/cpu_latency.hh"
 #include "nabla/common/netns.hh"
 #include "nabla/db/store.hh"
-#include "nabla/loadgen/echo_server.hh"
+#include "nabla/tier/echo_server.hh"
 #include "tier_process.hh"
 
 namespace nabla::coordinator {
@@ -38,9 +38,9 @@ namespace fs = std::filesystem;
 using nabla::testing::TierProcess;
 using nlohmann::json;
 
-// nabla-tier is built beside nabla (build/loadgen/ vs build/coordinator/).
+// nabla-tier is built beside nabla (build/tier/ vs build/coordinator/).
 std::string tier_binary() {
-  return (fs::path(NABLA_BINARY).parent_path().parent_path() / "loadgen" / "nabla-tier").string();
+  return (fs::path(NABLA_BINARY).parent_path().parent_path() / "tier" / "nabla-tier").string();
 }
 
 // nabla-tier on 127.0.0.1 (any free port) with `workers` workers, one --url
@@ -457,7 +457,7 @@ TEST(LoadTier, DbStoresTheRunTailResultsAndKeptSamples) {
 // A sweep prints one JSON point per rate and stores every point: its tail
 // results at its own rate and its samples under its own phase.
 TEST(LoadEcho, SweepReportsAndStoresEveryPoint) {
-  loadgen::EchoServer server({.delay_ns = 100'000});
+  tier::EchoServer server({.delay_ns = 100'000});
   const fs::path dir =
       fs::temp_directory_path() / ("nabla-load-sweep-" + std::to_string(::getpid()));
   fs::create_directories(dir);

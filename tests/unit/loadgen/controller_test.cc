@@ -8,10 +8,12 @@
 
 #include "controller_test_support.hh"
 #include "nabla/common/clock.hh"
-#include "nabla/loadgen/echo_server.hh"
+#include "nabla/tier/echo_server.hh"
 
 namespace nabla::loadgen {
 namespace {
+
+using tier::EchoServer;  // the echo peer lives with the other servers (tier/)
 
 ControllerConfig quick_config(uint16_t port) {
   ControllerConfig c;

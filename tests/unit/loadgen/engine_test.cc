@@ -13,12 +13,14 @@
 
 #include "nabla/common/clock.hh"
 #include "nabla/common/fd.hh"
-#include "nabla/loadgen/echo_server.hh"
+#include "nabla/tier/echo_server.hh"
 
 // Every test here talks only to an EchoServer on 127.0.0.1 started by the
 // test, and every run is bounded by a request count or a duration.
 namespace nabla::loadgen {
 namespace {
+
+using tier::EchoServer;  // the echo peer lives with the other servers (tier/)
 
 EngineConfig echo_config(uint16_t port) {
   EngineConfig c;

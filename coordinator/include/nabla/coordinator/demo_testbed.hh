@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "nabla/coordinator/demo_service.hh"
-#include "nabla/coordinator/testbed.hh"
+#include "nabla/testbed/testbed.hh"
 
 namespace nabla::coordinator {
 
@@ -30,7 +30,7 @@ inline constexpr int kDemoSniffdPort = 7312;
 
 // Paths of the programs the demo starts. Each is searched in order: the
 // directory of this executable (an installed layout), its sibling build
-// directories (<build>/coordinator/nabla next to <build>/loadgen/nabla-tier,
+// directories (<build>/coordinator/nabla next to <build>/tier/nabla-tier,
 // <build>/injector/nabla-injectd, <build>/sniffer/nabla-sniffd), the
 // directory in $NABLA_BIN_DIR, then PATH. Throws std::runtime_error naming
 // what is missing and where it looked.
@@ -72,7 +72,7 @@ class DemoTestbed {
   DemoTestbed(const DemoTestbed&) = delete;
   DemoTestbed& operator=(const DemoTestbed&) = delete;
 
-  Testbed& testbed() { return *testbed_; }
+  testbed::Testbed& testbed() { return *testbed_; }
   const ServiceModel& model() const { return model_; }
   const std::string& address(const std::string& host) const { return addresses_.at(host); }
   const std::map<std::string, std::string>& addresses() const { return addresses_; }
@@ -90,7 +90,7 @@ class DemoTestbed {
   std::string key_file_;
   std::string log_dir_;
   std::map<std::string, std::string> addresses_;
-  std::unique_ptr<Testbed> testbed_;
+  std::unique_ptr<testbed::Testbed> testbed_;
 };
 
 // Everything of the campaign file that is not the testbed.

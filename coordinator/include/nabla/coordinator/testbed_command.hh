@@ -1,6 +1,6 @@
 #pragma once
 // `nabla testbed up SPEC.toml [--state F] [--for D]`: builds the testbed
-// (testbed.hh), prints its hosts and addresses, records them in the state
+// (nabla/testbed/testbed.hh), prints its hosts and addresses, records them in the state
 // file (default /run/nabla/testbed.json) and holds it until SIGINT/SIGTERM
 // (or --for), then tears it down.
 // `nabla testbed down [--state F]`: stops a running `up` (SIGTERM to the pid

@@ -1,6 +1,9 @@
 #pragma once
-// Incremental HTTP/1.1 message framing for nabla-tier: request heads on the
-// server side, response heads on the downstream client side. Pure functions
+// Incremental HTTP/1.1 message framing: request heads for the nabla-tier
+// server, response heads for its downstream pools (tier/); the load
+// generator's own HTTP codec (protocol.cc) shares kMaxHeadBytes and iequals.
+// It lives here, with the client, so tier/ depends on loadgen/ (as it does
+// for the echo codec) and never the reverse. Pure functions
 // over a byte buffer, no allocation: callers append received bytes to a
 // buffer and call parse_* until it says kComplete, then drop `consumed` bytes.
 //

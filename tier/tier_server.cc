@@ -1,6 +1,6 @@
 // nabla-tier's I/O thread; see tier_server.hh. Request execution (workers,
 // downstream calls) is in tier_worker.cc.
-#include "nabla/loadgen/tier_server.hh"
+#include "nabla/tier/tier_server.hh"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -17,7 +17,8 @@
 #include "nabla/common/fd.hh"
 #include "nabla/loadgen/http_message.hh"
 
-namespace nabla::loadgen {
+namespace nabla::tier {
+
 namespace {
 
 using common::monotonic_ns;
@@ -26,7 +27,7 @@ using UniqueFd = common::FileDescriptor;
 constexpr uint64_t kListenerId = 0;
 constexpr uint64_t kWakeId = 1;
 // Reading stops while this much is buffered; framing refuses anything larger.
-constexpr size_t kMaxBuffered = kMaxHeadBytes + kMaxBodyBytes + 64 * 1024;
+constexpr size_t kMaxBuffered = loadgen::kMaxHeadBytes + loadgen::kMaxBodyBytes + 64 * 1024;
 constexpr int64_t kDownstreamTimeoutNs = 10'000'000'000;
 
 const char* reason_phrase(int status) {
@@ -247,8 +248,8 @@ void TierServer::read_some(Connection& c) {
 void TierServer::try_dispatch(Connection& c) {
   // One request at a time per connection; pipelined ones wait their turn.
   while (!c.dead && !c.busy && !c.close_after && c.out_off == c.out.size()) {
-    const RequestParse parsed = parse_http_request(c.in);
-    if (parsed.status == ParseStatus::kIncomplete) {
+    const loadgen::RequestParse parsed = loadgen::parse_http_request(c.in);
+    if (parsed.status == loadgen::ParseStatus::kIncomplete) {
       if (c.paused) {
         read_some(c);
         if (!c.paused) continue;
@@ -256,7 +257,7 @@ void TierServer::try_dispatch(Connection& c) {
       if (c.eof) c.dead = true;  // peer is done and no full request is left
       return;
     }
-    if (parsed.status == ParseStatus::kBad) {
+    if (parsed.status == loadgen::ParseStatus::kBad) {
       requests_.fetch_add(1, std::memory_order_relaxed);
       bad_requests_.fetch_add(1, std::memory_order_relaxed);
       c.out = error_response(parsed.error_status);
@@ -265,7 +266,7 @@ void TierServer::try_dispatch(Connection& c) {
       flush(c);
       return;
     }
-    const HttpRequestHead& head = parsed.head;
+    const loadgen::HttpRequestHead& head = parsed.head;
     Job job{c.id, config_.find(head.path), std::string(head.path), head.keep_alive && !c.eof,
             monotonic_ns()};
     c.in.erase(0, head.consumed);
@@ -326,4 +327,4 @@ void TierServer::drain_done() {
   }
 }
 
-}  // namespace nabla::loadgen
+}  // namespace nabla::tier

@@ -1,4 +1,4 @@
-#include "nabla/loadgen/echo_server.hh"
+#include "nabla/tier/echo_server.hh"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -18,7 +18,8 @@
 #include "nabla/common/clock.hh"
 #include "nabla/loadgen/protocol.hh"
 
-namespace nabla::loadgen {
+namespace nabla::tier {
+
 namespace {
 
 [[noreturn]] void fail(const char* call) {
@@ -166,14 +167,14 @@ void EchoServer::loop() {
       size_t pos = 0;
       int64_t now = common::monotonic_ns();
       for (;;) {
-        EchoFrame f = parse_echo_frame(std::string_view(c.in).substr(pos));
-        if (f.status == ParseStatus::kBad) closed = true;
-        if (f.status != ParseStatus::kComplete) break;
+        loadgen::EchoFrame f = loadgen::parse_echo_frame(std::string_view(c.in).substr(pos));
+        if (f.status == loadgen::ParseStatus::kBad) closed = true;
+        if (f.status != loadgen::ParseStatus::kComplete) break;
         pos += f.consumed;
         ++c.frames;
         ++frames_;
         Reply reply{now + options_.delay_ns, tag, {}};
-        append_echo_frame(reply.bytes, f.id, f.payload, options_.delay_ns);
+        loadgen::append_echo_frame(reply.bytes, f.id, f.payload, options_.delay_ns);
         replies.push_back(std::move(reply));
       }
       c.in.erase(0, pos);
@@ -186,4 +187,4 @@ void EchoServer::loop() {
   }
 }
 
-}  // namespace nabla::loadgen
+}  // namespace nabla::tier

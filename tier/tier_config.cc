@@ -1,5 +1,5 @@
 // Parsing of nabla-tier's configuration (flags and TOML); see tier_config.hh.
-#include "nabla/loadgen/tier_config.hh"
+#include "nabla/tier/tier_config.hh"
 
 #include <arpa/inet.h>
 #include <toml++/toml.h>
@@ -10,7 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 
-namespace nabla::loadgen {
+namespace nabla::tier {
 namespace {
 
 constexpr int kMaxCallCount = 64;
@@ -193,6 +193,26 @@ int DownstreamCall::true_gradient() const {
   return 0;
 }
 
+std::string to_string(const DownstreamCall& call) {
+  std::string s = call.tier + ':';
+  switch (call.pattern) {
+    case CallPattern::kSerial:
+      s += "serial:" + std::to_string(call.count);
+      break;
+    case CallPattern::kParallel:
+      s += "parallel:" + std::to_string(call.count);
+      break;
+    case CallPattern::kAsync:
+      s += "async";
+      break;
+    case CallPattern::kNone:
+      s += "none";
+      break;
+  }
+  if (!call.path.empty()) s += ':' + call.path;
+  return s;
+}
+
 UrlSpec UrlSpec::parse(std::string_view text) {
   std::istringstream in{std::string(text)};
   UrlSpec spec;
@@ -354,4 +374,4 @@ const UrlSpec* TierConfig::find(std::string_view path) const {
   return wildcard;
 }
 
-}  // namespace nabla::loadgen
+}  // namespace nabla::tier

@@ -11,7 +11,7 @@
 
 #include "nabla/common/fd.hh"
 
-namespace nabla::loadgen {
+namespace nabla::tier {
 
 struct EchoServerOptions {
   int64_t delay_ns = 0;
@@ -42,4 +42,4 @@ class EchoServer {
   std::thread thread_;
 };
 
-}  // namespace nabla::loadgen
+}  // namespace nabla::tier

@@ -27,10 +27,10 @@
 #include <vector>
 
 #include "nabla/common/fd.hh"
-#include "nabla/loadgen/downstream_pool.hh"
-#include "nabla/loadgen/tier_config.hh"
+#include "nabla/tier/downstream_pool.hh"
+#include "nabla/tier/tier_config.hh"
 
-namespace nabla::loadgen {
+namespace nabla::tier {
 
 struct TierCounters {
   uint64_t requests = 0;             // answered, any status
@@ -126,4 +126,4 @@ class TierServer {
   std::atomic<uint64_t> accept_errors_{0};
 };
 
-}  // namespace nabla::loadgen
+}  // namespace nabla::tier

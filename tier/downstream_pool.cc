@@ -1,5 +1,5 @@
 // Pooled keep-alive downstream connections; see downstream_pool.hh.
-#include "nabla/loadgen/downstream_pool.hh"
+#include "nabla/tier/downstream_pool.hh"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -15,7 +15,8 @@
 #include "nabla/common/fd.hh"
 #include "nabla/loadgen/http_message.hh"
 
-namespace nabla::loadgen {
+namespace nabla::tier {
+
 namespace {
 
 using common::monotonic_ns;
@@ -169,10 +170,10 @@ int DownstreamPool::call_concurrent(std::string_view path, int count) {
         continue;
       }
       slot.buf.append(chunk, static_cast<size_t>(r));
-      const ResponseParse parsed = parse_http_response(slot.buf);
-      if (parsed.status == ParseStatus::kIncomplete) continue;
+      const loadgen::ResponseParse parsed = loadgen::parse_http_response(slot.buf);
+      if (parsed.status == loadgen::ParseStatus::kIncomplete) continue;
       slot.state = SlotState::kDone;
-      if (parsed.status == ParseStatus::kComplete) {
+      if (parsed.status == loadgen::ParseStatus::kComplete) {
         slot.ok = parsed.head.status >= 200 && parsed.head.status < 300;
         slot.keep = parsed.head.keep_alive && parsed.head.consumed == slot.buf.size();
       }
@@ -201,4 +202,4 @@ size_t DownstreamPool::idle_connections() const {
   return idle_.size();
 }
 
-}  // namespace nabla::loadgen
+}  // namespace nabla::tier

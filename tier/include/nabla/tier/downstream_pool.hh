@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "nabla/common/fd.hh"
-#include "nabla/loadgen/tier_config.hh"
+#include "nabla/tier/tier_config.hh"
 
-namespace nabla::loadgen {
+namespace nabla::tier {
 
 struct DownstreamCounters {
   uint64_t requests_ok = 0;
@@ -55,4 +55,4 @@ class DownstreamPool {
   std::atomic<uint64_t> connects_{0};
 };
 
-}  // namespace nabla::loadgen
+}  // namespace nabla::tier

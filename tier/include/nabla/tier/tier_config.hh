@@ -89,7 +89,7 @@
 #include <string_view>
 #include <vector>
 
-namespace nabla::loadgen {
+namespace nabla::tier {
 
 // Parses "250us", "1.5ms", "2s", "100ns", "3m" (minutes) into nanoseconds.
 // Throws std::invalid_argument naming `field` on a bad or negative value.
@@ -129,6 +129,9 @@ struct DownstreamCall {
   int true_gradient() const;
 };
 
+// The call in the syntax parse() reads: "db:serial:3", "audit:async:/audit".
+std::string to_string(const DownstreamCall& call);
+
 struct UrlSpec {
   std::string path;  // "/view", or "*" for every otherwise unknown path
   ServiceTime service;
@@ -164,4 +167,4 @@ struct TierConfig {
   const UrlSpec* find(std::string_view path) const;
 };
 
-}  // namespace nabla::loadgen
+}  // namespace nabla::tier

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "nabla/common/cli_usage.hh"
-#include "nabla/loadgen/tier_server.hh"
+#include "nabla/tier/tier_server.hh"
 
 namespace {
 
@@ -43,9 +43,9 @@ TOML (--config): [server] listen/workers/seed, [tiers] NAME = "HOST:PORT",
 }  // namespace
 
 int main(int argc, char** argv) {
-  using nabla::loadgen::TierAddress;
-  using nabla::loadgen::TierConfig;
-  using nabla::loadgen::UrlSpec;
+  using nabla::tier::TierAddress;
+  using nabla::tier::TierConfig;
+  using nabla::tier::UrlSpec;
   CLI::App app{"nabla-tier: synthetic multi-tier HTTP server with known link gradients"};
   app.footer(kPatternHelp);
   std::string config_file;
@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, nullptr);  // before any thread starts
 
-    nabla::loadgen::TierServer server(cfg);
+    nabla::tier::TierServer server(cfg);
     server.start();
     std::printf("nabla-tier listening on %s port %u, %d workers, seed %llu\n",
                 cfg.listen.host.c_str(), server.port(), cfg.workers,

@@ -17,7 +17,7 @@
 #include "nabla/common/netns.hh"
 #include "nabla/common/rpc_auth.hh"
 
-namespace nabla::testing {
+namespace nabla::testbed {
 
 inline constexpr const char* kSenderIp = "10.77.0.1";
 inline constexpr const char* kReceiverIp = "10.77.0.2";
@@ -113,4 +113,4 @@ size_t lost(const std::vector<ProbeResult>& probes);
 // Datagrams whose sequence number was out of range (a corrupted header).
 extern thread_local size_t g_unknown_datagrams;
 
-}  // namespace nabla::testing
+}  // namespace nabla::testbed

@@ -1,6 +1,6 @@
 // nabla-tier on loopback: call patterns, service time, framing errors,
 // keep-alive. Each test runs real servers on 127.0.0.1 with ephemeral ports.
-#include "nabla/loadgen/tier_server.hh"
+#include "nabla/tier/tier_server.hh"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include "nabla/common/clock.hh"
 #include "tier_client.hh"
 
-namespace nabla::loadgen {
+namespace nabla::tier {
 namespace {
 
 using common::monotonic_ns;
@@ -239,4 +239,4 @@ TEST(TierServer, DownstreamDownGives502) {
 }
 
 }  // namespace
-}  // namespace nabla::loadgen
+}  // namespace nabla::tier

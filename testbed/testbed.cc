@@ -1,5 +1,5 @@
 // The namespace testbed; see testbed.hh.
-#include "nabla/coordinator/testbed.hh"
+#include "nabla/testbed/testbed.hh"
 
 #include <arpa/inet.h>
 #include <signal.h>
@@ -15,7 +15,7 @@
 
 #include "nabla/common/log.hh"
 
-namespace nabla::coordinator {
+namespace nabla::testbed {
 namespace {
 
 constexpr size_t kMaxHosts = 200;
@@ -249,4 +249,4 @@ size_t remove_testbed_leftovers(const nlohmann::json& state) noexcept {
   return removed + common::sweep_stale_namespaces();
 }
 
-}  // namespace nabla::coordinator
+}  // namespace nabla::testbed

@@ -1,10 +1,10 @@
-#include "nabla/loadgen/tier_config.hh"
+#include "nabla/tier/tier_config.hh"
 
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 
-namespace nabla::loadgen {
+namespace nabla::tier {
 namespace {
 
 TEST(TierDuration, Units) {
@@ -72,6 +72,37 @@ TEST(DownstreamCall, PatternsAndGradients) {
   EXPECT_EQ(DownstreamCall::parse("db:none").true_gradient(), 0);
   for (const char* bad : {"db", "db:serial", "db:serial:0", "db:serial:65", "db:parallel:x",
                           "db:async:3", ":serial:1", "db:fanout:2", "db:none:/x"}) {
+    EXPECT_THROW(DownstreamCall::parse(bad), std::invalid_argument) << bad;
+  }
+}
+
+// The call syntax the demo's service model is written in, read and printed
+// back (to_string builds nabla-tier's --url flags from it).
+TEST(DownstreamCall, ParsesEveryPatternAndPrintsItBack) {
+  DownstreamCall c = DownstreamCall::parse("db:serial:3");
+  EXPECT_EQ(c.tier, "db");
+  EXPECT_EQ(c.pattern, CallPattern::kSerial);
+  EXPECT_EQ(c.count, 3);
+  EXPECT_EQ(c.path, "");
+  EXPECT_EQ(c.true_gradient(), 3);
+  c = DownstreamCall::parse("db:parallel:4");
+  EXPECT_EQ(c.pattern, CallPattern::kParallel);
+  EXPECT_EQ(c.count, 4);
+  EXPECT_EQ(c.true_gradient(), 1);
+  c = DownstreamCall::parse("audit:async:/audit");
+  EXPECT_EQ(c.pattern, CallPattern::kAsync);
+  EXPECT_EQ(c.path, "/audit");
+  EXPECT_EQ(c.true_gradient(), 0);
+  c = DownstreamCall::parse("db:none");
+  EXPECT_EQ(c.true_gradient(), 0);
+  c = DownstreamCall::parse("db:serial:2:/x:y");
+  EXPECT_EQ(c.path, "/x:y");
+  for (const char* s :
+       {"db:serial:3", "db:parallel:4", "audit:async:/audit", "db:none", "db:serial:2:/q"}) {
+    EXPECT_EQ(to_string(DownstreamCall::parse(s)), s);
+  }
+  for (const char* bad : {"db", ":serial:1", "db:serial", "db:serial:0", "db:serial:x", "db:loop:2",
+                          "db:async:audit"}) {
     EXPECT_THROW(DownstreamCall::parse(bad), std::invalid_argument) << bad;
   }
 }
@@ -158,4 +189,4 @@ TEST(TierConfig, WildcardFallback) {
 }
 
 }  // namespace
-}  // namespace nabla::loadgen
+}  // namespace nabla::tier

@@ -5,9 +5,9 @@
 #include <time.h>
 
 #include "nabla/common/clock.hh"
-#include "nabla/loadgen/tier_server.hh"
+#include "nabla/tier/tier_server.hh"
 
-namespace nabla::loadgen {
+namespace nabla::tier {
 namespace {
 
 using common::monotonic_ns;
@@ -129,4 +129,4 @@ void TierServer::async_loop() {
   }
 }
 
-}  // namespace nabla::loadgen
+}  // namespace nabla::tier

@@ -28,7 +28,7 @@
 
 #include "nabla/common/netns.hh"
 
-namespace nabla::coordinator {
+namespace nabla::testbed {
 
 struct TestbedProcessSpec {
   std::vector<std::string> argv;
@@ -97,4 +97,4 @@ class Testbed {
 // stale nb-* namespace; returns how many namespaces were removed.
 size_t remove_testbed_leftovers(const nlohmann::json& state) noexcept;
 
-}  // namespace nabla::coordinator
+}  // namespace nabla::testbed

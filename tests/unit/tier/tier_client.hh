@@ -12,7 +12,7 @@
 
 #include "nabla/loadgen/http_message.hh"
 
-namespace nabla::loadgen::testing {
+namespace nabla::tier::testing {
 
 struct Reply {
   int status = 0;  // 0: no complete response (closed or timed out)
@@ -60,8 +60,8 @@ class TestClient {
     Reply reply;
     char chunk[16384];
     while (true) {
-      const ResponseParse p = parse_http_response(buf_);
-      if (p.status == ParseStatus::kComplete) {
+      const loadgen::ResponseParse p = loadgen::parse_http_response(buf_);
+      if (p.status == loadgen::ParseStatus::kComplete) {
         reply.status = p.head.status;
         reply.head = buf_.substr(0, buf_.find("\r\n\r\n") + 2);
         reply.body_bytes = p.head.body_bytes;
@@ -69,7 +69,7 @@ class TestClient {
         buf_.erase(0, p.head.consumed);
         return reply;
       }
-      if (p.status == ParseStatus::kBad) return reply;
+      if (p.status == loadgen::ParseStatus::kBad) return reply;
       const ssize_t r = ::recv(fd_, chunk, sizeof chunk, 0);
       if (r <= 0) return reply;
       buf_.append(chunk, static_cast<size_t>(r));
@@ -94,4 +94,4 @@ class TestClient {
   std::string buf_;
 };
 
-}  // namespace nabla::loadgen::testing
+}  // namespace nabla::tier::testing

@@ -1,4 +1,4 @@
-#include "injector_testbed.hh"
+#include "nabla/testbed/injector_testbed.hh"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -24,7 +24,7 @@
 #include "nabla/common/clock.hh"
 #include "nabla/common/rpc.hh"
 
-namespace nabla::testing {
+namespace nabla::testbed {
 
 thread_local size_t g_unknown_datagrams = 0;
 
@@ -322,4 +322,4 @@ size_t lost(const std::vector<ProbeResult>& probes) {
       std::count_if(probes.begin(), probes.end(), [](const auto& p) { return p.copies == 0; }));
 }
 
-}  // namespace nabla::testing
+}  // namespace nabla::testbed
