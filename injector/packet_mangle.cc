@@ -115,11 +115,13 @@ bool transport_checksum_ok(std::span<const uint8_t> packet) {
   return transport_sum(packet, *v) == 0;
 }
 
-bool corrupt_packet(std::span<uint8_t> packet, std::mt19937_64& rng, bool fix_checksum) {
+bool corrupt_packet(std::span<uint8_t> packet, std::mt19937_64& rng, bool fix_checksum,
+                    bool checksum_not_ready) {
   const auto v = parse(packet);
   if (!v) return false;
   const size_t end = v->l4_offset + v->l4_length;
   if (v->payload_offset >= end) return false;
+  if (checksum_not_ready && !fix_checksum) fix_transport_checksum(packet);
   std::uniform_int_distribution<size_t> byte(v->payload_offset, end - 1);
   std::uniform_int_distribution<int> bit(0, 7);
   packet[byte(rng)] ^= static_cast<uint8_t>(1u << bit(rng));

@@ -222,6 +222,24 @@ TEST(Corruption, FlipsExactlyOnePayloadBitAndFixesTheChecksum) {
   }
 }
 
+// A locally sent packet's checksum field holds only the pseudo-header sum
+// (here: garbage). Corrupted without a fix, its checksum is completed first:
+// the result always fails the receiver's check, and undoing the one flipped
+// bit makes it pass, so the check sees exactly the flip.
+TEST(Corruption, APartialChecksumIsCompletedBeforeTheFlip) {
+  auto partial = udp_packet();
+  partial[26] = 0x12;  // not the packet's checksum
+  partial[27] = 0x34;
+  std::mt19937_64 rng(9);
+  for (int trial = 0; trial < 200; ++trial) {
+    auto broken = partial;
+    ASSERT_TRUE(corrupt_packet(broken, rng, false, true));
+    EXPECT_FALSE(transport_checksum_ok(broken));
+    for (size_t i = 28; i < broken.size(); ++i) broken[i] = partial[i];  // undo the flip
+    EXPECT_TRUE(transport_checksum_ok(broken)) << trial;
+  }
+}
+
 TEST(Corruption, RefusesPacketsWithoutPayloadOrNotIp) {
   auto p = udp_packet();
   p.resize(28);

@@ -116,9 +116,16 @@ class GatedCoin {
 // still delivered to the socket and the corruption is observable). With
 // fix_checksum the TCP/UDP checksum is recomputed, so the receiver's stack
 // accepts the corrupted payload; without it the receiver drops the packet.
+// checksum_not_ready: the packet's checksum field holds only the
+// pseudo-header sum (a locally sent packet, CHECKSUM_PARTIAL); it is
+// completed before the flip, as netem does, so that the receiver's check
+// sees exactly the flipped bit. Left partial, the receiver would compare the
+// whole corrupted payload against the pseudo-header sum alone, which passes
+// by chance for about 1 packet in 65536.
 // Returns false (packet unchanged) when there is no payload or the packet is
 // not TCP/UDP over IP, or is truncated.
-bool corrupt_packet(std::span<uint8_t> packet, std::mt19937_64& rng, bool fix_checksum);
+bool corrupt_packet(std::span<uint8_t> packet, std::mt19937_64& rng, bool fix_checksum,
+                    bool checksum_not_ready = false);
 
 // Recomputes the TCP or UDP checksum of an IPv4/IPv6 packet in place.
 // Returns false when the packet is not TCP/UDP over IP or is truncated.
