@@ -184,11 +184,15 @@ TEST(CampaignTestbed, MeasuresChainGradientsAndStopsCleanlyOnSigint) {
   // in about one run of four (e.g. 2.17 [2.018, 2.326]).
   EXPECT_LE((*a)["ci_low"].get<double>(), 2.0 * 1.04);
   EXPECT_GE((*a)["ci_high"].get<double>(), 2.0 * 0.96);
-  // /b is async: 0 by construction, and within the demo's tolerance (10% of
-  // max(truth, 1)) here. Its CI must reach 0 to within 0.08, the same
-  // absolute slack /a's CI gets: the shared cores couple the two types a
-  // little (e.g. -0.063 [-0.12, -0.0024], both phases negative).
-  EXPECT_LE(std::abs((*b)["value"].get<double>()), 0.1);
+  // /b is async: 0 by construction, within the demo's tolerance (10% of
+  // max(truth, 1)) or, as for /a, within 3 standard errors when the run is
+  // too noisy for it (a quiet 2-core VM measured -0.123 +- 0.10). Its CI
+  // must reach 0 to within 0.08, the same absolute slack /a's CI gets: the
+  // shared cores couple the two types a little (e.g. -0.063 [-0.12, -0.0024],
+  // both phases negative).
+  const double se_b = (*b)["standard_error"].get<double>();
+  EXPECT_LE(std::abs((*b)["value"].get<double>()), std::max(0.1, 3.0 * se_b))
+      << "standard error " << se_b;
   EXPECT_LE((*b)["ci_low"].get<double>(), 0.08);
   EXPECT_GE((*b)["ci_high"].get<double>(), -0.08);
   EXPECT_LT(std::abs((*a)["throughput_change"].get<double>()), 0.05);
