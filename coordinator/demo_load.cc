@@ -54,7 +54,8 @@ std::string summarize_load(const json& j) {
   if (p.contains("percentiles")) {
     for (const json& x : p["percentiles"]) {
       if (!x.contains("p") || (x["p"] != 99 && x["p"] != 90)) continue;
-      s += "; p" + format_number(x["p"].get<double>()) + " " + ms(x.value("value_ns", json(nullptr))) + " ms, 95% CI [" +
+      s += "; p" + format_number(x["p"].get<double>()) + " " +
+           ms(x.value("value_ns", json(nullptr))) + " ms, 95% CI [" +
            ms(x.value("ci_low_ns", json(nullptr))) + ", " +
            ms(x.value("ci_high_ns", json(nullptr))) + "] ms";
     }
@@ -91,17 +92,28 @@ DemoLoadResult run_demo_load(const DemoBinaries& bin, DemoTestbed& tb, const std
   // calls), so the iid test keeps about one sample in eight, and ~2000 kept
   // samples bound p90 well but leave p99's CI ~2 ms wide at its ~3 ms value.
   // p99 is reported beside it, with its own CI.
-  const std::vector<std::string> argv = {bin.nabla,          "load",
-                                         "--target",         tb.target(),
-                                         "--rate",           "600",
-                                         "--connections",    "64",
-                                         "--mix",            mix_flag(tb.model()),
-                                         "--percentile",     "90,99",
-                                         "--ci-width",       "500us",
-                                         "--max-duration",   quick ? "20s" : "60s",
-                                         "--rt-priority",    "10",
-                                         "--cpu-latency-us", "0",
-                                         "--db",             db_path,
+  const std::vector<std::string> argv = {bin.nabla,
+                                         "load",
+                                         "--target",
+                                         tb.target(),
+                                         "--rate",
+                                         "600",
+                                         "--connections",
+                                         "64",
+                                         "--mix",
+                                         mix_flag(tb.model()),
+                                         "--percentile",
+                                         "90,99",
+                                         "--ci-width",
+                                         "500us",
+                                         "--max-duration",
+                                         quick ? "20s" : "60s",
+                                         "--rt-priority",
+                                         "10",
+                                         "--cpu-latency-us",
+                                         "0",
+                                         "--db",
+                                         db_path,
                                          "--json"};
   int rc = -1;
   {

@@ -328,29 +328,30 @@ LoadPlan parse_load_options(const LoadOptions& o) {
 namespace {
 
 nlohmann::json config_json(const LoadOptions& o, const LoadPlan& plan) {
-  return {{"command", "load"},
-          {"target", o.target},
-          {"rates", plan.rates},
-          {"connections", o.connections},
-          {"threads", o.threads},
-          {"outstanding", o.outstanding},
-          {"mix", o.mix},
-          {"percentiles", plan.controller.percentiles},
-          {"ci_width_ns", plan.controller.ci_width_ns},
-          {"confidence", plan.controller.confidence},
-          {"max_duration_ns", plan.controller.max_duration_ns},
-          {"late_threshold_ns", plan.controller.engine.late_threshold_ns},
-          {"spin_ns", plan.controller.engine.spin_ns ? nlohmann::json(*plan.controller.engine.spin_ns)
-                                                     : nlohmann::json()},
-          {"rt_priority", plan.controller.engine.rt_priority},
-          {"cpus", plan.controller.engine.cpus},
-          {"cpu_latency_us",
-           plan.cpu_latency_us ? nlohmann::json(*plan.cpu_latency_us) : nlohmann::json()},
-          {"interarrival", o.interarrival},
-          {"keys", o.keys},
-          {"key_dist", o.key_dist},
-          {"value_size", o.value_size},
-          {"seed", o.seed}};
+  return {
+      {"command", "load"},
+      {"target", o.target},
+      {"rates", plan.rates},
+      {"connections", o.connections},
+      {"threads", o.threads},
+      {"outstanding", o.outstanding},
+      {"mix", o.mix},
+      {"percentiles", plan.controller.percentiles},
+      {"ci_width_ns", plan.controller.ci_width_ns},
+      {"confidence", plan.controller.confidence},
+      {"max_duration_ns", plan.controller.max_duration_ns},
+      {"late_threshold_ns", plan.controller.engine.late_threshold_ns},
+      {"spin_ns", plan.controller.engine.spin_ns ? nlohmann::json(*plan.controller.engine.spin_ns)
+                                                 : nlohmann::json()},
+      {"rt_priority", plan.controller.engine.rt_priority},
+      {"cpus", plan.controller.engine.cpus},
+      {"cpu_latency_us",
+       plan.cpu_latency_us ? nlohmann::json(*plan.cpu_latency_us) : nlohmann::json()},
+      {"interarrival", o.interarrival},
+      {"keys", o.keys},
+      {"key_dist", o.key_dist},
+      {"value_size", o.value_size},
+      {"seed", o.seed}};
 }
 
 // SIGINT/SIGTERM are blocked while the measurement runs (the engine threads

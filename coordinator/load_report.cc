@@ -59,9 +59,8 @@ json lateness_json(const loadgen::ControllerResult& r) {
           {"timer", quantiles_json(r.timer_lateness)},
           {"slot_wait", quantiles_json(r.slot_wait)},
           {"slot_waits_over_threshold", r.slot_late},
-          {"timer_at_target_percentile", r.client_lateness_at_target_ns
-                                             ? json(*r.client_lateness_at_target_ns)
-                                             : json(nullptr)},
+          {"timer_at_target_percentile",
+           r.client_lateness_at_target_ns ? json(*r.client_lateness_at_target_ns) : json(nullptr)},
           {"timer_share_of_target_sojourn",
            r.client_lateness_share ? json(*r.client_lateness_share) : json(nullptr)}};
 }
@@ -235,8 +234,8 @@ void print_load_point(std::ostream& out, const json& p) {
     out << "  send timer " << t["mode"].get<std::string>() << ": lead "
         << loadgen::format_latency_ns(t["lead_ns"].get<double>()) << " (wake-up lateness p50 "
         << loadgen::format_latency_ns(t["wakeup_lateness_ns"]["p50"].get<double>()) << ", p99 "
-        << loadgen::format_latency_ns(t["wakeup_lateness_ns"]["p99"].get<double>())
-        << "), polling " << format_number(100.0 * t["polled_fraction"].get<double>(), 3)
+        << loadgen::format_latency_ns(t["wakeup_lateness_ns"]["p99"].get<double>()) << "), polling "
+        << format_number(100.0 * t["polled_fraction"].get<double>(), 3)
         << "% of the load threads' time\n";
   }
   if (const auto it = p.find("cpu_latency"); it != p.end() && !it->is_null()) {

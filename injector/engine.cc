@@ -151,8 +151,7 @@ void DelayEngine::on_packet(uint64_t slot_id, Slot& slot, const QueuedPacket& pa
   if (plan.corrupt && whole) {
     held.rewritten.assign(packet.payload.begin(), packet.payload.end());
     const bool fix = pipeline.config().corrupt->fix_checksum;
-    if (corrupt_packet(held.rewritten, pipeline.corruption_rng(), fix,
-                       packet.checksum_not_ready)) {
+    if (corrupt_packet(held.rewritten, pipeline.corruption_rng(), fix, packet.checksum_not_ready)) {
       ++counters.corrupted;
     } else {
       held.rewritten.clear();

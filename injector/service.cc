@@ -27,7 +27,9 @@ bool include_cycles(const json& params) {
   return it->get<bool>();
 }
 
-double to_us(int64_t ns) { return static_cast<double>(ns) / 1e3; }
+double to_us(int64_t ns) {
+  return static_cast<double>(ns) / 1e3;
+}
 
 // daemon.info's "timer": how releases are timed and what that costs.
 json timer_json(const TimerReport& r) {
@@ -42,9 +44,9 @@ json timer_json(const TimerReport& r) {
                 {"samples", l.samples},
                 {"recorded", l.recorded}}},
               {"polled_s", static_cast<double>(r.polled_ns) / 1e9},
-              {"polled_fraction", r.uptime_ns > 0 ? static_cast<double>(r.polled_ns) /
-                                                        static_cast<double>(r.uptime_ns)
-                                                  : 0.0}};
+              {"polled_fraction",
+               r.uptime_ns > 0 ? static_cast<double>(r.polled_ns) / static_cast<double>(r.uptime_ns)
+                               : 0.0}};
 }
 
 }  // namespace

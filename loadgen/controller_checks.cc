@@ -201,8 +201,7 @@ ClientLatenessCheck check_client_lateness(const analysis::LatencyHistogram& time
   out.reason = "the load generator's own send lateness at " + p + " (" +
                format_latency_ns(static_cast<double>(out.at_target_ns)) + ") is " +
                fixed(100.0 * out.share, 0) + "% of the " + p + " sojourn (" +
-               format_latency_ns(target.value_ns) + "), more than " +
-               fixed(100.0 * max_share, 0) +
+               format_latency_ns(target.value_ns) + "), more than " + fixed(100.0 * max_share, 0) +
                "%: the answer would bill the client's timer to the service (try --rt-priority, "
                "--cpus or --cpu-latency-us 0)";
   return out;

@@ -679,9 +679,9 @@ class Worker {
     int64_t intended_ns;
     int64_t noticed_ns;  // when generate() moved it into the backlog
   };
-  std::deque<Due> backlog_;          // intended sends not yet sent
-  common::WakeupLateness wakeups_;   // this thread's timer wake-ups
-  int64_t armed_ns_ = -1;            // the timerfd's target, -1 when not armed
+  std::deque<Due> backlog_;         // intended sends not yet sent
+  common::WakeupLateness wakeups_;  // this thread's timer wake-ups
+  int64_t armed_ns_ = -1;           // the timerfd's target, -1 when not armed
   int64_t polled_ns_ = 0;
   int64_t poll_window_start_ns_ = 0;
   int64_t window_polled_ns_ = 0;
@@ -718,7 +718,8 @@ EngineResult run_engine(const EngineConfig& config, int64_t start_ns) {
     throw std::invalid_argument("engine: rt_priority must be in 0..99");
   }
   if (config.request_timeout_ns <= 0) throw std::invalid_argument("engine: timeout must be > 0");
-  if (config.spin_ns && *config.spin_ns < 0) throw std::invalid_argument("engine: spin must be >= 0");
+  if (config.spin_ns && *config.spin_ns < 0)
+    throw std::invalid_argument("engine: spin must be >= 0");
   if (!(config.poll_budget >= 0.0 && config.poll_budget <= 1.0)) {
     throw std::invalid_argument("engine: poll budget must be in [0, 1]");
   }

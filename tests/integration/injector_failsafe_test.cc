@@ -194,8 +194,8 @@ TEST(InjectorFailsafe, CheckReportsAUsableEnvironment) {
       << r.stdout_text;
   EXPECT_NE(r.stdout_text.find("ok: self-calibrated release lead "), std::string::npos)
       << r.stdout_text;
-  const auto fixed = bed.sender().run(
-      {NABLA_INJECTD_PATH, "--check", "--queue-num", "9", "--spin-us", "40"});
+  const auto fixed =
+      bed.sender().run({NABLA_INJECTD_PATH, "--check", "--queue-num", "9", "--spin-us", "40"});
   EXPECT_NE(fixed.stdout_text.find("ok: fixed release lead 40 us (--spin-us)"), std::string::npos)
       << fixed.stdout_text;
   const auto unknown = bed.sender().run({NABLA_INJECTD_PATH, "--bogus"});

@@ -25,8 +25,8 @@ TEST(WakeupLateness, LeadIsZeroBeforeAnyRecord) {
 }
 
 TEST(WakeupLateness, LeadIsTheQuantileOfTheWindow) {
-  WakeupLateness w({.window = 100, .lead_quantile = 0.95, .max_lead_ns = 1'000'000,
-                    .refresh_every = 1});
+  WakeupLateness w(
+      {.window = 100, .lead_quantile = 0.95, .max_lead_ns = 1'000'000, .refresh_every = 1});
   for (int i = 1; i <= 100; ++i) w.record(i * 1000);  // 1..100 µs
   EXPECT_EQ(w.lead_ns(), 95'000);
   const auto s = w.summary();
@@ -40,8 +40,8 @@ TEST(WakeupLateness, LeadIsTheQuantileOfTheWindow) {
 }
 
 TEST(WakeupLateness, OldWakeupsLeaveTheWindow) {
-  WakeupLateness w({.window = 10, .lead_quantile = 0.9, .max_lead_ns = 1'000'000,
-                    .refresh_every = 1});
+  WakeupLateness w(
+      {.window = 10, .lead_quantile = 0.9, .max_lead_ns = 1'000'000, .refresh_every = 1});
   for (int i = 0; i < 10; ++i) w.record(200'000);  // a noisy minute
   EXPECT_EQ(w.lead_ns(), 200'000);
   for (int i = 0; i < 10; ++i) w.record(20'000);  // the host calms down
@@ -50,23 +50,22 @@ TEST(WakeupLateness, OldWakeupsLeaveTheWindow) {
 }
 
 TEST(WakeupLateness, LeadIsCapped) {
-  WakeupLateness w({.window = 8, .lead_quantile = 0.5, .max_lead_ns = 300'000,
-                    .refresh_every = 1});
+  WakeupLateness w({.window = 8, .lead_quantile = 0.5, .max_lead_ns = 300'000, .refresh_every = 1});
   for (int i = 0; i < 8; ++i) w.record(5'000'000);
   EXPECT_EQ(w.lead_ns(), 300'000);
   EXPECT_EQ(w.summary().p50_ns, 5'000'000);  // the figures are not capped
 }
 
 TEST(WakeupLateness, EarlyWakeupsCountAsOnTime) {
-  WakeupLateness w({.window = 4, .lead_quantile = 1.0, .max_lead_ns = 1'000'000,
-                    .refresh_every = 1});
+  WakeupLateness w(
+      {.window = 4, .lead_quantile = 1.0, .max_lead_ns = 1'000'000, .refresh_every = 1});
   for (int i = 0; i < 4; ++i) w.record(-7);
   EXPECT_EQ(w.lead_ns(), 0);
 }
 
 TEST(WakeupLateness, RefreshesEveryNRecordsAfterTheFirstOnes) {
-  WakeupLateness w({.window = 64, .lead_quantile = 1.0, .max_lead_ns = 1'000'000,
-                    .refresh_every = 4});
+  WakeupLateness w(
+      {.window = 64, .lead_quantile = 1.0, .max_lead_ns = 1'000'000, .refresh_every = 4});
   for (int i = 0; i < 4; ++i) w.record(10'000);  // first records refresh at once
   EXPECT_EQ(w.lead_ns(), 10'000);
   w.record(50'000);

@@ -2,7 +2,6 @@
 // measurements against the real nabla-tier on 127.0.0.1 (a child process
 // started here and killed by pid). Every run is bounded by --max-duration of
 // a few seconds.
-#include "loopback.hh"
 #include "nabla/coordinator/load_command.hh"
 
 #include <arpa/inet.h>
@@ -23,6 +22,7 @@
 #include <vector>
 
 #include "../loadgen/controller_test_support.hh"
+#include "loopback.hh"
 #include "nabla/common/clock.hh"
 #include "nabla/common/cpu_latency.hh"
 #include "nabla/common/netns.hh"

@@ -168,9 +168,9 @@ TEST(ControllerChecks, LateSendsWithoutSlotShortageAreTheClientsFault) {
   auto check = check_calibration(r, c, CalibrationLimits{});
   EXPECT_FALSE(check.closed_loop.closed_loop);
   ASSERT_EQ(check.reasons.size(), 1u);
-  EXPECT_EQ(check.reasons[0].rfind("late sends: the load generator itself got to 10.0% of requests",
-                                   0),
-            0u)
+  EXPECT_EQ(
+      check.reasons[0].rfind("late sends: the load generator itself got to 10.0% of requests", 0),
+      0u)
       << check.reasons[0];
 }
 
@@ -345,8 +345,8 @@ TEST(ClientLateness, WithinATenthOfTheSojournIsOk) {
 
 TEST(ClientLateness, MoreThanATenthIsNotOkAndNamesBothFigures) {
   // Every send 40 us late against a 300 us p99 sojourn: 13%.
-  const auto check =
-      check_client_lateness(lateness_of(std::vector<int64_t>(1000, 40'000)), {99, 300'000, {}, {}}, 0.1);
+  const auto check = check_client_lateness(lateness_of(std::vector<int64_t>(1000, 40'000)),
+                                           {99, 300'000, {}, {}}, 0.1);
   EXPECT_TRUE(check.applied);
   EXPECT_FALSE(check.ok);
   EXPECT_NEAR(check.share, 40'000.0 / 300'000.0, 0.01);  // histogram buckets: ~0.1% relative

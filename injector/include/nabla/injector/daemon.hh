@@ -14,8 +14,8 @@ struct DaemonOptions {
   uint16_t queue_num = 0;
   uint32_t queue_maxlen = 65536;
   std::optional<int64_t> spin_ns;  // nullopt: self-calibrated lead (EngineOptions)
-  int64_t busy_poll_ns = 0;   // keep polling this long after traffic (EngineOptions)
-  int realtime_priority = 0;  // SCHED_FIFO priority of the packet loop, 0 = off
+  int64_t busy_poll_ns = 0;        // keep polling this long after traffic (EngineOptions)
+  int realtime_priority = 0;       // SCHED_FIFO priority of the packet loop, 0 = off
   // PM QoS CPU latency limit (µs) held while injections run; nullopt = off,
   // the default (ServiceOptions::cpu_latency_us).
   std::optional<int32_t> cpu_latency_us;

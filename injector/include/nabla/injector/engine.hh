@@ -5,8 +5,8 @@
 // for shutdown. The timer is armed early by a lead and the loop spins to the
 // deadline: by default the lead is self-calibrated from the loop's own
 // recent timer wake-up lateness (common/wakeup_lateness.hh, docs/timing.md),
-// or fixed by EngineOptions::spin_ns. Timer slack is set to 1 ns. Packet callbacks never sleep: a packet is
-// either verdicted at once (drop, zero delay) or put on the timer wheel.
+// or fixed by EngineOptions::spin_ns. Timer slack is set to 1 ns. Packet callbacks never sleep: a
+// packet is either verdicted at once (drop, zero delay) or put on the timer wheel.
 //
 // Verdicts: when every held id of a queue up to some id is being released in
 // the same pass, one NFQNL_MSG_VERDICT_BATCH covers them; the others get

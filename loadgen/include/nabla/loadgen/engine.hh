@@ -6,11 +6,10 @@
 //   Each thread owns one epoll loop, a timerfd armed at the next intended send
 //   time (absolute CLOCK_MONOTONIC deadline, armed early by a lead and then
 //   spun to; the lead is self-calibrated from the thread's own timer
-//   wake-up lateness, common/wakeup_lateness.hh, or fixed by spin_ns), its share of the C connections (non-blocking TCP, TCP_NODELAY)
-//   and one Codec (protocol.hh).
-//   Due intended times go into a FIFO backlog when the loop notices them; the
-//   backlog is drained onto connections with fewer than K requests
-//   outstanding (pipelining). A send's lateness (actual send - intended) has
+//   wake-up lateness, common/wakeup_lateness.hh, or fixed by spin_ns), its share of the C
+//   connections (non-blocking TCP, TCP_NODELAY) and one Codec (protocol.hh). Due intended times go
+//   into a FIFO backlog when the loop notices them; the backlog is drained onto connections with
+//   fewer than K requests outstanding (pipelining). A send's lateness (actual send - intended) has
 //   two parts that mean opposite things (docs/timing.md):
 //     timer lateness = noticed - intended: the loop woke or got round to it
 //       late. The instrument's own error; `late` counts those over
@@ -76,8 +75,8 @@ struct EngineConfig {
   // (the default): self-calibrated, a high quantile of the thread's own
   // recent wake-up lateness (lateness options below); 0 = sleep only.
   std::optional<int64_t> spin_ns;
-  common::WakeupLatenessOptions lateness{.window = 256, .lead_quantile = 0.95,
-                                         .max_lead_ns = 300'000, .refresh_every = 16};
+  common::WakeupLatenessOptions lateness{
+      .window = 256, .lead_quantile = 0.95, .max_lead_ns = 300'000, .refresh_every = 16};
   // A thread polls (spin windows) for at most this fraction of each
   // millisecond; past it, it sleeps to the deadline itself. Bounds the
   // spin's CPU on a machine it shares with the server under test.
@@ -126,12 +125,12 @@ struct Sample {
 // How the load threads timed their sends.
 struct SendTimer {
   bool self_calibrated = true;
-  int64_t lead_ns = 0;           // the largest final lead of any thread
-  int64_t wakeup_p50_ns = 0;     // the largest of the threads' wake-up lateness p50
-  int64_t wakeup_p99_ns = 0;     // likewise p99
-  uint64_t wakeups = 0;          // recorded, all threads
-  int64_t polled_ns = 0;         // spent polling, all threads
-  int64_t thread_run_ns = 0;     // run time, all threads
+  int64_t lead_ns = 0;        // the largest final lead of any thread
+  int64_t wakeup_p50_ns = 0;  // the largest of the threads' wake-up lateness p50
+  int64_t wakeup_p99_ns = 0;  // likewise p99
+  uint64_t wakeups = 0;       // recorded, all threads
+  int64_t polled_ns = 0;      // spent polling, all threads
+  int64_t thread_run_ns = 0;  // run time, all threads
   // Folds in another thread's (or round's) figures: leads and lateness
   // quantiles by maximum, counts and times by sum.
   void add(const SendTimer& other);
@@ -168,7 +167,7 @@ void add(std::vector<TypeCounts>& into, const std::vector<TypeCounts>& more);
 struct EngineResult {
   std::vector<Sample> samples;  // sorted by intended_ns
   analysis::LatencyHistogram latency;
-  analysis::LatencyHistogram lateness;  // of every request sent: timer lateness + slot wait
+  analysis::LatencyHistogram lateness;        // of every request sent: timer lateness + slot wait
   analysis::LatencyHistogram timer_lateness;  // noticed - intended, every request scheduled
   analysis::LatencyHistogram slot_wait;       // sent - noticed, every request sent
   uint64_t scheduled = 0;                     // intended send times generated
