@@ -1,0 +1,253 @@
+// `nabla load`: runs the controller at each rate point, stores and reports
+// the results (load_report.cc), and registers the subcommand. The flags are
+// parsed in load_options.cc.
+#include "nabla/coordinator/load_command.hh"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "load_options.hh"
+#include "load_report.hh"
+#include "nabla/common/clock.hh"
+#include "nabla/common/cpu_latency.hh"
+#include "nabla/coordinator/text_table.hh"
+#include "nabla/loadgen/timestamping.hh"
+
+namespace nabla::coordinator {
+namespace {
+
+nlohmann::json config_json(const LoadOptions& o, const LoadPlan& plan) {
+  return {
+      {"command", "load"},
+      {"target", o.target},
+      {"rates", plan.rates},
+      {"connections", o.connections},
+      {"threads", o.threads},
+      {"outstanding", o.outstanding},
+      {"mix", o.mix},
+      {"percentiles", plan.controller.percentiles},
+      {"ci_width_ns", plan.controller.ci_width_ns},
+      {"confidence", plan.controller.confidence},
+      {"max_duration_ns", plan.controller.max_duration_ns},
+      {"late_threshold_ns", plan.controller.engine.late_threshold_ns},
+      {"spin_ns", plan.controller.engine.spin_ns ? nlohmann::json(*plan.controller.engine.spin_ns)
+                                                 : nlohmann::json()},
+      {"rt_priority", plan.controller.engine.rt_priority},
+      {"cpus", plan.controller.engine.cpus},
+      {"cpu_latency_us",
+       plan.cpu_latency_us ? nlohmann::json(*plan.cpu_latency_us) : nlohmann::json()},
+      {"interarrival", o.interarrival},
+      {"keys", o.keys},
+      {"key_dist", o.key_dist},
+      {"value_size", o.value_size},
+      {"seed", o.seed}};
+}
+
+// SIGINT/SIGTERM are blocked while the measurement runs (the engine threads
+// inherit the mask) and taken after each round, so an interrupted run ends
+// through the normal error path: the stored run is marked failed, exit 1.
+class InterruptSignals {
+ public:
+  InterruptSignals() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set_, &old_);
+  }
+  ~InterruptSignals() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+  InterruptSignals(const InterruptSignals&) = delete;
+  InterruptSignals& operator=(const InterruptSignals&) = delete;
+
+  // Takes a pending SIGINT/SIGTERM, if any; returns its number or 0.
+  int take() const {
+    timespec zero{0, 0};
+    const int sig = sigtimedwait(&set_, nullptr, &zero);
+    return sig > 0 ? sig : 0;
+  }
+
+ private:
+  sigset_t set_{};
+  sigset_t old_{};
+};
+
+void print_progress(std::ostream& err, double rate, const loadgen::ControllerProgress& p) {
+  err << "\r\033[K" << format_number(rate) << " rps  " << p.phase << " round " << p.round
+      << "  achieved " << format_number(p.throughput_rps) << " rps";
+  if (p.phase == "measurement") {
+    err << "  samples " << p.samples << " kept " << p.kept << "  CI width "
+        << (p.ci_width_ns ? loadgen::format_latency_ns(*p.ci_width_ns) : std::string("-"));
+  }
+  err << std::flush;
+}
+
+// A point whose last round could not (re)connect is no measurement: the
+// target went down or refuses connections (or never accepted one), so the
+// run fails with the reason instead of being stored as complete.
+void require_reachable(const loadgen::ControllerResult& r, const LoadTarget& target) {
+  if (r.rounds.empty() || r.rounds.back().errors.connect == 0) return;
+  const std::string where = target.host + ":" + std::to_string(target.port);
+  const auto& last = r.rounds.back().errors;
+  if (r.completed == 0 && r.errors.server == 0) {
+    throw std::runtime_error("cannot connect to " + where + " (" +
+                             std::to_string(r.errors.connect) + " connect errors)");
+  }
+  throw std::runtime_error(
+      "lost the target " + where + ": round " + std::to_string(r.rounds.back().index) +
+      " could not connect (" + std::to_string(last.connect) + " connect errors, " +
+      std::to_string(last.read) + " read errors) after " + std::to_string(r.completed) +
+      " requests answered; the server is down or refuses connections");
+}
+
+}  // namespace
+
+int run_load(const LoadOptions& o, std::ostream& out, std::ostream& err) {
+  const LoadPlan plan = parse_load_options(o);
+  std::unique_ptr<LoadRunRecorder> recorder;
+  if (!o.db.empty())
+    recorder = std::make_unique<LoadRunRecorder>(o.db, config_json(o, plan), o.seed);
+  std::vector<nlohmann::json> points;
+  // Held until every point is measured; the kernel drops it if we die.
+  std::optional<common::CpuLatencyRequest> cpu_latency;
+  nlohmann::json cpu_latency_json;  // null unless --cpu-latency-us was given
+  if (plan.cpu_latency_us) {
+    cpu_latency.emplace(*plan.cpu_latency_us);
+    cpu_latency_json = {{"limit_us", *plan.cpu_latency_us},
+                        {"held", cpu_latency->held()},
+                        {"error", cpu_latency->error()}};
+    if (!cpu_latency->held()) {
+      err << "nabla load: warning: --cpu-latency-us " << *plan.cpu_latency_us
+          << " not held: " << cpu_latency->error() << "; measuring without it\n";
+    }
+  }
+  InterruptSignals signals;
+  try {
+    // Held for the whole run: restores the NIC's setting if it was changed.
+    const loadgen::TimestampPlan stamps = loadgen::plan_timestamps(plan.target.host);
+    const bool live = ::isatty(STDERR_FILENO) != 0;
+    for (double rate : plan.rates) {
+      loadgen::ControllerConfig c = plan.controller;
+      c.engine.schedule.rate_per_s = rate;
+      c.engine.phc_index = stamps.phc_index;
+      auto progress = [&](const loadgen::ControllerProgress& p) {
+        if (live) print_progress(err, rate, p);
+        if (const int sig = signals.take()) {
+          throw std::runtime_error(std::string("interrupted by ") +
+                                   (sig == SIGINT ? "SIGINT" : "SIGTERM") + " during round " +
+                                   std::to_string(p.round) + " at " + format_number(rate) + " rps");
+        }
+      };
+      const auto result = loadgen::run_controller(c, common::monotonic_ns, progress);
+      if (live) err << "\r\033[K" << std::flush;
+      require_reachable(result, plan.target);
+      nlohmann::json point = load_result_json(result, c, stamps.note);
+      point["cpu_latency"] = cpu_latency_json;
+      if (recorder) {
+        point["run_id"] = recorder->run_id();
+        point["samples_stored"] = recorder->add_point(result, c);
+      }
+      if (live && plan.sweep) {
+        err << "rate " << format_number(rate) << " rps: " << point["verdict"].get<std::string>()
+            << '\n';
+      }
+      points.push_back(std::move(point));
+    }
+    if (recorder) recorder->complete();
+  } catch (const std::exception& e) {
+    if (recorder) recorder->fail(e.what());
+    throw;
+  }
+  if (o.json) {
+    if (plan.sweep) {
+      out << nlohmann::json{{"sweep", points}}.dump(2) << '\n';
+    } else {
+      out << points.front().dump(2) << '\n';
+    }
+  } else {
+    out << "nabla load " << o.target << '\n';
+    if (plan.sweep) {
+      print_load_sweep(out, points);
+    } else {
+      print_load_point(out, points.front());
+    }
+    if (recorder) out << "stored as run " << recorder->run_id() << " in " << o.db << '\n';
+  }
+  return 0;
+}
+
+void register_load_command(CLI::App& app) {
+  auto o = std::make_shared<LoadOptions>();
+  auto* cmd = app.add_subcommand(
+      "load", "tail latency at one load (or a sweep), with CIs, or N/A with the reasons");
+  // Numbers are taken as strings and parsed by apply_number_flags, so every
+  // bad value is one error line naming its flag and exit code 2.
+  auto numbers = std::make_shared<LoadNumberFlags>();
+  cmd->add_option("--target", o->target,
+                  "http://H:P/path | memcache://H:P | redis://H:P | echo://H:P | "
+                  "sockperf://H:P (a sockperf server)");
+  cmd->add_option("--rate", o->rate, "target rate, requests per second (open loop, Poisson)");
+  cmd->add_option("--connections", numbers->connections,
+                  "connections, spread over the threads (default 1)");
+  cmd->add_option("--threads", numbers->threads, "load threads (default 1)");
+  cmd->add_option("--outstanding", numbers->outstanding,
+                  "max requests outstanding per connection (K)");
+  cmd->add_option("--mix", o->mix, "request mix: /view=0.7,/bid=0.3 (http) or get=0.9,set=0.1");
+  cmd->add_option("--percentile", o->percentiles,
+                  "percentile(s) to report, repeatable or comma list; the first is the target "
+                  "(default 99)");
+  cmd->add_option("--ci-width", o->ci_width, "target CI width of the first percentile")
+      ->default_val("50us");
+  cmd->add_option("--confidence", numbers->confidence, "CI confidence level (default 0.95)");
+  cmd->add_option("--max-duration", o->max_duration, "give up (N/A) after this long, per rate")
+      ->default_val("120s");
+  cmd->add_option("--late-threshold", o->late_threshold,
+                  "a send later than this is late (default 200us; 1ms on a busy VM)")
+      ->default_val("200us");
+  cmd->add_option("--spin", o->spin,
+                  "arm each send timer this early and busy-poll to it: auto (default) = a high "
+                  "quantile of the load thread's own measured wake-up lateness, at most half of "
+                  "each ms; or a fixed duration, e.g. 50us; 0 = sleep only")
+      ->default_val("auto");
+  cmd->add_option("--rt-priority", numbers->rt_priority,
+                  "SCHED_FIFO priority 1-99 of the load threads, so the server and other "
+                  "tasks cannot delay sends (needs root; default 0 = normal scheduling)");
+  cmd->add_option("--cpus", o->cpus,
+                  "pin the load threads to these CPUs, e.g. 0 or 0,2-3 (thread i on the i-th; "
+                  "keep them off the server's cores)");
+  cmd->add_option("--cpu-latency-us", o->cpu_latency_us,
+                  "hold this PM QoS CPU latency limit for the run (/dev/cpu_dma_latency, root; "
+                  "0 = idle CPUs poll, so wake-ups are not delayed by halted CPUs); default off")
+      ->default_val("off");
+  cmd->add_option("--interarrival", o->interarrival,
+                  "inter-arrival distribution: exp (Poisson), fixed, uniform, lognormal:SIGMA")
+      ->capture_default_str();
+  cmd->add_option("--keys", o->keys, "memcache/redis: number of keys")->capture_default_str();
+  cmd->add_option("--key-dist", o->key_dist, "memcache/redis: uniform or zipf[:S] (S 0.99)")
+      ->capture_default_str();
+  cmd->add_option("--value-size", o->value_size,
+                  "memcache/redis: SET value bytes, one size for every SET (1..1000000; for "
+                  "several sizes, one run per size)")
+      ->capture_default_str();
+  cmd->add_option("--sweep", o->sweep, "rates LO:HI:STEPS instead of --rate");
+  cmd->add_option("--db", o->db,
+                  "store the run, tail results and kept samples in this SQLite file");
+  cmd->add_option("--seed", numbers->seed,
+                  "seed of the arrival schedule and request mix (default 1)");
+  cmd->add_flag("--json", o->json, "print the result as JSON");
+  cmd->allow_extras();
+  cmd->callback([o, cmd, numbers] {
+    const auto extras = cmd->remaining();
+    if (!extras.empty())
+      throw std::invalid_argument("unknown option or argument '" + extras.front() + "'");
+    apply_number_flags(*numbers, *o);
+    const int code = run_load(*o, std::cout, std::cerr);
+    if (code != 0) throw CLI::RuntimeError(code);
+  });
+}
+
+}  // namespace nabla::coordinator
