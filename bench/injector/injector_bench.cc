@@ -483,9 +483,9 @@ class ThroughputRows {
     static constexpr int kWilliams[4][4] = {{0, 1, 3, 2}, {1, 2, 0, 3}, {2, 3, 1, 0}, {3, 0, 2, 1}};
     for (const int config : kWilliams[r % 4]) run_config(config);
     floor_ratio_.push_back(floor_.received_pps / base_.received_pps);
-    zero_ratio_.push_back(zero_.received_pps / base_.received_pps);
-    zero_of_floor_.push_back(zero_.received_pps / floor_.received_pps);
-    one_ratio_.push_back(one_ms_.received_pps / base_.received_pps);
+    zero_ratio_.push_back(zero_.blast.received_pps / base_.received_pps);
+    zero_of_floor_.push_back(zero_.blast.received_pps / floor_.received_pps);
+    one_ratio_.push_back(one_ms_.blast.received_pps / base_.received_pps);
   }
 
   void print() const {
@@ -494,10 +494,10 @@ class ThroughputRows {
                 aa_ ? " [A/A CHECK: no rule during any blast; every ratio should be 1.00]" : "");
     print_blast("no rule", base_, base_.received_pps, "      ");
     print_blast("floor consumer", floor_, base_.received_pps, "      ");
-    print_blast("nabla, 0 delay", zero_, base_.received_pps, "      ");
-    print_profile(zero_stats_, zero_wakeups_);
-    print_blast("nabla, 1 ms", one_ms_, base_.received_pps, "      ");
-    print_profile(one_stats_, one_wakeups_);
+    print_blast("nabla, 0 delay", zero_.blast, base_.received_pps, "      ");
+    print_profile(zero_.stats, zero_.wakeups_before);
+    print_blast("nabla, 1 ms", one_ms_.blast, base_.received_pps, "      ");
+    print_profile(one_ms_.stats, one_ms_.wakeups_before);
     std::printf("  ratio nabla %-3s 0 delay / no rule: %s; target >= 0.90\n", dir_.c_str(),
                 spread(zero_ratio_).c_str());
     std::printf("  ratio nabla %-3s 1 ms / no rule:    %s; target >= 0.85\n", dir_.c_str(),
@@ -510,6 +510,14 @@ class ThroughputRows {
 
  private:
   static constexpr const char* kFloorQueue = "4000";
+
+  // A row of nabla-injectd's: its blast, the injection's stats and the
+  // loop's wake-up count when the injection started.
+  struct NablaRow {
+    Blast blast;
+    nlohmann::json stats;
+    double wakeups_before = 0;
+  };
 
   void run_config(int config) {
     switch (config) {
@@ -550,13 +558,14 @@ class ThroughputRows {
                                                {"delay", zero_delay ? "0" : "1ms"},
                                                {"lease_s", 600}})
                         .at("id");
-    (zero_delay ? zero_wakeups_ : one_wakeups_) = wakeups(bed_, id);
+    NablaRow& row = zero_delay ? zero_ : one_ms_;
+    row.wakeups_before = wakeups(bed_, id);
     auto finish = [&] {
-      (zero_delay ? zero_stats_ : one_stats_) = bed_.call("inject.stats", {{"id", id}});
+      row.stats = bed_.call("inject.stats", {{"id", id}});
       bed_.call("inject.stop", {{"id", id}});
     };
     if (aa_) finish();
-    (zero_delay ? zero_ : one_ms_) = blast(bed_, 0.5, bed_.daemon_pid());
+    row.blast = blast(bed_, 0.5, bed_.daemon_pid());
     if (!aa_) finish();
   }
 
@@ -582,12 +591,8 @@ class ThroughputRows {
   const std::vector<std::string> floor_rule_;
   Blast base_;
   Blast floor_;
-  Blast zero_;
-  Blast one_ms_;
-  nlohmann::json zero_stats_;
-  nlohmann::json one_stats_;
-  double zero_wakeups_ = 0;
-  double one_wakeups_ = 0;
+  NablaRow zero_;
+  NablaRow one_ms_;
   std::vector<double> floor_ratio_;
   std::vector<double> zero_ratio_;
   std::vector<double> zero_of_floor_;
