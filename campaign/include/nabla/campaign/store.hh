@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "nabla/analysis/binning.hh"
-#include "nabla/coordinator/campaign_spec.hh"
-#include "nabla/coordinator/discover.hh"
+#include "nabla/campaign/spec.hh"
+#include "nabla/campaign/discover.hh"
 #include "nabla/db/store.hh"
 
-namespace nabla::coordinator {
+namespace nabla::campaign {
 
 class CampaignRecorder {
  public:
@@ -58,4 +58,4 @@ class CampaignRecorder {
   bool finished_ = false;
 };
 
-}  // namespace nabla::coordinator
+}  // namespace nabla::campaign

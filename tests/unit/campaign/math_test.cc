@@ -1,7 +1,7 @@
 // Campaign arithmetic with literal inputs: bin width over types, the minimax
 // k_d, rough gradients and the adaptive amplitude, window statistics, the
 // time budget.
-#include "nabla/coordinator/campaign_math.hh"
+#include "nabla/campaign/math.hh"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 namespace {
 
 using nabla::analysis::LatencyRecord;
-using namespace nabla::coordinator;
+using namespace nabla::campaign;
 
 TEST(CampaignMath, BinWidthIsTheRarestTypes) {
   // Type 0 every 1 ms, type 1 every 4 ms (fixed gaps: sigma 0, m = k gaps).

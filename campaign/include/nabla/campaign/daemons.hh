@@ -27,9 +27,9 @@
 #include <vector>
 
 #include "nabla/common/rpc.hh"
-#include "nabla/coordinator/campaign_spec.hh"
+#include "nabla/campaign/spec.hh"
 
-namespace nabla::coordinator {
+namespace nabla::campaign {
 
 class DaemonSet {
  public:
@@ -110,4 +110,4 @@ class ActiveInjection {
   bool stopped_ = false;
 };
 
-}  // namespace nabla::coordinator
+}  // namespace nabla::campaign

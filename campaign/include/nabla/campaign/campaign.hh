@@ -2,7 +2,7 @@
 // A link-gradient campaign (docs/method.md, "Link gradients", and docs/design.md,
 // "Coordinator"): connect, discover, train, and for every measurable link an
 // adaptive one-cycle sub-phase then the active phase of N bins; every step is
-// stored (campaign_store.hh).
+// stored (store.hh).
 //
 // Pieces and data flow (one campaign thread drives everything):
 //   spec ─► CampaignRecorder (run row 'running')
@@ -14,7 +14,7 @@
 //           cursor); join_flows → links; include/exclude; a link is
 //           measurable when its source node has an injectd (direction `out`
 //           there, link spec = its addresses and fixed ports). The same load
-//           calibrates the bin width (campaign_math.hh).
+//           calibrates the bin width (math.hh).
 //        ─► training: engine for warmup + M·N bins; per type bin → train();
 //           one k_d for all types (minimax) and the training amplitude.
 //        ─► per link: adaptive phase (warmup, then ONE cycle, cycles = 1 so
@@ -31,7 +31,7 @@
 //           the coordinator's estimate of the wave's anchor) is used.
 //           Perturbation: mean response time in the active window minus the
 //           training mean, per type; throughput change: the share of the
-//           window's requests completed within it (campaign_math.hh
+//           window's requests completed within it (math.hh
 //           completion_ratio) in the active phase over training, minus 1.
 // Engine runs are bounded by their duration; the campaign thread waits in
 // short slices so a signal (cancel flag), a lease failure or any error ends
@@ -49,16 +49,16 @@
 #include <vector>
 
 #include "nabla/analysis/gradient.hh"
-#include "nabla/coordinator/campaign_math.hh"
-#include "nabla/coordinator/campaign_spec.hh"
-#include "nabla/coordinator/discover.hh"
+#include "nabla/campaign/math.hh"
+#include "nabla/campaign/spec.hh"
+#include "nabla/campaign/discover.hh"
 #include "nabla/db/store.hh"
 
-namespace nabla::coordinator {
+namespace nabla::campaign {
 
 struct CampaignLink {
   Link link;
-  std::string label;     // "tcp web -> app:9002" (campaign_spec.hh)
+  std::string label;     // "tcp web -> app:9002" (spec.hh)
   std::string spec;      // injector link spec with addresses
   std::string src_node;  // where it is injected (direction out)
   bool measurable = false;
@@ -131,7 +131,7 @@ struct CampaignOptions {
 CampaignOutcome run_campaign(const CampaignSpec& spec, db::Store& store,
                              const CampaignOptions& options);
 
-// "PROTO SRC[:SPORT] -> DST[:DPORT]" (campaign_spec.hh).
+// "PROTO SRC[:SPORT] -> DST[:DPORT]" (spec.hh).
 std::string link_label(const Link& link);
 
-}  // namespace nabla::coordinator
+}  // namespace nabla::campaign

@@ -1,5 +1,5 @@
 // Campaign orchestration; the design is in campaign.hh.
-#include "nabla/coordinator/campaign.hh"
+#include "nabla/campaign/campaign.hh"
 
 #include <algorithm>
 #include <atomic>
@@ -13,13 +13,13 @@
 #include "nabla/analysis/training.hh"
 #include "nabla/common/clock.hh"
 #include "nabla/common/units.hh"
-#include "nabla/coordinator/campaign_daemons.hh"
-#include "nabla/coordinator/campaign_links.hh"
-#include "nabla/coordinator/campaign_store.hh"
-#include "nabla/coordinator/text_table.hh"
+#include "nabla/campaign/daemons.hh"
+#include "nabla/campaign/links.hh"
+#include "nabla/campaign/store.hh"
+#include "nabla/common/units.hh"
 #include "nabla/loadgen/engine.hh"
 
-namespace nabla::coordinator {
+namespace nabla::campaign {
 namespace {
 
 using nlohmann::json;
@@ -580,12 +580,12 @@ class Campaign {
         // see whether the phases agreed.
         std::string phases;
         for (const analysis::GradientEstimate& e : estimates) {
-          phases += (phases.empty() ? "" : ", ") + format_number(e.value, 3) + " ± " +
-                    format_number(e.standard_error, 2);
+          phases += (phases.empty() ? "" : ", ") + common::format_number(e.value, 3) + " ± " +
+                    common::format_number(e.standard_error, 2);
         }
         note(l.label + " " + tg.type + ": phases " + phases + " -> " +
-             format_number(tg.estimate.value, 3) + " ± " +
-             format_number(tg.estimate.standard_error, 2) + " (value ± standard error)");
+             common::format_number(tg.estimate.value, 3) + " ± " +
+             common::format_number(tg.estimate.standard_error, 2) + " (value ± standard error)");
         // Amplitude, perturbation and throughput change: weighted like the
         // gradient, so they describe the same measurement.
         double weights = 0, amplitude = 0, perturbation = 0, throughput = 0;
@@ -783,4 +783,4 @@ CampaignOutcome run_campaign(const CampaignSpec& spec, db::Store& store,
   return out;
 }
 
-}  // namespace nabla::coordinator
+}  // namespace nabla::campaign

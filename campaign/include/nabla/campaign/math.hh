@@ -33,7 +33,7 @@
 #include "nabla/analysis/gradient.hh"
 #include "nabla/analysis/training.hh"
 
-namespace nabla::coordinator {
+namespace nabla::campaign {
 
 inline constexpr double kClearZ = 3.0;
 
@@ -120,4 +120,4 @@ std::int64_t campaign_budget_ns(std::int64_t bin_width_ns, std::size_t bins, std
                                 std::size_t links, double period_bins, std::int64_t warmup_ns,
                                 std::int64_t discover_ns);
 
-}  // namespace nabla::coordinator
+}  // namespace nabla::campaign

@@ -1,11 +1,11 @@
-// Run-history writes of a campaign; see campaign_store.hh.
-#include "nabla/coordinator/campaign_store.hh"
+// Run-history writes of a campaign; see store.hh.
+#include "nabla/campaign/store.hh"
 
 #include <nlohmann/json.hpp>
 
 #include "nabla/common/clock.hh"
 
-namespace nabla::coordinator {
+namespace nabla::campaign {
 
 CampaignRecorder::CampaignRecorder(db::Store& store, const CampaignSpec& spec, db::RunKind kind,
                                    std::uint64_t seed, const std::string& tool_version)
@@ -135,4 +135,4 @@ void CampaignRecorder::finish(db::RunStatus status, std::optional<std::string> e
   store_.finish_run(run_id_, status, common::realtime_ns(), std::move(error));
 }
 
-}  // namespace nabla::coordinator
+}  // namespace nabla::campaign

@@ -1,6 +1,6 @@
 // Daemon connections, lease renewal and injection handles; see
-// campaign_daemons.hh.
-#include "nabla/coordinator/campaign_daemons.hh"
+// daemons.hh.
+#include "nabla/campaign/daemons.hh"
 
 #include <algorithm>
 #include <stdexcept>
@@ -8,7 +8,7 @@
 #include "nabla/common/clock.hh"
 #include "nabla/common/log.hh"
 
-namespace nabla::coordinator {
+namespace nabla::campaign {
 namespace {
 
 using nlohmann::json;
@@ -198,4 +198,4 @@ ActiveInjection::~ActiveInjection() {
   }
 }
 
-}  // namespace nabla::coordinator
+}  // namespace nabla::campaign

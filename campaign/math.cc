@@ -1,5 +1,5 @@
-// Campaign arithmetic; see campaign_math.hh.
-#include "nabla/coordinator/campaign_math.hh"
+// Campaign arithmetic; see math.hh.
+#include "nabla/campaign/math.hh"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <map>
 #include <stdexcept>
 
-namespace nabla::coordinator {
+namespace nabla::campaign {
 namespace {
 
 // Welford running mean and variance.
@@ -213,4 +213,4 @@ std::int64_t campaign_budget_ns(std::int64_t bin_width_ns, std::size_t bins, std
          discover_ns;
 }
 
-}  // namespace nabla::coordinator
+}  // namespace nabla::campaign
