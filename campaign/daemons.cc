@@ -1,11 +1,8 @@
-// Daemon connections, lease renewal and injection handles; see
-// daemons.hh.
+// The production Daemons over common::RpcClient; see daemons.hh.
 #include "nabla/campaign/daemons.hh"
 
-#include <algorithm>
 #include <stdexcept>
 
-#include "nabla/common/clock.hh"
 #include "nabla/common/log.hh"
 
 namespace nabla::campaign {
@@ -14,7 +11,6 @@ namespace {
 using nlohmann::json;
 using std::chrono::milliseconds;
 
-constexpr milliseconds kCallTimeout{3000};
 constexpr milliseconds kStopTimeout{1000};  // best-effort stops on the way out
 
 std::optional<common::Key> key_for(const CampaignSpec& spec, const CampaignNode& node) {
@@ -38,9 +34,74 @@ common::RpcClient connect_daemon(const CampaignNode& node, const char* what,
   }
 }
 
+// ------------------------------------------------------------- messages
+
+json flows_list_params(std::uint64_t cursor) {
+  return json{{"since", cursor}, {"min_messages", 1}, {"include_control", false}};
+}
+
+FlowsPage flows_list_answer(const json& answer) {
+  FlowsPage page;
+  for (const json& f : answer.at("flows")) page.flows.push_back(parse_flow(f));
+  page.cursor = answer.at("cursor").get<std::uint64_t>();
+  return page;
+}
+
+json inject_start_params(const InjectionRequest& r) {
+  return json{{"link", r.link_spec},
+              {"direction", "out"},
+              {"delay", square_wave_json(r.amplitude_ns, r.period_ns, r.cycles)},
+              {"lease_s", static_cast<double>(r.lease_ns) / 1e9},
+              {"seed", r.seed}};
+}
+
+json injection_id_params(const std::string& id) {
+  return json{{"id", id}};
+}
+
+HalfStats half_stats(const json& stats, const char* half) {
+  const json& h = stats.at("halves").at(half);
+  return HalfStats{h.value("count", std::size_t{0}),
+                   h["mean"].is_number() ? h["mean"].get<double>() : 0.0};
+}
+
+std::optional<double> optional_number(const json& object, const char* key) {
+  return object.contains(key) && object[key].is_number()
+             ? std::optional<double>(object[key].get<double>())
+             : std::nullopt;
+}
+
+// The "stats" object of an inject.stop answer.
+InjectionStats inject_stop_answer(const json& answer) {
+  const json stats = answer.value("stats", json::object());
+  InjectionStats s;
+  s.packets = stats.value("packets", std::int64_t{0});
+  s.bytes = stats.value("bytes", std::int64_t{0});
+  s.delayed = stats.value("delayed", std::int64_t{0});
+  s.dropped = stats.value("dropped", std::int64_t{0});
+  s.high = half_stats(stats, "high");
+  s.low = half_stats(stats, "low");
+  if (stats.contains("actual_delay_ns")) {
+    const json& a = stats["actual_delay_ns"];
+    s.actual_std_ns = optional_number(a, "std");
+    s.actual_p50_ns = optional_number(a, "p50");
+    s.actual_p99_ns = optional_number(a, "p99");
+    s.actual_max_ns = optional_number(a, "max");
+  }
+  return s;
+}
+
 }  // namespace
 
-DaemonSet::DaemonSet(const CampaignSpec& spec, milliseconds timeout) {
+json square_wave_json(std::int64_t amplitude_ns, std::int64_t period_ns, int cycles) {
+  return json{{"kind", "square"},
+              {"amplitude", amplitude_ns},
+              {"period", period_ns},
+              {"duty", 0.5},
+              {"cycles", cycles}};
+}
+
+RpcDaemons::RpcDaemons(const CampaignSpec& spec, milliseconds timeout) : timeout_(timeout) {
   for (const CampaignNode& n : spec.nodes) {
     Entry e;
     e.node = &n;
@@ -52,149 +113,54 @@ DaemonSet::DaemonSet(const CampaignSpec& spec, milliseconds timeout) {
   }
 }
 
-common::RpcClient* DaemonSet::injectd(const std::string& node) {
+common::RpcClient& RpcDaemons::injectd(const std::string& node, milliseconds timeout) {
   auto it = nodes_.find(node);
-  return it == nodes_.end() || !it->second.injectd ? nullptr : &*it->second.injectd;
-}
-
-common::RpcClient* DaemonSet::sniffd(const std::string& node) {
-  auto it = nodes_.find(node);
-  return it == nodes_.end() || !it->second.sniffd ? nullptr : &*it->second.sniffd;
-}
-
-common::RpcClient& DaemonSet::reconnect_injectd(const std::string& node, milliseconds timeout) {
-  Entry& e = nodes_.at(node);
-  e.injectd.reset();
-  e.injectd.emplace(connect_daemon(*e.node, "nabla-injectd", *e.node->injectd, e.key, timeout));
+  if (it == nodes_.end() || !it->second.injectd) {
+    throw std::runtime_error("node " + node + ": no injectd");
+  }
+  Entry& e = it->second;
+  if (!e.injectd->connected()) {
+    e.injectd.reset();
+    e.injectd.emplace(connect_daemon(*e.node, "nabla-injectd", *e.node->injectd, e.key, timeout));
+  }
   return *e.injectd;
 }
 
-// ------------------------------------------------------------ LeaseKeeper
-
-LeaseKeeper::LeaseKeeper(const CampaignSpec& spec, std::int64_t lease_ns)
-    : spec_(spec), lease_ns_(lease_ns) {
-  for (const CampaignNode& n : spec.nodes) {
-    if (!n.injectd) continue;
-    clients_[n.name].emplace(
-        connect_daemon(n, "nabla-injectd", *n.injectd, key_for(spec, n), kCallTimeout));
-  }
-  thread_ = std::thread([this] { loop(); });
+std::optional<FlowsPage> RpcDaemons::list_flows(const std::string& node, std::uint64_t cursor) {
+  auto it = nodes_.find(node);
+  if (it == nodes_.end() || !it->second.sniffd) return std::nullopt;
+  return flows_list_answer(
+      it->second.sniffd->call("flows.list", flows_list_params(cursor), timeout_));
 }
 
-LeaseKeeper::~LeaseKeeper() {
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  thread_.join();
+std::string RpcDaemons::start_injection(const std::string& node, const InjectionRequest& request) {
+  const json started =
+      injectd(node, timeout_).call("inject.start", inject_start_params(request), timeout_);
+  return started.at("id").get<std::string>();
 }
 
-void LeaseKeeper::add(const std::string& node, const std::string& id) {
-  std::lock_guard lock(mutex_);
-  ids_[node].push_back(id);
+InjectionStats RpcDaemons::stop_injection(const std::string& node, const std::string& id) {
+  return inject_stop_answer(
+      injectd(node, timeout_).call("inject.stop", injection_id_params(id), timeout_));
 }
 
-void LeaseKeeper::remove(const std::string& node, const std::string& id) {
-  std::lock_guard lock(mutex_);
-  auto& v = ids_[node];
-  v.erase(std::remove(v.begin(), v.end(), id), v.end());
-}
-
-std::optional<std::string> LeaseKeeper::error() const {
-  std::lock_guard lock(mutex_);
-  return error_;
-}
-
-void LeaseKeeper::loop() {
-  const auto period = std::chrono::nanoseconds(lease_ns_ / 4);
-  std::unique_lock lock(mutex_);
-  while (!wake_.wait_for(lock, period, [this] { return stopping_; })) {
-    const auto ids = ids_;  // renew outside the lock: add/remove must not wait on RPCs
-    lock.unlock();
-    for (const auto& [node, list] : ids) {
-      for (const std::string& id : list) {
-        std::optional<common::RpcClient>& client = clients_[node];
-        std::string failure;
-        for (int attempt = 0; attempt < 2; ++attempt) {
-          try {
-            if (!client || !client->connected()) {
-              const CampaignNode* n = spec_.node_by_name(node);
-              client.reset();
-              client.emplace(connect_daemon(*n, "nabla-injectd", *n->injectd, key_for(spec_, *n),
-                                            kCallTimeout));
-            }
-            client->call("lease.renew", {{"id", id}}, kCallTimeout);
-            ++renewals_;
-            failure.clear();
-            break;
-          } catch (const common::RpcError& e) {
-            failure = e.what();  // e.g. the injection is gone: no retry helps
-            break;
-          } catch (const std::exception& e) {
-            failure = e.what();
-            client.reset();
-          }
-        }
-        if (!failure.empty()) {
-          std::lock_guard relock(mutex_);
-          // Ignore an injection stopped while we were renewing it.
-          const auto& now = ids_[node];
-          if (std::find(now.begin(), now.end(), id) != now.end() && !error_) {
-            error_ = "node " + node + ": lease.renew of " + id + " failed: " + failure;
-          }
-        }
-      }
-    }
-    lock.lock();
-  }
-}
-
-// -------------------------------------------------------- ActiveInjection
-
-ActiveInjection::ActiveInjection(DaemonSet& daemons, LeaseKeeper& leases, const std::string& node,
-                                 json params)
-    : daemons_(daemons), leases_(leases), node_(node) {
-  common::RpcClient* c = daemons.injectd(node);
-  if (c == nullptr) throw std::runtime_error("node " + node + ": no injectd");
-  const std::int64_t before = common::monotonic_ns();
+void RpcDaemons::abandon_injection(const std::string& node, const std::string& id) noexcept {
   try {
-    if (!c->connected()) c = &daemons.reconnect_injectd(node, kCallTimeout);
-    started_ = c->call("inject.start", params, kCallTimeout);
+    injectd(node, kStopTimeout).call("inject.stop", injection_id_params(id), kStopTimeout);
   } catch (const std::exception& e) {
-    throw std::runtime_error("node " + node + ": inject.start on " +
-                             params.value("link", std::string()) + " failed: " + e.what());
-  }
-  const std::int64_t after = common::monotonic_ns();
-  anchor_ns_ = before + (after - before) / 2;
-  id_ = started_.at("id").get<std::string>();
-  leases_.add(node_, id_);
-}
-
-json ActiveInjection::stop() {
-  stopped_ = true;
-  leases_.remove(node_, id_);
-  common::RpcClient* c = daemons_.injectd(node_);
-  json answer;
-  try {
-    if (!c->connected()) c = &daemons_.reconnect_injectd(node_, kCallTimeout);
-    answer = c->call("inject.stop", {{"id", id_}}, kCallTimeout);
-  } catch (const std::exception& e) {
-    throw std::runtime_error("node " + node_ + ": inject.stop of " + id_ + " failed: " + e.what());
-  }
-  return answer.value("stats", json::object());
-}
-
-ActiveInjection::~ActiveInjection() {
-  if (stopped_) return;
-  leases_.remove(node_, id_);
-  try {
-    common::RpcClient* c = daemons_.injectd(node_);
-    if (!c->connected()) c = &daemons_.reconnect_injectd(node_, kStopTimeout);
-    c->call("inject.stop", {{"id", id_}}, kStopTimeout);
-  } catch (const std::exception& e) {
-    common::log_warn("could not stop injection ", id_, " on node ", node_, " (", e.what(),
+    common::log_warn("could not stop injection ", id, " on node ", node, " (", e.what(),
                      "); the daemon stops it when its lease lapses");
+  }
+}
+
+void RpcDaemons::renew_lease(const std::string& node, const std::string& id) {
+  try {
+    injectd(node, timeout_).call("lease.renew", injection_id_params(id), timeout_);
+  } catch (const common::RpcError&) {
+    throw;  // the daemon refused (e.g. the injection is gone): no retry helps
+  } catch (const std::exception&) {
+    // A transport error: once more, on a new connection.
+    injectd(node, timeout_).call("lease.renew", injection_id_params(id), timeout_);
   }
 }
 

@@ -177,12 +177,9 @@ analysis::GradientEstimate combine_estimates(std::span<const analysis::GradientE
   std::size_t heaviest = 0;
   for (std::size_t i = 0; i < phases.size(); ++i) {
     const analysis::GradientEstimate& e = phases[i];
-    if (!(e.standard_error > 0)) continue;
-    const double w = 1.0 / (e.standard_error * e.standard_error);
-    if (weights == 0 ||
-        w > 1.0 / (phases[heaviest].standard_error * phases[heaviest].standard_error)) {
-      heaviest = i;
-    }
+    const double w = inverse_variance_weight(e.standard_error);
+    if (w == 0) continue;
+    if (weights == 0 || w > inverse_variance_weight(phases[heaviest].standard_error)) heaviest = i;
     weights += w;
     value += w * e.value;
     if (std::isfinite(e.time_domain_value)) {
@@ -200,6 +197,27 @@ analysis::GradientEstimate combine_estimates(std::span<const analysis::GradientE
   out.time_domain_value = time_domain_weights > 0 ? time_domain / time_domain_weights
                                                   : std::numeric_limits<double>::quiet_NaN();
   return out;
+}
+
+double inverse_variance_weight(double standard_error) {
+  return standard_error > 0 ? 1.0 / (standard_error * standard_error) : 0.0;
+}
+
+std::optional<double> inverse_variance_mean(std::span<const double> values,
+                                            std::span<const double> standard_errors) {
+  if (values.size() != standard_errors.size()) {
+    throw std::invalid_argument("inverse_variance_mean: " + std::to_string(values.size()) +
+                                " values, " + std::to_string(standard_errors.size()) +
+                                " standard errors");
+  }
+  double weights = 0, sum = 0;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const double w = inverse_variance_weight(standard_errors[i]);
+    weights += w;
+    sum += w * values[i];
+  }
+  if (weights == 0) return std::nullopt;
+  return sum / weights;
 }
 
 std::int64_t campaign_budget_ns(std::int64_t bin_width_ns, std::size_t bins, std::size_t chunks,

@@ -8,8 +8,9 @@
 namespace nabla::campaign {
 
 CampaignRecorder::CampaignRecorder(db::Store& store, const CampaignSpec& spec, db::RunKind kind,
-                                   std::uint64_t seed, const std::string& tool_version)
-    : store_(store), offset_ns_(common::realtime_ns() - common::monotonic_ns()) {
+                                   std::uint64_t seed, const std::string& tool_version,
+                                   std::int64_t monotonic_now_ns)
+    : store_(store), offset_ns_(common::realtime_ns() - monotonic_now_ns) {
   nlohmann::json config = to_json(spec);
   config["seed"] = seed;
   db::Transaction tx(store_.database());

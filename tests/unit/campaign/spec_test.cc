@@ -216,10 +216,10 @@ TEST(CampaignSpec, DiscoveryNeedsASniffer) {
 }
 
 TEST(CampaignSpec, ExampleFileParses) {
-  // __FILE__ is absolute under the repo's CMake build.
-  std::string root = __FILE__;
-  root = root.substr(0, root.rfind("/tests/unit/"));
-  const CampaignSpec s = nabla::campaign::load_campaign_spec(root + "/examples/campaign.toml");
+  // NABLA_SOURCE_DIR: the repository root, from CMake (__FILE__ is relative
+  // when ccache rewrites paths under its base directory).
+  const CampaignSpec s = nabla::campaign::load_campaign_spec(std::string(NABLA_SOURCE_DIR) +
+                                                             "/examples/campaign.toml");
   EXPECT_FALSE(s.nodes.empty());
   EXPECT_GE(s.workload.mix.size(), 2u);
 }
