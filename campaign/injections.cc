@@ -26,7 +26,6 @@ void LeaseKeeper::renew_due(std::int64_t now_ns) {
       throw std::runtime_error("node " + h.node + ": lease.renew of " + h.id +
                                " failed: " + e.what());
     }
-    ++renewals_;
     h.due_ns = now_ns + period_ns_;
   }
 }

@@ -26,7 +26,6 @@ class LeaseKeeper {
   void remove(const std::string& node, const std::string& id);
   // Renews every lease whose last renewal (or start) is lease/4 old.
   void renew_due(std::int64_t now_ns);
-  std::uint64_t renewals() const { return renewals_; }
 
  private:
   struct Held {
@@ -37,7 +36,6 @@ class LeaseKeeper {
   Daemons& daemons_;
   std::int64_t period_ns_;
   std::vector<Held> held_;
-  std::uint64_t renewals_ = 0;
 };
 
 class ActiveInjection {
