@@ -12,9 +12,9 @@
 #include <stdexcept>
 #include <thread>
 
+#include "nabla/campaign/discover.hh"
 #include "nabla/common/clock.hh"
 #include "nabla/common/rpc.hh"
-#include "nabla/campaign/discover.hh"
 #include "nabla/common/units.hh"
 #include "nabla/coordinator/text_table.hh"
 
