@@ -12,13 +12,21 @@
 #include <stdexcept>
 #include <thread>
 
+#include "nabla/campaign/discover.hh"
 #include "nabla/common/clock.hh"
 #include "nabla/common/rpc.hh"
 #include "nabla/common/units.hh"
-#include "nabla/coordinator/discover.hh"
 #include "nabla/coordinator/text_table.hh"
 
 namespace nabla::coordinator {
+
+using campaign::FlowEnd;
+using campaign::JoinOptions;
+using campaign::Link;
+using campaign::LinkEnd;
+using campaign::NodeFlows;
+using campaign::parse_flow;
+
 namespace {
 
 using nlohmann::json;

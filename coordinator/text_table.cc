@@ -47,11 +47,4 @@ void TextTable::print(std::ostream& out) const {
   for (const auto& row : rows_) emit(row, false);
 }
 
-std::string format_number(double value, int digits) {
-  if (std::isnan(value)) return "-";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*g", digits, value);
-  return buf;
-}
-
 }  // namespace nabla::coordinator

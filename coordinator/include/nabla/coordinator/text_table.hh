@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "nabla/common/units.hh"
+
 namespace nabla::coordinator {
 
 class TextTable {
@@ -18,7 +20,6 @@ class TextTable {
   std::vector<std::vector<std::string>> rows_;
 };
 
-// Formats a double with `digits` significant digits ("-" for NaN).
-std::string format_number(double value, int digits = 4);
+using common::format_number;
 
 }  // namespace nabla::coordinator

@@ -33,7 +33,7 @@
 #include "nabla/analysis/gradient.hh"
 #include "nabla/analysis/training.hh"
 
-namespace nabla::coordinator {
+namespace nabla::campaign {
 
 inline constexpr double kClearZ = 3.0;
 
@@ -114,10 +114,22 @@ std::optional<double> delta_l_from_halves(std::size_t high_count, double high_me
 // std::invalid_argument on an empty span.
 analysis::GradientEstimate combine_estimates(std::span<const analysis::GradientEstimate> phases);
 
+// The inverse-variance weight of a phase: 1/se^2, and 0 (no weight) when
+// se <= 0 or is not a number.
+double inverse_variance_weight(double standard_error);
+
+// sum(w_i x_i) / sum(w_i) with w_i = inverse_variance_weight(se_i): how the
+// campaign combines what it measured beside the gradient in repeated phases
+// (actual amplitude, perturbation, throughput change), so they describe the
+// same measurement as combine_estimates's value. nullopt when no value has
+// weight. Throws std::invalid_argument when the spans differ in length.
+std::optional<double> inverse_variance_mean(std::span<const double> values,
+                                            std::span<const double> standard_errors);
+
 // Expected campaign duration: (M*N + links*(N + one cycle)) * dTs plus a
 // warm-up before each phase and the discovery time.
 std::int64_t campaign_budget_ns(std::int64_t bin_width_ns, std::size_t bins, std::size_t chunks,
                                 std::size_t links, double period_bins, std::int64_t warmup_ns,
                                 std::int64_t discover_ns);
 
-}  // namespace nabla::coordinator
+}  // namespace nabla::campaign

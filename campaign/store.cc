@@ -1,15 +1,16 @@
-// Run-history writes of a campaign; see campaign_store.hh.
-#include "nabla/coordinator/campaign_store.hh"
+// Run-history writes of a campaign; see store.hh.
+#include "nabla/campaign/store.hh"
 
 #include <nlohmann/json.hpp>
 
 #include "nabla/common/clock.hh"
 
-namespace nabla::coordinator {
+namespace nabla::campaign {
 
 CampaignRecorder::CampaignRecorder(db::Store& store, const CampaignSpec& spec, db::RunKind kind,
-                                   std::uint64_t seed, const std::string& tool_version)
-    : store_(store), offset_ns_(common::realtime_ns() - common::monotonic_ns()) {
+                                   std::uint64_t seed, const std::string& tool_version,
+                                   std::int64_t monotonic_now_ns)
+    : store_(store), offset_ns_(common::realtime_ns() - monotonic_now_ns) {
   nlohmann::json config = to_json(spec);
   config["seed"] = seed;
   db::Transaction tx(store_.database());
@@ -135,4 +136,4 @@ void CampaignRecorder::finish(db::RunStatus status, std::optional<std::string> e
   store_.finish_run(run_id_, status, common::realtime_ns(), std::move(error));
 }
 
-}  // namespace nabla::coordinator
+}  // namespace nabla::campaign

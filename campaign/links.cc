@@ -1,14 +1,14 @@
 // The campaign's link set: discovered links joined from the sniffers plus
 // the spec's includes, minus its excludes, each with the injector link spec
 // that matches exactly its packets. See campaign.hh.
-#include "nabla/coordinator/campaign_links.hh"
+#include "nabla/campaign/links.hh"
 
 #include <stdexcept>
 
 #include "nabla/common/ip_address.hh"
 #include "nabla/common/link_spec.hh"
 
-namespace nabla::coordinator {
+namespace nabla::campaign {
 namespace {
 
 bool owns(const CampaignSpec& spec, const std::string& host, const std::string& address) {
@@ -157,4 +157,4 @@ std::vector<CampaignLink> assemble_links(const CampaignSpec& spec,
   return out;
 }
 
-}  // namespace nabla::coordinator
+}  // namespace nabla::campaign

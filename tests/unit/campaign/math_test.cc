@@ -1,7 +1,7 @@
 // Campaign arithmetic with literal inputs: bin width over types, the minimax
 // k_d, rough gradients and the adaptive amplitude, window statistics, the
 // time budget.
-#include "nabla/coordinator/campaign_math.hh"
+#include "nabla/campaign/math.hh"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 namespace {
 
 using nabla::analysis::LatencyRecord;
-using namespace nabla::coordinator;
+using namespace nabla::campaign;
 
 TEST(CampaignMath, BinWidthIsTheRarestTypes) {
   // Type 0 every 1 ms, type 1 every 4 ms (fixed gaps: sigma 0, m = k gaps).
@@ -163,6 +163,29 @@ TEST(CampaignMath, CombinationIgnoresAnEstimateWithoutAnError) {
                                                                estimate(2.0, 0.0, 2.0)};
   EXPECT_EQ(combine_estimates(none).value, 1.0);
   EXPECT_THROW(combine_estimates({}), std::invalid_argument);
+}
+
+TEST(CampaignMath, InverseVarianceWeightIsOneOverTheVariance) {
+  EXPECT_DOUBLE_EQ(inverse_variance_weight(0.1), 100.0);
+  EXPECT_DOUBLE_EQ(inverse_variance_weight(0.5), 4.0);
+  EXPECT_EQ(inverse_variance_weight(0.0), 0.0);
+  EXPECT_EQ(inverse_variance_weight(-1.0), 0.0);
+  EXPECT_EQ(inverse_variance_weight(std::nan("")), 0.0);
+}
+
+TEST(CampaignMath, InverseVarianceMeanWeighsLikeTheGradient) {
+  // Weights 100 and 25, as in CombinedEstimatesWeighByInverseVariance: the
+  // amplitudes 1000 and 2000 combine to (100*1000 + 25*2000)/125 = 1200.
+  const std::vector<double> amplitudes = {1000.0, 2000.0};
+  const std::vector<double> errors = {0.1, 0.2};
+  EXPECT_NEAR(*inverse_variance_mean(amplitudes, errors), 1200.0, 1e-9);
+  // A value without a standard error carries no weight.
+  const std::vector<double> no_errors = {0.0, 0.0};
+  EXPECT_NEAR(*inverse_variance_mean(std::vector<double>{5.0, 9.0}, std::vector<double>{0.0, 0.3}),
+              9.0, 1e-12);
+  EXPECT_FALSE(inverse_variance_mean(amplitudes, no_errors).has_value());
+  EXPECT_FALSE(inverse_variance_mean({}, {}).has_value());
+  EXPECT_THROW(inverse_variance_mean(amplitudes, std::vector<double>{0.1}), std::invalid_argument);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// Campaign file parsing; see campaign_spec.hh.
-#include "nabla/coordinator/campaign_spec.hh"
+// Campaign file parsing; see spec.hh.
+#include "nabla/campaign/spec.hh"
 
 #include <arpa/inet.h>
 #include <toml++/toml.h>
@@ -14,7 +14,7 @@
 #include "nabla/common/link_spec.hh"
 #include "nabla/common/units.hh"
 
-namespace nabla::coordinator {
+namespace nabla::campaign {
 namespace {
 
 using nlohmann::json;
@@ -484,4 +484,4 @@ json to_json(const CampaignSpec& s) {
   return out;
 }
 
-}  // namespace nabla::coordinator
+}  // namespace nabla::campaign

@@ -8,13 +8,13 @@
 // (`*` for ephemeral ones), so it matches exactly that link's packets.
 #include <vector>
 
-#include "nabla/coordinator/campaign.hh"
+#include "nabla/campaign/campaign.hh"
 
-namespace nabla::coordinator {
+namespace nabla::campaign {
 
 // Throws std::invalid_argument for an include whose protocol is `any`.
 std::vector<CampaignLink> assemble_links(const CampaignSpec& spec,
                                          const std::vector<NodeFlows>& nodes,
                                          const std::vector<Link>& discovered);
 
-}  // namespace nabla::coordinator
+}  // namespace nabla::campaign

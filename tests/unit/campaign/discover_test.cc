@@ -1,12 +1,12 @@
 // The discovery join on literal flows.list records.
-#include "nabla/coordinator/discover.hh"
+#include "nabla/campaign/discover.hh"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace nabla::coordinator {
+namespace nabla::campaign {
 namespace {
 
 using nlohmann::json;
@@ -210,4 +210,4 @@ TEST(DiscoverJoin, JsonAndDotOutput) {
 }
 
 }  // namespace
-}  // namespace nabla::coordinator
+}  // namespace nabla::campaign

@@ -1,5 +1,5 @@
-// Campaign arithmetic; see campaign_math.hh.
-#include "nabla/coordinator/campaign_math.hh"
+// Campaign arithmetic; see math.hh.
+#include "nabla/campaign/math.hh"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <map>
 #include <stdexcept>
 
-namespace nabla::coordinator {
+namespace nabla::campaign {
 namespace {
 
 // Welford running mean and variance.
@@ -177,12 +177,9 @@ analysis::GradientEstimate combine_estimates(std::span<const analysis::GradientE
   std::size_t heaviest = 0;
   for (std::size_t i = 0; i < phases.size(); ++i) {
     const analysis::GradientEstimate& e = phases[i];
-    if (!(e.standard_error > 0)) continue;
-    const double w = 1.0 / (e.standard_error * e.standard_error);
-    if (weights == 0 ||
-        w > 1.0 / (phases[heaviest].standard_error * phases[heaviest].standard_error)) {
-      heaviest = i;
-    }
+    const double w = inverse_variance_weight(e.standard_error);
+    if (w == 0) continue;
+    if (weights == 0 || w > inverse_variance_weight(phases[heaviest].standard_error)) heaviest = i;
     weights += w;
     value += w * e.value;
     if (std::isfinite(e.time_domain_value)) {
@@ -202,6 +199,27 @@ analysis::GradientEstimate combine_estimates(std::span<const analysis::GradientE
   return out;
 }
 
+double inverse_variance_weight(double standard_error) {
+  return standard_error > 0 ? 1.0 / (standard_error * standard_error) : 0.0;
+}
+
+std::optional<double> inverse_variance_mean(std::span<const double> values,
+                                            std::span<const double> standard_errors) {
+  if (values.size() != standard_errors.size()) {
+    throw std::invalid_argument("inverse_variance_mean: " + std::to_string(values.size()) +
+                                " values, " + std::to_string(standard_errors.size()) +
+                                " standard errors");
+  }
+  double weights = 0, sum = 0;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const double w = inverse_variance_weight(standard_errors[i]);
+    weights += w;
+    sum += w * values[i];
+  }
+  if (weights == 0) return std::nullopt;
+  return sum / weights;
+}
+
 std::int64_t campaign_budget_ns(std::int64_t bin_width_ns, std::size_t bins, std::size_t chunks,
                                 std::size_t links, double period_bins, std::int64_t warmup_ns,
                                 std::int64_t discover_ns) {
@@ -213,4 +231,4 @@ std::int64_t campaign_budget_ns(std::int64_t bin_width_ns, std::size_t bins, std
          discover_ns;
 }
 
-}  // namespace nabla::coordinator
+}  // namespace nabla::campaign

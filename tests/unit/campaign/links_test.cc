@@ -1,14 +1,14 @@
 // The campaign's link set: labels, injector specs from the flow records'
 // addresses and fixed ports, measurability, excludes and includes.
-#include "nabla/coordinator/campaign_links.hh"
+#include "nabla/campaign/links.hh"
 
 #include <gtest/gtest.h>
 
-#include "nabla/coordinator/campaign_spec.hh"
+#include "nabla/campaign/spec.hh"
 
 namespace {
 
-using namespace nabla::coordinator;
+using namespace nabla::campaign;
 
 constexpr const char* kSpec = R"(
 name = "links"

@@ -1,6 +1,6 @@
 // Campaign file parsing: a complete spec, defaults, unknown keys and bad
 // values (the message names the key path and the value).
-#include "nabla/coordinator/campaign_spec.hh"
+#include "nabla/campaign/spec.hh"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 
 namespace {
 
-using nabla::coordinator::CampaignSpec;
-using nabla::coordinator::parse_campaign_spec;
+using nabla::campaign::CampaignSpec;
+using nabla::campaign::parse_campaign_spec;
 
 constexpr const char* kMinimal = R"(
 name = "mini"
@@ -216,10 +216,10 @@ TEST(CampaignSpec, DiscoveryNeedsASniffer) {
 }
 
 TEST(CampaignSpec, ExampleFileParses) {
-  // __FILE__ is absolute under the repo's CMake build.
-  std::string root = __FILE__;
-  root = root.substr(0, root.rfind("/tests/unit/"));
-  const CampaignSpec s = nabla::coordinator::load_campaign_spec(root + "/examples/campaign.toml");
+  // NABLA_SOURCE_DIR: the repository root, from CMake (__FILE__ is relative
+  // when ccache rewrites paths under its base directory).
+  const CampaignSpec s = nabla::campaign::load_campaign_spec(std::string(NABLA_SOURCE_DIR) +
+                                                             "/examples/campaign.toml");
   EXPECT_FALSE(s.nodes.empty());
   EXPECT_GE(s.workload.mix.size(), 2u);
 }

@@ -24,7 +24,7 @@
 
 #include "nabla/common/host_port.hh"
 
-namespace nabla::coordinator {
+namespace nabla::campaign {
 
 struct CampaignNode {
   std::string name;                    // [a-z0-9_-]+, unique
@@ -106,4 +106,4 @@ CampaignSpec load_campaign_spec(const std::string& path);
 // durations in ns, every default filled in.
 nlohmann::json to_json(const CampaignSpec& spec);
 
-}  // namespace nabla::coordinator
+}  // namespace nabla::campaign

@@ -1,27 +1,32 @@
 #pragma once
 // A link-gradient campaign (docs/method.md, "Link gradients", and docs/design.md,
-// "Coordinator"): connect, discover, train, and for every measurable link an
+// "Campaign"): connect, discover, train, and for every measurable link an
 // adaptive one-cycle sub-phase then the active phase of N bins; every step is
-// stored (campaign_store.hh).
+// stored (store.hh).
 //
-// Pieces and data flow (one campaign thread drives everything):
-//   spec ─► CampaignRecorder (run row 'running')
-//        ─► DaemonSet (connect + authenticate every daemon; failure = one
-//           error naming the node) and LeaseKeeper (its own thread and
-//           connections, renews every active injection every lease/4)
-//        ─► discovery: the workload runs on an engine thread (EngineRun)
-//           while the campaign thread polls every sniffd (flows.list with a
-//           cursor); join_flows → links; include/exclude; a link is
-//           measurable when its source node has an injectd (direction `out`
-//           there, link spec = its addresses and fixed ports). The same load
-//           calibrates the bin width (campaign_math.hh).
-//        ─► training: engine for warmup + M·N bins; per type bin → train();
-//           one k_d for all types (minimax) and the training amplitude.
-//        ─► per link: adaptive phase (warmup, then ONE cycle, cycles = 1 so
-//           the daemon itself ends it), rough gradients → amplitude; active
-//           phase (warmup, then a square wave of period N·dTs/k_d, duty 0.5;
-//           N bins from the injection's anchor); inject.stop gives the actual
-//           delay per half: delta-l = high mean - low mean.
+// Pieces and data flow (one campaign thread drives everything; each phase is
+// one file of campaign/, the arithmetic is math.hh):
+//   spec ─► CampaignRecorder (run row 'running', store.hh)
+//        ─► the environment (environment.hh): Clock, LoadRunner, Daemons.
+//           run_campaign(spec, store, options) connects RpcDaemons to every
+//           daemon (failure = one error naming the node) after the run row
+//           exists; the overload taking a CampaignEnvironment runs against
+//           the caller's (the tests' fakes).
+//        ─► discovery (discovery.cc): the workload runs (a LoadRun) while
+//           the campaign polls every sniffd (flows.list with a cursor);
+//           join_flows → links (discover.hh); include/exclude (links.hh); a
+//           link is measurable when its source node has an injectd
+//           (direction `out` there, link spec = its addresses and fixed
+//           ports). The same load calibrates the bin width.
+//        ─► training (training.cc): load for warmup + M·N bins; per type bin
+//           → train(); one k_d for all types (minimax) and the training
+//           amplitude.
+//        ─► per link (measurement.cc): adaptive phase (warmup, then ONE
+//           cycle, cycles = 1 so the daemon itself ends it), rough gradients
+//           → amplitude; active phase (warmup, then a square wave of period
+//           N·dTs/k_d, duty 0.5; N bins from the injection's anchor);
+//           inject.stop gives the actual delay per half: delta-l = high mean
+//           - low mean.
 //           Gradients per type against the training FFT0 mean. Phase choice:
 //           the wave's phase is estimated (phase unknown) on every type and
 //           the estimate of the type with the highest SNR, if detected, is
@@ -31,15 +36,19 @@
 //           the coordinator's estimate of the wave's anchor) is used.
 //           Perturbation: mean response time in the active window minus the
 //           training mean, per type; throughput change: the share of the
-//           window's requests completed within it (campaign_math.hh
-//           completion_ratio) in the active phase over training, minus 1.
-// Engine runs are bounded by their duration; the campaign thread waits in
-// short slices so a signal (cancel flag), a lease failure or any error ends
-// the campaign within ~50 ms: injections are stopped first (RAII handles
-// stop best effort with short timeouts), the current engine run is joined
-// (bounded by its phase), and the run is stored as 'failed' with the error
-// and everything measured so far. A kill -9 leaves only leased injections,
-// which the daemons remove when the lease lapses.
+//           window's requests completed within it (math.hh completion_ratio)
+//           in the active phase over training, minus 1. A noisy active phase
+//           is repeated and the repeats combined by inverse variance (math.hh
+//           combine_estimates, inverse_variance_mean).
+//        ─► store (phase_store.cc): each phase with its injection and
+//           samples in its own transaction, the gradients with the last.
+// Load runs are bounded by their duration; the campaign waits in short
+// slices of its clock, renewing every held lease every lease/4, so a signal
+// (cancel flag), a failed renewal or any error ends the campaign within
+// ~50 ms: injections are stopped first (RAII handles stop best effort with
+// short timeouts), the current load run is stopped, and the run is stored as
+// 'failed' with the error and everything measured so far. A kill -9 leaves
+// only leased injections, which the daemons remove when the lease lapses.
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -49,16 +58,17 @@
 #include <vector>
 
 #include "nabla/analysis/gradient.hh"
-#include "nabla/coordinator/campaign_math.hh"
-#include "nabla/coordinator/campaign_spec.hh"
-#include "nabla/coordinator/discover.hh"
+#include "nabla/campaign/discover.hh"
+#include "nabla/campaign/environment.hh"
+#include "nabla/campaign/math.hh"
+#include "nabla/campaign/spec.hh"
 #include "nabla/db/store.hh"
 
-namespace nabla::coordinator {
+namespace nabla::campaign {
 
 struct CampaignLink {
   Link link;
-  std::string label;     // "tcp web -> app:9002" (campaign_spec.hh)
+  std::string label;     // "tcp web -> app:9002" (spec.hh)
   std::string spec;      // injector link spec with addresses
   std::string src_node;  // where it is injected (direction out)
   bool measurable = false;
@@ -130,8 +140,11 @@ struct CampaignOptions {
 // outcome (complete = false, error) and stored.
 CampaignOutcome run_campaign(const CampaignSpec& spec, db::Store& store,
                              const CampaignOptions& options);
+// The same against the caller's clock, load and daemons.
+CampaignOutcome run_campaign(const CampaignSpec& spec, db::Store& store,
+                             const CampaignOptions& options, const CampaignEnvironment& env);
 
-// "PROTO SRC[:SPORT] -> DST[:DPORT]" (campaign_spec.hh).
+// "PROTO SRC[:SPORT] -> DST[:DPORT]" (spec.hh).
 std::string link_label(const Link& link);
 
-}  // namespace nabla::coordinator
+}  // namespace nabla::campaign

@@ -1,5 +1,5 @@
 // The discovery join; see discover.hh.
-#include "nabla/coordinator/discover.hh"
+#include "nabla/campaign/discover.hh"
 
 #include <algorithm>
 #include <map>
@@ -8,7 +8,7 @@
 #include <tuple>
 #include <unordered_map>
 
-namespace nabla::coordinator {
+namespace nabla::campaign {
 namespace {
 
 using nlohmann::json;
@@ -260,4 +260,4 @@ std::string links_to_dot(const std::vector<Link>& links) {
   return out.str();
 }
 
-}  // namespace nabla::coordinator
+}  // namespace nabla::campaign

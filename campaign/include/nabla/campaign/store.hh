@@ -5,7 +5,7 @@
 // per phase its row, its injection (requested and actual delay), its samples
 // (batched, phase_id set) and, for active phases, the gradients; the run's
 // status last. Instants are stored as wall-clock ns: the campaign measures on
-// CLOCK_MONOTONIC and converts with one offset taken at the start.
+// CLOCK_MONOTONIC (its Clock) and converts with one offset taken at the start.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -14,18 +14,19 @@
 #include <vector>
 
 #include "nabla/analysis/binning.hh"
-#include "nabla/coordinator/campaign_spec.hh"
-#include "nabla/coordinator/discover.hh"
+#include "nabla/campaign/discover.hh"
+#include "nabla/campaign/spec.hh"
 #include "nabla/db/store.hh"
 
-namespace nabla::coordinator {
+namespace nabla::campaign {
 
 class CampaignRecorder {
  public:
   // Creates the campaign row (spec JSON), the 'running' run row (config =
-  // the spec JSON plus the seed) and the nodes.
+  // the spec JSON plus the seed) and the nodes. `monotonic_now_ns` is the
+  // campaign clock's now, paired with the wall clock for wall_ns.
   CampaignRecorder(db::Store& store, const CampaignSpec& spec, db::RunKind kind, std::uint64_t seed,
-                   const std::string& tool_version);
+                   const std::string& tool_version, std::int64_t monotonic_now_ns);
 
   std::int64_t run_id() const { return run_id_; }
   db::Database& store_database() { return store_.database(); }
@@ -58,4 +59,4 @@ class CampaignRecorder {
   bool finished_ = false;
 };
 
-}  // namespace nabla::coordinator
+}  // namespace nabla::campaign

@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-namespace nabla::coordinator {
+namespace nabla::campaign {
 
 // One sniffer record, as returned by flows.list (totals since first seen).
 struct FlowEnd {
@@ -92,4 +92,4 @@ nlohmann::json links_to_json(const std::vector<Link>& links);
 // Graphviz digraph: nodes "host/comm[pid]", edges labelled "proto port N msgs".
 std::string links_to_dot(const std::vector<Link>& links);
 
-}  // namespace nabla::coordinator
+}  // namespace nabla::campaign
