@@ -216,13 +216,14 @@ int run_inject(const InjectOptions& o, std::ostream& out, std::ostream& err) {
       }
       const std::int64_t after = common::monotonic_ns();
       if (after - last_renew >= lease_ns / 3) {
-        client.call(protocol::LeaseRenewParams::kMethod, protocol::LeaseRenewParams{id}.to_json(),
-                    kCallTimeout);
+        client.call(protocol::LeaseRenewParams::kMethod,
+                    protocol::LeaseRenewParams{id, std::nullopt}.to_json(), kCallTimeout);
         last_renew = after;
       }
       if (live && after - last_live >= 1'000'000'000) {
-        const json stats = client.call(protocol::InjectStatsParams::kMethod,
-                                       protocol::InjectStatsParams{id}.to_json(), kCallTimeout);
+        const json stats =
+            client.call(protocol::InjectStatsParams::kMethod,
+                        protocol::InjectStatsParams{id, false}.to_json(), kCallTimeout);
         print_live_line(err, protocol::InjectStatsResult::from_json(stats),
                         static_cast<double>(after - t0) / 1e9);
         last_live = after;
