@@ -106,36 +106,39 @@ void require_no_params(const json& params, const char* method) {
   }
 }
 
-int64_t read_duration_ns(const json& value, const std::string& path, int64_t max_ns) {
-  int64_t ns = 0;
+namespace {
+
+// A value people may type as text with a unit ("20ms", "5%") or give as a
+// plain number: `parse` reads the text, `is_plain` accepts the number, and
+// either way a bad value is one error naming `path`.
+template <class T, class Parse>
+T read_text_or_number(const json& value, const std::string& path, Parse parse, bool is_plain,
+                      const char* expected) {
   if (value.is_string()) {
     try {
-      ns = parse_duration_ns(value.get<std::string>());
+      return parse(value.get<std::string>());
     } catch (const std::invalid_argument& e) {
       bad_field(path, e.what());
     }
-  } else if (value.is_number_integer()) {
-    ns = value.get<int64_t>();
-  } else {
-    bad_field(path, "must be a duration string like \"20ms\" or integer nanoseconds");
   }
+  if (!is_plain) bad_field(path, expected);
+  return value.get<T>();
+}
+
+}  // namespace
+
+int64_t read_duration_ns(const json& value, const std::string& path, int64_t max_ns) {
+  const auto ns = read_text_or_number<int64_t>(
+      value, path, [](const std::string& t) { return parse_duration_ns(t); },
+      value.is_number_integer(), "must be a duration string like \"20ms\" or integer nanoseconds");
   if (ns < 0 || ns > max_ns) bad_field(path, "must be within 0 .. " + format_duration_ns(max_ns));
   return ns;
 }
 
 double read_probability(const json& value, const std::string& path) {
-  double p = 0.0;
-  if (value.is_string()) {
-    try {
-      p = parse_percent(value.get<std::string>());
-    } catch (const std::invalid_argument& e) {
-      bad_field(path, e.what());
-    }
-  } else if (value.is_number()) {
-    p = value.get<double>();
-  } else {
-    bad_field(path, "must be a number in [0, 1] or a percent string like \"5%\"");
-  }
+  const auto p = read_text_or_number<double>(
+      value, path, [](const std::string& t) { return parse_percent(t); }, value.is_number(),
+      "must be a number in [0, 1] or a percent string like \"5%\"");
   if (!(p >= 0.0 && p <= 1.0)) bad_field(path, "must be within 0 .. 1");
   return p;
 }

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,21 @@ void expect_matches(const Message& example, const std::string& name) {
   EXPECT_TRUE(differences.empty()) << name << ".json differs:" << text;
   EXPECT_TRUE(Message::from_json(golden) == example) << name << ": golden file reads back wrong";
   EXPECT_TRUE(Message::from_json(written) == example) << name << ": round trip changed it";
+}
+
+// The error message from_json gives for `j`, or "(no error)".
+template <class Message>
+std::string error_of(const nlohmann::json& j) {
+  try {
+    Message::from_json(j);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+inline bool starts_with(const std::string& text, const std::string& prefix) {
+  return text.rfind(prefix, 0) == 0;
 }
 
 }  // namespace nabla::common::protocol::golden

@@ -14,15 +14,8 @@ namespace {
 
 using nlohmann::json;
 
-template <class Message>
-std::string error_of(const json& j) {
-  try {
-    Message::from_json(j);
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using golden::error_of;
+using golden::starts_with;
 
 // `j` with the member at `pointer` removed, or replaced by `value`.
 json without(json j, const std::string& pointer) {
@@ -34,10 +27,6 @@ json without(json j, const std::string& pointer) {
 json with(json j, const std::string& pointer, const json& value) {
   j[json::json_pointer(pointer)] = value;
   return j;
-}
-
-bool starts_with(const std::string& text, const std::string& prefix) {
-  return text.rfind(prefix, 0) == 0;
 }
 
 TEST(InjectdMessages, EveryMessageMatchesItsGoldenFile) {

@@ -14,19 +14,8 @@ namespace {
 
 using nlohmann::json;
 
-template <class Message>
-std::string error_of(const json& j) {
-  try {
-    Message::from_json(j);
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-bool starts_with(const std::string& text, const std::string& prefix) {
-  return text.rfind(prefix, 0) == 0;
-}
+using golden::error_of;
+using golden::starts_with;
 
 TEST(SniffdMessages, EveryMessageMatchesItsGoldenFile) {
   golden::expect_matches(FlowsListParams{17, 1, true}, "flows_list_params");
