@@ -4,10 +4,13 @@
 #include <stdexcept>
 
 #include "nabla/common/log.hh"
+#include "nabla/common/protocol/injectd.hh"
+#include "nabla/common/protocol/sniffd.hh"
 
 namespace nabla::campaign {
 namespace {
 
+namespace protocol = common::protocol;
 using nlohmann::json;
 using std::chrono::milliseconds;
 
@@ -35,58 +38,59 @@ common::RpcClient connect_daemon(const CampaignNode& node, const char* what,
 }
 
 // ------------------------------------------------------------- messages
+// Every message is the common/protocol struct both daemons parse with.
+
+protocol::Wave square_wave(std::int64_t amplitude_ns, std::int64_t period_ns, int cycles) {
+  return protocol::Wave::square(amplitude_ns, period_ns, 0.5, cycles);
+}
 
 json flows_list_params(std::uint64_t cursor) {
-  return json{{"since", cursor}, {"min_messages", 1}, {"include_control", false}};
+  return protocol::FlowsListParams{cursor, 1, false}.to_json();
 }
 
 FlowsPage flows_list_answer(const json& answer) {
+  const auto result = protocol::FlowsListResult::from_json(answer);
   FlowsPage page;
-  for (const json& f : answer.at("flows")) page.flows.push_back(parse_flow(f));
-  page.cursor = answer.at("cursor").get<std::uint64_t>();
+  for (const protocol::Flow& f : result.flows) page.flows.push_back(flow_end_of(f));
+  page.cursor = result.cursor;
   return page;
 }
 
 json inject_start_params(const InjectionRequest& r) {
-  return json{{"link", r.link_spec},
-              {"direction", "out"},
-              {"delay", square_wave_json(r.amplitude_ns, r.period_ns, r.cycles)},
-              {"lease_s", static_cast<double>(r.lease_ns) / 1e9},
-              {"seed", r.seed}};
+  protocol::InjectStartParams p;
+  p.link = r.link_spec;
+  p.direction = protocol::Direction::kOut;
+  p.settings.delay = square_wave(r.amplitude_ns, r.period_ns, r.cycles);
+  p.settings.lease_s = static_cast<double>(r.lease_ns) / 1e9;
+  p.settings.seed = r.seed;
+  return p.to_json();
 }
 
-json injection_id_params(const std::string& id) {
-  return json{{"id", id}};
+json lease_renew_params(const std::string& id) {
+  return protocol::LeaseRenewParams{id, std::nullopt}.to_json();
 }
 
-HalfStats half_stats(const json& stats, const char* half) {
-  const json& h = stats.at("halves").at(half);
-  return HalfStats{h.value("count", std::size_t{0}),
-                   h["mean"].is_number() ? h["mean"].get<double>() : 0.0};
+HalfStats half_stats(const protocol::DelaySummary& half) {
+  return HalfStats{static_cast<std::size_t>(half.count), half.count > 0 ? half.mean_ns : 0.0};
 }
 
-std::optional<double> optional_number(const json& object, const char* key) {
-  return object.contains(key) && object[key].is_number()
-             ? std::optional<double>(object[key].get<double>())
-             : std::nullopt;
-}
-
-// The "stats" object of an inject.stop answer.
+// The "stats" of an inject.stop answer; all zero when the daemon had none.
 InjectionStats inject_stop_answer(const json& answer) {
-  const json stats = answer.value("stats", json::object());
+  const auto result = protocol::InjectStopResult::from_json(answer);
   InjectionStats s;
-  s.packets = stats.value("packets", std::int64_t{0});
-  s.bytes = stats.value("bytes", std::int64_t{0});
-  s.delayed = stats.value("delayed", std::int64_t{0});
-  s.dropped = stats.value("dropped", std::int64_t{0});
-  s.high = half_stats(stats, "high");
-  s.low = half_stats(stats, "low");
-  if (stats.contains("actual_delay_ns")) {
-    const json& a = stats["actual_delay_ns"];
-    s.actual_std_ns = optional_number(a, "std");
-    s.actual_p50_ns = optional_number(a, "p50");
-    s.actual_p99_ns = optional_number(a, "p99");
-    s.actual_max_ns = optional_number(a, "max");
+  if (!result.stats) return s;
+  const protocol::InjectionStats& stats = *result.stats;
+  s.packets = static_cast<std::int64_t>(stats.counters.packets);
+  s.bytes = static_cast<std::int64_t>(stats.counters.bytes);
+  s.delayed = static_cast<std::int64_t>(stats.counters.delayed);
+  s.dropped = static_cast<std::int64_t>(stats.counters.dropped);
+  s.high = half_stats(stats.high);
+  s.low = half_stats(stats.low);
+  if (stats.actual_delay.count > 0) {
+    s.actual_std_ns = stats.actual_delay.std_ns;
+    s.actual_p50_ns = static_cast<double>(stats.actual_delay.p50_ns);
+    s.actual_p99_ns = static_cast<double>(stats.actual_delay.p99_ns);
+    s.actual_max_ns = static_cast<double>(stats.actual_delay.max_ns);
   }
   return s;
 }
@@ -94,11 +98,7 @@ InjectionStats inject_stop_answer(const json& answer) {
 }  // namespace
 
 json square_wave_json(std::int64_t amplitude_ns, std::int64_t period_ns, int cycles) {
-  return json{{"kind", "square"},
-              {"amplitude", amplitude_ns},
-              {"period", period_ns},
-              {"duty", 0.5},
-              {"cycles", cycles}};
+  return square_wave(amplitude_ns, period_ns, cycles).to_json();
 }
 
 RpcDaemons::RpcDaemons(const CampaignSpec& spec, milliseconds timeout) : timeout_(timeout) {
@@ -129,24 +129,28 @@ common::RpcClient& RpcDaemons::injectd(const std::string& node, milliseconds tim
 std::optional<FlowsPage> RpcDaemons::list_flows(const std::string& node, std::uint64_t cursor) {
   auto it = nodes_.find(node);
   if (it == nodes_.end() || !it->second.sniffd) return std::nullopt;
-  return flows_list_answer(
-      it->second.sniffd->call("flows.list", flows_list_params(cursor), timeout_));
+  return flows_list_answer(it->second.sniffd->call(protocol::FlowsListParams::kMethod,
+                                                   flows_list_params(cursor), timeout_));
 }
 
 std::string RpcDaemons::start_injection(const std::string& node, const InjectionRequest& request) {
   const json started =
-      injectd(node, timeout_).call("inject.start", inject_start_params(request), timeout_);
-  return started.at("id").get<std::string>();
+      injectd(node, timeout_)
+          .call(protocol::InjectStartParams::kMethod, inject_start_params(request), timeout_);
+  return protocol::InjectionDescription::from_json(started).id;
 }
 
 InjectionStats RpcDaemons::stop_injection(const std::string& node, const std::string& id) {
-  return inject_stop_answer(
-      injectd(node, timeout_).call("inject.stop", injection_id_params(id), timeout_));
+  return inject_stop_answer(injectd(node, timeout_)
+                                .call(protocol::InjectStopParams::kMethod,
+                                      protocol::InjectStopParams{id}.to_json(), timeout_));
 }
 
 void RpcDaemons::abandon_injection(const std::string& node, const std::string& id) noexcept {
   try {
-    injectd(node, kStopTimeout).call("inject.stop", injection_id_params(id), kStopTimeout);
+    injectd(node, kStopTimeout)
+        .call(protocol::InjectStopParams::kMethod, protocol::InjectStopParams{id}.to_json(),
+              kStopTimeout);
   } catch (const std::exception& e) {
     common::log_warn("could not stop injection ", id, " on node ", node, " (", e.what(),
                      "); the daemon stops it when its lease lapses");
@@ -155,12 +159,14 @@ void RpcDaemons::abandon_injection(const std::string& node, const std::string& i
 
 void RpcDaemons::renew_lease(const std::string& node, const std::string& id) {
   try {
-    injectd(node, timeout_).call("lease.renew", injection_id_params(id), timeout_);
+    injectd(node, timeout_)
+        .call(protocol::LeaseRenewParams::kMethod, lease_renew_params(id), timeout_);
   } catch (const common::RpcError&) {
     throw;  // the daemon refused (e.g. the injection is gone): no retry helps
   } catch (const std::exception&) {
     // A transport error: once more, on a new connection.
-    injectd(node, timeout_).call("lease.renew", injection_id_params(id), timeout_);
+    injectd(node, timeout_)
+        .call(protocol::LeaseRenewParams::kMethod, lease_renew_params(id), timeout_);
   }
 }
 

@@ -13,35 +13,6 @@ namespace {
 
 using nlohmann::json;
 
-const json& field(const json& obj, const char* name, const char* where) {
-  if (!obj.is_object() || !obj.contains(name)) {
-    throw std::invalid_argument(std::string("flow record: missing ") + where + name);
-  }
-  return obj.at(name);
-}
-
-std::string get_string(const json& obj, const char* name, const char* where) {
-  const json& v = field(obj, name, where);
-  if (!v.is_string()) {
-    throw std::invalid_argument(std::string("flow record: ") + where + name + " must be a string");
-  }
-  return v.get<std::string>();
-}
-
-uint64_t get_uint(const json& obj, const char* name, const char* where, uint64_t max) {
-  const json& v = field(obj, name, where);
-  if (!v.is_number_integer() ||
-      (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0)) {
-    throw std::invalid_argument(std::string("flow record: ") + where + name +
-                                " must be an integer >= 0");
-  }
-  const uint64_t n = v.get<uint64_t>();
-  if (n > max) {
-    throw std::invalid_argument(std::string("flow record: ") + where + name + " out of range");
-  }
-  return n;
-}
-
 bool is_loopback(const std::string& addr) {
   return addr.rfind("127.", 0) == 0 || addr == "::1";
 }
@@ -91,31 +62,26 @@ std::string dot_quote(const std::string& s) {
 
 }  // namespace
 
+FlowEnd flow_end_of(const common::protocol::Flow& f) {
+  FlowEnd e;
+  e.proto = std::string(common::protocol::to_string(f.proto));
+  e.local_addr = f.local_addr;
+  e.local_port = f.local_port;
+  e.pid = f.pid;
+  e.comm = f.comm;
+  e.remote_addr = f.remote_addr;
+  e.remote_port = f.remote_port;
+  e.direction = std::string(common::protocol::to_string(f.direction));
+  e.control = f.control;
+  e.segments_out = f.total.segments_out;
+  e.segments_in = f.total.segments_in;
+  e.bytes_out = f.total.bytes_out;
+  e.bytes_in = f.total.bytes_in;
+  return e;
+}
+
 FlowEnd parse_flow(const json& flow) {
-  FlowEnd f;
-  f.proto = get_string(flow, "proto", "");
-  if (f.proto != "tcp" && f.proto != "udp") {
-    throw std::invalid_argument("flow record: proto must be tcp or udp");
-  }
-  const json& local = field(flow, "local", "");
-  const json& remote = field(flow, "remote", "");
-  f.local_addr = get_string(local, "addr", "local.");
-  f.local_port = static_cast<uint16_t>(get_uint(local, "port", "local.", 65535));
-  const json& pid = field(local, "pid", "local.");
-  if (!pid.is_number_integer())
-    throw std::invalid_argument("flow record: local.pid must be an integer");
-  f.pid = pid.get<int32_t>();
-  f.comm = get_string(local, "comm", "local.");
-  f.remote_addr = get_string(remote, "addr", "remote.");
-  f.remote_port = static_cast<uint16_t>(get_uint(remote, "port", "remote.", 65535));
-  f.direction = flow.value("direction", std::string("unknown"));
-  f.control = flow.value("control", false);
-  const json& total = field(flow, "total", "");
-  f.segments_out = get_uint(total, "segments_out", "total.", UINT64_MAX);
-  f.segments_in = get_uint(total, "segments_in", "total.", UINT64_MAX);
-  f.bytes_out = get_uint(total, "bytes_out", "total.", UINT64_MAX);
-  f.bytes_in = get_uint(total, "bytes_in", "total.", UINT64_MAX);
-  return f;
+  return flow_end_of(common::protocol::Flow::from_json(flow));
 }
 
 void merge_flows(std::vector<FlowEnd>& flows, const std::vector<FlowEnd>& update) {

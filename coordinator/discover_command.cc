@@ -21,12 +21,12 @@
 
 namespace nabla::coordinator {
 
+using campaign::flow_end_of;
 using campaign::FlowEnd;
 using campaign::JoinOptions;
 using campaign::Link;
 using campaign::LinkEnd;
 using campaign::NodeFlows;
-using campaign::parse_flow;
 
 namespace {
 
@@ -65,25 +65,6 @@ struct NodeState {
   uint64_t cursor = 0;
   std::vector<FlowEnd> flows;
 };
-
-// A flows.list record as the join takes it.
-FlowEnd flow_end_of(const protocol::Flow& f) {
-  FlowEnd e;
-  e.proto = std::string(protocol::to_string(f.proto));
-  e.local_addr = f.local_addr;
-  e.local_port = f.local_port;
-  e.pid = f.pid;
-  e.comm = f.comm;
-  e.remote_addr = f.remote_addr;
-  e.remote_port = f.remote_port;
-  e.direction = std::string(protocol::to_string(f.direction));
-  e.control = f.control;
-  e.segments_out = f.total.segments_out;
-  e.segments_in = f.total.segments_in;
-  e.bytes_out = f.total.bytes_out;
-  e.bytes_in = f.total.bytes_in;
-  return e;
-}
 
 void poll(NodeState& s, const DiscoverOptions& o) {
   const std::string where =

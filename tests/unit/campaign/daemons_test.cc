@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "nabla/common/protocol/injectd.hh"
+
 namespace nabla::campaign {
 namespace {
 
@@ -36,20 +38,25 @@ class FakeDaemonServer {
     });
     server_.add_method("inject.start", [this](const json& p) {
       record("inject.start", p);
-      return json{{"id", "inj-9"}, {"link", p.at("link")}};
+      common::protocol::InjectionDescription started;
+      started.id = "inj-9";
+      started.link = p.at("link");
+      started.delay = common::protocol::Wave::from_json(p.at("delay"), "delay");
+      return started.to_json();
     });
     server_.add_method("inject.stop", [this](const json& p) {
       record("inject.stop", p);
-      return json{{"id", p.at("id")},
-                  {"stats",
-                   {{"packets", 40},
-                    {"bytes", 4000},
-                    {"delayed", 20},
-                    {"dropped", 1},
-                    {"actual_delay_ns", {{"mean", 5e5}, {"std", 2e3}, {"p50", 5e5}, {"max", 1e6}}},
-                    {"halves",
-                     {{"high", {{"count", 20}, {"mean", 1e6}}},
-                      {"low", {{"count", 20}, {"mean", nullptr}}}}}}}};
+      common::protocol::InjectStopResult stopped;
+      stopped.injection.id = p.at("id");
+      common::protocol::InjectionStats stats;
+      stats.counters.packets = 40;
+      stats.counters.bytes = 4000;
+      stats.counters.delayed = 20;
+      stats.counters.dropped = 1;
+      stats.actual_delay = {20, 5e5, 2e3, 500'000, 900'000, 0, 1'000'000};
+      stats.high = {20, 1e6, 0, 1'000'000, 1'000'000, 1'000'000, 1'000'000};
+      stopped.stats = stats;  // low: no packet while the wave was low
+      return stopped.to_json();
     });
     server_.add_method("lease.renew", [this](const json& p) -> json {
       record("lease.renew", p);
@@ -120,11 +127,11 @@ TEST(RpcDaemons, MessagesKeepTheProtocolShapes) {
   EXPECT_EQ(s.dropped, 1);
   EXPECT_EQ(s.high.count, 20u);
   EXPECT_EQ(s.high.mean_ns, 1e6);
-  EXPECT_EQ(s.low.count, 20u);
-  EXPECT_EQ(s.low.mean_ns, 0.0);  // no mean: 0
+  EXPECT_EQ(s.low.count, 0u);
+  EXPECT_EQ(s.low.mean_ns, 0.0);  // no packet: 0
   EXPECT_EQ(s.actual_std_ns, 2e3);
   EXPECT_EQ(s.actual_p50_ns, 5e5);
-  EXPECT_FALSE(s.actual_p99_ns.has_value());
+  EXPECT_EQ(s.actual_p99_ns, 9e5);
   EXPECT_EQ(s.actual_max_ns, 1e6);
 
   const auto calls = server.calls();
@@ -137,6 +144,7 @@ TEST(RpcDaemons, MessagesKeepTheProtocolShapes) {
                                      {"amplitude", 2'000'000},
                                      {"period", 80'000'000},
                                      {"duty", 0.5},
+                                     {"phase", 0},
                                      {"cycles", 1}}},
                                    {"lease_s", 1.5},
                                    {"seed", 77}}));

@@ -28,6 +28,8 @@
 #include <string>
 #include <vector>
 
+#include "nabla/common/protocol/sniffd.hh"
+
 namespace nabla::campaign {
 
 // One sniffer record, as returned by flows.list (totals since first seen).
@@ -47,8 +49,10 @@ struct FlowEnd {
   uint64_t bytes_in = 0;
 };
 
-// Parses one flows.list record; throws std::invalid_argument naming the
-// missing or mistyped field.
+// One flows.list record as the join takes it.
+FlowEnd flow_end_of(const common::protocol::Flow& flow);
+// Parses one flows.list record (common::protocol::Flow); throws
+// std::invalid_argument naming the missing or mistyped field.
 FlowEnd parse_flow(const nlohmann::json& flow);
 
 struct NodeFlows {
