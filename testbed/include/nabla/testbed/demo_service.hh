@@ -22,7 +22,7 @@
 
 #include "nabla/tier/service_model.hh"
 
-namespace nabla::coordinator {
+namespace nabla::testbed {
 
 // The demo describes its service in tier's terms.
 using tier::ServiceModel;
@@ -37,4 +37,4 @@ ServiceModel rubis_demo_service();
 using TruthTable = std::map<std::string, std::map<std::string, double>>;
 TruthTable true_gradients(const ServiceModel& model);
 
-}  // namespace nabla::coordinator
+}  // namespace nabla::testbed
