@@ -144,13 +144,6 @@ TEST(DemoCampaign, QuickMeasuresTwoLinksWithBonferroniConfidence) {
 namespace nabla::coordinator {
 namespace {
 
-using testbed::demo_campaign_toml;
-using testbed::DemoCampaign;
-using testbed::rubis_demo_service;
-using testbed::true_gradients;
-using testbed::TruthTable;
-using tier::ServiceModel;
-
 // The campaign file the demo writes is accepted by `nabla run`'s parser and
 // carries the truth, the excludes of --quick and the Bonferroni confidence.
 TEST(DemoCampaignToml, ParsesWithTheCampaignParser) {

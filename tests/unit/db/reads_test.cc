@@ -6,23 +6,15 @@
 #include <gtest/gtest.h>
 
 #include "nabla/db/store.hh"
+#include "run_start.hh"
 #include "temp_dir.hh"
 
 namespace nabla::db {
 namespace {
 
-constexpr std::int64_t kT0 = 1'700'000'000'000'000'000;
+using testing::a_run;
+using testing::kT0;
 constexpr std::int64_t kS = 1'000'000'000;
-
-RunStart a_run(std::int64_t started_ns, RunKind kind = RunKind::kRun) {
-  RunStart run;
-  run.kind = kind;
-  run.config_json = R"({"rate":600})";
-  run.tool_version = "test";
-  run.seed = 42;
-  run.started_ns = started_ns;
-  return run;
-}
 
 Link a_link(std::int64_t run_id, std::string src, std::string dst, int dst_port) {
   Link l;
@@ -174,7 +166,7 @@ TEST_F(ReadsTest, RunSummariesNewestFirstWithNullsForWhatIsMissing) {
 TEST_F(ReadsTest, RunsByIdByStartAndNewestOfAKind) {
   const auto run = find_run(db(), run_);
   ASSERT_TRUE(run);
-  EXPECT_EQ(run->config_json, R"({"rate":600})");
+  EXPECT_EQ(run->config_json, R"({"rate":1000})");
   EXPECT_EQ(run->seed, 42);
   EXPECT_EQ(run->ended_ns, kT0 + 10 * kS);
   EXPECT_FALSE(find_run(db(), load_ + 1));
