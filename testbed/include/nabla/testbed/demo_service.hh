@@ -16,7 +16,7 @@
 // tier has factor 1 for every type). Every link of the service gets a value
 // for every type, 0 where the type does not depend on it (e.g. /auth on
 // app -> db). Links are keyed by their campaign labels ("tcp web ->
-// app:8081", "tcp app:8081 -> web"; campaign_spec.hh).
+// app:8081", "tcp app:8081 -> web"; common/link_label.hh).
 #include <map>
 #include <string>
 
