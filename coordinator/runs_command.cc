@@ -106,13 +106,15 @@ void print_gradients_table(const json& gradients, std::ostream& out) {
 }
 
 void print_tail_results_table(const json& tail_results, std::ostream& out) {
-  TextTable t({"type", "rate_rps", "percentile", "value_ns", "ci_low_ns", "ci_high_ns", "verdict"});
+  TextTable t({"type", "metric", "rate_rps", "percentile", "value_ns", "ci_low_ns", "ci_high_ns",
+               "verdict"});
   for (const auto& row : tail_results) {
     auto num = [&](const char* k) {
       return row[k].is_null() ? std::string("-") : format_number(row[k].get<double>(), 10);
     };
-    t.add_row({row["type"].get<std::string>(), num("rate_rps"), num("percentile"), num("value_ns"),
-               num("ci_low_ns"), num("ci_high_ns"), row["verdict"].get<std::string>()});
+    t.add_row({row["type"].get<std::string>(), row["metric"].get<std::string>(), num("rate_rps"),
+               num("percentile"), num("value_ns"), num("ci_low_ns"), num("ci_high_ns"),
+               row["verdict"].get<std::string>()});
   }
   t.print(out);
 }
