@@ -3,6 +3,7 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <stdexcept>
 
@@ -148,6 +149,13 @@ double parse_percent(std::string_view text) {
   if (err != std::errc() || end != number.data() + number.size()) return fail("not a number");
   if (!(value >= 0.0 && value <= 100.0)) return fail("out of range");
   return value / 100.0;
+}
+
+std::string format_number(double value, int digits) {
+  if (std::isnan(value)) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, value);
+  return buf;
 }
 
 }  // namespace nabla::common

@@ -12,17 +12,27 @@
 #include <stdexcept>
 #include <thread>
 
+#include "nabla/campaign/discover.hh"
 #include "nabla/common/clock.hh"
+#include "nabla/common/protocol/sniffd.hh"
 #include "nabla/common/rpc.hh"
 #include "nabla/common/units.hh"
-#include "nabla/coordinator/discover.hh"
 #include "nabla/coordinator/text_table.hh"
 
 namespace nabla::coordinator {
+
+using campaign::FlowEnd;
+using campaign::JoinOptions;
+using campaign::Link;
+using campaign::LinkEnd;
+using campaign::NodeFlows;
+using campaign::parse_flow;
+
 namespace {
 
 using nlohmann::json;
 using std::chrono::milliseconds;
+namespace protocol = common::protocol;
 
 constexpr milliseconds kCallTimeout{3000};
 
@@ -56,27 +66,48 @@ struct NodeState {
   std::vector<FlowEnd> flows;
 };
 
+// A flows.list record as the join takes it.
+FlowEnd flow_end_of(const protocol::Flow& f) {
+  FlowEnd e;
+  e.proto = std::string(protocol::to_string(f.proto));
+  e.local_addr = f.local_addr;
+  e.local_port = f.local_port;
+  e.pid = f.pid;
+  e.comm = f.comm;
+  e.remote_addr = f.remote_addr;
+  e.remote_port = f.remote_port;
+  e.direction = std::string(protocol::to_string(f.direction));
+  e.control = f.control;
+  e.segments_out = f.total.segments_out;
+  e.segments_in = f.total.segments_in;
+  e.bytes_out = f.total.bytes_out;
+  e.bytes_in = f.total.bytes_in;
+  return e;
+}
+
 void poll(NodeState& s, const DiscoverOptions& o) {
   const std::string where =
       "node " + s.node->name + " (nabla-sniffd at " + s.node->address.to_string() + ")";
+  protocol::FlowsListParams params;
+  params.since = s.cursor;
+  params.min_messages = std::min<uint64_t>(o.min_messages, 1);
+  params.include_control = o.include_control;
   json answer;
   try {
-    answer = s.client->call("flows.list",
-                            {{"since", s.cursor},
-                             {"min_messages", std::min<uint64_t>(o.min_messages, 1)},
-                             {"include_control", o.include_control}},
-                            kCallTimeout);
+    answer = s.client->call(params.kMethod, params.to_json(), kCallTimeout);
   } catch (const std::exception& e) {
     throw std::runtime_error(where + ": flows.list failed: " + e.what());
   }
+  protocol::FlowsListResult result;
   try {
-    std::vector<FlowEnd> update;
-    for (const json& f : answer.at("flows")) update.push_back(parse_flow(f));
-    merge_flows(s.flows, update);
-    s.cursor = answer.at("cursor").get<uint64_t>();
+    result = protocol::FlowsListResult::from_json(answer);
   } catch (const std::exception& e) {
     throw std::runtime_error(where + ": bad flows.list answer: " + e.what());
   }
+  std::vector<FlowEnd> update;
+  for (const protocol::Flow& f : result.flows) update.push_back(flow_end_of(f));
+  merge_flows(s.flows, update);
+  s.cursor = result.cursor;
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "nabla/common/clock.hh"
 #include "nabla/common/json_rpc.hh"
+#include "nabla/common/protocol/injectd.hh"
 #include "nabla/common/rpc.hh"
 #include "nabla/common/units.hh"
 #include "nabla/coordinator/text_table.hh"
@@ -22,6 +23,7 @@ namespace {
 
 using nlohmann::json;
 using std::chrono::milliseconds;
+namespace protocol = common::protocol;
 
 constexpr milliseconds kCallTimeout{3000};
 
@@ -52,119 +54,154 @@ class BlockedSignals {
   sigset_t old_{};
 };
 
-std::string ns_text(const json& v) {
-  return v.is_number() ? common::format_duration_ns(std::llround(v.get<double>())) : "-";
+std::string ns_text(double ns) {
+  return common::format_duration_ns(std::llround(ns));
 }
 
-void print_live_line(std::ostream& err, const json& s, double elapsed_s) {
-  err << "\r\033[K" << format_number(elapsed_s, 3) << " s  packets " << s.value("packets", 0)
-      << "  delayed " << s.value("delayed", 0) << "  dropped " << s.value("dropped", 0)
-      << "  actual mean " << ns_text(s["actual_delay_ns"]["mean"]) << "  p99 "
-      << ns_text(s["actual_delay_ns"]["p99"]) << std::flush;
+void print_live_line(std::ostream& err, const protocol::InjectStatsResult& r, double elapsed_s) {
+  const protocol::InjectionStats s = r.stats.value_or(protocol::InjectionStats{});
+  err << "\r\033[K" << format_number(elapsed_s, 3) << " s  packets " << s.counters.packets
+      << "  delayed " << s.counters.delayed << "  dropped " << s.counters.dropped
+      << "  actual mean " << ns_text(s.actual_delay.mean_ns) << "  p99 "
+      << ns_text(static_cast<double>(s.actual_delay.p99_ns)) << std::flush;
 }
 
-void print_final(std::ostream& out, const json& r) {
-  out << "injection " << r["id"].get<std::string>() << " on " << r["link"].get<std::string>()
-      << " (" << r["direction"].get<std::string>() << ") ran "
-      << format_number(r["duration_s"].get<double>(), 3) << " s, seed " << r["seed"]
-      << (r["interrupted"].get<bool>() ? ", stopped by signal" : "") << "\n\n";
+// How one `nabla inject` ended.
+struct InjectOutcome {
+  std::string node;
+  protocol::InjectStopResult stopped;
+  double duration_s = 0.0;
+  bool interrupted = false;
+};
+
+// --json: the stop's statistics (counters, actual_delay_ns, halves, seed),
+// plus the injection and how the run ended.
+json outcome_json(const InjectOutcome& o) {
+  const protocol::InjectionDescription& d = o.stopped.injection;
+  json result = o.stopped.stats ? o.stopped.stats->to_json() : json::object();
+  result["node"] = o.node;
+  result["id"] = d.id;
+  result["link"] = d.link;
+  result["direction"] = std::string(protocol::to_string(d.direction));
+  result["seed"] = d.seed;
+  result["delay"] = d.delay.to_result_json();
+  result["duration_s"] = o.duration_s;
+  result["interrupted"] = o.interrupted;
+  return result;
+}
+
+void print_final(std::ostream& out, const InjectOutcome& o) {
+  const protocol::InjectionDescription& d = o.stopped.injection;
+  out << "injection " << d.id << " on " << d.link << " (" << protocol::to_string(d.direction)
+      << ") ran " << format_number(o.duration_s, 3) << " s, seed " << d.seed
+      << (o.interrupted ? ", stopped by signal" : "") << "\n\n";
+  const protocol::InjectionStats s = o.stopped.stats.value_or(protocol::InjectionStats{});
+  const protocol::PacketCounters& c = s.counters;
   TextTable counters({"packets", "bytes", "delayed", "dropped", "corrupted", "duplicated",
                       "queue_full", "enobufs"});
-  auto n = [&](const char* k) { return std::to_string(r.value(k, std::int64_t{0})); };
-  counters.add_row({n("packets"), n("bytes"), n("delayed"), n("dropped"), n("corrupted"),
-                    n("duplicated"), n("queue_full"), n("enobufs")});
+  auto n = [](uint64_t v) { return std::to_string(v); };
+  counters.add_row({n(c.packets), n(c.bytes), n(c.delayed), n(c.dropped), n(c.corrupted),
+                    n(c.duplicated), n(c.queue_full), n(c.enobufs)});
   counters.print(out);
   out << '\n';
   TextTable delay({"actual added delay", "count", "mean", "std", "p50", "p99", "max"});
-  auto row = [&](const std::string& name, const json& d) {
-    delay.add_row({name, std::to_string(d.value("count", std::int64_t{0})), ns_text(d["mean"]),
-                   ns_text(d["std"]), ns_text(d["p50"]), ns_text(d["p99"]), ns_text(d["max"])});
+  auto row = [&](const std::string& name, const protocol::DelaySummary& x) {
+    delay.add_row({name, n(x.count), ns_text(x.mean_ns), ns_text(x.std_ns),
+                   ns_text(static_cast<double>(x.p50_ns)), ns_text(static_cast<double>(x.p99_ns)),
+                   ns_text(static_cast<double>(x.max_ns))});
   };
-  row("overall", r["actual_delay_ns"]);
-  if (r.contains("halves")) {
-    row("while high", r["halves"]["high"]);
-    row("while low", r["halves"]["low"]);
-  }
+  row("overall", s.actual_delay);
+  row("while high", s.high);
+  row("while low", s.low);
   delay.print(out);
+}
+
+// A duration flag's value in ns; a typo fails before anything is started.
+int64_t flag_duration_ns(const char* flag, const std::string& text) {
+  try {
+    return common::parse_duration_ns(text);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string(flag) + ": " + e.what());
+  }
+}
+
+std::optional<protocol::Wave> delay_wave(const InjectOptions& o) {
+  if (o.square_period && !o.delay) {
+    throw std::invalid_argument("--square-period needs --delay (the square wave's amplitude)");
+  }
+  if (!o.delay) return std::nullopt;
+  const int64_t amplitude_ns = flag_duration_ns("--delay", *o.delay);
+  if (!o.square_period) return protocol::Wave::constant(amplitude_ns);
+  if (!(o.duty > 0.0 && o.duty < 1.0)) throw std::invalid_argument("--duty must be in (0, 1)");
+  return protocol::Wave::square(amplitude_ns, flag_duration_ns("--square-period", *o.square_period),
+                                o.duty);
+}
+
+protocol::Faults faults_of(const InjectOptions& o) {
+  protocol::Faults faults;
+  if (o.jitter) faults.jitter = protocol::JitterFault{{}, flag_duration_ns("--jitter", *o.jitter)};
+  if (o.loss) {
+    protocol::LossFault loss;
+    try {
+      loss.p = common::parse_percent(*o.loss);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("--loss: ") + e.what());
+    }
+    faults.loss = loss;
+  }
+  return faults;
 }
 
 }  // namespace
 
-json build_inject_params(const InjectOptions& o) {
-  if (o.direction != "out" && o.direction != "in" && o.direction != "fwd") {
+protocol::InjectStartParams build_inject_params(const InjectOptions& o) {
+  protocol::InjectStartParams p;
+  try {
+    p.direction = protocol::parse_direction(o.direction);
+  } catch (const std::invalid_argument&) {
     throw std::invalid_argument("--dir must be out, in or fwd, got '" + o.direction + "'");
   }
-  if (!(o.lease_s > 0.0 && o.lease_s <= 3600.0)) {
+  if (!(o.lease_s > 0.0 && o.lease_s <= protocol::kMaxLeaseS)) {
     throw std::invalid_argument("--lease must be in (0, 3600] seconds");
   }
-  json p{{"link", o.link}, {"direction", o.direction}, {"lease_s", o.lease_s}};
-  // Validate durations here so a typo fails before anything is started.
-  auto duration = [](const char* flag, const std::string& text) {
-    try {
-      common::parse_duration_ns(text);
-    } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument(std::string(flag) + ": " + e.what());
-    }
-    return text;
-  };
-  if (o.square_period && !o.delay) {
-    throw std::invalid_argument("--square-period needs --delay (the square wave's amplitude)");
-  }
-  if (o.delay) {
-    if (o.square_period) {
-      if (!(o.duty > 0.0 && o.duty < 1.0)) throw std::invalid_argument("--duty must be in (0, 1)");
-      p["delay"] = {{"kind", "square"},
-                    {"amplitude", duration("--delay", *o.delay)},
-                    {"period", duration("--square-period", *o.square_period)},
-                    {"duty", o.duty}};
-    } else {
-      p["delay"] = duration("--delay", *o.delay);
-    }
-  }
-  json faults = json::object();
-  if (o.jitter)
-    faults["jitter"] = {{"amount", duration("--jitter", *o.jitter)}, {"distribution", "uniform"}};
-  if (o.loss) {
-    try {
-      common::parse_percent(*o.loss);
-    } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument(std::string("--loss: ") + e.what());
-    }
-    faults["loss"] = {{"model", "bernoulli"}, {"p", *o.loss}};
-  }
-  if (!o.delay && faults.empty()) {
+  // The daemon checks the link, so a bad one is its one error naming the field.
+  p.link = o.link;
+  p.settings.lease_s = o.lease_s;
+  p.settings.delay = delay_wave(o);
+  p.settings.faults = faults_of(o);
+  if (!p.settings.delay && p.settings.faults.empty()) {
     throw std::invalid_argument("nothing to inject: give --delay, --jitter or --loss");
   }
-  if (!faults.empty()) p["faults"] = faults;
-  if (o.seed) p["seed"] = *o.seed;
+  p.settings.seed = o.seed;
   return p;
 }
 
 int run_inject(const InjectOptions& o, std::ostream& out, std::ostream& err) {
-  const json params = build_inject_params(o);
+  const protocol::InjectStartParams params = build_inject_params(o);
   std::optional<common::Key> key;
   if (o.key_file) key = common::load_key_file(*o.key_file);
   const std::string where = "nabla-injectd at " + o.node.to_string();
 
   BlockedSignals signals;
   auto client = common::RpcClient::connect(o.node.host, o.node.port, key, kCallTimeout);
-  json started;
+  protocol::InjectionDescription started;
   try {
-    started = client.call("inject.start", params, kCallTimeout);
+    started = protocol::InjectionDescription::from_json(
+        client.call(params.kMethod, params.to_json(), kCallTimeout));
   } catch (const common::RpcError& e) {
     throw std::runtime_error(where + " refused the injection: " + e.what());
   }
-  const std::string id = started.at("id").get<std::string>();
+  const std::string id = started.id;
   const std::int64_t t0 = common::monotonic_ns();
   const std::int64_t lease_ns = static_cast<std::int64_t>(o.lease_s * 1e9);
   const bool live = !o.json && ::isatty(STDERR_FILENO);
   if (live) {
-    err << "injecting " << id << " on " << started["link"].get<std::string>() << " (seed "
-        << started["seed"] << "); Ctrl-C stops\n";
+    err << "injecting " << id << " on " << started.link << " (seed " << started.seed
+        << "); Ctrl-C stops\n";
   }
 
-  bool interrupted = false;
-  json stopped;
+  InjectOutcome outcome{o.node.to_string(), {started, std::nullopt}, 0.0, false};
+  const json stop_params = protocol::InjectStopParams{id}.to_json();
   try {
     std::int64_t last_renew = t0;
     std::int64_t last_live = t0;
@@ -174,26 +211,32 @@ int run_inject(const InjectOptions& o, std::ostream& out, std::ostream& err) {
       std::int64_t wait = 250'000'000;
       if (o.for_ns) wait = std::min(wait, t0 + *o.for_ns - now);
       if (signals.wait(wait) != 0) {
-        interrupted = true;
+        outcome.interrupted = true;
         break;
       }
       const std::int64_t after = common::monotonic_ns();
       if (after - last_renew >= lease_ns / 3) {
-        client.call("lease.renew", {{"id", id}}, kCallTimeout);
+        client.call(protocol::LeaseRenewParams::kMethod,
+                    protocol::LeaseRenewParams{id, std::nullopt}.to_json(), kCallTimeout);
         last_renew = after;
       }
       if (live && after - last_live >= 1'000'000'000) {
-        print_live_line(err, client.call("inject.stats", {{"id", id}}, kCallTimeout),
+        const json stats =
+            client.call(protocol::InjectStatsParams::kMethod,
+                        protocol::InjectStatsParams{id, false}.to_json(), kCallTimeout);
+        print_live_line(err, protocol::InjectStatsResult::from_json(stats),
                         static_cast<double>(after - t0) / 1e9);
         last_live = after;
       }
     }
     if (live) err << "\r\033[K";
-    stopped = client.call("inject.stop", {{"id", id}}, kCallTimeout);
+    outcome.stopped = protocol::InjectStopResult::from_json(
+        client.call(protocol::InjectStopParams::kMethod, stop_params, kCallTimeout));
   } catch (const std::exception& e) {
     // Best effort: stop it now rather than wait for the lease.
     try {
-      if (client.connected()) client.call("inject.stop", {{"id", id}}, kCallTimeout);
+      if (client.connected())
+        client.call(protocol::InjectStopParams::kMethod, stop_params, kCallTimeout);
     } catch (...) {
     }
     throw std::runtime_error("lost " + where + " during injection " + id + " (" + e.what() +
@@ -201,19 +244,11 @@ int run_inject(const InjectOptions& o, std::ostream& out, std::ostream& err) {
                              format_number(o.lease_s) + " s lease lapses");
   }
 
-  json result = stopped.value("stats", json::object());
-  result["node"] = o.node.to_string();
-  result["id"] = id;
-  result["link"] = stopped.value("link", o.link);
-  result["direction"] = stopped.value("direction", o.direction);
-  result["seed"] = stopped.value("seed", started.value("seed", json(nullptr)));
-  result["delay"] = stopped.value("delay", json(nullptr));
-  result["duration_s"] = static_cast<double>(common::monotonic_ns() - t0) / 1e9;
-  result["interrupted"] = interrupted;
+  outcome.duration_s = static_cast<double>(common::monotonic_ns() - t0) / 1e9;
   if (o.json) {
-    out << result.dump(2) << '\n';
+    out << outcome_json(outcome).dump(2) << '\n';
   } else {
-    print_final(out, result);
+    print_final(out, outcome);
   }
   return 0;
 }

@@ -22,6 +22,16 @@
 #endif
 
 namespace nabla::coordinator {
+
+using campaign::CampaignLink;
+using campaign::CampaignOptions;
+using campaign::CampaignOutcome;
+using campaign::CampaignProgress;
+using campaign::CampaignSpec;
+using campaign::LinkEnd;
+using campaign::LinkMeasurement;
+using campaign::TypeGradient;
+
 namespace {
 
 using ojson = nlohmann::ordered_json;
@@ -207,7 +217,7 @@ void print_outcome_table(std::ostream& out, const CampaignSpec& spec, const Camp
 }
 
 int run_campaign_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
-  const CampaignSpec spec = load_campaign_spec(opt.campaign_path);
+  const CampaignSpec spec = campaign::load_campaign_spec(opt.campaign_path);
   if (opt.kind != "run" && opt.kind != "demo") {
     throw std::invalid_argument("--kind must be run or demo, got '" + opt.kind + "'");
   }

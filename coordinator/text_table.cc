@@ -47,13 +47,6 @@ void TextTable::print(std::ostream& out) const {
   for (const auto& row : rows_) emit(row, false);
 }
 
-std::string format_number(double value, int digits) {
-  if (std::isnan(value)) return "-";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*g", digits, value);
-  return buf;
-}
-
 std::string csv_field(std::string_view text) {
   if (text.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(text);
   std::string quoted = "\"";

@@ -84,25 +84,6 @@ class IptablesRule : public InstalledRule {
 
 }  // namespace
 
-std::string_view to_string(Direction direction) noexcept {
-  switch (direction) {
-    case Direction::kOut:
-      return "out";
-    case Direction::kIn:
-      return "in";
-    case Direction::kFwd:
-      return "fwd";
-  }
-  return "out";
-}
-
-Direction parse_direction(std::string_view text) {
-  if (text == "out") return Direction::kOut;
-  if (text == "in") return Direction::kIn;
-  if (text == "fwd") return Direction::kFwd;
-  throw std::invalid_argument("direction: expected out|in|fwd, got '" + std::string(text) + "'");
-}
-
 std::string chain_for(Direction direction) {
   return kChains[static_cast<int>(direction)].own;
 }

@@ -50,9 +50,8 @@ void print_timer_check(const std::optional<int64_t>& spin_ns) {
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The command line, as typed; apply_flags turns it into DaemonOptions.
+struct Flags {
   nabla::injector::DaemonOptions options;
   std::string key_file;
   std::string log_level = "info";
@@ -60,76 +59,95 @@ int main(int argc, char** argv) {
   int64_t busy_poll_us = 0;
   std::string cpu_latency = "off";
   bool check = false;
-  CLI::App app{"nabla-injectd: delay and fault injection on links (NFQUEUE)"};
-  app.add_option("--listen", options.listen, "control address ADDR:PORT")
+};
+
+void add_flags(CLI::App& app, Flags& f) {
+  app.add_option("--listen", f.options.listen, "control address ADDR:PORT")
       ->default_val("127.0.0.1:7311");
-  app.add_option("--key-file", key_file, "HMAC key file (0600, 32+ bytes); required off loopback");
-  app.add_option("--queue-num", options.queue_num, "first NFQUEUE number (one per injection)")
+  app.add_option("--key-file", f.key_file,
+                 "HMAC key file (0600, 32+ bytes); required off loopback");
+  app.add_option("--queue-num", f.options.queue_num, "first NFQUEUE number (one per injection)")
       ->default_val(0);
-  app.add_option("--queue-maxlen", options.queue_maxlen, "kernel queue length per injection")
+  app.add_option("--queue-maxlen", f.options.queue_maxlen, "kernel queue length per injection")
       ->default_val(65536)
       ->check(CLI::Range(16, 1 << 24));
-  app.add_option("--spin-us", spin_us,
+  app.add_option("--spin-us", f.spin_us,
                  "arm each release timer this early and spin to the deadline: auto = a high "
                  "quantile of the loop's own measured wake-up lateness, or N us (0-10000) fixed")
       ->default_val("auto");
-  app.add_option("--busy-poll-us", busy_poll_us,
+  app.add_option("--busy-poll-us", f.busy_poll_us,
                  "keep polling N us after each packet before sleeping (throughput at high "
                  "rates; costs CPU while traffic flows)")
       ->default_val(0)
       ->check(CLI::Range(0, 10000));
-  app.add_option("--rt-priority", options.realtime_priority,
+  app.add_option("--rt-priority", f.options.realtime_priority,
                  "SCHED_FIFO priority of the packet loop (1-99; 0 = normal scheduling)")
       ->default_val(0)
       ->check(CLI::Range(0, 99));
-  app.add_option("--cpu-latency-us", cpu_latency,
+  app.add_option("--cpu-latency-us", f.cpu_latency,
                  "while an injection is active, hold this PM QoS CPU latency limit "
                  "(/dev/cpu_dma_latency; 0 = idle CPUs poll instead of halting) for more precise "
                  "releases; default off: polling idle costs power, shows as busy CPU and slows "
                  "SMT siblings")
       ->default_val("off");
-  app.add_option("--log-level", log_level, "error|warn|info|debug")->default_val("info");
-  app.add_flag("--check", check, "verify kernel and tools, print what is missing");
+  app.add_option("--log-level", f.log_level, "error|warn|info|debug")->default_val("info");
+  app.add_flag("--check", f.check, "verify kernel and tools, print what is missing");
+}
+
+// Fills f.options from the text flags; a bad value is one line naming the
+// flag and exit code 2.
+std::optional<int> apply_flags(Flags& f) {
+  nabla::common::set_log_program("nabla-injectd");
+  nabla::common::set_log_level(nabla::common::parse_log_level(f.log_level));
+  if (!f.key_file.empty()) f.options.key_file = f.key_file;
+  try {
+    f.options.spin_ns = parse_spin_us(f.spin_us);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "nabla-injectd: --spin-us: " << e.what() << "\n";
+    return 2;
+  }
+  f.options.busy_poll_ns = f.busy_poll_us * 1000;
+  try {
+    f.options.cpu_latency_us = nabla::common::parse_cpu_latency_limit(f.cpu_latency);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "nabla-injectd: --cpu-latency-us: " << e.what() << "\n";
+    return 2;
+  }
+  return std::nullopt;
+}
+
+// --check: what is missing on this host, the timer, the CPU latency limit.
+int run_check(const nabla::injector::DaemonOptions& options) {
+  const auto missing = nabla::injector::check_environment(options.queue_num);
+  for (const auto& m : missing) std::cout << "missing: " << m << "\n";
+  if (missing.empty()) std::cout << "ok: root, iptables, ip6tables, NFQUEUE usable\n";
+  print_timer_check(options.spin_ns);
+  // Advisory only: injections run without it, less precisely.
+  if (!options.cpu_latency_us) {
+    std::cout << "note: no CPU latency limit requested (--cpu-latency-us 0 holds one while "
+                 "injecting: more precise releases, idle CPUs poll)\n";
+  } else if (const nabla::common::CpuLatencyRequest probe(*options.cpu_latency_us); probe.held()) {
+    std::cout << "ok: CPU latency limit of " << *options.cpu_latency_us
+              << " us can be held while injecting (" << nabla::common::kCpuLatencyDevice << ")\n";
+  } else {
+    std::cout << "note: CPU latency limit cannot be held (" << probe.error()
+              << "); injections still run, but releases may wait for idle CPUs to wake\n";
+  }
+  return missing.empty() ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags;
+  CLI::App app{"nabla-injectd: delay and fault injection on links (NFQUEUE)"};
+  add_flags(app, flags);
   if (const auto code = nabla::common::parse_command_line(app, argc, argv, "nabla-injectd"))
     return *code;
   try {
-    nabla::common::set_log_program("nabla-injectd");
-    nabla::common::set_log_level(nabla::common::parse_log_level(log_level));
-    if (!key_file.empty()) options.key_file = key_file;
-    try {
-      options.spin_ns = parse_spin_us(spin_us);
-    } catch (const std::invalid_argument& e) {
-      std::cerr << "nabla-injectd: --spin-us: " << e.what() << "\n";
-      return 2;
-    }
-    options.busy_poll_ns = busy_poll_us * 1000;
-    try {
-      options.cpu_latency_us = nabla::common::parse_cpu_latency_limit(cpu_latency);
-    } catch (const std::invalid_argument& e) {
-      std::cerr << "nabla-injectd: --cpu-latency-us: " << e.what() << "\n";
-      return 2;
-    }
-    if (check) {
-      const auto missing = nabla::injector::check_environment(options.queue_num);
-      for (const auto& m : missing) std::cout << "missing: " << m << "\n";
-      if (missing.empty()) std::cout << "ok: root, iptables, ip6tables, NFQUEUE usable\n";
-      print_timer_check(options.spin_ns);
-      // Advisory only: injections run without it, less precisely.
-      if (!options.cpu_latency_us) {
-        std::cout << "note: no CPU latency limit requested (--cpu-latency-us 0 holds one while "
-                     "injecting: more precise releases, idle CPUs poll)\n";
-      } else if (const nabla::common::CpuLatencyRequest probe(*options.cpu_latency_us);
-                 probe.held()) {
-        std::cout << "ok: CPU latency limit of " << *options.cpu_latency_us
-                  << " us can be held while injecting (" << nabla::common::kCpuLatencyDevice
-                  << ")\n";
-      } else {
-        std::cout << "note: CPU latency limit cannot be held (" << probe.error()
-                  << "); injections still run, but releases may wait for idle CPUs to wake\n";
-      }
-      return missing.empty() ? 0 : 1;
-    }
-    return nabla::injector::run_daemon(options);
+    if (const auto usage_error = apply_flags(flags)) return *usage_error;
+    if (flags.check) return run_check(flags.options);
+    return nabla::injector::run_daemon(flags.options);
   } catch (const std::exception& e) {
     std::cerr << "nabla-injectd: " << e.what() << "\n";
     return 1;

@@ -7,12 +7,15 @@
 #include <stdexcept>
 
 #include "nabla/common/log.hh"
+#include "nabla/common/protocol/injectd.hh"
+#include "nabla/common/protocol/no_params.hh"
 #include "nabla/common/rpc.hh"
 #include "nabla/injector/injection_params.hh"
 
 namespace nabla::injector {
 
 using nlohmann::json;
+namespace protocol = common::protocol;
 
 namespace {
 
@@ -20,33 +23,40 @@ int64_t seconds_to_ns(double s) {
   return static_cast<int64_t>(std::llround(s * 1e9));
 }
 
-bool include_cycles(const json& params) {
-  auto it = params.find("cycles");
-  if (it == params.end() || it->is_null()) return false;
-  if (!it->is_boolean()) throw std::invalid_argument("cycles: must be true or false");
-  return it->get<bool>();
-}
-
 double to_us(int64_t ns) {
   return static_cast<double>(ns) / 1e3;
 }
 
 // daemon.info's "timer": how releases are timed and what that costs.
-json timer_json(const TimerReport& r) {
+protocol::InjectorInfo::Timer timer_info(const TimerReport& r) {
   const auto& l = r.lateness;
-  return json{{"mode", r.self_calibrated ? "self-calibrated" : "fixed"},
-              {"lead_us", to_us(r.lead_ns)},
-              {"wakeup_lateness_us",
-               {{"p50", to_us(l.p50_ns)},
-                {"p90", to_us(l.p90_ns)},
-                {"p99", to_us(l.p99_ns)},
-                {"max", to_us(l.max_ns)},
-                {"samples", l.samples},
-                {"recorded", l.recorded}}},
-              {"polled_s", static_cast<double>(r.polled_ns) / 1e9},
-              {"polled_fraction",
-               r.uptime_ns > 0 ? static_cast<double>(r.polled_ns) / static_cast<double>(r.uptime_ns)
-                               : 0.0}};
+  protocol::InjectorInfo::Timer t;
+  t.self_calibrated = r.self_calibrated;
+  t.lead_us = to_us(r.lead_ns);
+  t.wakeup_lateness = {to_us(l.p50_ns), to_us(l.p90_ns), to_us(l.p99_ns),
+                       to_us(l.max_ns), l.samples,       l.recorded};
+  t.polled_s = static_cast<double>(r.polled_ns) / 1e9;
+  t.polled_fraction =
+      r.uptime_ns > 0 ? static_cast<double>(r.polled_ns) / static_cast<double>(r.uptime_ns) : 0.0;
+  return t;
+}
+
+protocol::QueueStats queue_stats(const QueueView& view, uint64_t loop_wakeups) {
+  protocol::QueueStats q;
+  q.held = view.held;
+  q.queue_maxlen = view.queue_maxlen;
+  q.id_gaps = view.queue.id_gaps;
+  q.batch_verdicts = view.queue.batch_verdicts_sent;
+  q.verdicts = view.queue.verdicts_sent;
+  // Packets whose delay counted from the kernel's queue stamp rather than
+  // from our receive call (QueuedPacket::queued_ns).
+  q.kernel_stamped = view.queue.kernel_stamped;
+  // Profiling: syscalls per packet and wake-ups of the (shared) loop.
+  q.receive_calls = view.queue.receive_calls;
+  q.verdict_sends = view.queue.sends;
+  q.verdict_send_ns = view.queue.send_ns;
+  q.loop_wakeups = loop_wakeups;
+  return q;
 }
 
 }  // namespace
@@ -64,34 +74,31 @@ InjectorService::~InjectorService() {
   stop_all();
 }
 
-InjectorService::Active& InjectorService::find(const json& params) {
-  if (!params.is_object()) throw std::invalid_argument("params: must be an object");
-  auto it = params.find("id");
-  if (it == params.end() || !it->is_string()) throw std::invalid_argument("id: required, a string");
-  auto found = active_.find(it->get<std::string>());
-  if (found == active_.end()) {
-    throw std::invalid_argument("id: no active injection '" + it->get<std::string>() + "'");
-  }
+InjectorService::Active& InjectorService::find(const std::string& id) {
+  auto found = active_.find(id);
+  if (found == active_.end()) throw std::invalid_argument("id: no active injection '" + id + "'");
   return found->second;
 }
 
-json InjectorService::describe(const Active& a, int64_t now_ns) const {
-  return json{{"id", a.id},
-              {"link", common::to_string(a.config.link)},
-              {"direction", std::string(to_string(a.config.direction))},
-              {"queue_num", a.queue_num},
-              {"seed", a.config.seed},
-              {"delay", to_json(a.config.delay)},
-              {"lease_s", static_cast<double>(a.lease_ns) / 1e9},
-              {"lease_remaining_s", static_cast<double>(a.expires_ns - now_ns) / 1e9},
-              {"running_s", static_cast<double>(now_ns - a.started_ns) / 1e9}};
+protocol::InjectionDescription InjectorService::describe(const Active& a, int64_t now_ns) const {
+  protocol::InjectionDescription d;
+  d.id = a.id;
+  d.link = common::to_string(a.config.link);
+  d.direction = a.config.direction;
+  d.queue_num = a.queue_num;
+  d.seed = a.config.seed;
+  d.delay = wave_of(a.config.delay);
+  d.lease_s = static_cast<double>(a.lease_ns) / 1e9;
+  d.lease_remaining_s = static_cast<double>(a.expires_ns - now_ns) / 1e9;
+  d.running_s = static_cast<double>(now_ns - a.started_ns) / 1e9;
+  return d;
 }
 
 json InjectorService::start(const json& params) {
   std::lock_guard lock(mutex_);
-  InjectionConfig config = parse_injection_config(params, nullptr, seed_source_());
-  if (params.contains("id")) throw std::invalid_argument("id: not accepted by inject.start");
-  const double lease_s = parse_lease_s(params);
+  const auto request = protocol::InjectStartParams::from_json(params);
+  InjectionConfig config = injection_config(request, seed_source_());
+  const double lease_s = request.settings.lease_s.value_or(kDefaultLeaseS);
   // All validated; from here on the kernel is touched.
   std::set<uint16_t> used;
   for (const auto& [id, a] : active_) used.insert(a.queue_num);
@@ -130,17 +137,17 @@ json InjectorService::start(const json& params) {
   common::log_info("started ", a.id, " on ", common::to_string(config.link), " (",
                    to_string(config.direction), ", queue ", a.queue_num, ", seed ", config.seed,
                    ")");
-  json result = describe(a, now);
+  json result = describe(a, now).to_json();
   active_.emplace(a.id, std::move(a));
   return result;
 }
 
 json InjectorService::update(const json& params) {
   std::lock_guard lock(mutex_);
-  Active& a = find(params);
-  InjectionConfig config = parse_injection_config(params, &a.config, a.config.seed);
-  const double lease_s =
-      params.contains("lease_s") ? parse_lease_s(params) : static_cast<double>(a.lease_ns) / 1e9;
+  const auto request = protocol::InjectUpdateParams::from_json(params);
+  Active& a = find(request.id);
+  InjectionConfig config = injection_config(request, a.config);
+  const double lease_s = request.settings.lease_s.value_or(static_cast<double>(a.lease_ns) / 1e9);
   const int64_t now = clock_();
   config.anchor_at(now);
   if (config.needs_payload() && !a.config.needs_payload()) {
@@ -151,7 +158,7 @@ json InjectorService::update(const json& params) {
   a.config = config;
   a.lease_ns = seconds_to_ns(lease_s);
   a.expires_ns = now + a.lease_ns;
-  return describe(a, now);
+  return describe(a, now).to_json();
 }
 
 json InjectorService::stop_locked(const std::string& id, const char* reason) {
@@ -160,17 +167,14 @@ json InjectorService::stop_locked(const std::string& id, const char* reason) {
   active_.erase(it);
   a.rule.reset();  // no new packets reach the queue
   DelayEngine::Detached d = engine_.remove(a.slot);
-  json result = describe(a, clock_());
-  if (d.pipeline) {
-    result["stats"] = stats_json(d.pipeline->accounting(), false);
-    result["stats"]["seed"] = a.config.seed;
-  }
+  protocol::InjectStopResult result{describe(a, clock_()), std::nullopt};
+  if (d.pipeline) result.stats = injection_stats(d.pipeline->accounting(), false);
   common::log_info("stopped ", id, " (", reason, ")");
   if (active_.empty() && cpu_latency_) {
     cpu_latency_.reset();
     common::log_info("CPU latency limit released (no injection active)");
   }
-  return result;  // d.queue unbinds here
+  return result.to_json();  // d.queue unbinds here
 }
 
 void InjectorService::hold_cpu_latency_locked() {
@@ -196,77 +200,63 @@ void InjectorService::hold_cpu_latency_locked() {
 
 json InjectorService::stop(const json& params) {
   std::lock_guard lock(mutex_);
-  const std::string id = find(params).id;
+  const std::string id = find(protocol::InjectStopParams::from_json(params).id).id;
   return stop_locked(id, "inject.stop");
 }
 
-json InjectorService::list(const json&) {
+json InjectorService::list(const json& params) {
+  protocol::require_no_params(params, "inject.list");
   std::lock_guard lock(mutex_);
-  json out = json::array();
+  protocol::InjectListResult out;
   const int64_t now = clock_();
-  for (const auto& [id, a] : active_) out.push_back(describe(a, now));
-  return json{{"injections", out}};
+  for (const auto& [id, a] : active_) out.injections.push_back(describe(a, now));
+  return out.to_json();
 }
 
 json InjectorService::stats(const json& params) {
+  const auto request = protocol::InjectStatsParams::from_json(params);
   std::lock_guard lock(mutex_);
-  Active& a = find(params);
-  const bool cycles = include_cycles(params);
-  json out = describe(a, clock_());
+  Active& a = find(request.id);
+  protocol::InjectStatsResult out{describe(a, clock_()), {}, {}, {}};
   engine_.with_slot(a.slot, [&](InjectionPipeline& p, const QueueView& view) {
-    json s = stats_json(p.accounting(), cycles);
-    s["held"] = view.held;
-    s["queue_maxlen"] = view.queue_maxlen;
-    s["id_gaps"] = view.queue.id_gaps;
-    s["batch_verdicts"] = view.queue.batch_verdicts_sent;
-    s["verdicts"] = view.queue.verdicts_sent;
-    // Packets whose delay counted from the kernel's queue stamp rather than
-    // from our receive call (QueuedPacket::queued_ns).
-    s["kernel_stamped"] = view.queue.kernel_stamped;
-    // Profiling: syscalls per packet and wake-ups of the (shared) loop.
-    s["receive_calls"] = view.queue.receive_calls;
-    s["verdict_sends"] = view.queue.sends;
-    s["verdict_send_ns"] = view.queue.send_ns;
-    s["loop_wakeups"] = engine_.loop_wakeups();
+    out.stats = injection_stats(p.accounting(), request.cycles);
+    out.queue = queue_stats(view, engine_.loop_wakeups());
     // The kernel's view: with fail-open, queue-full and delivery failures pass
     // packets undelayed and are invisible here; without it they are counted.
     const KernelQueueCounters k = read_kernel_queue_counters(a.queue_num);
     if (k.found) {
-      s["kernel"] = {{"queue_total", k.queue_total},
-                     {"queue_dropped", k.queue_dropped},
-                     {"user_dropped", k.user_dropped},
-                     {"id_sequence", k.id_sequence}};
+      out.kernel =
+          protocol::KernelQueueStats{k.queue_total, k.queue_dropped, k.user_dropped, k.id_sequence};
     }
-    out.update(s);
   });
-  return out;
+  return out.to_json();
 }
 
 json InjectorService::renew(const json& params) {
+  const auto request = protocol::LeaseRenewParams::from_json(params);
   std::lock_guard lock(mutex_);
-  Active& a = find(params);
-  if (params.contains("lease_s")) a.lease_ns = seconds_to_ns(parse_lease_s(params));
+  Active& a = find(request.id);
+  if (request.lease_s) a.lease_ns = seconds_to_ns(*request.lease_s);
   const int64_t now = clock_();
   a.expires_ns = now + a.lease_ns;
-  return json{{"id", a.id}, {"lease_remaining_s", static_cast<double>(a.lease_ns) / 1e9}};
+  return protocol::LeaseRenewResult{a.id, static_cast<double>(a.lease_ns) / 1e9}.to_json();
 }
 
-json InjectorService::info(const json&) {
+json InjectorService::info(const json& params) {
+  protocol::require_no_params(params, "daemon.info");
   std::lock_guard lock(mutex_);
-  return json{{"name", "nabla-injectd"},
-              {"version", options_.version},
-              {"pid", ::getpid()},
-              {"queue_base", options_.queue_base},
-              {"queue_maxlen", options_.queue_maxlen},
-              {"max_injections", options_.max_injections},
-              {"timer", timer_json(engine_.timer_report())},
-              {"busy_poll_us", options_.busy_poll_ns / 1000},
-              {"cpu_latency",
-               {{"limit_us", options_.cpu_latency_us ? json(*options_.cpu_latency_us) : json()},
-                {"held", cpu_latency_ != nullptr},
-                {"error", cpu_latency_error_}}},
-              {"injections", active_.size()},
-              {"uptime_s", static_cast<double>(clock_() - started_ns_) / 1e9}};
+  protocol::InjectorInfo info;
+  info.version = options_.version;
+  info.pid = ::getpid();
+  info.queue_base = options_.queue_base;
+  info.queue_maxlen = options_.queue_maxlen;
+  info.max_injections = options_.max_injections;
+  info.timer = timer_info(engine_.timer_report());
+  info.busy_poll_us = options_.busy_poll_ns / 1000;
+  info.cpu_latency = {options_.cpu_latency_us, cpu_latency_ != nullptr, cpu_latency_error_};
+  info.injections = active_.size();
+  info.uptime_s = static_cast<double>(clock_() - started_ns_) / 1e9;
+  return info.to_json();
 }
 
 std::vector<std::string> InjectorService::expire_leases(int64_t now_ns) {

@@ -116,27 +116,78 @@ void validate(const ControllerConfig& c) {
   if (c.engine.max_outstanding < 1) throw std::invalid_argument("outstanding must be >= 1");
 }
 
-ControllerResult run_controller(const ControllerConfig& c, const MonotonicClock& clock,
-                                const ProgressCallback& progress) {
-  validate(c);
-  ControllerResult out;
-  out.target_rps = c.engine.schedule.rate_per_s;
-  const int64_t t0 = clock();
-  const int64_t deadline = t0 + c.max_duration_ns;
-  uint64_t seed = c.engine.seed;
+namespace {
 
+// Why an evaluation did not converge: not iid, not stationary, CI too wide
+// (each that applies). series_size: the samples the evaluation saw.
+void add_convergence_reasons(const ControllerConfig& c, const Evaluation& ev,
+                             std::size_t series_size, std::vector<std::string>& reasons) {
+  if (!ev.iid && ev.scan.steps.empty()) {
+    reasons.push_back("not iid: too few samples to test independence (" +
+                      std::to_string(series_size) + " < " + std::to_string(c.min_kept) + ")");
+  } else if (!ev.iid) {
+    const auto& last = ev.scan.steps.back();
+    reasons.push_back(
+        "not iid at the lowest sampling rate tried (1:" + std::to_string(last.stride) +
+        ", Spearman rho=" + fixed(last.rho, 3) + ", p=" + fixed(last.p_value, 4) + ")");
+  }
+  if (ev.stationarity.applied && !ev.stationarity.stationary) {
+    reasons.push_back("not stationary (ADF statistic " + fixed(ev.stationarity.statistic, 2) +
+                      ", p=" + fixed(ev.stationarity.p_value, 3) + ")");
+  } else if (!ev.stationarity.applied) {
+    reasons.push_back("not stationary: " + ev.stationarity.note);
+  }
+  const std::string target =
+      "p" + fixed(c.percentiles.front(),
+                  c.percentiles.front() == std::floor(c.percentiles.front()) ? 0 : 2);
+  if (!ev.target_width_ns) {
+    reasons.push_back("CI too wide: too few samples (" + std::to_string(ev.kept_index.size()) +
+                      ") for a " + fixed(100 * c.confidence, 0) + "% CI of " + target);
+  } else if (*ev.target_width_ns > c.ci_width_ns) {
+    reasons.push_back("CI too wide (" + target + " CI width " +
+                      format_latency_ns(*ev.target_width_ns) + " reached, " +
+                      format_latency_ns(c.ci_width_ns) + " asked)");
+  }
+}
+
+// One run of the controller: 1. calibration rounds until one passes its
+// checks, 2. measurement rounds, 3. an evaluation of the series after each,
+// until it converges or cannot, or the budget is spent.
+class ControllerRun {
+ public:
+  ControllerRun(const ControllerConfig& c, const MonotonicClock& clock,
+                const ProgressCallback& progress)
+      : c_(c),
+        clock_(clock),
+        progress_(progress),
+        t0_(clock()),
+        deadline_(t0_ + c.max_duration_ns),
+        seed_(c.engine.seed) {
+    out_.target_rps = c.engine.schedule.rate_per_s;
+  }
+
+  ControllerResult run() {
+    if (!calibrate()) return uncalibrated();
+    while (measured_ < c_.max_rounds) {
+      if (!measure_round()) break;
+    }
+    if (measured_ >= c_.max_rounds && !ev_.converged) stop_.push_back("max rounds reached");
+    return conclude();
+  }
+
+ private:
   // Runs one round of `duration_ns` sending time; records its counts.
-  auto run_round = [&](int64_t duration_ns, bool calibration) {
-    EngineConfig e = c.engine;
+  EngineResult run_round(int64_t duration_ns, bool calibration) {
+    EngineConfig e = c_.engine;
     e.max_requests = 0;
     e.duration_ns = duration_ns;
     e.record_samples = true;
-    e.seed = seed++;  // a fresh, reproducible schedule per round
-    const int64_t start = clock() + c.round_lead_ns;
+    e.seed = seed_++;  // a fresh, reproducible schedule per round
+    const int64_t start = clock_() + c_.round_lead_ns;
     EngineResult r = run_engine(e, start);
-    if (out.type_names.empty()) out.type_names = r.type_names;
+    if (out_.type_names.empty()) out_.type_names = r.type_names;
     RoundRecord rec;
-    rec.index = static_cast<int>(out.rounds.size());
+    rec.index = static_cast<int>(out_.rounds.size());
     rec.calibration = calibration;
     rec.duration_ns = duration_ns;
     rec.scheduled = r.scheduled;
@@ -144,190 +195,186 @@ ControllerResult run_controller(const ControllerConfig& c, const MonotonicClock&
     rec.completed = r.completed;
     rec.late = r.late;
     rec.errors = r.errors;
-    rec.check = check_calibration(r, c.engine, c.limits);
-    out.sent += r.sent;
-    out.completed += r.completed;
-    add(out.by_type, r.by_type);
-    out.late_sends += r.late;
-    out.lateness.merge(r.lateness);
-    out.timer_lateness.merge(r.timer_lateness);
-    out.slot_wait.merge(r.slot_wait);
-    out.slot_late += r.slot_late;
-    out.timer.add(r.timer);
-    out.errors.add(r.errors);
+    rec.check = check_calibration(r, c_.engine, c_.limits);
+    out_.sent += r.sent;
+    out_.completed += r.completed;
+    add(out_.by_type, r.by_type);
+    out_.late_sends += r.late;
+    out_.lateness.merge(r.lateness);
+    out_.timer_lateness.merge(r.timer_lateness);
+    out_.slot_wait.merge(r.slot_wait);
+    out_.slot_late += r.slot_late;
+    out_.timer.add(r.timer);
+    out_.errors.add(r.errors);
     // Drop the warm-up: queues fill from empty on fresh connections.
     std::erase_if(r.samples,
-                  [&](const Sample& s) { return s.intended_ns < start + c.round_warmup_ns; });
-    out.rounds.push_back(std::move(rec));
+                  [&](const Sample& s) { return s.intended_ns < start + c_.round_warmup_ns; });
+    out_.rounds.push_back(std::move(rec));
     return r;
-  };
-  // Sending time still available, leaving room for the lead and the drain.
-  auto remaining = [&] { return deadline - clock() - c.round_lead_ns - c.round_lead_ns; };
-
-  // ---- 1. calibration
-  bool calibrated = false;
-  std::vector<Sample> last_calibration_samples;
-  // Calibration may take at most a fifth of the budget per attempt (but
-  // 200 ms at least), so that a short max_duration still leaves room to measure.
-  const int64_t calibration_ns =
-      std::min(c.calibration_ns, std::max<int64_t>(200'000'000, c.max_duration_ns / 5));
-  for (int a = 0; a < c.calibration_attempts; ++a) {
-    const int64_t d = std::min(calibration_ns, remaining());
-    if (d < std::min<int64_t>(calibration_ns, 100'000'000)) break;
-    EngineResult r = run_round(d, true);
-    const auto& check = out.rounds.back().check;
-    out.throughput_rps = check.throughput_rps;
-    last_calibration_samples = std::move(r.samples);
-    if (progress)
-      progress({"calibration", out.rounds.back().index, check.throughput_rps, 0, 0, {}});
-    if (check.passed()) {
-      calibrated = true;
-      break;
-    }
-    if (check.closed_loop.closed_loop) break;  // structural: retrying cannot help
   }
-  if (!calibrated) {
-    if (out.rounds.empty()) {
-      out.reasons.push_back("max-duration too short for a calibration round");
+
+  // Sending time still available, leaving room for the lead and the drain.
+  int64_t remaining() const { return deadline_ - clock_() - c_.round_lead_ns - c_.round_lead_ns; }
+
+  // True once a calibration round passed its checks.
+  bool calibrate() {
+    // Calibration may take at most a fifth of the budget per attempt (but
+    // 200 ms at least), so that a short max_duration still leaves room to measure.
+    const int64_t calibration_ns =
+        std::min(c_.calibration_ns, std::max<int64_t>(200'000'000, c_.max_duration_ns / 5));
+    for (int a = 0; a < c_.calibration_attempts; ++a) {
+      const int64_t d = std::min(calibration_ns, remaining());
+      if (d < std::min<int64_t>(calibration_ns, 100'000'000)) break;
+      EngineResult r = run_round(d, true);
+      const auto& check = out_.rounds.back().check;
+      out_.throughput_rps = check.throughput_rps;
+      last_calibration_samples_ = std::move(r.samples);
+      if (progress_)
+        progress_({"calibration", out_.rounds.back().index, check.throughput_rps, 0, 0, {}});
+      if (check.passed()) return true;
+      if (check.closed_loop.closed_loop) break;  // structural: retrying cannot help
+    }
+    return false;
+  }
+
+  ControllerResult uncalibrated() {
+    if (out_.rounds.empty()) {
+      out_.reasons.push_back("max-duration too short for a calibration round");
     } else {
-      out.reasons = out.rounds.back().check.reasons;
-      out.notes.push_back(
+      out_.reasons = out_.rounds.back().check.reasons;
+      out_.notes.push_back(
           "calibration failed: no measurement; percentiles are from the last "
           "calibration round, every sample, not conclusive");
     }
-    std::vector<double> lat;
-    for (const auto& s : last_calibration_samples) lat.push_back(static_cast<double>(s.latency_ns));
-    out.percentiles = tail_percentiles(lat, c.percentiles, c.confidence);
-    out.samples = out.kept = lat.size();
-    out.timestamp_source = dominant_source(last_calibration_samples);
-    out.kept_samples = std::move(last_calibration_samples);
-    describe_kept(c, out);
-    out.elapsed_ns = clock() - t0;
-    return out;
+    show_calibration_samples();
+    out_.timestamp_source = dominant_source(out_.kept_samples);
+    describe_kept(c_, out_);
+    out_.elapsed_ns = clock_() - t0_;
+    return std::move(out_);
   }
 
-  // ---- 2./3. measurement rounds and evaluation
-  std::vector<Sample> series;
-  Evaluation ev;
-  bool evaluated = false;
-  int failed_in_a_row = 0;
-  int measured = 0;
-  uint64_t used_completed = 0;
-  analysis::LatencyHistogram used_timer_lateness;
-  int64_t used_span_ns = 0;
-  std::vector<std::string> stop;
-  while (measured < c.max_rounds) {
-    const double want = static_cast<double>(c.samples_per_round) *
-                        static_cast<double>(evaluated ? ev.stride : 1) / out.target_rps * 1e9;
-    int64_t d = std::clamp<int64_t>(static_cast<int64_t>(want), c.min_round_ns, c.max_round_ns);
+  // The last calibration round's samples, every one, as the result's.
+  void show_calibration_samples() {
+    std::vector<double> lat;
+    for (const auto& s : last_calibration_samples_) {
+      lat.push_back(static_cast<double>(s.latency_ns));
+    }
+    out_.percentiles = tail_percentiles(lat, c_.percentiles, c_.confidence);
+    out_.samples = out_.kept = lat.size();
+    out_.kept_samples = std::move(last_calibration_samples_);
+  }
+
+  // One measurement round and the evaluation of the series after it; false
+  // when measuring ends.
+  bool measure_round() {
+    const double want = static_cast<double>(c_.samples_per_round) *
+                        static_cast<double>(evaluated_ ? ev_.stride : 1) / out_.target_rps * 1e9;
+    int64_t d = std::clamp<int64_t>(static_cast<int64_t>(want), c_.min_round_ns, c_.max_round_ns);
     d = std::min(d, remaining());
-    if (d < c.min_round_ns / 2) {
-      stop.push_back("max-duration reached");
-      break;
+    if (d < c_.min_round_ns / 2) {
+      stop_.push_back("max-duration reached");
+      return false;
     }
     EngineResult r = run_round(d, false);
-    ++measured;
-    auto& rec = out.rounds.back();
-    if (!rec.check.passed()) {
-      out.notes.push_back("round " + std::to_string(rec.index) +
-                          " dropped: " + rec.check.reasons.front());
-      if (progress) {  // every round reports, dropped or not
-        progress({"measurement", rec.index, rec.check.throughput_rps, series.size(),
-                  evaluated ? ev.kept_index.size() : 0,
-                  evaluated ? ev.target_width_ns : std::nullopt});
-      }
-      if (++failed_in_a_row >= 2) {
-        out.reasons = rec.check.reasons;
-        break;
-      }
-      continue;
-    }
-    failed_in_a_row = 0;
-    used_timer_lateness.merge(r.timer_lateness);
+    ++measured_;
+    auto& rec = out_.rounds.back();
+    if (!rec.check.passed()) return drop_round(rec);
+    failed_in_a_row_ = 0;
+    used_timer_lateness_.merge(r.timer_lateness);
     rec.samples_used = r.samples.size();
-    used_completed += r.samples.size();
+    used_completed_ += r.samples.size();
     // The round's samples exclude its warm-up, so its span does too.
-    used_span_ns += std::max<int64_t>(d - c.round_warmup_ns, 1);
-    series.insert(series.end(), r.samples.begin(), r.samples.end());
-    ev = evaluate(c, series);
-    evaluated = true;
-    if (progress) {
-      progress({"measurement", rec.index, rec.check.throughput_rps, series.size(),
-                ev.kept_index.size(), ev.target_width_ns});
+    used_span_ns_ += std::max<int64_t>(d - c_.round_warmup_ns, 1);
+    series_.insert(series_.end(), r.samples.begin(), r.samples.end());
+    ev_ = evaluate(c_, series_);
+    evaluated_ = true;
+    if (progress_) {
+      progress_({"measurement", rec.index, rec.check.throughput_rps, series_.size(),
+                 ev_.kept_index.size(), ev_.target_width_ns});
     }
-    if (ev.converged) break;
-    if (!ev.iid && ev.scan.exhausted) break;  // more samples only strengthen the test
+    if (ev_.converged) return false;
+    return ev_.iid || !ev_.scan.exhausted;  // more samples only strengthen the test
   }
-  if (measured >= c.max_rounds && !ev.converged) stop.push_back("max rounds reached");
 
-  out.samples = series.size();
-  if (used_span_ns > 0)
-    out.throughput_rps = static_cast<double>(used_completed) * 1e9 / used_span_ns;
-  if (evaluated) {
-    out.stride_scan = ev.scan;
-    out.stride = ev.stride;
-    out.stationarity = ev.stationarity;
-    out.percentiles = ev.percentiles;
-    for (std::size_t i : ev.kept_index) out.kept_samples.push_back(series[i]);
-    out.kept = out.kept_samples.size();
-  }
-  if (!evaluated) {
-    // No measurement round was used (budget gone, or rounds dropped): show
-    // what calibration measured, flagged as such.
-    if (out.reasons.empty()) {
-      out.reasons.push_back("no measurement round completed (" +
-                            (stop.empty() ? std::string("stopped") : stop.front()) + ")");
+  // A round that failed its checks adds nothing to the series; the second
+  // in a row ends measuring with its reasons.
+  bool drop_round(const RoundRecord& rec) {
+    out_.notes.push_back("round " + std::to_string(rec.index) +
+                         " dropped: " + rec.check.reasons.front());
+    if (progress_) {  // every round reports, dropped or not
+      progress_({"measurement", rec.index, rec.check.throughput_rps, series_.size(),
+                 evaluated_ ? ev_.kept_index.size() : 0,
+                 evaluated_ ? ev_.target_width_ns : std::nullopt});
     }
-    out.notes.push_back(
-        "percentiles are from the last calibration round, every sample, not conclusive");
-    std::vector<double> lat;
-    for (const auto& s : last_calibration_samples) lat.push_back(static_cast<double>(s.latency_ns));
-    out.percentiles = tail_percentiles(lat, c.percentiles, c.confidence);
-    out.samples = out.kept = lat.size();
-    out.kept_samples = std::move(last_calibration_samples);
-  } else if (out.reasons.empty()) {
-    if (!ev.converged) {
-      if (!ev.iid && ev.scan.steps.empty()) {
-        out.reasons.push_back("not iid: too few samples to test independence (" +
-                              std::to_string(series.size()) + " < " + std::to_string(c.min_kept) +
-                              ")");
-      } else if (!ev.iid) {
-        const auto& last = ev.scan.steps.back();
-        out.reasons.push_back(
-            "not iid at the lowest sampling rate tried (1:" + std::to_string(last.stride) +
-            ", Spearman rho=" + fixed(last.rho, 3) + ", p=" + fixed(last.p_value, 4) + ")");
-      }
-      if (ev.stationarity.applied && !ev.stationarity.stationary) {
-        out.reasons.push_back("not stationary (ADF statistic " +
-                              fixed(ev.stationarity.statistic, 2) +
-                              ", p=" + fixed(ev.stationarity.p_value, 3) + ")");
-      } else if (!ev.stationarity.applied) {
-        out.reasons.push_back("not stationary: " + ev.stationarity.note);
-      }
-      const std::string target =
-          "p" + fixed(c.percentiles.front(),
-                      c.percentiles.front() == std::floor(c.percentiles.front()) ? 0 : 2);
-      if (!ev.target_width_ns) {
-        out.reasons.push_back("CI too wide: too few samples (" +
-                              std::to_string(ev.kept_index.size()) + ") for a " +
-                              fixed(100 * c.confidence, 0) + "% CI of " + target);
-      } else if (*ev.target_width_ns > c.ci_width_ns) {
-        out.reasons.push_back("CI too wide (" + target + " CI width " +
-                              format_latency_ns(*ev.target_width_ns) + " reached, " +
-                              format_latency_ns(c.ci_width_ns) + " asked)");
-      }
-      for (const auto& s : stop) out.notes.push_back(s);
+    if (++failed_in_a_row_ >= 2) {
+      out_.reasons = rec.check.reasons;
+      return false;
     }
+    return true;
   }
-  if (evaluated && !out.percentiles.empty()) {
-    judge_client_lateness(c, used_timer_lateness, out);
-  }
-  out.ok = out.reasons.empty() && evaluated && ev.converged;
 
-  describe_kept(c, out);
-  out.timestamp_source = dominant_source(out.kept_samples);
-  out.elapsed_ns = clock() - t0;
-  return out;
+  ControllerResult conclude() {
+    out_.samples = series_.size();
+    if (used_span_ns_ > 0)
+      out_.throughput_rps = static_cast<double>(used_completed_) * 1e9 / used_span_ns_;
+    if (evaluated_) {
+      out_.stride_scan = ev_.scan;
+      out_.stride = ev_.stride;
+      out_.stationarity = ev_.stationarity;
+      out_.percentiles = ev_.percentiles;
+      for (std::size_t i : ev_.kept_index) out_.kept_samples.push_back(series_[i]);
+      out_.kept = out_.kept_samples.size();
+    }
+    if (!evaluated_) {
+      // No measurement round was used (budget gone, or rounds dropped): show
+      // what calibration measured, flagged as such.
+      if (out_.reasons.empty()) {
+        out_.reasons.push_back("no measurement round completed (" +
+                               (stop_.empty() ? std::string("stopped") : stop_.front()) + ")");
+      }
+      out_.notes.push_back(
+          "percentiles are from the last calibration round, every sample, not conclusive");
+      show_calibration_samples();
+    } else if (out_.reasons.empty() && !ev_.converged) {
+      add_convergence_reasons(c_, ev_, series_.size(), out_.reasons);
+      for (const auto& s : stop_) out_.notes.push_back(s);
+    }
+    if (evaluated_ && !out_.percentiles.empty()) {
+      judge_client_lateness(c_, used_timer_lateness_, out_);
+    }
+    out_.ok = out_.reasons.empty() && evaluated_ && ev_.converged;
+    describe_kept(c_, out_);
+    out_.timestamp_source = dominant_source(out_.kept_samples);
+    out_.elapsed_ns = clock_() - t0_;
+    return std::move(out_);
+  }
+
+  const ControllerConfig& c_;
+  const MonotonicClock& clock_;
+  const ProgressCallback& progress_;
+  const int64_t t0_;
+  const int64_t deadline_;
+  uint64_t seed_;
+  ControllerResult out_;
+  std::vector<Sample> last_calibration_samples_;
+  // The measurement so far: the rounds used, joined into one series.
+  std::vector<Sample> series_;
+  Evaluation ev_;
+  bool evaluated_ = false;
+  int failed_in_a_row_ = 0;
+  int measured_ = 0;
+  uint64_t used_completed_ = 0;
+  analysis::LatencyHistogram used_timer_lateness_;
+  int64_t used_span_ns_ = 0;
+  std::vector<std::string> stop_;  // why measuring stopped before converging
+};
+
+}  // namespace
+
+ControllerResult run_controller(const ControllerConfig& c, const MonotonicClock& clock,
+                                const ProgressCallback& progress) {
+  validate(c);
+  return ControllerRun(c, clock, progress).run();
 }
 
 }  // namespace nabla::loadgen

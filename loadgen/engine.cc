@@ -705,7 +705,9 @@ void SendTimer::add(const SendTimer& t) {
   thread_run_ns += t.thread_run_ns;
 }
 
-EngineResult run_engine(const EngineConfig& config, int64_t start_ns) {
+namespace {
+
+void validate_engine_config(const EngineConfig& config) {
   if (config.max_requests == 0 && config.duration_ns <= 0) {
     throw std::invalid_argument("engine: needs max_requests or duration_ns");
   }
@@ -724,6 +726,11 @@ EngineResult run_engine(const EngineConfig& config, int64_t start_ns) {
     throw std::invalid_argument("engine: poll budget must be in [0, 1]");
   }
   validate_cpus(config.cpus);
+}
+
+// One worker per thread, each with its share of the schedule, connections
+// and request bound; a thread whose share of the requests is 0 gets none.
+std::vector<std::unique_ptr<Worker>> make_workers(const EngineConfig& config, int64_t start_ns) {
   auto parts = split(config.schedule, config.threads);
   const auto t = static_cast<uint64_t>(config.threads);
   std::vector<std::unique_ptr<Worker>> workers;
@@ -737,6 +744,43 @@ EngineResult run_engine(const EngineConfig& config, int64_t start_ns) {
         config, parts[u], start_ns + split_phase_ns(config.schedule, i, config.threads),
         config.seed + 0x632be59bd9b4e019ULL * (u + 1), conns, max));
   }
+  return workers;
+}
+
+// The body of load thread `i`: timer slack, CPU, priority, then the run.
+// Any failure is kept in `failure` for the caller to rethrow.
+void run_load_thread(const EngineConfig& config, size_t i, Worker& worker, ThreadResult& result,
+                     std::exception_ptr& failure) {
+  // The default 50 µs timer slack lets the kernel defer timerfd
+  // wake-ups by that much: a quarter of late_threshold_ns and a visible
+  // distortion of Poisson gaps at 10k+ rps. 1 ns asks for precise
+  // wake-ups (per thread; the injector does the same).
+  ::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+  if (!config.cpus.empty()) {
+    const int cpu = config.cpus[i % config.cpus.size()];
+    if (const int err = pin_to(cpu); err != 0) {
+      failure = std::make_exception_ptr(std::system_error(
+          err, std::system_category(), "pinning a load thread to CPU " + std::to_string(cpu)));
+      return;
+    }
+  }
+  if (config.rt_priority > 0) {
+    const int err = make_realtime(config.rt_priority);
+    if (err != 0) {
+      failure = std::make_exception_ptr(realtime_refused(config.rt_priority, err));
+      return;
+    }
+  }
+  try {
+    result = worker.run();
+  } catch (...) {
+    failure = std::current_exception();
+  }
+}
+
+// Runs every worker on its own thread; rethrows the first thread's failure.
+std::vector<ThreadResult> run_load_threads(const EngineConfig& config,
+                                           const std::vector<std::unique_ptr<Worker>>& workers) {
   if (config.rt_priority > 0) {
     // Asked once on a throwaway thread, so a refusal costs no run.
     int err = 0;
@@ -748,39 +792,19 @@ EngineResult run_engine(const EngineConfig& config, int64_t start_ns) {
   {
     std::vector<std::jthread> threads;
     for (size_t i = 0; i < workers.size(); ++i) {
-      threads.emplace_back([&, i] {
-        // The default 50 µs timer slack lets the kernel defer timerfd
-        // wake-ups by that much: a quarter of late_threshold_ns and a visible
-        // distortion of Poisson gaps at 10k+ rps. 1 ns asks for precise
-        // wake-ups (per thread; the injector does the same).
-        ::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
-        if (!config.cpus.empty()) {
-          const int cpu = config.cpus[i % config.cpus.size()];
-          if (const int err = pin_to(cpu); err != 0) {
-            failures[i] = std::make_exception_ptr(
-                std::system_error(err, std::system_category(),
-                                  "pinning a load thread to CPU " + std::to_string(cpu)));
-            return;
-          }
-        }
-        if (config.rt_priority > 0) {
-          const int err = make_realtime(config.rt_priority);
-          if (err != 0) {
-            failures[i] = std::make_exception_ptr(realtime_refused(config.rt_priority, err));
-            return;
-          }
-        }
-        try {
-          results[i] = workers[i]->run();
-        } catch (...) {
-          failures[i] = std::current_exception();
-        }
-      });
+      threads.emplace_back(
+          [&, i] { run_load_thread(config, i, *workers[i], results[i], failures[i]); });
     }
   }
   for (auto& f : failures) {
     if (f) std::rethrow_exception(f);
   }
+  return results;
+}
+
+// The threads' results as one, samples in intended-send order.
+EngineResult merge_results(const EngineConfig& config, std::vector<ThreadResult>& results,
+                           int64_t start_ns) {
   EngineResult out;
   out.type_names = make_codec(config.protocol)->type_names();
   out.by_type.resize(out.type_names.size());
@@ -810,6 +834,15 @@ EngineResult run_engine(const EngineConfig& config, int64_t start_ns) {
   std::sort(out.samples.begin(), out.samples.end(),
             [](const Sample& a, const Sample& b) { return a.intended_ns < b.intended_ns; });
   return out;
+}
+
+}  // namespace
+
+EngineResult run_engine(const EngineConfig& config, int64_t start_ns) {
+  validate_engine_config(config);
+  const std::vector<std::unique_ptr<Worker>> workers = make_workers(config, start_ns);
+  std::vector<ThreadResult> results = run_load_threads(config, workers);
+  return merge_results(config, results, start_ns);
 }
 
 }  // namespace nabla::loadgen

@@ -3,28 +3,32 @@
 
 #include <unistd.h>
 
-#include <stdexcept>
 #include <string>
+
+#include "nabla/common/protocol/no_params.hh"
+#include "nabla/common/protocol/sniffd.hh"
 
 namespace nabla::sniffer {
 namespace {
 
+namespace protocol = common::protocol;
+
 constexpr const char* kVersion = "0.1.0";
 
-const char* proto_name(Proto p) {
-  return p == Proto::kTcp ? "tcp" : "udp";
+protocol::FlowProto proto_of(Proto p) {
+  return p == Proto::kTcp ? protocol::FlowProto::kTcp : protocol::FlowProto::kUdp;
 }
 
-const char* direction_name(Direction d) {
+protocol::FlowDirection direction_of(Direction d) {
   switch (d) {
     case Direction::kOutbound:
-      return "outbound";
+      return protocol::FlowDirection::kOutbound;
     case Direction::kInbound:
-      return "inbound";
+      return protocol::FlowDirection::kInbound;
     case Direction::kUnknown:
-      return "unknown";
+      break;
   }
-  return "unknown";
+  return protocol::FlowDirection::kUnknown;
 }
 
 std::string addr_text(const IpAddr& a) {
@@ -33,101 +37,67 @@ std::string addr_text(const IpAddr& a) {
   return std::string(buf, n);
 }
 
-nlohmann::json counts_json(const FlowCounts& c) {
-  return {{"segments_out", c.data_segs_out},
-          {"segments_in", c.data_segs_in},
-          {"bytes_out", c.bytes_out},
-          {"bytes_in", c.bytes_in}};
-}
-
-uint64_t get_count(const nlohmann::json& params, const char* field, uint64_t max) {
-  const nlohmann::json& v = params.at(field);
-  if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0)) {
-    throw std::invalid_argument(std::string(field) + ": must be an integer >= 0");
-  }
-  const uint64_t n = v.get<uint64_t>();
-  if (n > max) {
-    throw std::invalid_argument(std::string(field) + ": must be <= " + std::to_string(max));
-  }
-  return n;
+protocol::FlowCounts counts_of(const FlowCounts& c) {
+  return {c.data_segs_out, c.data_segs_in, c.bytes_out, c.bytes_in};
 }
 
 }  // namespace
 
-nlohmann::json flow_to_json(const ReportedFlow& flow) {
+protocol::Flow flow_message(const ReportedFlow& flow) {
   const FlowRecord& r = flow.record;
-  return {{"proto", proto_name(r.id.proto)},
-          {"local",
-           {{"addr", addr_text(r.id.local)},
-            {"port", r.id.local_port},
-            {"pid", r.id.pid},
-            {"comm", r.comm}}},
-          {"remote", {{"addr", addr_text(r.id.remote)}, {"port", r.id.remote_port}}},
-          {"direction", direction_name(r.direction)},
-          {"control", flow.control},
-          {"total", counts_json(r.total)},
-          {"interval", counts_json(r.last_interval)},
-          {"sockets", r.sockets},
-          {"conntrack_events", r.conntrack_events},
-          {"first_seen_ns", r.first_seen_ns},
-          {"last_seen_ns", r.last_seen_ns}};
+  protocol::Flow f;
+  f.proto = proto_of(r.id.proto);
+  f.local_addr = addr_text(r.id.local);
+  f.local_port = r.id.local_port;
+  f.pid = r.id.pid;
+  f.comm = r.comm;
+  f.remote_addr = addr_text(r.id.remote);
+  f.remote_port = r.id.remote_port;
+  f.direction = direction_of(r.direction);
+  f.control = flow.control;
+  f.total = counts_of(r.total);
+  f.interval = counts_of(r.last_interval);
+  f.sockets = r.sockets;
+  f.conntrack_events = r.conntrack_events;
+  f.first_seen_ns = r.first_seen_ns;
+  f.last_seen_ns = r.last_seen_ns;
+  return f;
+}
+
+nlohmann::json flow_to_json(const ReportedFlow& flow) {
+  return flow_message(flow).to_json();
 }
 
 nlohmann::json flows_list(const Sniffer& sniffer, const nlohmann::json& params) {
-  if (!params.is_null() && !params.is_object()) {
-    throw std::invalid_argument("params: must be an object");
+  const auto request = protocol::FlowsListParams::from_json(params);
+  protocol::FlowsListResult result;
+  for (const ReportedFlow& f :
+       sniffer.flows(request.since, request.min_messages, request.include_control, result.cursor)) {
+    result.flows.push_back(flow_message(f));
   }
-  uint64_t since = 0;
-  std::optional<uint64_t> min_messages;
-  bool include_control = false;
-  if (params.is_object()) {
-    for (const auto& [key, value] : params.items()) {
-      if (key == "since") {
-        since = get_count(params, "since", UINT64_MAX);
-      } else if (key == "min_messages") {
-        min_messages = get_count(params, "min_messages", 1'000'000'000);
-      } else if (key == "include_control") {
-        if (!value.is_boolean()) throw std::invalid_argument("include_control: must be a boolean");
-        include_control = value.get<bool>();
-      } else {
-        throw std::invalid_argument(key +
-                                    ": unknown parameter (since, min_messages, include_control)");
-      }
-    }
-  }
-  uint64_t next = 0;
-  nlohmann::json flows = nlohmann::json::array();
-  for (const ReportedFlow& f : sniffer.flows(since, min_messages, include_control, next)) {
-    flows.push_back(flow_to_json(f));
-  }
-  return {{"cursor", next}, {"flows", std::move(flows)}};
+  return result.to_json();
 }
 
 nlohmann::json daemon_info(const Sniffer& sniffer) {
   const SnifferStats s = sniffer.stats();
   const SnifferOptions& o = sniffer.options();
-  return {{"daemon", "nabla-sniffd"},
-          {"version", kVersion},
-          {"pid", ::getpid()},
-          {"interval_ns", o.interval_ns},
-          {"min_messages", o.min_messages},
-          {"control_ports", o.control_ports},
-          {"port_range", {sniffer.port_range().low, sniffer.port_range().high}},
-          {"scans", s.scans},
-          {"sockets_last_scan", s.sockets_last_scan},
-          {"last_scan_ns", s.last_scan_ns},
-          {"flows", s.flows},
-          {"sock_diag",
-           {{"messages", s.sock_diag.messages},
-            {"malformed", s.sock_diag.malformed},
-            {"short_tcp_info", s.sock_diag.short_tcp_info},
-            {"errors", s.sock_diag.errors}}},
-          {"conntrack",
-           {{"enabled", s.conntrack_enabled},
-            {"events", s.conntrack.events},
-            {"ignored", s.conntrack.ignored},
-            {"malformed", s.conntrack.malformed},
-            {"lost", s.conntrack.lost}}}};
+  protocol::SnifferInfo info;
+  info.version = kVersion;
+  info.pid = ::getpid();
+  info.interval_ns = o.interval_ns;
+  info.min_messages = o.min_messages;
+  info.control_ports = o.control_ports;
+  info.port_range_low = sniffer.port_range().low;
+  info.port_range_high = sniffer.port_range().high;
+  info.scans = s.scans;
+  info.sockets_last_scan = s.sockets_last_scan;
+  info.last_scan_ns = s.last_scan_ns;
+  info.flows = s.flows;
+  info.sock_diag = {s.sock_diag.messages, s.sock_diag.malformed, s.sock_diag.short_tcp_info,
+                    s.sock_diag.errors};
+  info.conntrack = {s.conntrack_enabled, s.conntrack.events, s.conntrack.ignored,
+                    s.conntrack.malformed, s.conntrack.lost};
+  return info.to_json();
 }
 
 void register_control_methods(common::RpcServer& server, const Sniffer& sniffer) {
@@ -135,9 +105,7 @@ void register_control_methods(common::RpcServer& server, const Sniffer& sniffer)
     return flows_list(sniffer, params);
   });
   server.add_method("daemon.info", [&sniffer](const nlohmann::json& params) {
-    if (!params.is_null() && !(params.is_object() && params.empty())) {
-      throw std::invalid_argument("params: daemon.info takes none");
-    }
+    protocol::require_no_params(params, "daemon.info");
     return daemon_info(sniffer);
   });
 }

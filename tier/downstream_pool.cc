@@ -44,6 +44,42 @@ struct Slot {
   bool keep = false;
 };
 
+std::string get_request(std::string_view path, const std::string& host) {
+  std::string request;
+  request.reserve(path.size() + host.size() + 64);
+  request.append("GET ").append(path).append(" HTTP/1.1\r\nHost: ").append(host);
+  request.append("\r\nContent-Length: 0\r\n\r\n");
+  return request;
+}
+
+// One send() of what is left of the request; false when the connection
+// failed.
+bool send_some(Slot& slot, std::string_view request) {
+  const ssize_t w =
+      ::send(slot.fd.get(), request.data() + slot.sent, request.size() - slot.sent, MSG_NOSIGNAL);
+  if (w < 0) return errno == EAGAIN || errno == EINTR;
+  slot.sent += static_cast<size_t>(w);
+  if (slot.sent == request.size()) slot.state = SlotState::kReceiving;
+  return true;
+}
+
+// One recv() and a parse of the response so far; false when the connection
+// failed or closed. A complete (or unparseable) response ends the slot.
+bool receive_some(Slot& slot) {
+  char chunk[16 * 1024];
+  const ssize_t r = ::recv(slot.fd.get(), chunk, sizeof chunk, 0);
+  if (r <= 0) return r < 0 && (errno == EAGAIN || errno == EINTR);
+  slot.buf.append(chunk, static_cast<size_t>(r));
+  const loadgen::ResponseParse parsed = loadgen::parse_http_response(slot.buf);
+  if (parsed.status == loadgen::ParseStatus::kIncomplete) return true;
+  slot.state = SlotState::kDone;
+  if (parsed.status == loadgen::ParseStatus::kComplete) {
+    slot.ok = parsed.head.status >= 200 && parsed.head.status < 300;
+    slot.keep = parsed.head.keep_alive && parsed.head.consumed == slot.buf.size();
+  }
+  return true;
+}
+
 }  // namespace
 
 DownstreamPool::DownstreamPool(std::string tier_name, const TierAddress& address,
@@ -100,11 +136,7 @@ void DownstreamPool::release(UniqueFd fd) {
 }
 
 int DownstreamPool::call_concurrent(std::string_view path, int count) {
-  std::string request;
-  request.reserve(path.size() + tier_name_.size() + 64);
-  request.append("GET ").append(path).append(" HTTP/1.1\r\nHost: ").append(tier_name_);
-  request.append("\r\nContent-Length: 0\r\n\r\n");
-
+  const std::string request = get_request(path, tier_name_);
   const int64_t deadline = monotonic_ns() + timeout_ns_;
   std::vector<Slot> slots(static_cast<size_t>(std::max(count, 0)));
   for (auto& slot : slots) {
@@ -134,7 +166,6 @@ int DownstreamPool::call_concurrent(std::string_view path, int count) {
 
   std::vector<pollfd> fds;
   std::vector<Slot*> polled;
-  char chunk[16 * 1024];
   while (true) {
     fds.clear();
     polled.clear();
@@ -152,31 +183,9 @@ int DownstreamPool::call_concurrent(std::string_view path, int count) {
     for (size_t i = 0; n > 0 && i < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
       Slot& slot = *polled[i];
-      if (slot.state == SlotState::kSending) {
-        const ssize_t w = ::send(slot.fd.get(), request.data() + slot.sent,
-                                 request.size() - slot.sent, MSG_NOSIGNAL);
-        if (w < 0) {
-          if (errno != EAGAIN && errno != EINTR) fail_or_retry(slot);
-          continue;
-        }
-        slot.sent += static_cast<size_t>(w);
-        if (slot.sent == request.size()) slot.state = SlotState::kReceiving;
-        continue;
-      }
-      const ssize_t r = ::recv(slot.fd.get(), chunk, sizeof chunk, 0);
-      if (r <= 0) {
-        if (r < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-        fail_or_retry(slot);
-        continue;
-      }
-      slot.buf.append(chunk, static_cast<size_t>(r));
-      const loadgen::ResponseParse parsed = loadgen::parse_http_response(slot.buf);
-      if (parsed.status == loadgen::ParseStatus::kIncomplete) continue;
-      slot.state = SlotState::kDone;
-      if (parsed.status == loadgen::ParseStatus::kComplete) {
-        slot.ok = parsed.head.status >= 200 && parsed.head.status < 300;
-        slot.keep = parsed.head.keep_alive && parsed.head.consumed == slot.buf.size();
-      }
+      const bool alive =
+          slot.state == SlotState::kSending ? send_some(slot, request) : receive_some(slot);
+      if (!alive) fail_or_retry(slot);
     }
   }
   int ok = 0;

@@ -222,6 +222,58 @@ struct Blast {
   double ipis_per_packet = 0;  // cross-CPU wake-ups (wakeup_ipis) per delivered packet
 };
 
+// What the receiving thread of a blast counts, read by the sender after it
+// has joined.
+struct ReceiverCounts {
+  std::atomic<uint64_t> received{0};
+  std::atomic<int64_t> last_ns{0};  // when the last datagram was delivered
+  std::atomic<int64_t> cpu_ns{0};
+};
+
+// The receiver of a blast: drains its socket with recvmmsg, so it costs
+// little per datagram, until `done`.
+void drain_receiver(int fd, const std::atomic<bool>& done, ReceiverCounts& counts) {
+  set_nice(-10);
+  pin(0, 1);
+  const int64_t cpu0 = thread_cpu_ns();
+  constexpr unsigned kBatch = 64;
+  static char bufs[kBatch][128];
+  mmsghdr msgs[kBatch] = {};
+  iovec iovs[kBatch] = {};
+  for (unsigned i = 0; i < kBatch; ++i) {
+    iovs[i] = {bufs[i], sizeof bufs[i]};
+    msgs[i].msg_hdr.msg_iov = &iovs[i];
+    msgs[i].msg_hdr.msg_iovlen = 1;
+  }
+  while (!done) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 50) <= 0) continue;
+    int n = 0;
+    while ((n = ::recvmmsg(fd, msgs, kBatch, MSG_DONTWAIT, nullptr)) > 0) {
+      const int64_t now = nabla::common::monotonic_ns();
+      counts.received += static_cast<uint64_t>(n);
+      counts.last_ns = now;
+    }
+  }
+  counts.cpu_ns = thread_cpu_ns() - cpu0;
+}
+
+// Sends 64-byte datagrams to `to` from the calling thread until `end_ns`;
+// returns how many the socket took.
+uint64_t send_until(int fd, const sockaddr_in& to, int64_t end_ns) {
+  char payload[64] = {};
+  uint64_t sent = 0;
+  while (nabla::common::monotonic_ns() < end_ns) {
+    for (int i = 0; i < 64; ++i) {
+      if (::sendto(fd, payload, sizeof payload, 0, reinterpret_cast<const sockaddr*>(&to),
+                   sizeof to) > 0) {
+        ++sent;
+      }
+    }
+  }
+  return sent;
+}
+
 // Sends 64-byte datagrams as fast as one thread can for `seconds`; the
 // receiver drains its socket in a loop. The same sender, receiver, payload
 // and socket buffers serve every configuration, so only the rule differs.
@@ -239,36 +291,8 @@ Blast blast(InjectorTestbed& bed, double seconds, pid_t consumer) {
   nabla::common::FileDescriptor tx = bed.sender().socket(AF_INET, SOCK_DGRAM, 0);
   ::setsockopt(tx.get(), SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof big);
   std::atomic<bool> done{false};
-  std::atomic<uint64_t> received{0};
-  std::atomic<int64_t> last_ns{0};
-  std::atomic<int64_t> receiver_cpu{0};
-  // The receiver drains with recvmmsg so it costs little per datagram.
-  std::thread receiver([&] {
-    set_nice(-10);
-    pin(0, 1);
-    const int64_t cpu0 = thread_cpu_ns();
-    constexpr unsigned kBatch = 64;
-    static char bufs[kBatch][128];
-    mmsghdr msgs[kBatch] = {};
-    iovec iovs[kBatch] = {};
-    for (unsigned i = 0; i < kBatch; ++i) {
-      iovs[i] = {bufs[i], sizeof bufs[i]};
-      msgs[i].msg_hdr.msg_iov = &iovs[i];
-      msgs[i].msg_hdr.msg_iovlen = 1;
-    }
-    while (!done) {
-      pollfd p{rx.get(), POLLIN, 0};
-      if (::poll(&p, 1, 50) <= 0) continue;
-      int n = 0;
-      while ((n = ::recvmmsg(rx.get(), msgs, kBatch, MSG_DONTWAIT, nullptr)) > 0) {
-        const int64_t now = nabla::common::monotonic_ns();
-        received += static_cast<uint64_t>(n);
-        last_ns = now;
-      }
-    }
-    receiver_cpu = thread_cpu_ns() - cpu0;
-  });
-  char payload[64] = {};
+  ReceiverCounts counts;
+  std::thread receiver([&] { drain_receiver(rx.get(), done, counts); });
   set_nice(-10);
   cpu_set_t all;
   ::sched_getaffinity(0, sizeof all, &all);
@@ -278,16 +302,7 @@ Blast blast(InjectorTestbed& bed, double seconds, pid_t consumer) {
   const int64_t daemon_cpu0 = process_cpu_ns(consumer);
   const int64_t cpu0 = thread_cpu_ns();
   const int64_t begin = nabla::common::monotonic_ns();
-  const int64_t end = begin + static_cast<int64_t>(seconds * 1e9);
-  uint64_t sent = 0;
-  while (nabla::common::monotonic_ns() < end) {
-    for (int i = 0; i < 64; ++i) {
-      if (::sendto(tx.get(), payload, sizeof payload, 0, reinterpret_cast<sockaddr*>(&to),
-                   sizeof to) > 0) {
-        ++sent;
-      }
-    }
-  }
+  const uint64_t sent = send_until(tx.get(), to, begin + static_cast<int64_t>(seconds * 1e9));
   const int64_t sent_end = nabla::common::monotonic_ns();
   const uint64_t ipis = wakeup_ipis() - ipis0;
   const int64_t sender_cpu = thread_cpu_ns() - cpu0;
@@ -297,10 +312,12 @@ Blast blast(InjectorTestbed& bed, double seconds, pid_t consumer) {
   const int64_t daemon_cpu = process_cpu_ns(consumer) - daemon_cpu0;
   done = true;
   receiver.join();
+  const uint64_t received = counts.received;
   const double wall = static_cast<double>(sent_end - begin);
   // Delivered rate over the whole episode: from the first send to the last
   // delivery (or the end of sending), so a backlog delivered late counts.
-  const double span = static_cast<double>(std::max<int64_t>(last_ns, sent_end) - begin) / 1e9;
+  const double span =
+      static_cast<double>(std::max<int64_t>(counts.last_ns, sent_end) - begin) / 1e9;
   Blast out;
   out.dropped = receive_side_drops(bed) - drops0;
   out.ipis_per_packet =
@@ -308,7 +325,7 @@ Blast blast(InjectorTestbed& bed, double seconds, pid_t consumer) {
   out.sent_pps = static_cast<double>(sent) / (wall / 1e9);
   out.received_pps = span > 0 ? static_cast<double>(received) / span : 0.0;
   out.sender_cpu = static_cast<double>(sender_cpu) / wall;
-  out.receiver_cpu = static_cast<double>(receiver_cpu) / wall;
+  out.receiver_cpu = static_cast<double>(counts.cpu_ns) / wall;
   out.daemon_cpu = static_cast<double>(daemon_cpu) / wall;
   return out;
 }
@@ -407,15 +424,17 @@ void print_timer(InjectorTestbed& bed) {
       l.at("recorded").get<unsigned long long>(), 100.0 * t.at("polled_fraction").get<double>());
 }
 
+// The link every injection here delays: the probes' and the blasts' UDP port.
+constexpr const char* kProbeLink = "udp 10.77.0.1 -> 10.77.0.2:9000";
+
 // One accuracy row per rate for the running daemon, plus its own view.
 // dir "in": the daemon runs on the receiving host.
 void accuracy_rows(InjectorTestbed& bed, const char* who, double seconds, int64_t base_ns,
                    const char* dir = "out") {
-  const char* link = "udp 10.77.0.1 -> 10.77.0.2:9000";
   for (double rate : {10'000.0, 50'000.0}) {
     const auto id =
         bed.call("inject.start",
-                 {{"link", link}, {"direction", dir}, {"delay", "1ms"}, {"lease_s", 600}})
+                 {{"link", kProbeLink}, {"direction", dir}, {"delay", "1ms"}, {"lease_s", 600}})
             .at("id");
     const double before = wakeups(bed, id);
     print_accuracy(who, rate, accuracy(bed, rate, seconds, 1'000'000, base_ns));
@@ -433,6 +452,153 @@ void accuracy_rows(InjectorTestbed& bed, const char* who, double seconds, int64_
   }
 }
 
+// The throughput rows of one rule placement (see throughput_rows): the four
+// configurations, the last round's blasts and every round's ratios.
+class ThroughputRows {
+ public:
+  // cpu_latency: the daemon's --cpu-latency-us, also held by the floor
+  // consumer while it runs (it is idle outside its own rows, like the daemon).
+  ThroughputRows(InjectorTestbed& bed, const std::string& dir, const std::string& cpu_latency,
+                 bool aa)
+      : bed_(bed),
+        dir_(dir),
+        cpu_latency_(cpu_latency),
+        aa_(aa),
+        // The floor consumer runs on the daemon's host and CPU, and its rule
+        // goes first in the same base chain while its rows run.
+        host_(dir == "in" ? bed.receiver() : bed.sender()),
+        floor_rule_({dir == "in" ? "INPUT" : "OUTPUT", "-p", "udp", "--dport", "9000", "-j",
+                     "NFQUEUE", "--queue-num", kFloorQueue, "--queue-bypass"}) {}
+
+  // One round runs each configuration once. The orders are the rows of a
+  // Williams square, one per round (rounds are a multiple of 4): over four
+  // rounds each configuration takes each position once and follows each
+  // other configuration once, so whatever one leaves behind for the next
+  // 0.5 s lands on every configuration alike instead of on a fixed one. In
+  // a plain run order the no-rule row always followed nabla's 1 ms row.
+  // With --aa 1 every configuration does its setup and teardown but blasts
+  // with no rule in place: every ratio should then read 1.00 within the
+  // noise, which is the check that the schedule itself favours nobody.
+  void run_round(int r) {
+    static constexpr int kWilliams[4][4] = {{0, 1, 3, 2}, {1, 2, 0, 3}, {2, 3, 1, 0}, {3, 0, 2, 1}};
+    for (const int config : kWilliams[r % 4]) run_config(config);
+    floor_ratio_.push_back(floor_.received_pps / base_.received_pps);
+    zero_ratio_.push_back(zero_.blast.received_pps / base_.received_pps);
+    zero_of_floor_.push_back(zero_.blast.received_pps / floor_.received_pps);
+    one_ratio_.push_back(one_ms_.blast.received_pps / base_.received_pps);
+  }
+
+  void print() const {
+    std::printf(" direction %s (daemon on the %s host)%s, last round:\n", dir_.c_str(),
+                dir_ == "in" ? "receiving" : "sending",
+                aa_ ? " [A/A CHECK: no rule during any blast; every ratio should be 1.00]" : "");
+    print_blast("no rule", base_, base_.received_pps, "      ");
+    print_blast("floor consumer", floor_, base_.received_pps, "      ");
+    print_blast("nabla, 0 delay", zero_.blast, base_.received_pps, "      ");
+    print_profile(zero_.stats, zero_.wakeups_before);
+    print_blast("nabla, 1 ms", one_ms_.blast, base_.received_pps, "      ");
+    print_profile(one_ms_.stats, one_ms_.wakeups_before);
+    std::printf("  ratio nabla %-3s 0 delay / no rule: %s; target >= 0.90\n", dir_.c_str(),
+                spread(zero_ratio_).c_str());
+    std::printf("  ratio nabla %-3s 1 ms / no rule:    %s; target >= 0.85\n", dir_.c_str(),
+                spread(one_ratio_).c_str());
+    std::printf("  ratio floor %-3s / no rule:         %s: the kernel's queue round trip alone\n",
+                dir_.c_str(), spread(floor_ratio_).c_str());
+    std::printf("  ratio nabla %-3s 0 delay / floor:   %s\n", dir_.c_str(),
+                spread(zero_of_floor_).c_str());
+  }
+
+ private:
+  static constexpr const char* kFloorQueue = "4000";
+
+  // A row of nabla-injectd's: its blast, the injection's stats and the
+  // loop's wake-up count when the injection started.
+  struct NablaRow {
+    Blast blast;
+    nlohmann::json stats;
+    double wakeups_before = 0;
+  };
+
+  void run_config(int config) {
+    switch (config) {
+      case 0:
+        base_ = blast(bed_, 0.5, 0);
+        break;
+      case 1:
+        floor_row();
+        break;
+      default:
+        nabla_row(config == 2);
+        break;
+    }
+  }
+
+  // The floor consumer is started for its own row only, as the daemon holds
+  // its CPU latency limit only while it injects.
+  void floor_row() {
+    nabla::common::ChildProcess consumer(
+        {g_self, "--floor", kFloorQueue, dir_ == "out" ? "0" : "1", cpu_latency_}, &host_);
+    ::usleep(50'000);  // bound to its queue long before this
+    // Without a consumer --queue-bypass would pass the packets straight
+    // through and the row would silently measure no rule.
+    if (!consumer.running()) throw std::runtime_error("the floor consumer exited at start");
+    pin_process(consumer.pid(), 1);
+    host_.run_checked(floor_iptables("-I"));
+    if (aa_) host_.run_checked(floor_iptables("-D"));
+    floor_ = blast(bed_, 0.5, consumer.pid());
+    if (!consumer.running()) throw std::runtime_error("the floor consumer exited mid-row");
+    if (!aa_) host_.run_checked(floor_iptables("-D"));
+    consumer.signal(SIGTERM);
+    consumer.wait(std::chrono::milliseconds(2000));
+  }
+
+  void nabla_row(bool zero_delay) {
+    const auto id = bed_.call("inject.start", {{"link", kProbeLink},
+                                               {"direction", dir_},
+                                               {"delay", zero_delay ? "0" : "1ms"},
+                                               {"lease_s", 600}})
+                        .at("id");
+    NablaRow& row = zero_delay ? zero_ : one_ms_;
+    row.wakeups_before = wakeups(bed_, id);
+    auto finish = [&] {
+      row.stats = bed_.call("inject.stats", {{"id", id}});
+      bed_.call("inject.stop", {{"id", id}});
+    };
+    if (aa_) finish();
+    row.blast = blast(bed_, 0.5, bed_.daemon_pid());
+    if (!aa_) finish();
+  }
+
+  // iptables inserting the floor rule first in its chain ("-I") or deleting
+  // it ("-D").
+  std::vector<std::string> floor_iptables(const char* op) const {
+    std::vector<std::string> argv = {"iptables", "-w", "5", op};
+    if (std::string(op) == "-I") {
+      argv.push_back(floor_rule_.front());
+      argv.push_back("1");
+      argv.insert(argv.end(), floor_rule_.begin() + 1, floor_rule_.end());
+    } else {
+      argv.insert(argv.end(), floor_rule_.begin(), floor_rule_.end());
+    }
+    return argv;
+  }
+
+  InjectorTestbed& bed_;
+  const std::string dir_;
+  const std::string cpu_latency_;
+  const bool aa_;
+  nabla::common::NetNamespace& host_;
+  const std::vector<std::string> floor_rule_;
+  Blast base_;
+  Blast floor_;
+  NablaRow zero_;
+  NablaRow one_ms_;
+  std::vector<double> floor_ratio_;
+  std::vector<double> zero_ratio_;
+  std::vector<double> zero_of_floor_;
+  std::vector<double> one_ratio_;
+};
+
 // Throughput rows for one rule placement. "out": the daemon runs on the
 // sending host and queues the sender's OUTPUT; the verdict then carries each
 // packet through the veth and the receiving host's whole stack inside the
@@ -443,132 +609,16 @@ void accuracy_rows(InjectorTestbed& bed, const char* who, double seconds, int64_
 // in 0.5 s slices, round after round, and the ratio taken per round (median
 // over rounds), so a burst of load from elsewhere hits all four alike. The
 // daemon shares CPU 1 with the receiver.
-// cpu_latency: the daemon's --cpu-latency-us, also held by the floor consumer
-// while it runs (it is idle outside its own rows, like the daemon).
 void throughput_rows(InjectorTestbed& bed, const std::string& dir, int rounds,
                      const std::vector<std::string>& daemon_flags, const std::string& cpu_latency,
                      bool aa) {
-  const char* link = "udp 10.77.0.1 -> 10.77.0.2:9000";
   bed.start_daemon(daemon_flags,
                    dir == "in" ? InjectorTestbed::Host::kReceiver : InjectorTestbed::Host::kSender);
   pin_process(bed.daemon_pid(), 1);
-  // The floor consumer runs on the daemon's host and CPU, and its rule goes
-  // first in the same base chain while its rows run.
-  nabla::common::NetNamespace& host = dir == "in" ? bed.receiver() : bed.sender();
-  const std::string floor_queue = "4000";
-  const std::vector<std::string> floor_rule = {dir == "in" ? "INPUT" : "OUTPUT",
-                                               "-p",
-                                               "udp",
-                                               "--dport",
-                                               "9000",
-                                               "-j",
-                                               "NFQUEUE",
-                                               "--queue-num",
-                                               floor_queue,
-                                               "--queue-bypass"};
-  auto iptables = [&](const char* op) {
-    std::vector<std::string> argv = {"iptables", "-w", "5", op};
-    if (std::string(op) == "-I") {
-      argv.push_back(floor_rule.front());
-      argv.push_back("1");
-      argv.insert(argv.end(), floor_rule.begin() + 1, floor_rule.end());
-    } else {
-      argv.insert(argv.end(), floor_rule.begin(), floor_rule.end());
-    }
-    return argv;
-  };
-  std::vector<double> floor_ratio;
-  std::vector<double> zero_ratio;
-  std::vector<double> zero_of_floor;
-  std::vector<double> one_ratio;
-  Blast base;
-  Blast floor;
-  Blast zero;
-  Blast one_ms;
-  nlohmann::json zero_stats;
-  nlohmann::json one_stats;
-  double zero_wakeups = 0;
-  double one_wakeups = 0;
-  auto start = [&](const char* delay) {
-    return bed
-        .call("inject.start",
-              {{"link", link}, {"direction", dir}, {"delay", delay}, {"lease_s", 600}})
-        .at("id");
-  };
-  // One round runs each configuration once. The orders are the rows of a
-  // Williams square, one per round (rounds are a multiple of 4): over four
-  // rounds each configuration takes each position once and follows each
-  // other configuration once, so whatever one leaves behind for the next
-  // 0.5 s lands on every configuration alike instead of on a fixed one. In
-  // a plain run order the no-rule row always followed nabla's 1 ms row.
-  // With --aa 1 every configuration does its setup and teardown but blasts
-  // with no rule in place: every ratio should then read 1.00 within the
-  // noise, which is the check that the schedule itself favours nobody.
-  auto run_config = [&](int config) {
-    switch (config) {
-      case 0:
-        base = blast(bed, 0.5, 0);
-        break;
-      case 1: {
-        // Started for its own row only, as the daemon holds its CPU latency
-        // limit only while it injects.
-        nabla::common::ChildProcess consumer(
-            {g_self, "--floor", floor_queue, dir == "out" ? "0" : "1", cpu_latency}, &host);
-        ::usleep(50'000);  // bound to its queue long before this
-        // Without a consumer --queue-bypass would pass the packets straight
-        // through and the row would silently measure no rule.
-        if (!consumer.running()) throw std::runtime_error("the floor consumer exited at start");
-        pin_process(consumer.pid(), 1);
-        host.run_checked(iptables("-I"));
-        if (aa) host.run_checked(iptables("-D"));
-        floor = blast(bed, 0.5, consumer.pid());
-        if (!consumer.running()) throw std::runtime_error("the floor consumer exited mid-row");
-        if (!aa) host.run_checked(iptables("-D"));
-        consumer.signal(SIGTERM);
-        consumer.wait(std::chrono::milliseconds(2000));
-        break;
-      }
-      default: {
-        const bool zero_delay = config == 2;
-        const auto id = start(zero_delay ? "0" : "1ms");
-        (zero_delay ? zero_wakeups : one_wakeups) = wakeups(bed, id);
-        auto finish = [&] {
-          (zero_delay ? zero_stats : one_stats) = bed.call("inject.stats", {{"id", id}});
-          bed.call("inject.stop", {{"id", id}});
-        };
-        if (aa) finish();
-        (zero_delay ? zero : one_ms) = blast(bed, 0.5, bed.daemon_pid());
-        if (!aa) finish();
-        break;
-      }
-    }
-  };
-  for (int r = 0; r < rounds; ++r) {
-    static constexpr int kWilliams[4][4] = {{0, 1, 3, 2}, {1, 2, 0, 3}, {2, 3, 1, 0}, {3, 0, 2, 1}};
-    for (const int config : kWilliams[r % 4]) run_config(config);
-    floor_ratio.push_back(floor.received_pps / base.received_pps);
-    zero_ratio.push_back(zero.received_pps / base.received_pps);
-    zero_of_floor.push_back(zero.received_pps / floor.received_pps);
-    one_ratio.push_back(one_ms.received_pps / base.received_pps);
-  }
+  ThroughputRows rows(bed, dir, cpu_latency, aa);
+  for (int r = 0; r < rounds; ++r) rows.run_round(r);
   bed.stop_daemon();
-  std::printf(" direction %s (daemon on the %s host)%s, last round:\n", dir.c_str(),
-              dir == "in" ? "receiving" : "sending",
-              aa ? " [A/A CHECK: no rule during any blast; every ratio should be 1.00]" : "");
-  print_blast("no rule", base, base.received_pps, "      ");
-  print_blast("floor consumer", floor, base.received_pps, "      ");
-  print_blast("nabla, 0 delay", zero, base.received_pps, "      ");
-  print_profile(zero_stats, zero_wakeups);
-  print_blast("nabla, 1 ms", one_ms, base.received_pps, "      ");
-  print_profile(one_stats, one_wakeups);
-  std::printf("  ratio nabla %-3s 0 delay / no rule: %s; target >= 0.90\n", dir.c_str(),
-              spread(zero_ratio).c_str());
-  std::printf("  ratio nabla %-3s 1 ms / no rule:    %s; target >= 0.85\n", dir.c_str(),
-              spread(one_ratio).c_str());
-  std::printf("  ratio floor %-3s / no rule:         %s: the kernel's queue round trip alone\n",
-              dir.c_str(), spread(floor_ratio).c_str());
-  std::printf("  ratio nabla %-3s 0 delay / floor:   %s\n", dir.c_str(),
-              spread(zero_of_floor).c_str());
+  rows.print();
 }
 
 // Does holding a CPU latency limit change the throughput of what runs
@@ -604,6 +654,144 @@ std::vector<std::string> comma_list(const std::string& text) {
   return items;
 }
 
+// The bench's flags (see the usage at the top).
+struct BenchFlags {
+  double seconds = 2.0;
+  std::vector<int> spins = {50};
+  int throughput_rt = 0;  // the throughput daemon's --rt-priority
+  int accuracy_rt = 10;   // the accuracy daemons' --rt-priority (the testbed default)
+  int busy_poll_us = 0;
+  std::string throughput_cpu_latency = "0";  // the throughput daemon's --cpu-latency-us
+  bool aa = false;                           // throughput rows without their rules (a check)
+  bool qos_check = false;
+  std::vector<std::string> throughput_dirs = {"out", "in"};
+};
+
+// Reads "--flag value" pairs; --pin sets g_pin.
+BenchFlags parse_flags(int argc, char** argv) {
+  BenchFlags f;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--seconds") f.seconds = std::stod(argv[i + 1]);
+    if (flag == "--spin-us") {  // one value or a comma list: one accuracy row set each
+      f.spins.clear();
+      for (const auto& item : comma_list(argv[i + 1])) f.spins.push_back(std::stoi(item));
+    }
+    if (flag == "--pin") g_pin = std::stoi(argv[i + 1]);
+    if (flag == "--busy-poll-us") f.busy_poll_us = std::stoi(argv[i + 1]);
+    if (flag == "--throughput-cpu-latency") f.throughput_cpu_latency = argv[i + 1];
+    if (flag == "--aa") f.aa = std::stoi(argv[i + 1]) != 0;
+    if (flag == "--qos-carryover") f.qos_check = std::stoi(argv[i + 1]) != 0;
+    if (flag == "--throughput-rt") f.throughput_rt = std::stoi(argv[i + 1]);
+    if (flag == "--accuracy-rt") f.accuracy_rt = std::stoi(argv[i + 1]);
+    if (flag == "--throughput-dir") f.throughput_dirs = comma_list(argv[i + 1]);  // out, in or both
+  }
+  return f;
+}
+
+// The throughput daemon runs as the daemon does by default: normal
+// scheduling. Under SCHED_FIFO (--throughput-rt P) it takes all of CPU 1
+// once the sender outruns it, starving the receiver that shares the core:
+// measured 0.25 of the baseline on a quiet VM, with receive-side drops.
+void throughput_section(InjectorTestbed& bed, const BenchFlags& f) {
+  const int rounds = std::max(8, static_cast<int>(std::lround(f.seconds * 4)) / 4 * 4);
+  std::printf(
+      "throughput (one sender thread, 64-byte UDP, %d rounds of 0.5 s per configuration; "
+      "ratio of no rule, median over rounds; daemon --busy-poll-us %d --rt-priority %d "
+      "--cpu-latency-us %s)\n",
+      rounds, f.busy_poll_us, f.throughput_rt, f.throughput_cpu_latency.c_str());
+  for (const auto& dir : f.throughput_dirs) {
+    throughput_rows(
+        bed, dir, rounds,
+        {"--cpu-latency-us", f.throughput_cpu_latency, "--busy-poll-us",
+         std::to_string(f.busy_poll_us), "--rt-priority", std::to_string(f.throughput_rt)},
+        f.throughput_cpu_latency, f.aa);
+  }
+}
+
+// Accuracy with the daemon on the sending host (direction out): no spin,
+// self-calibrated, then each fixed spin asked for. Returns the path's
+// median one-way delay with no rule, which the rows subtract.
+int64_t accuracy_out_section(InjectorTestbed& bed, const BenchFlags& f) {
+  // The path itself (veth, both stacks) with no rule, same probes: its
+  // median is subtracted from the injected runs' one-way delays.
+  const auto path = nabla::testbed::run_udp_probes(bed, 9000, 10'000, 10'000.0);
+  const int64_t base_ns = nabla::testbed::delay_percentile(path, 0.5);
+  std::printf(
+      "accuracy, 1 ms constant delay, %.1f s per rate; error = one-way delay - 1 ms - path "
+      "median (%.1f us, p99 %.1f us with no rule); targets: median <= 10 us, p99 <= 100 us\n",
+      f.seconds, base_ns / 1e3, nabla::testbed::delay_percentile(path, 0.99) / 1e3);
+  const std::string rt = std::to_string(f.accuracy_rt);
+  bed.start_daemon({"--cpu-latency-us", "0", "--spin-us", "0", "--rt-priority", rt});
+  accuracy_rows(bed, "nabla, no spin", f.seconds, base_ns);
+  bed.stop_daemon();
+  // The default: the lead is self-calibrated from the loop's own wake-ups.
+  bed.start_daemon({"--cpu-latency-us", "0", "--rt-priority", rt});
+  accuracy_rows(bed, "nabla, self-calibrated", f.seconds, base_ns);
+  print_timer(bed);
+  bed.stop_daemon();
+  for (int spin : f.spins) {
+    if (spin <= 0) continue;
+    bed.start_daemon(
+        {"--cpu-latency-us", "0", "--spin-us", std::to_string(spin), "--rt-priority", rt});
+    const std::string who = "nabla, spin " + std::to_string(spin) + " us";
+    accuracy_rows(bed, who.c_str(), f.seconds, base_ns);
+    bed.stop_daemon();
+  }
+  return base_ns;
+}
+
+// The same rows with the daemon on the receiving host (direction in):
+// there the kernel stamps each packet on arrival (NFQA_TIMESTAMP), and the
+// delay counts from that stamp, so a late wake-up of the loop for an
+// arrival does not add to it. Locally sent packets (direction out) carry
+// no stamp; their delay counts from the daemon's receive call. The
+// receiver's kernel stamp comes before INPUT, so these probes are timed
+// after recvmsg, and their path median is measured the same way. The
+// probes' receiving thread then runs one SCHED_FIFO level above the
+// daemon: below it (as in the tests), it waited whenever the daemon
+// polled on its CPU, and the 50k row measured that wait (median 80-480
+// us, p99 2-60 ms) rather than the release.
+void accuracy_in_section(InjectorTestbed& bed, const BenchFlags& f, int spin_us) {
+  bed.set_probe_receive_call_stamps(true);
+  bed.set_probe_receiver_priority(f.accuracy_rt + 1);
+  const auto user_path = nabla::testbed::run_udp_probes(bed, 9000, 10'000, 10'000.0);
+  const int64_t user_base_ns = nabla::testbed::delay_percentile(user_path, 0.5);
+  std::printf(
+      "  direction in (daemon on the receiving host), probes timed after recvmsg by a FIFO %d "
+      "receiver: path median %.1f us, p99 %.1f us with no rule\n",
+      f.accuracy_rt + 1, user_base_ns / 1e3,
+      nabla::testbed::delay_percentile(user_path, 0.99) / 1e3);
+  const std::string rt = std::to_string(f.accuracy_rt);
+  bed.start_daemon(
+      {"--cpu-latency-us", "0", "--spin-us", std::to_string(spin_us), "--rt-priority", rt},
+      InjectorTestbed::Host::kReceiver);
+  const std::string who = "nabla in, spin " + std::to_string(spin_us) + " us";
+  accuracy_rows(bed, who.c_str(), f.seconds, user_base_ns, "in");
+  bed.stop_daemon();
+  bed.start_daemon({"--cpu-latency-us", "0", "--rt-priority", rt},
+                   InjectorTestbed::Host::kReceiver);
+  accuracy_rows(bed, "nabla in, self-calibrated", f.seconds, user_base_ns, "in");
+  print_timer(bed);
+  bed.stop_daemon();
+  bed.set_probe_receive_call_stamps(false);
+  bed.set_probe_receiver_priority(5);
+}
+
+// The naive delayer: same queue discipline, sleeps 1 ms per packet inline.
+void naive_section(InjectorTestbed& bed, int64_t base_ns) {
+  bed.sender().run_checked({"iptables", "-w", "5", "-A", "OUTPUT", "-p", "udp", "--dport", "9000",
+                            "-j", "NFQUEUE", "--queue-num", "7", "--queue-bypass"});
+  {
+    nabla::common::ChildProcess naive({g_self, "--naive", "7", "1000"}, &bed.sender());
+    ::usleep(200'000);
+    // One rate only: at 1 ms per packet it saturates at 1k pps anyway.
+    print_accuracy("naive (sleeps)", 10'000.0, accuracy(bed, 10'000.0, 0.5, 1'000'000, base_ns));
+  }
+  bed.sender().run({"iptables", "-w", "5", "-D", "OUTPUT", "-p", "udp", "--dport", "9000", "-j",
+                    "NFQUEUE", "--queue-num", "7", "--queue-bypass"});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -615,33 +803,9 @@ int main(int argc, char** argv) {
   if (argc == 4 && std::string(argv[1]) == "--naive") {
     return run_naive(static_cast<uint16_t>(std::stoi(argv[2])), std::stoll(argv[3]));
   }
-  double seconds = 2.0;
-  std::vector<int> spins = {50};
-  int throughput_rt = 0;  // the throughput daemon's --rt-priority
-  int accuracy_rt = 10;   // the accuracy daemons' --rt-priority (the testbed default)
-  int busy_poll_us = 0;
-  std::string throughput_cpu_latency = "0";  // the throughput daemon's --cpu-latency-us
-  bool aa = false;                           // throughput rows without their rules (a check)
-  bool qos_check = false;
-  std::vector<std::string> throughput_dirs = {"out", "in"};
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (flag == "--seconds") seconds = std::stod(argv[i + 1]);
-    if (flag == "--spin-us") {  // one value or a comma list: one accuracy row set each
-      spins.clear();
-      for (const auto& item : comma_list(argv[i + 1])) spins.push_back(std::stoi(item));
-    }
-    if (flag == "--pin") g_pin = std::stoi(argv[i + 1]);
-    if (flag == "--busy-poll-us") busy_poll_us = std::stoi(argv[i + 1]);
-    if (flag == "--throughput-cpu-latency") throughput_cpu_latency = argv[i + 1];
-    if (flag == "--aa") aa = std::stoi(argv[i + 1]) != 0;
-    if (flag == "--qos-carryover") qos_check = std::stoi(argv[i + 1]) != 0;
-    if (flag == "--throughput-rt") throughput_rt = std::stoi(argv[i + 1]);
-    if (flag == "--accuracy-rt") accuracy_rt = std::stoi(argv[i + 1]);
-    if (flag == "--throughput-dir") throughput_dirs = comma_list(argv[i + 1]);  // out, in or both
-  }
+  const BenchFlags f = parse_flags(argc, argv);
   try {
-    nabla::common::parse_cpu_latency_limit(throughput_cpu_latency);
+    nabla::common::parse_cpu_latency_limit(f.throughput_cpu_latency);
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "injector_bench: --throughput-cpu-latency: %s\n", e.what());
     return 2;
@@ -666,106 +830,22 @@ int main(int argc, char** argv) {
                   ? "0 us held by the bench for every row (NABLA_BENCH_QOS_ALL; flatters ratios)"
                   : ("NABLA_BENCH_QOS_ALL: not held: " + cpu_latency->error()).c_str());
   InjectorTestbed bed;
-  if (qos_check) {
+  if (f.qos_check) {
     qos_carryover(bed, 9);
     return 0;
   }
-  // The throughput daemon runs as the daemon does by default: normal
-  // scheduling. Under SCHED_FIFO (--throughput-rt P) it takes all of CPU 1
-  // once the sender outruns it, starving the receiver that shares the core:
-  // measured 0.25 of the baseline on a quiet VM, with receive-side drops.
-  const int rounds = std::max(8, static_cast<int>(std::lround(seconds * 4)) / 4 * 4);
-  std::printf(
-      "throughput (one sender thread, 64-byte UDP, %d rounds of 0.5 s per configuration; "
-      "ratio of no rule, median over rounds; daemon --busy-poll-us %d --rt-priority %d "
-      "--cpu-latency-us %s)\n",
-      rounds, busy_poll_us, throughput_rt, throughput_cpu_latency.c_str());
-  for (const auto& dir : throughput_dirs) {
-    throughput_rows(bed, dir, rounds,
-                    {"--cpu-latency-us", throughput_cpu_latency, "--busy-poll-us",
-                     std::to_string(busy_poll_us), "--rt-priority", std::to_string(throughput_rt)},
-                    throughput_cpu_latency, aa);
-  }
-
-  // The path itself (veth, both stacks) with no rule, same probes: its
-  // median is subtracted from the injected runs' one-way delays.
-  const auto path = nabla::testbed::run_udp_probes(bed, 9000, 10'000, 10'000.0);
-  const int64_t base_ns = nabla::testbed::delay_percentile(path, 0.5);
-  std::printf(
-      "accuracy, 1 ms constant delay, %.1f s per rate; error = one-way delay - 1 ms - path "
-      "median (%.1f us, p99 %.1f us with no rule); targets: median <= 10 us, p99 <= 100 us\n",
-      seconds, base_ns / 1e3, nabla::testbed::delay_percentile(path, 0.99) / 1e3);
-  bed.start_daemon(
-      {"--cpu-latency-us", "0", "--spin-us", "0", "--rt-priority", std::to_string(accuracy_rt)});
-  accuracy_rows(bed, "nabla, no spin", seconds, base_ns);
-  bed.stop_daemon();
-  // The default: the lead is self-calibrated from the loop's own wake-ups.
-  bed.start_daemon({"--cpu-latency-us", "0", "--rt-priority", std::to_string(accuracy_rt)});
-  accuracy_rows(bed, "nabla, self-calibrated", seconds, base_ns);
-  print_timer(bed);
-  bed.stop_daemon();
-  for (int spin : spins) {
-    if (spin <= 0) continue;
-    bed.start_daemon({"--cpu-latency-us", "0", "--spin-us", std::to_string(spin), "--rt-priority",
-                      std::to_string(accuracy_rt)});
-    const std::string who = "nabla, spin " + std::to_string(spin) + " us";
-    accuracy_rows(bed, who.c_str(), seconds, base_ns);
-    bed.stop_daemon();
-  }
-  // The same rows with the daemon on the receiving host (direction in):
-  // there the kernel stamps each packet on arrival (NFQA_TIMESTAMP), and the
-  // delay counts from that stamp, so a late wake-up of the loop for an
-  // arrival does not add to it. Locally sent packets (direction out) carry
-  // no stamp; their delay counts from the daemon's receive call. The
-  // receiver's kernel stamp comes before INPUT, so these probes are timed
-  // after recvmsg, and their path median is measured the same way. The
-  // probes' receiving thread then runs one SCHED_FIFO level above the
-  // daemon: below it (as in the tests), it waited whenever the daemon
-  // polled on its CPU, and the 50k row measured that wait (median 80-480
-  // us, p99 2-60 ms) rather than the release.
-  if (!spins.empty() && spins.front() > 0) {
-    bed.set_probe_receive_call_stamps(true);
-    bed.set_probe_receiver_priority(accuracy_rt + 1);
-    const auto user_path = nabla::testbed::run_udp_probes(bed, 9000, 10'000, 10'000.0);
-    const int64_t user_base_ns = nabla::testbed::delay_percentile(user_path, 0.5);
-    std::printf(
-        "  direction in (daemon on the receiving host), probes timed after recvmsg by a FIFO %d "
-        "receiver: path median %.1f us, p99 %.1f us with no rule\n",
-        accuracy_rt + 1, user_base_ns / 1e3,
-        nabla::testbed::delay_percentile(user_path, 0.99) / 1e3);
-    bed.start_daemon({"--cpu-latency-us", "0", "--spin-us", std::to_string(spins.front()),
-                      "--rt-priority", std::to_string(accuracy_rt)},
-                     InjectorTestbed::Host::kReceiver);
-    const std::string who = "nabla in, spin " + std::to_string(spins.front()) + " us";
-    accuracy_rows(bed, who.c_str(), seconds, user_base_ns, "in");
-    bed.stop_daemon();
-    bed.start_daemon({"--cpu-latency-us", "0", "--rt-priority", std::to_string(accuracy_rt)},
-                     InjectorTestbed::Host::kReceiver);
-    accuracy_rows(bed, "nabla in, self-calibrated", seconds, user_base_ns, "in");
-    print_timer(bed);
-    bed.stop_daemon();
-    bed.set_probe_receive_call_stamps(false);
-    bed.set_probe_receiver_priority(5);
-  }
-  if (busy_poll_us > 0) {
-    const int spin_us = spins.empty() ? 0 : spins.front();
+  throughput_section(bed, f);
+  const int64_t base_ns = accuracy_out_section(bed, f);
+  if (!f.spins.empty() && f.spins.front() > 0) accuracy_in_section(bed, f, f.spins.front());
+  if (f.busy_poll_us > 0) {
+    const int spin_us = f.spins.empty() ? 0 : f.spins.front();
     bed.start_daemon({"--cpu-latency-us", "0", "--spin-us", std::to_string(spin_us),
-                      "--busy-poll-us", std::to_string(busy_poll_us)});
+                      "--busy-poll-us", std::to_string(f.busy_poll_us)});
     const std::string who =
-        "nabla, spin " + std::to_string(spin_us) + " poll " + std::to_string(busy_poll_us);
-    accuracy_rows(bed, who.c_str(), seconds, base_ns);
+        "nabla, spin " + std::to_string(spin_us) + " poll " + std::to_string(f.busy_poll_us);
+    accuracy_rows(bed, who.c_str(), f.seconds, base_ns);
     bed.stop_daemon();
   }
-  // The naive delayer: same queue discipline, sleeps 1 ms per packet inline.
-  bed.sender().run_checked({"iptables", "-w", "5", "-A", "OUTPUT", "-p", "udp", "--dport", "9000",
-                            "-j", "NFQUEUE", "--queue-num", "7", "--queue-bypass"});
-  {
-    nabla::common::ChildProcess naive({argv[0], "--naive", "7", "1000"}, &bed.sender());
-    ::usleep(200'000);
-    // One rate only: at 1 ms per packet it saturates at 1k pps anyway.
-    print_accuracy("naive (sleeps)", 10'000.0, accuracy(bed, 10'000.0, 0.5, 1'000'000, base_ns));
-  }
-  bed.sender().run({"iptables", "-w", "5", "-D", "OUTPUT", "-p", "udp", "--dport", "9000", "-j",
-                    "NFQUEUE", "--queue-num", "7", "--queue-bypass"});
+  naive_section(bed, base_ns);
   return 0;
 }

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "nabla/coordinator/campaign_spec.hh"
+#include "nabla/campaign/spec.hh"
 #include "nabla/coordinator/demo.hh"
 #include "nabla/db/store.hh"
 
@@ -150,8 +150,8 @@ TEST(DemoCampaignToml, ParsesWithTheCampaignParser) {
   const ServiceModel m = rubis_demo_service();
   const std::map<std::string, std::string> addr = {
       {"client", "10.213.0.1"}, {"web", "10.213.0.2"}, {"app", "10.213.0.3"}, {"db", "10.213.0.4"}};
-  const CampaignSpec full =
-      parse_campaign_spec(demo_campaign_toml(m, addr, "/tmp/k", demo_campaign(m, false, 9)));
+  const campaign::CampaignSpec full = campaign::parse_campaign_spec(
+      demo_campaign_toml(m, addr, "/tmp/k", demo_campaign(m, false, 9)));
   EXPECT_EQ(full.name, "demo");
   EXPECT_EQ(full.seed, 9u);
   EXPECT_EQ(full.nodes.size(), 4u);
@@ -165,8 +165,8 @@ TEST(DemoCampaignToml, ParsesWithTheCampaignParser) {
   ASSERT_TRUE(full.node_by_name("app"));
   ASSERT_TRUE(full.node_by_name("app")->injectd);
 
-  const CampaignSpec quick =
-      parse_campaign_spec(demo_campaign_toml(m, addr, "/tmp/k", demo_campaign(m, true, 9)));
+  const campaign::CampaignSpec quick = campaign::parse_campaign_spec(
+      demo_campaign_toml(m, addr, "/tmp/k", demo_campaign(m, true, 9)));
   EXPECT_EQ(quick.links.exclude.size(), 6u);  // 8 one-way links, 2 measured
   EXPECT_EQ(quick.truth.size(), 2u);
   EXPECT_EQ(quick.truth.at("tcp app -> db:8082").at("/view"), 3);

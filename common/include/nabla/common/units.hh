@@ -26,4 +26,7 @@ std::string format_duration_ns(int64_t ns);
 // '%' sign is required. Throws std::invalid_argument naming the bad text.
 double parse_percent(std::string_view text);
 
+// Formats a double with `digits` significant digits ("-" for NaN).
+std::string format_number(double value, int digits = 4);
+
 }  // namespace nabla::common

@@ -11,11 +11,11 @@
 // tries to stop the injection itself.
 #include <cstdint>
 #include <iosfwd>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
 #include "nabla/common/host_port.hh"
+#include "nabla/common/protocol/injectd.hh"
 
 namespace CLI {
 class App;
@@ -39,8 +39,9 @@ struct InjectOptions {
   bool json = false;
 };
 
-// The inject.start params for these options (see injector/injection_params.hh).
-nlohmann::json build_inject_params(const InjectOptions& options);
+// The inject.start params for these options. Throws std::invalid_argument
+// naming the flag for a bad duration, percentage, --dir, --lease or --duty.
+common::protocol::InjectStartParams build_inject_params(const InjectOptions& options);
 
 // Runs the injection; returns the process exit code.
 int run_inject(const InjectOptions& options, std::ostream& out, std::ostream& err);

@@ -17,7 +17,7 @@
 #include <optional>
 #include <string>
 
-#include "nabla/coordinator/campaign.hh"
+#include "nabla/campaign/campaign.hh"
 
 namespace CLI {
 class App;
@@ -35,9 +35,10 @@ struct RunOptions {
 
 // Builds the --json document (keys in this order: run_id, status, error,
 // campaign, seed, ..., links, gradients, warnings).
-nlohmann::ordered_json outcome_to_json(const CampaignSpec& spec, const CampaignOutcome& outcome);
-void print_outcome_table(std::ostream& out, const CampaignSpec& spec,
-                         const CampaignOutcome& outcome);
+nlohmann::ordered_json outcome_to_json(const campaign::CampaignSpec& spec,
+                                       const campaign::CampaignOutcome& outcome);
+void print_outcome_table(std::ostream& out, const campaign::CampaignSpec& spec,
+                         const campaign::CampaignOutcome& outcome);
 
 // Returns the exit code; spec errors throw std::invalid_argument (exit 2).
 int run_campaign_command(const RunOptions& options, std::ostream& out, std::ostream& err);

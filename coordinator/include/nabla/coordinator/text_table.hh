@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "nabla/common/units.hh"
+
 namespace nabla::coordinator {
 
 // How a command prints rows: a TextTable, JSON, or CSV (RFC 4180).
@@ -23,8 +25,7 @@ class TextTable {
   std::vector<std::vector<std::string>> rows_;
 };
 
-// Formats a double with `digits` significant digits ("-" for NaN).
-std::string format_number(double value, int digits = 4);
+using common::format_number;
 
 // One CSV field (RFC 4180): quoted, with inner quotes doubled, only when it
 // holds a comma, a quote or a line break.

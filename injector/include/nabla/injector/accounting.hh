@@ -12,6 +12,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "nabla/common/protocol/injectd.hh"
 #include "nabla/injector/waveform.hh"
 
 namespace nabla::injector {
@@ -34,15 +35,8 @@ class DelayHistogram {
   uint64_t count_ = 0;
 };
 
-struct DelaySummary {
-  uint64_t count = 0;
-  double mean_ns = 0.0;
-  double std_ns = 0.0;  // sample standard deviation (n - 1); 0 when count < 2
-  int64_t p50_ns = 0;
-  int64_t p99_ns = 0;
-  int64_t min_ns = 0;
-  int64_t max_ns = 0;
-};
+// What summary() gives is what the control protocol reports.
+using DelaySummary = common::protocol::DelaySummary;
 
 class DelayStats {
  public:
@@ -59,18 +53,7 @@ class DelayStats {
   DelayHistogram histogram_;
 };
 
-struct PacketCounters {
-  uint64_t packets = 0;  // seen by the injector
-  uint64_t bytes = 0;
-  uint64_t delayed = 0;  // released later than received
-  uint64_t dropped = 0;  // by loss or partition faults
-  uint64_t corrupted = 0;
-  uint64_t duplicated = 0;
-  uint64_t reordered = 0;   // sent at once by the reorder fault
-  uint64_t queue_full = 0;  // kernel queue overflowed (dropped or passed fail-open)
-  uint64_t enobufs = 0;     // netlink receive buffer overruns
-  uint64_t verdict_errors = 0;
-};
+using PacketCounters = common::protocol::PacketCounters;
 
 class InjectionAccounting {
  public:

@@ -8,6 +8,7 @@
 #include <random>
 #include <span>
 
+#include "nabla/common/protocol/injectd.hh"
 #include "nabla/injector/waveform.hh"
 
 namespace nabla::injector {
@@ -16,7 +17,7 @@ namespace nabla::injector {
 // that adding one fault never changes the pattern of another.
 uint64_t derive_seed(uint64_t injection_seed, uint64_t fault_index);
 
-enum class JitterDistribution : uint8_t { kUniform, kNormal, kPareto, kParetoNormal };
+using JitterDistribution = common::protocol::JitterDistribution;
 
 struct JitterSpec {
   Waveform wave;
@@ -44,7 +45,7 @@ class Jitter {
   double last_uniform_ = 0.5;
 };
 
-enum class LossModel : uint8_t { kBernoulli, kGilbertElliott };
+using LossModel = common::protocol::LossModel;
 
 struct LossSpec {
   Waveform wave;

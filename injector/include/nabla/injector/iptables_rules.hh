@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "nabla/common/link_spec.hh"
+#include "nabla/common/protocol/injectd.hh"
 
 namespace nabla::injector {
 
@@ -23,11 +24,9 @@ namespace nabla::injector {
 // every rule skips them, so a copy is never queued again.
 inline constexpr uint32_t kNablaPacketMark = 0x6e61626c;  // "nabl"
 
-enum class Direction : uint8_t { kOut, kIn, kFwd };
-
-std::string_view to_string(Direction direction) noexcept;
-// "out" | "in" | "fwd"; throws std::invalid_argument.
-Direction parse_direction(std::string_view text);
+// The hook an injection sits on is part of the control protocol; its
+// to_string and parse_direction come with it.
+using Direction = common::protocol::Direction;
 
 struct RuleSpec {
   common::LinkSpec link;

@@ -23,6 +23,7 @@
 #include <string>
 
 #include "nabla/common/cpu_latency.hh"
+#include "nabla/common/protocol/injectd.hh"
 #include "nabla/injector/engine.hh"
 #include "nabla/injector/iptables_rules.hh"
 
@@ -88,9 +89,10 @@ class InjectorService {
     std::unique_ptr<InstalledRule> rule;
   };
 
-  Active& find(const nlohmann::json& params);
+  // Throws "id: no active injection" for an unknown id.
+  Active& find(const std::string& id);
   nlohmann::json stop_locked(const std::string& id, const char* reason);
-  nlohmann::json describe(const Active& a, int64_t now_ns) const;
+  common::protocol::InjectionDescription describe(const Active& a, int64_t now_ns) const;
   // Takes the CPU latency request if configured and not yet held.
   void hold_cpu_latency_locked();
 

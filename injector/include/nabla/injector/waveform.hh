@@ -9,9 +9,11 @@
 // or a probability multiplier for a fault); value() is amplitude while high.
 #include <cstdint>
 
+#include "nabla/common/protocol/injectd.hh"
+
 namespace nabla::injector {
 
-enum class WaveKind : uint8_t { kOff, kConstant, kSquare };
+using WaveKind = common::protocol::WaveKind;  // as requested on the wire
 
 enum class WaveHalf : uint8_t { kLow = 0, kHigh = 1 };
 

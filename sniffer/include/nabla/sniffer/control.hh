@@ -1,25 +1,17 @@
 #pragma once
 // nabla-sniffd's control methods (JSON-RPC over common::RpcServer):
-//
-//   flows.list  params {"since": cursor ≥ 0 (default 0), "min_messages": n ≥ 0
-//               (default: the daemon's threshold), "include_control": bool
-//               (default false)} → {"cursor": next, "flows": [flow...]}
-//               Pass the returned cursor as `since` to get only what changed.
-//   daemon.info params {} → version, pid, interval, port range, counters.
-//
-// A flow: {"proto":"tcp", "local":{"addr","port","pid","comm"},
-//   "remote":{"addr","port"}, "direction":"outbound|inbound|unknown",
-//   "control":bool, "total":{"segments_out","segments_in","bytes_out",
-//   "bytes_in"}, "interval":{same, for the last scan}, "sockets",
-//   "conntrack_events", "first_seen_ns", "last_seen_ns"} — ports already
-//   folded (ephemeral → 0), times on the daemon's monotonic clock.
+// flows.list and daemon.info. Their params and results are the messages of
+// nabla/common/protocol/sniffd.hh, which every client reads with the same
+// struct; this file only fills them from the sniffer's state.
 #include <nlohmann/json.hpp>
 
+#include "nabla/common/protocol/sniffd.hh"
 #include "nabla/common/rpc.hh"
 #include "nabla/sniffer/sniffer.hh"
 
 namespace nabla::sniffer {
 
+common::protocol::Flow flow_message(const ReportedFlow& flow);
 nlohmann::json flow_to_json(const ReportedFlow& flow);
 // Validate params (throw std::invalid_argument naming the field) and answer.
 nlohmann::json flows_list(const Sniffer& sniffer, const nlohmann::json& params);

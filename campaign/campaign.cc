@@ -1,0 +1,153 @@
+// The campaign's driver: the phases in order, the wait loop they share, and
+// the run's end (complete, or failed with everything measured so far). The
+// design is in campaign.hh.
+#include "nabla/campaign/campaign.hh"
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <random>
+
+#include "nabla/campaign/daemons.hh"
+#include "phases.hh"
+
+namespace nabla::campaign {
+
+CampaignRun::CampaignRun(const CampaignSpec& spec_, const CampaignOptions& options_,
+                         const CampaignEnvironment& env_, CampaignRecorder& recorder_,
+                         CampaignOutcome& out_)
+    : spec(spec_),
+      options(options_),
+      env(env_),
+      out(out_),
+      recorder(recorder_),
+      leases(env_.daemons, spec_.gradient.lease_ns),
+      rng_(out_.seed) {}
+
+void CampaignRun::note(const std::string& line) {
+  if (options.log != nullptr) *options.log << line << '\n' << std::flush;
+}
+
+void CampaignRun::wait_until(std::int64_t t_ns) {
+  while (true) {
+    check_cancel();
+    const std::int64_t now = now_ns();
+    leases.renew_due(now);
+    if (now >= t_ns) return;
+    report(now);
+    env.clock.sleep_until(std::min(t_ns, now + kSliceNs));
+  }
+}
+
+void CampaignRun::check_cancel() {
+  if (options.cancel != nullptr && options.cancel->load() != 0) {
+    out.interrupted = true;
+    throw Interrupted("interrupted by signal " + std::to_string(options.cancel->load()));
+  }
+}
+
+void CampaignRun::report(std::int64_t now) {
+  if (!options.progress || now - last_report_ns_ < 250'000'000) return;
+  last_report_ns_ = now;
+  CampaignProgress p = progress_;
+  if (p.bins_total > 0 && out.bin_width_ns > 0 && now > phase_start_ns_) {
+    p.bins = std::min<std::size_t>(
+        p.bins_total, static_cast<std::size_t>((now - phase_start_ns_) / out.bin_width_ns));
+  }
+  p.left_ns = deadline_ns > now ? deadline_ns - now : 0;
+  options.progress(p);
+}
+
+void CampaignRun::set_phase(const std::string& name, std::size_t link, std::size_t links,
+                            std::size_t bins, std::int64_t start_ns) {
+  progress_ = CampaignProgress{name, link, links, 0, bins, 0};
+  phase_start_ns_ = start_ns;
+}
+
+namespace {
+
+constexpr std::chrono::milliseconds kConnectTimeout{3000};
+
+std::optional<std::string> joined_warnings(const std::vector<std::string>& warnings) {
+  if (warnings.empty()) return std::nullopt;
+  std::string all;
+  for (const std::string& w : warnings) all += (all.empty() ? "" : "; ") + w;
+  return all;
+}
+
+std::uint64_t campaign_seed(const CampaignSpec& spec) {
+  if (spec.seed) return *spec.seed;
+  std::random_device rd;
+  return ((static_cast<std::uint64_t>(rd()) << 32) | rd()) >> 1;  // < 2^63 for SQLite
+}
+
+void run_phases(CampaignRun& run) {
+  discover(run);
+  train(run);
+  std::size_t measurable = 0;
+  for (const CampaignLink& l : run.out.links) measurable += l.measurable ? 1 : 0;
+  std::size_t index = 0;
+  for (CampaignLink& l : run.out.links) {
+    if (l.measurable) measure_link(run, l, ++index, measurable);
+  }
+}
+
+// Creates the run row, runs `phases` and ends the run: complete, or failed
+// with the error and everything stored so far. Throws only before the run
+// row exists.
+CampaignOutcome run_recorded(
+    const CampaignSpec& spec, db::Store& store, const CampaignOptions& options, Clock& clock,
+    const std::function<void(CampaignRecorder&, CampaignOutcome&)>& phases) {
+  CampaignOutcome out;
+  out.seed = campaign_seed(spec);
+  CampaignRecorder recorder(store, spec, options.kind, out.seed, options.tool_version,
+                            clock.now_ns());
+  out.run_id = recorder.run_id();
+  if (options.log != nullptr) {
+    *options.log << "campaign " << spec.name << ": run " << out.run_id << ", seed " << out.seed
+                 << '\n'
+                 << std::flush;
+  }
+  try {
+    phases(recorder, out);
+    out.complete = true;
+    recorder.finish(db::RunStatus::kComplete, joined_warnings(out.warnings));
+  } catch (const std::exception& e) {
+    out.complete = false;
+    out.error = e.what();
+    try {
+      recorder.finish(db::RunStatus::kFailed, out.error);
+    } catch (const std::exception& f) {
+      out.error += std::string(" (and the run could not be marked failed: ") + f.what() + ")";
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+CampaignOutcome run_campaign(const CampaignSpec& spec, db::Store& store,
+                             const CampaignOptions& options, const CampaignEnvironment& env) {
+  return run_recorded(spec, store, options, env.clock,
+                      [&](CampaignRecorder& recorder, CampaignOutcome& out) {
+                        CampaignRun run(spec, options, env, recorder, out);
+                        run_phases(run);
+                      });
+}
+
+CampaignOutcome run_campaign(const CampaignSpec& spec, db::Store& store,
+                             const CampaignOptions& options) {
+  SystemClock clock;
+  EngineLoadRunner load;
+  return run_recorded(
+      spec, store, options, clock, [&](CampaignRecorder& recorder, CampaignOutcome& out) {
+        // Connected inside the run, so a daemon it cannot reach fails the
+        // stored run.
+        RpcDaemons daemons(spec, kConnectTimeout);
+        CampaignRun run(spec, options, CampaignEnvironment{clock, load, daemons}, recorder, out);
+        run_phases(run);
+      });
+}
+
+}  // namespace nabla::campaign

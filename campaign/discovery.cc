@@ -1,0 +1,125 @@
+// The discovery phase (with the bin width's calibration); see phases.hh.
+#include <algorithm>
+#include <stdexcept>
+
+#include "load.hh"
+#include "nabla/campaign/links.hh"
+#include "nabla/common/units.hh"
+#include "phase_store.hh"
+#include "phases.hh"
+
+namespace nabla::campaign {
+namespace {
+
+constexpr std::int64_t kSniffPollNs = 500'000'000;
+
+// One flows.list per node with a sniffd, merged into `nodes` (cursors
+// advanced).
+void poll_sniffers(CampaignRun& run, std::vector<NodeFlows>& nodes,
+                   std::vector<std::uint64_t>& cursors) {
+  for (std::size_t i = 0; i < run.spec.nodes.size(); ++i) {
+    const std::string& node = run.spec.nodes[i].name;
+    std::optional<FlowsPage> page;
+    try {
+      page = run.env.daemons.list_flows(node, cursors[i]);
+    } catch (const std::exception& e) {
+      throw std::runtime_error("node " + node + ": flows.list failed: " + e.what());
+    }
+    if (!page) continue;
+    merge_flows(nodes[i].flows, page->flows);
+    cursors[i] = page->cursor;
+  }
+}
+
+// Waits until t0 + calib_ns, polling every sniffd meanwhile when the spec
+// discovers links; returns the flows seen.
+std::vector<NodeFlows> watch_flows(CampaignRun& run, std::int64_t t0, std::int64_t calib_ns) {
+  const bool discovering = run.spec.links.discover;
+  std::vector<NodeFlows> nodes;
+  std::vector<std::uint64_t> cursors;
+  for (const CampaignNode& n : run.spec.nodes) {
+    nodes.push_back(NodeFlows{n.name, n.addresses, {}});
+    cursors.push_back(0);
+  }
+  while (discovering) {
+    poll_sniffers(run, nodes, cursors);
+    const std::int64_t left = t0 + calib_ns - run.now_ns();
+    if (left <= 0) break;
+    run.wait_until(run.now_ns() + std::min(left, kSniffPollNs));
+  }
+  run.wait_until(t0 + calib_ns);
+  if (discovering) poll_sniffers(run, nodes, cursors);  // flows seen during the last interval
+  return nodes;
+}
+
+// The types and the bin width, from the calibration load (its first tenth
+// is the connections' warm-up).
+void calibrate(CampaignRun& run, const loadgen::EngineResult& r, std::int64_t t0,
+               std::int64_t calib_ns) {
+  run.out.types = r.type_names;
+  std::vector<analysis::LatencyRecord> calib;
+  for (const auto& x : to_records(r)) {
+    if (x.t_ns >= t0 + calib_ns / 10) calib.push_back(x);
+  }
+  run.out.bin_width_ns =
+      campaign_bin_width_ns(calib, run.spec.gradient.requests_per_bin, run.out.types);
+  if (r.completed == 0) {
+    throw std::runtime_error("the workload got no answer from " + run.spec.workload.target);
+  }
+}
+
+// Notes the links and the time estimate; throws when none is measurable.
+void plan(CampaignRun& run) {
+  std::size_t measurable = 0;
+  for (const CampaignLink& l : run.out.links) measurable += l.measurable ? 1 : 0;
+  run.note(std::to_string(run.out.links.size()) + " links, " + std::to_string(measurable) +
+           " measurable; bin width " + common::format_duration_ns(run.out.bin_width_ns));
+  for (const CampaignLink& l : run.out.links) {
+    if (!l.measurable) run.note("  not measured: " + l.label + " (" + l.note + ")");
+  }
+  if (measurable == 0) throw std::runtime_error("no measurable link (see the notes above)");
+  const GradientSpec& g = run.spec.gradient;
+  run.out.budget_ns = campaign_budget_ns(run.out.bin_width_ns, g.bins, g.chunks, measurable,
+                                         static_cast<double>(g.min_bins_per_period),
+                                         run.spec.workload.warmup_ns, 0);
+  run.deadline_ns = run.now_ns() + run.out.budget_ns;
+  run.note(
+      "estimated time: " + common::format_duration_ns(run.out.budget_ns / 1'000'000 * 1'000'000) +
+      " (training " + std::to_string(g.chunks * g.bins) + " bins, then " +
+      std::to_string(measurable) + " links x (" + std::to_string(g.bins) +
+      " bins + one cycle), a warm-up before each phase)");
+}
+
+}  // namespace
+
+void discover(CampaignRun& run) {
+  const LinksSpec& ls = run.spec.links;
+  const std::int64_t calib_ns =
+      ls.discover ? std::max(ls.discover_for_ns, run.spec.workload.warmup_ns)
+                  : std::max<std::int64_t>(run.spec.workload.warmup_ns, 1'000'000'000);
+  const std::int64_t t0 = run.now_ns() + kEngineLeadNs;
+  run.deadline_ns = t0 + calib_ns;
+  run.set_phase("discovery", 0, 0, 0, t0);
+  std::vector<NodeFlows> nodes;
+  {
+    const auto load =
+        run.env.load.start(engine_config(run.spec.workload, calib_ns, run.next_seed()), t0);
+    nodes = watch_flows(run, t0, calib_ns);
+    calibrate(run, load->take(), t0, calib_ns);
+  }
+  std::vector<Link> discovered;
+  if (ls.discover) {
+    JoinOptions jo;
+    jo.min_messages = ls.min_messages;
+    discovered = join_flows(nodes, jo);
+  }
+  run.out.links = assemble_links(run.spec, nodes, discovered);
+  {
+    db::Transaction tx(run.recorder.store_database());
+    store_links(run, nodes, t0, t0 + calib_ns);
+    tx.commit();
+  }
+  plan(run);
+}
+
+}  // namespace nabla::campaign

@@ -1,0 +1,150 @@
+#pragma once
+// A link-gradient campaign (docs/method.md, "Link gradients", and docs/design.md,
+// "Campaign"): connect, discover, train, and for every measurable link an
+// adaptive one-cycle sub-phase then the active phase of N bins; every step is
+// stored (store.hh).
+//
+// Pieces and data flow (one campaign thread drives everything; each phase is
+// one file of campaign/, the arithmetic is math.hh):
+//   spec ─► CampaignRecorder (run row 'running', store.hh)
+//        ─► the environment (environment.hh): Clock, LoadRunner, Daemons.
+//           run_campaign(spec, store, options) connects RpcDaemons to every
+//           daemon (failure = one error naming the node) after the run row
+//           exists; the overload taking a CampaignEnvironment runs against
+//           the caller's (the tests' fakes).
+//        ─► discovery (discovery.cc): the workload runs (a LoadRun) while
+//           the campaign polls every sniffd (flows.list with a cursor);
+//           join_flows → links (discover.hh); include/exclude (links.hh); a
+//           link is measurable when its source node has an injectd
+//           (direction `out` there, link spec = its addresses and fixed
+//           ports). The same load calibrates the bin width.
+//        ─► training (training.cc): load for warmup + M·N bins; per type bin
+//           → train(); one k_d for all types (minimax) and the training
+//           amplitude.
+//        ─► per link (measurement.cc): adaptive phase (warmup, then ONE
+//           cycle, cycles = 1 so the daemon itself ends it), rough gradients
+//           → amplitude; active phase (warmup, then a square wave of period
+//           N·dTs/k_d, duty 0.5; N bins from the injection's anchor);
+//           inject.stop gives the actual delay per half: delta-l = high mean
+//           - low mean.
+//           Gradients per type against the training FFT0 mean. Phase choice:
+//           the wave's phase is estimated (phase unknown) on every type and
+//           the estimate of the type with the highest SNR, if detected, is
+//           reused as known for every type (so a gradient-0 type gets a
+//           symmetric t interval instead of a one-sided magnitude bound); if
+//           no type detects the wave the nominal phase 0 (the bins start at
+//           the coordinator's estimate of the wave's anchor) is used.
+//           Perturbation: mean response time in the active window minus the
+//           training mean, per type; throughput change: the share of the
+//           window's requests completed within it (math.hh completion_ratio)
+//           in the active phase over training, minus 1. A noisy active phase
+//           is repeated and the repeats combined by inverse variance (math.hh
+//           combine_estimates, inverse_variance_mean).
+//        ─► store (phase_store.cc): each phase with its injection and
+//           samples in its own transaction, the gradients with the last.
+// Load runs are bounded by their duration; the campaign waits in short
+// slices of its clock, renewing every held lease every lease/4, so a signal
+// (cancel flag), a failed renewal or any error ends the campaign within
+// ~50 ms: injections are stopped first (RAII handles stop best effort with
+// short timeouts), the current load run is stopped, and the run is stored as
+// 'failed' with the error and everything measured so far. A kill -9 leaves
+// only leased injections, which the daemons remove when the lease lapses.
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "nabla/analysis/gradient.hh"
+#include "nabla/campaign/discover.hh"
+#include "nabla/campaign/environment.hh"
+#include "nabla/campaign/math.hh"
+#include "nabla/campaign/spec.hh"
+#include "nabla/db/store.hh"
+
+namespace nabla::campaign {
+
+struct CampaignLink {
+  Link link;
+  std::string label;     // "tcp web -> app:9002" (spec.hh)
+  std::string spec;      // injector link spec with addresses
+  std::string src_node;  // where it is injected (direction out)
+  bool measurable = false;
+  std::string note;  // why it is not measured
+  std::int64_t link_id = 0;
+};
+
+struct TypeGradient {
+  std::string type;
+  analysis::GradientEstimate estimate;
+  double actual_amplitude_ns = 0;
+  double perturbation_ns = 0;
+  double throughput_change = 0;
+  bool reliable = true;  // no more than 5% empty bins
+  std::optional<double> truth;
+};
+
+struct LinkMeasurement {
+  std::string label;
+  double training_amplitude_ns = 0;
+  double amplitude_ns = 0;  // after the adaptive sub-phase
+  double delta_l_ns = 0;    // actual, from the daemon (requested if unknown)
+  bool delta_l_measured = true;
+  std::vector<RoughGradient> rough;
+  std::vector<TypeGradient> gradients;
+};
+
+struct CampaignOutcome {
+  std::int64_t run_id = 0;
+  bool complete = false;
+  std::string error;
+  bool interrupted = false;
+  std::uint64_t seed = 0;
+  std::vector<std::string> types;
+  std::int64_t bin_width_ns = 0;
+  int k_d = 0;
+  std::int64_t period_ns = 0;
+  double training_amplitude_ns = 0;
+  std::vector<double> training_mean_ns;            // per type
+  std::vector<double> training_rate_rps;           // per type
+  std::vector<double> training_completion;         // completion_ratio per type
+  std::vector<double> training_type_amplitude_ns;  // per type, at k_d
+  std::int64_t budget_ns = 0;
+  std::vector<CampaignLink> links;
+  std::vector<LinkMeasurement> measurements;
+  std::vector<std::string> warnings;
+};
+
+struct CampaignProgress {
+  std::string phase;     // discovery | training | adaptive | active
+  std::size_t link = 0;  // 1-based while measuring links
+  std::size_t links = 0;
+  std::size_t bins = 0;  // collected so far in this phase
+  std::size_t bins_total = 0;
+  std::int64_t left_ns = 0;  // estimated time left for the campaign
+};
+
+struct CampaignOptions {
+  db::RunKind kind = db::RunKind::kRun;
+  std::string tool_version = "0.1.0";
+  // Set (to the signal number) from another thread to stop the campaign.
+  const std::atomic<int>* cancel = nullptr;
+  std::function<void(const CampaignProgress&)> progress;  // called every ~250 ms
+  std::ostream* log = nullptr;  // one-line notes (seed, links, estimate); null = quiet
+};
+
+// Runs the campaign. Throws only before the run row exists (e.g. the
+// database cannot be written); afterwards every failure is returned in the
+// outcome (complete = false, error) and stored.
+CampaignOutcome run_campaign(const CampaignSpec& spec, db::Store& store,
+                             const CampaignOptions& options);
+// The same against the caller's clock, load and daemons.
+CampaignOutcome run_campaign(const CampaignSpec& spec, db::Store& store,
+                             const CampaignOptions& options, const CampaignEnvironment& env);
+
+// "PROTO SRC[:SPORT] -> DST[:DPORT]" (spec.hh).
+std::string link_label(const Link& link);
+
+}  // namespace nabla::campaign

@@ -1,0 +1,20 @@
+#pragma once
+// Building the campaign's link set (see campaign.hh): discovered links plus
+// [links].include, minus [links].exclude (an exclude spec matching the
+// link's addresses and ports, ephemeral ports matching only `*`). A link is
+// measurable when its source node is in the spec and has an injectd; the
+// injector spec carries the ends' addresses (from the flow records that
+// produced the link, else the nodes' first addresses) and the fixed ports
+// (`*` for ephemeral ones), so it matches exactly that link's packets.
+#include <vector>
+
+#include "nabla/campaign/campaign.hh"
+
+namespace nabla::campaign {
+
+// Throws std::invalid_argument for an include whose protocol is `any`.
+std::vector<CampaignLink> assemble_links(const CampaignSpec& spec,
+                                         const std::vector<NodeFlows>& nodes,
+                                         const std::vector<Link>& discovered);
+
+}  // namespace nabla::campaign

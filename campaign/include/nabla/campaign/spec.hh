@@ -1,0 +1,109 @@
+#pragma once
+// The campaign file of `nabla run CAMPAIGN.toml` (the contract shared with
+// `nabla demo`; docs/cli.md, "nabla run"). Parsing validates every rule up front so
+// a campaign never fails half-way on a typo:
+//   - unknown keys anywhere are errors naming the full key path
+//     ("unknown key gradient.binz", "unknown key node[1].injectdd");
+//   - a bad value names the key and the value ("gradient.bins: must be a power
+//     of two >= 8, got 100");
+//   - durations are strings with units, parsed by common::parse_duration_ns.
+// Errors are std::invalid_argument (exit code 2 in `nabla run`).
+//
+// Link labels. Results are keyed by a label built from node names, not
+// addresses: "PROTO SRC[:SPORT] -> DST[:DPORT]" with a port written only when
+// it is fixed (non-ephemeral), e.g. "tcp web -> app:9002" (the request
+// direction) and "tcp app:9002 -> web" (the response direction). An endpoint
+// no node owns keeps its address. [truth] keys use these labels.
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nabla/common/host_port.hh"
+
+namespace nabla::campaign {
+
+struct CampaignNode {
+  std::string name;                    // [a-z0-9_-]+, unique
+  std::vector<std::string> addresses;  // address literals, at least one
+  std::optional<common::HostPort> injectd;
+  std::optional<common::HostPort> sniffd;
+  std::optional<std::string> key_file;  // overrides CampaignSpec::key_file
+};
+
+struct WorkloadSpec {
+  std::string target;  // as written, "http://H:P" or "echo://H:P"
+  bool http = true;    // false: echo
+  std::string host;    // IPv4 literal
+  std::uint16_t port = 0;
+  double rate_rps = 0;
+  int connections = 16;
+  int threads = 1;
+  int outstanding = 1;
+  std::string interarrival = "exp";  // exp | fixed | lognormal:SIGMA | uniform
+  double lognormal_sigma = 1.0;
+  std::int64_t timeout_ns = 1'000'000'000;
+  // URL -> weight, in file order of the sorted key (toml++ keeps keys sorted).
+  std::vector<std::pair<std::string, double>> mix{{"/", 1.0}};
+  std::int64_t warmup_ns = 1'000'000'000;
+};
+
+struct LinksSpec {
+  bool discover = true;
+  std::int64_t discover_for_ns = 3'000'000'000;
+  std::vector<std::string> include;  // link specs (common/link_spec.hh syntax)
+  std::vector<std::string> exclude;
+  std::uint64_t min_messages = 1;
+};
+
+struct GradientSpec {
+  std::size_t bins = 128;               // N, a power of two >= 8
+  std::size_t chunks = 9;               // M >= 2
+  std::size_t requests_per_bin = 5;     // k >= 1
+  double delay_scale = 30;              // d > 0
+  std::size_t min_bins_per_period = 8;  // >= 4, <= N
+  std::int64_t max_amplitude_ns = 5'000'000;
+  std::int64_t min_amplitude_ns = 200'000;  // <= max
+  double confidence = 0.95;                 // (0, 1)
+  std::int64_t lease_ns = 5'000'000'000;    // >= 1 s
+  // An active phase whose noise (at any type) exceeds the training's by this
+  // ratio is measured again, up to `repeats` more times; the phases are then
+  // combined by inverse variance (a noisy spell on a shared machine costs a
+  // repeat instead of a wrong gradient). A ratio of 0 repeats every phase
+  // `repeats` times (fixed extra measurement time).
+  std::size_t repeats = 1;          // [0, 5]
+  double repeat_noise_ratio = 2.0;  // [0, 100]
+};
+
+struct CampaignSpec {
+  std::string name;
+  std::optional<std::uint64_t> seed;  // < 2^63 (stored as SQLite INTEGER)
+  std::optional<std::string> db;
+  std::optional<std::string> key_file;
+  std::vector<CampaignNode> nodes;
+  WorkloadSpec workload;
+  LinksSpec links;
+  GradientSpec gradient;
+  // link label -> type -> true gradient
+  std::map<std::string, std::map<std::string, double>> truth;
+
+  // The node owning an address, or nullptr.
+  const CampaignNode* node_by_address(std::string_view address) const;
+  const CampaignNode* node_by_name(std::string_view name) const;
+  // The key file for a node: its own, else the campaign's, else none.
+  std::optional<std::string> key_file_for(const CampaignNode& node) const;
+};
+
+// Throws std::invalid_argument (see the header comment); TOML syntax errors
+// name the line.
+CampaignSpec parse_campaign_spec(std::string_view toml_text);
+CampaignSpec load_campaign_spec(const std::string& path);
+
+// The parsed spec as JSON (stored in campaigns.spec and runs.config):
+// durations in ns, every default filled in.
+nlohmann::json to_json(const CampaignSpec& spec);
+
+}  // namespace nabla::campaign

@@ -1,0 +1,66 @@
+#pragma once
+// The injections a campaign holds (private to campaign/).
+//
+//  - LeaseKeeper: renews the lease of every held injection every lease/4 of
+//    the campaign's clock. The campaign calls renew_due from its wait loop,
+//    the only place it spends time while an injection runs, so renewals
+//    follow a fake clock in tests like the real one in production. A failed
+//    renewal throws (and so fails the run).
+//  - ActiveInjection: RAII for one running injection. stop() returns the
+//    daemon's final statistics; the destructor abandons it (best effort,
+//    short timeout) if nobody stopped it, so an exception or a signal never
+//    leaves an injection running longer than its lease.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nabla/campaign/environment.hh"
+
+namespace nabla::campaign {
+
+class LeaseKeeper {
+ public:
+  LeaseKeeper(Daemons& daemons, std::int64_t lease_ns);
+
+  void add(const std::string& node, const std::string& id, std::int64_t now_ns);
+  void remove(const std::string& node, const std::string& id);
+  // Renews every lease whose last renewal (or start) is lease/4 old.
+  void renew_due(std::int64_t now_ns);
+
+ private:
+  struct Held {
+    std::string node;
+    std::string id;
+    std::int64_t due_ns = 0;
+  };
+  Daemons& daemons_;
+  std::int64_t period_ns_;
+  std::vector<Held> held_;
+};
+
+class ActiveInjection {
+ public:
+  // Starts `request` on `node` and registers it with `leases`. The anchor is
+  // the clock halfway through the call: the campaign's best estimate of when
+  // the daemon started the wave.
+  ActiveInjection(Daemons& daemons, LeaseKeeper& leases, Clock& clock, const std::string& node,
+                  const InjectionRequest& request);
+  ~ActiveInjection();
+  ActiveInjection(const ActiveInjection&) = delete;
+  ActiveInjection& operator=(const ActiveInjection&) = delete;
+
+  const std::string& id() const { return id_; }
+  std::int64_t anchor_ns() const { return anchor_ns_; }
+  // inject.stop; throws on failure.
+  InjectionStats stop();
+
+ private:
+  Daemons& daemons_;
+  LeaseKeeper& leases_;
+  std::string node_;
+  std::string id_;
+  std::int64_t anchor_ns_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace nabla::campaign

@@ -1,0 +1,160 @@
+// The campaign's link set: discovered links joined from the sniffers plus
+// the spec's includes, minus its excludes, each with the injector link spec
+// that matches exactly its packets. See campaign.hh.
+#include "nabla/campaign/links.hh"
+
+#include <stdexcept>
+
+#include "nabla/common/ip_address.hh"
+#include "nabla/common/link_spec.hh"
+
+namespace nabla::campaign {
+namespace {
+
+bool owns(const CampaignSpec& spec, const std::string& host, const std::string& address) {
+  const CampaignNode* n = spec.node_by_address(address);
+  return n != nullptr ? n->name == host : address == host;
+}
+
+std::string endpoint(const std::string& address, std::uint16_t port) {
+  const bool v6 = address.find(':') != std::string::npos;
+  const std::string a = v6 ? "[" + address + "]" : address;
+  return a + ":" + (port == 0 ? std::string("*") : std::to_string(port));
+}
+
+// The addresses of a link's two ends, from the flow records that produced it
+// (`from_flows` true), else the nodes' first addresses.
+bool find_addresses(const CampaignSpec& spec, const std::vector<NodeFlows>& nodes, const Link& l,
+                    std::string& src, std::string& dst, bool& from_flows) {
+  from_flows = true;
+  for (const NodeFlows& n : nodes) {
+    for (const FlowEnd& f : n.flows) {
+      if (f.proto != l.proto) continue;
+      if (n.name == l.src.host && f.local_port == l.src.port && f.remote_port == l.dst.port &&
+          owns(spec, l.dst.host, f.remote_addr)) {
+        src = f.local_addr;
+        dst = f.remote_addr;
+        return true;
+      }
+      if (n.name == l.dst.host && f.local_port == l.dst.port && f.remote_port == l.src.port &&
+          owns(spec, l.src.host, f.remote_addr)) {
+        src = f.remote_addr;
+        dst = f.local_addr;
+        return true;
+      }
+    }
+  }
+  from_flows = false;
+  const CampaignNode* s = spec.node_by_name(l.src.host);
+  const CampaignNode* d = spec.node_by_name(l.dst.host);
+  src = s != nullptr ? s->addresses.front() : l.src.host;
+  dst = d != nullptr ? d->addresses.front() : l.dst.host;
+  return common::IpAddress::parse(src).has_value() && common::IpAddress::parse(dst).has_value();
+}
+
+// Every address an end may have: the node's addresses, or the bare address.
+std::vector<std::string> addresses_of(const CampaignSpec& spec, const std::string& host) {
+  const CampaignNode* n = spec.node_by_name(host);
+  return n != nullptr ? n->addresses : std::vector<std::string>{host};
+}
+
+// Excluded when an exclude matches the link's addresses; when the flow
+// records did not name them, any address of the end's node counts.
+bool excluded(const std::vector<common::LinkSpec>& excludes, const std::string& proto,
+              const std::vector<std::string>& srcs, std::uint16_t sport,
+              const std::vector<std::string>& dsts, std::uint16_t dport) {
+  const common::Protocol p = proto == "udp" ? common::Protocol::kUdp : common::Protocol::kTcp;
+  for (const std::string& src : srcs) {
+    for (const std::string& dst : dsts) {
+      const auto s = common::IpAddress::parse(src);
+      const auto d = common::IpAddress::parse(dst);
+      if (!s || !d) continue;
+      for (const common::LinkSpec& e : excludes) {
+        if (common::matches(e, p, *s, sport, *d, dport)) return true;
+      }
+    }
+  }
+  return false;
+}
+
+std::string host_for(const CampaignSpec& spec, const std::string& address) {
+  const CampaignNode* n = spec.node_by_address(address);
+  return n != nullptr ? n->name : address;
+}
+
+}  // namespace
+
+std::string link_label(const Link& l) {
+  auto end = [](const LinkEnd& e) {
+    return e.port == 0 ? e.host : e.host + ":" + std::to_string(e.port);
+  };
+  return l.proto + " " + end(l.src) + " -> " + end(l.dst);
+}
+
+std::vector<CampaignLink> assemble_links(const CampaignSpec& spec,
+                                         const std::vector<NodeFlows>& nodes,
+                                         const std::vector<Link>& discovered) {
+  std::vector<common::LinkSpec> excludes;
+  for (const std::string& e : spec.links.exclude) excludes.push_back(common::parse_link_spec(e));
+  std::vector<CampaignLink> out;
+  auto finish = [&](CampaignLink c) {
+    const CampaignNode* src = spec.node_by_name(c.link.src.host);
+    c.label = link_label(c.link);
+    for (const CampaignLink& o : out) {
+      if (o.spec == c.spec) return;  // an include that discovery also found
+    }
+    if (src == nullptr) {
+      c.note = "source " + c.link.src.host + " is no node of the campaign";
+    } else if (!src->injectd) {
+      c.note = "node " + src->name + " has no injectd";
+    } else {
+      c.src_node = src->name;
+      c.measurable = true;
+    }
+    out.push_back(std::move(c));
+  };
+  for (const Link& l : discovered) {
+    CampaignLink c;
+    c.link = l;
+    std::string src, dst;
+    bool from_flows = false;
+    const bool have = find_addresses(spec, nodes, l, src, dst, from_flows);
+    if (excluded(excludes, l.proto,
+                 from_flows ? std::vector<std::string>{src} : addresses_of(spec, l.src.host),
+                 l.src.port,
+                 from_flows ? std::vector<std::string>{dst} : addresses_of(spec, l.dst.host),
+                 l.dst.port)) {
+      continue;
+    }
+    if (l.proto != "tcp" && l.proto != "udp") continue;
+    c.spec = l.proto + " " + endpoint(src, l.src.port) + " -> " + endpoint(dst, l.dst.port);
+    if (!have) {
+      c.note = "addresses of its ends unknown";
+      c.label = link_label(l);
+      out.push_back(std::move(c));
+      continue;
+    }
+    finish(std::move(c));
+  }
+  for (const std::string& text : spec.links.include) {
+    const common::LinkSpec ls = common::parse_link_spec(text);
+    CampaignLink c;
+    c.spec = common::to_string(ls);
+    c.link.proto = std::string(common::to_string(ls.protocol));
+    if (c.link.proto == "any") {
+      throw std::invalid_argument("links.include: \"" + text +
+                                  "\": give tcp or udp (a link has one protocol)");
+    }
+    auto fixed = [](const common::PortRange& p) -> std::uint16_t {
+      return p.low == p.high ? p.low : 0;
+    };
+    c.link.src.host = host_for(spec, ls.src.address.to_string());
+    c.link.src.port = fixed(ls.src.ports);
+    c.link.dst.host = host_for(spec, ls.dst.address.to_string());
+    c.link.dst.port = fixed(ls.dst.ports);
+    finish(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace nabla::campaign

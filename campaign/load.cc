@@ -1,0 +1,68 @@
+// The workload as a load run and its result as records; see load.hh.
+#include "load.hh"
+
+namespace nabla::campaign {
+
+loadgen::EngineConfig engine_config(const WorkloadSpec& w, std::int64_t duration_ns,
+                                    std::uint64_t seed) {
+  loadgen::EngineConfig c;
+  c.host = w.host;
+  c.port = w.port;
+  c.threads = w.threads;
+  c.connections = w.connections;
+  c.max_outstanding = w.outstanding;
+  c.schedule.rate_per_s = w.rate_rps;
+  if (w.interarrival == "fixed") {
+    c.schedule.kind = loadgen::ScheduleKind::kFixed;
+  } else if (w.interarrival == "uniform") {
+    c.schedule.kind = loadgen::ScheduleKind::kUniform;
+  } else if (w.interarrival.rfind("lognormal", 0) == 0) {
+    c.schedule.kind = loadgen::ScheduleKind::kLognormal;
+    c.schedule.lognormal_sigma = w.lognormal_sigma;
+  }
+  if (w.http) {
+    c.protocol.kind = loadgen::ProtocolSpec::Kind::kHttp;
+    c.protocol.urls.clear();
+    for (const auto& [url, weight] : w.mix) c.protocol.urls.push_back({url, weight});
+    c.protocol.host_header = w.host;
+  } else {
+    c.protocol.kind = loadgen::ProtocolSpec::Kind::kEcho;
+  }
+  c.duration_ns = duration_ns;
+  c.request_timeout_ns = w.timeout_ns;
+  c.seed = seed;
+  return c;
+}
+
+std::vector<analysis::LatencyRecord> to_records(const loadgen::EngineResult& r) {
+  std::vector<analysis::LatencyRecord> out;
+  out.reserve(r.samples.size());
+  for (const loadgen::Sample& s : r.samples) {
+    out.push_back({s.intended_ns, s.latency_ns, static_cast<std::int32_t>(s.type)});
+  }
+  return out;
+}
+
+db::TimestampSource db_source(const loadgen::EngineResult& r) {
+  if (r.samples.empty()) return db::TimestampSource::kUser;
+  switch (r.samples.front().source) {
+    case loadgen::TimestampSource::kHardware:
+      return db::TimestampSource::kHardware;
+    case loadgen::TimestampSource::kSoftware:
+      return db::TimestampSource::kSoftware;
+    case loadgen::TimestampSource::kUser:
+      break;
+  }
+  return db::TimestampSource::kUser;
+}
+
+std::vector<analysis::LatencyRecord> of_type(const std::vector<analysis::LatencyRecord>& r,
+                                             std::int32_t type) {
+  std::vector<analysis::LatencyRecord> out;
+  for (const auto& x : r) {
+    if (x.type == type) out.push_back(x);
+  }
+  return out;
+}
+
+}  // namespace nabla::campaign

@@ -1,0 +1,303 @@
+// The measurement of one link: the adaptive sub-phase, then the active
+// phase (repeated while much noisier than the training); see phases.hh.
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <stdexcept>
+
+#include "load.hh"
+#include "nabla/common/units.hh"
+#include "phase_store.hh"
+#include "phases.hh"
+
+namespace nabla::campaign {
+namespace {
+
+std::string format_ratio(double r) {
+  const double rounded = std::round(r * 10.0) / 10.0;
+  std::string s = std::to_string(rounded);
+  return s.substr(0, s.find('.') + 2);
+}
+
+// Runs the load for warmup + `window_ns` (+ tail), injecting from the end of
+// the warm-up until `window_ns` + `tail_ns` later; fills `inj` with what the
+// daemon reported.
+loadgen::EngineResult inject_phase(CampaignRun& run, const CampaignLink& l, double amplitude_ns,
+                                   int cycles, std::int64_t window_ns, std::int64_t tail_ns,
+                                   Injected& inj) {
+  const std::int64_t warmup = run.spec.workload.warmup_ns;
+  const std::int64_t t0 = run.now_ns() + kEngineLeadNs;
+  const auto load = run.env.load.start(
+      engine_config(run.spec.workload, warmup + window_ns + tail_ns + kEngineSlackNs,
+                    run.next_seed()),
+      t0);
+  run.set_phase_start(t0 + warmup);
+  run.wait_until(t0 + warmup);
+  {
+    InjectionRequest request{l.spec, std::llround(amplitude_ns), run.out.period_ns,
+                             cycles, run.spec.gradient.lease_ns, run.next_seed() >> 1};
+    ActiveInjection a(run.env.daemons, run.leases, run.env.clock, l.src_node, request);
+    inj.anchor_ns = a.anchor_ns();
+    inj.id = a.id();
+    run.set_phase_start(inj.anchor_ns);
+    if (inj.anchor_ns > t0 + warmup + kEngineSlackNs) {
+      throw std::runtime_error("node " + l.src_node + ": inject.start took longer than " +
+                               common::format_duration_ns(kEngineSlackNs));
+    }
+    run.wait_until(inj.anchor_ns + window_ns + tail_ns);
+    inj.stats = a.stop();
+    inj.ended_ns = run.now_ns();
+  }
+  const auto d = delta_l_from_halves(inj.stats.high.count, inj.stats.high.mean_ns,
+                                     inj.stats.low.count, inj.stats.low.mean_ns);
+  inj.measured = d.has_value();
+  inj.delta_l_ns = d.value_or(amplitude_ns);
+  return load->take();
+}
+
+// Adaptive sub-phase: one cycle at the training amplitude; the rough
+// gradients give the measurement amplitude.
+void adaptive_phase(CampaignRun& run, const CampaignLink& l, LinkMeasurement& m, std::size_t index,
+                    std::size_t count) {
+  const GradientSpec& g = run.spec.gradient;
+  const std::int64_t period_bins =
+      run.out.period_ns / std::max<std::int64_t>(run.out.bin_width_ns, 1);
+  run.set_phase("adaptive", index, count, static_cast<std::size_t>(period_bins), 0);
+  Injected a;
+  const loadgen::EngineResult ra =
+      inject_phase(run, l, m.training_amplitude_ns, 1, run.out.period_ns, kSliceNs, a);
+  const auto rec_a = to_records(ra);
+  for (std::size_t t = 0; t < run.out.types.size(); ++t) {
+    m.rough.push_back(rough_gradient(rec_a, static_cast<std::int32_t>(t), a.anchor_ns,
+                                     run.out.period_ns, a.delta_l_ns));
+  }
+  m.amplitude_ns = adapted_amplitude_ns(run.kd.per_type_amplitude_ns, m.rough,
+                                        static_cast<double>(g.min_amplitude_ns),
+                                        static_cast<double>(g.max_amplitude_ns));
+  db::Transaction tx(run.recorder.store_database());
+  store_injected_phase(run, db::PhaseKind::kAdaptive, l, a, m.training_amplitude_ns, period_bins,
+                       ra, rec_a, run.out.period_ns);
+  tx.commit();
+}
+
+struct ActiveAttempt {
+  std::size_t number = 1;
+  std::int64_t phase_id = 0;
+  double delta_l_ns = 0;
+  bool delta_l_measured = true;
+  std::vector<TypeGradient> gradients;  // one per type, this phase alone
+  double worst_noise_ratio = 0;         // max over types of sigma / training sigma
+  std::vector<std::string> noise_warnings;
+};
+
+// Each type's series of the active window; throws when a type has none.
+std::vector<analysis::BinnedSeries> bin_types(CampaignRun& run, const CampaignLink& l,
+                                              const std::vector<analysis::LatencyRecord>& records,
+                                              std::int64_t start_ns) {
+  std::vector<analysis::BinnedSeries> series;
+  for (std::size_t t = 0; t < run.out.types.size(); ++t) {
+    try {
+      series.push_back(analysis::bin_latencies(of_type(records, static_cast<std::int32_t>(t)),
+                                               start_ns, run.out.bin_width_ns,
+                                               run.spec.gradient.bins));
+    } catch (const std::invalid_argument&) {
+      throw std::runtime_error(l.label + ": no " + run.out.types[t] +
+                               " request completed during the active phase");
+    }
+  }
+  return series;
+}
+
+// The wave's phase in bins: estimated (phase unknown) on every type, that of
+// the type with the highest SNR if any detected the wave, else 0. Notes the
+// types whose noise much exceeded the training's.
+double wave_phase_bins(CampaignRun& run, const CampaignLink& l,
+                       const std::vector<analysis::BinnedSeries>& series,
+                       const analysis::GradientOptions& go, ActiveAttempt& out) {
+  std::vector<analysis::GradientEstimate> first;
+  for (std::size_t t = 0; t < series.size(); ++t) {
+    first.push_back(analysis::estimate_gradient_with_baseline_spectrum(
+        series[t].mean_latency_ns, run.trainings[t].fft0_mean, run.kd.k_d, out.delta_l_ns, go));
+  }
+  std::optional<std::size_t> best;
+  for (std::size_t t = 0; t < first.size(); ++t) {
+    if (first[t].detected && (!best || first[t].snr > first[*best].snr)) best = t;
+  }
+  // The amplitude was sized for the training's noise; say so when the
+  // active phase was much noisier (a busy machine), since the CI widens.
+  for (std::size_t t = 0; t < first.size(); ++t) {
+    const double trained = run.trainings[t].fft0_sigma.at(static_cast<std::size_t>(run.kd.k_d));
+    if (trained <= 0) continue;
+    const double ratio = first[t].noise_sigma / trained;
+    out.worst_noise_ratio = std::max(out.worst_noise_ratio, ratio);
+    if (ratio > 2.0) {
+      out.noise_warnings.push_back(l.label + " " + run.out.types[t] +
+                                   ": noise during the active phase " + format_ratio(ratio) +
+                                   "x the training's; the CI is wider than planned");
+    }
+  }
+  return best ? first[*best].phase_bins : 0.0;
+}
+
+// One type's gradient of an active phase, with its perturbation and
+// throughput change against the training and its truth from the spec.
+TypeGradient type_gradient(CampaignRun& run, const CampaignLink& l, std::size_t t,
+                           const analysis::BinnedSeries& series,
+                           const std::vector<analysis::LatencyRecord>& records,
+                           std::int64_t start_ns, const analysis::GradientOptions& go,
+                           double delta_l_ns) {
+  const std::int64_t end_ns =
+      start_ns + static_cast<std::int64_t>(run.spec.gradient.bins) * run.out.bin_width_ns;
+  const auto type = static_cast<std::int32_t>(t);
+  TypeGradient tg;
+  tg.type = run.out.types[t];
+  tg.estimate = analysis::estimate_gradient_with_baseline_spectrum(
+      series.mean_latency_ns, run.trainings[t].fft0_mean, run.kd.k_d, delta_l_ns, go);
+  tg.actual_amplitude_ns = delta_l_ns;
+  tg.reliable = series.reliable;
+  tg.perturbation_ns =
+      window_stats(records, type, start_ns, end_ns).mean_latency_ns - run.out.training_mean_ns[t];
+  const double ratio = completion_ratio(records, type, start_ns, end_ns);
+  const double trained = run.out.training_completion[t];
+  tg.throughput_change = trained > 0 ? ratio / trained - 1.0 : 0.0;
+  if (auto it = run.spec.truth.find(l.label); it != run.spec.truth.end()) {
+    if (auto jt = it->second.find(tg.type); jt != it->second.end()) tg.truth = jt->second;
+  }
+  if (!tg.reliable) {
+    run.out.warnings.push_back(l.label + " " + tg.type + ": " + std::to_string(series.filled_bins) +
+                               " empty bins; the gradient may be low");
+  }
+  return tg;
+}
+
+// One active phase at m.amplitude_ns: injects, bins each type, estimates
+// the gradients (phase from the type with the highest SNR) and stores the
+// phase with its injection and samples.
+ActiveAttempt active_attempt(CampaignRun& run, const CampaignLink& l, const LinkMeasurement& m,
+                             std::size_t index, std::size_t count, std::size_t number) {
+  const GradientSpec& g = run.spec.gradient;
+  const std::int64_t w = run.out.bin_width_ns;
+  const std::int64_t window = static_cast<std::int64_t>(g.bins) * w;
+  run.set_phase("active", index, count, g.bins, 0);
+  ActiveAttempt out;
+  out.number = number;
+  Injected act;
+  const std::int64_t tail = std::min<std::int64_t>(2 * w, 200'000'000);
+  const loadgen::EngineResult rr = inject_phase(run, l, m.amplitude_ns, 0, window, tail, act);
+  out.delta_l_ns = act.delta_l_ns;
+  out.delta_l_measured = act.measured;
+  if (!act.measured) {
+    run.out.warnings.push_back(l.label +
+                               ": the injector saw no packet in a half-cycle; the "
+                               "requested amplitude is used as delta-l");
+  }
+  const auto records = to_records(rr);
+  if (rr.errors.total() > 0) {
+    run.out.warnings.push_back(l.label + ": " + std::to_string(rr.errors.total()) +
+                               " requests failed during the active phase (not in the samples)");
+  }
+  analysis::GradientOptions go;
+  go.confidence = g.confidence;
+  const auto series = bin_types(run, l, records, act.anchor_ns);
+  go.phase_bins = wave_phase_bins(run, l, series, go, out);
+  for (std::size_t t = 0; t < run.out.types.size(); ++t) {
+    out.gradients.push_back(
+        type_gradient(run, l, t, series[t], records, act.anchor_ns, go, out.delta_l_ns));
+  }
+  db::Transaction tx(run.recorder.store_database());
+  out.phase_id = store_injected_phase(run, db::PhaseKind::kActive, l, act, m.amplitude_ns,
+                                      static_cast<std::int64_t>(g.bins), rr, records, window);
+  tx.commit();
+  return out;
+}
+
+// The active phase, measured again (up to `repeats` times) while it was much
+// noisier than the training.
+std::vector<ActiveAttempt> active_phases(CampaignRun& run, const CampaignLink& l,
+                                         const LinkMeasurement& m, std::size_t index,
+                                         std::size_t count) {
+  const GradientSpec& g = run.spec.gradient;
+  std::vector<ActiveAttempt> attempts;
+  for (;;) {
+    attempts.push_back(active_attempt(run, l, m, index, count, attempts.size() + 1));
+    const double ratio = attempts.back().worst_noise_ratio;
+    if (ratio <= g.repeat_noise_ratio || attempts.size() > g.repeats) break;
+    run.note(l.label + ": the active phase was " + format_ratio(ratio) +
+             "x as noisy as the training; measuring it again");
+    // The progress line's "time left" had no room for it: one more phase
+    // and its warm-up (budget_ns stays the up-front estimate).
+    run.deadline_ns +=
+        static_cast<std::int64_t>(g.bins) * run.out.bin_width_ns + run.spec.workload.warmup_ns;
+  }
+  for (const ActiveAttempt& a : attempts) {
+    for (const std::string& w : a.noise_warnings) {
+      run.out.warnings.push_back(attempts.size() > 1
+                                     ? w + " (active phase " + std::to_string(a.number) + " of " +
+                                           std::to_string(attempts.size()) + ")"
+                                     : w);
+    }
+  }
+  return attempts;
+}
+
+// Type t's gradient over every attempt: the estimates combined by inverse
+// variance, and amplitude, perturbation and throughput change weighted like
+// them, so they describe the same measurement.
+TypeGradient combine_attempts(CampaignRun& run, const CampaignLink& l,
+                              const std::vector<ActiveAttempt>& attempts, std::size_t t) {
+  std::vector<analysis::GradientEstimate> estimates;
+  std::vector<double> errors, amplitudes, perturbations, throughputs;
+  TypeGradient tg = attempts.back().gradients[t];
+  for (const ActiveAttempt& a : attempts) {
+    const TypeGradient& x = a.gradients[t];
+    estimates.push_back(x.estimate);
+    errors.push_back(x.estimate.standard_error);
+    amplitudes.push_back(x.actual_amplitude_ns);
+    perturbations.push_back(x.perturbation_ns);
+    throughputs.push_back(x.throughput_change);
+    tg.reliable = tg.reliable && x.reliable;
+  }
+  tg.estimate = combine_estimates(estimates);
+  if (attempts.size() == 1) return tg;
+  // Each phase's own estimate next to the combination, so a user can see
+  // whether the phases agreed.
+  std::string phases;
+  for (const analysis::GradientEstimate& e : estimates) {
+    phases += (phases.empty() ? "" : ", ") + common::format_number(e.value, 3) + " ± " +
+              common::format_number(e.standard_error, 2);
+  }
+  run.note(l.label + " " + tg.type + ": phases " + phases + " -> " +
+           common::format_number(tg.estimate.value, 3) + " ± " +
+           common::format_number(tg.estimate.standard_error, 2) + " (value ± standard error)");
+  tg.actual_amplitude_ns =
+      inverse_variance_mean(amplitudes, errors).value_or(tg.actual_amplitude_ns);
+  tg.perturbation_ns = inverse_variance_mean(perturbations, errors).value_or(tg.perturbation_ns);
+  tg.throughput_change = inverse_variance_mean(throughputs, errors).value_or(tg.throughput_change);
+  return tg;
+}
+
+}  // namespace
+
+void measure_link(CampaignRun& run, CampaignLink& l, std::size_t index, std::size_t count) {
+  LinkMeasurement m;
+  m.label = l.label;
+  m.training_amplitude_ns = run.out.training_amplitude_ns;
+  run.note("link " + std::to_string(index) + "/" + std::to_string(count) + ": " + l.label +
+           " (inject on " + l.src_node + ": " + l.spec + ")");
+  adaptive_phase(run, l, m, index, count);
+  const std::vector<ActiveAttempt> attempts = active_phases(run, l, m, index, count);
+  const ActiveAttempt& last = attempts.back();
+  m.delta_l_ns = last.delta_l_ns;
+  m.delta_l_measured = last.delta_l_measured;
+  for (std::size_t t = 0; t < run.out.types.size(); ++t) {
+    m.gradients.push_back(combine_attempts(run, l, attempts, t));
+  }
+  // One gradient row per type, on the last active phase; every attempt's
+  // phase, injection and samples are stored under their own phase rows.
+  db::Transaction tx(run.recorder.store_database());
+  store_gradients(run, l, m, last.phase_id);
+  tx.commit();
+  run.out.measurements.push_back(std::move(m));
+}
+
+}  // namespace nabla::campaign

@@ -1,0 +1,132 @@
+// The campaign's phases as rows of the run history; see phase_store.hh.
+#include "phase_store.hh"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "load.hh"
+#include "nabla/campaign/daemons.hh"
+
+namespace nabla::campaign {
+namespace {
+
+// The link a flow record is the sending side of, if it is one of ours.
+std::optional<std::int64_t> sending_link(const CampaignRun& run, const std::string& node,
+                                         const FlowEnd& f) {
+  const CampaignNode* peer = run.spec.node_by_address(f.remote_addr);
+  const std::string peer_host = peer != nullptr ? peer->name : f.remote_addr;
+  for (const CampaignLink& l : run.out.links) {
+    if (l.link.proto == f.proto && l.link.src.host == node && l.link.src.port == f.local_port &&
+        l.link.dst.host == peer_host && l.link.dst.port == f.remote_port) {
+      return l.link_id;
+    }
+  }
+  return std::nullopt;
+}
+
+std::int64_t store_injection(CampaignRun& run, std::int64_t phase_id, const CampaignLink& l,
+                             const Injected& inj, double amplitude_ns) {
+  db::Injection row;
+  row.phase_id = phase_id;
+  row.link_id = l.link_id;
+  row.node = l.src_node;
+  row.waveform = "square";
+  row.spec_json =
+      nlohmann::json{{"link", l.spec},
+                     {"id", inj.id},
+                     {"delay", square_wave_json(std::llround(amplitude_ns), run.out.period_ns, 0)}}
+          .dump();
+  row.requested_delay_ns = std::llround(amplitude_ns);
+  row.period_ns = run.out.period_ns;
+  row.duty = 0.5;
+  row.started_ns = inj.anchor_ns;
+  row.ended_ns = inj.ended_ns;
+  const InjectionStats& s = inj.stats;
+  row.packets = s.packets;
+  row.bytes = s.bytes;
+  row.delayed = s.delayed;
+  row.dropped = s.dropped;
+  if (inj.measured) row.actual_mean_ns = inj.delta_l_ns;
+  row.actual_std_ns = s.actual_std_ns;
+  row.actual_p50_ns = s.actual_p50_ns;
+  row.actual_p99_ns = s.actual_p99_ns;
+  row.actual_max_ns = s.actual_max_ns;
+  return run.recorder.add_injection(row);
+}
+
+}  // namespace
+
+void store_links(CampaignRun& run, const std::vector<NodeFlows>& nodes, std::int64_t first_seen_ns,
+                 std::int64_t last_seen_ns) {
+  for (CampaignLink& l : run.out.links) l.link_id = run.recorder.add_link(l.link);
+  for (const NodeFlows& n : nodes) {
+    for (const FlowEnd& f : n.flows) {
+      run.recorder.add_flow(n.name, f, sending_link(run, n.name, f), first_seen_ns, last_seen_ns);
+    }
+  }
+}
+
+void store_training_phase(CampaignRun& run, const loadgen::EngineResult& result,
+                          const std::vector<analysis::LatencyRecord>& records,
+                          std::int64_t start_ns, std::int64_t window_ns) {
+  const GradientSpec& g = run.spec.gradient;
+  db::Phase p;
+  p.kind = db::PhaseKind::kTraining;
+  p.started_ns = start_ns;
+  p.ended_ns = start_ns + window_ns;
+  p.bin_width_ns = run.out.bin_width_ns;
+  p.bins = static_cast<std::int64_t>(g.bins);
+  p.chunks = static_cast<std::int64_t>(g.chunks);
+  p.k_d = run.kd.k_d;
+  p.amplitude_ns = std::llround(run.out.training_amplitude_ns);
+  const std::int64_t id = run.recorder.add_phase(p);
+  run.recorder.add_samples(id, records, run.out.types, db_source(result), start_ns,
+                           start_ns + window_ns);
+}
+
+std::int64_t store_injected_phase(CampaignRun& run, db::PhaseKind kind, const CampaignLink& l,
+                                  const Injected& inj, double amplitude_ns, std::int64_t bins,
+                                  const loadgen::EngineResult& result,
+                                  const std::vector<analysis::LatencyRecord>& records,
+                                  std::int64_t window_ns) {
+  db::Phase p;
+  p.kind = kind;
+  p.link_id = l.link_id;
+  p.started_ns = inj.anchor_ns;
+  p.ended_ns = inj.ended_ns;
+  p.bin_width_ns = run.out.bin_width_ns;
+  p.bins = bins;
+  p.k_d = run.kd.k_d;
+  p.amplitude_ns = std::llround(amplitude_ns);
+  const std::int64_t id = run.recorder.add_phase(p);
+  store_injection(run, id, l, inj, amplitude_ns);
+  run.recorder.add_samples(id, records, run.out.types, db_source(result), inj.anchor_ns,
+                           inj.anchor_ns + window_ns);
+  return id;
+}
+
+void store_gradients(CampaignRun& run, const CampaignLink& l, const LinkMeasurement& m,
+                     std::int64_t phase_id) {
+  const GradientSpec& g = run.spec.gradient;
+  for (const TypeGradient& tg : m.gradients) {
+    db::Gradient row;
+    row.link_id = l.link_id;
+    row.type_id = run.recorder.type_id(tg.type);
+    row.phase_id = phase_id;
+    row.value = tg.estimate.value;
+    row.ci_low = tg.estimate.ci_low;
+    row.ci_high = tg.estimate.ci_high;
+    row.confidence = g.confidence;
+    if (std::isfinite(tg.estimate.time_domain_value)) {
+      row.time_domain = tg.estimate.time_domain_value;
+    }
+    row.actual_amplitude_ns = tg.actual_amplitude_ns;
+    row.perturbation_ns = tg.perturbation_ns;
+    row.throughput_change = tg.throughput_change;
+    row.k_d = run.kd.k_d;
+    row.bins = static_cast<std::int64_t>(g.bins);
+    run.recorder.add_gradient(row);
+  }
+}
+
+}  // namespace nabla::campaign

@@ -1,0 +1,487 @@
+// Campaign file parsing; see spec.hh.
+#include "nabla/campaign/spec.hh"
+
+#include <arpa/inet.h>
+#include <toml++/toml.h>
+
+#include <cmath>
+#include <fstream>
+#include <initializer_list>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include "nabla/common/link_spec.hh"
+#include "nabla/common/units.hh"
+
+namespace nabla::campaign {
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void fail(const std::string& key, const std::string& what) {
+  throw std::invalid_argument(key + ": " + what);
+}
+
+std::string join_key(const std::string& prefix, std::string_view key) {
+  return prefix.empty() ? std::string(key) : prefix + "." + std::string(key);
+}
+
+std::string describe(const toml::node& n) {
+  std::ostringstream s;
+  if (n.is_string()) {
+    s << '"' << n.as_string()->get() << '"';
+  } else if (n.is_table() || n.is_array()) {
+    s << (n.is_table() ? "a table" : "an array");
+  } else {
+    n.visit([&](const auto& v) { s << v; });
+  }
+  return s.str();
+}
+
+// Typed access to one TOML table with its key path for messages.
+class Section {
+ public:
+  Section(const toml::table* table, std::string path) : table_(table), path_(std::move(path)) {}
+
+  bool present() const { return table_ != nullptr; }
+  const std::string& path() const { return path_; }
+  std::string key(std::string_view k) const { return join_key(path_, k); }
+
+  void allow_only(std::initializer_list<std::string_view> keys) const {
+    if (table_ == nullptr) return;
+    for (const auto& [k, v] : *table_) {
+      bool known = false;
+      for (std::string_view a : keys) known = known || a == k.str();
+      if (!known) throw std::invalid_argument("unknown key " + key(k.str()));
+    }
+  }
+
+  const toml::node* get(std::string_view k) const {
+    return table_ == nullptr ? nullptr : table_->get(k);
+  }
+
+  std::optional<std::string> string(std::string_view k) const {
+    const toml::node* n = get(k);
+    if (n == nullptr) return std::nullopt;
+    if (!n->is_string()) fail(key(k), "must be a string, got " + describe(*n));
+    return n->as_string()->get();
+  }
+
+  std::optional<std::int64_t> integer(std::string_view k, std::int64_t low,
+                                      std::int64_t high) const {
+    const toml::node* n = get(k);
+    if (n == nullptr) return std::nullopt;
+    if (!n->is_integer()) fail(key(k), "must be an integer, got " + describe(*n));
+    const std::int64_t v = n->as_integer()->get();
+    if (v < low || v > high) {
+      fail(key(k), "must be in [" + std::to_string(low) + ", " + std::to_string(high) + "], got " +
+                       std::to_string(v));
+    }
+    return v;
+  }
+
+  std::optional<double> number(std::string_view k) const {
+    const toml::node* n = get(k);
+    if (n == nullptr) return std::nullopt;
+    if (n->is_integer()) return static_cast<double>(n->as_integer()->get());
+    if (!n->is_floating_point()) fail(key(k), "must be a number, got " + describe(*n));
+    return n->as_floating_point()->get();
+  }
+
+  std::optional<bool> boolean(std::string_view k) const {
+    const toml::node* n = get(k);
+    if (n == nullptr) return std::nullopt;
+    if (!n->is_boolean()) fail(key(k), "must be true or false, got " + describe(*n));
+    return n->as_boolean()->get();
+  }
+
+  std::optional<std::int64_t> duration(std::string_view k) const {
+    const auto text = string(k);
+    if (!text) return std::nullopt;
+    try {
+      return common::parse_duration_ns(*text);
+    } catch (const std::invalid_argument& e) {
+      fail(key(k), e.what());
+    }
+  }
+
+  std::vector<std::string> strings(std::string_view k) const {
+    std::vector<std::string> out;
+    const toml::node* n = get(k);
+    if (n == nullptr) return out;
+    if (!n->is_array()) fail(key(k), "must be an array of strings, got " + describe(*n));
+    for (const toml::node& e : *n->as_array()) {
+      if (!e.is_string()) fail(key(k), "must be an array of strings, got " + describe(e));
+      out.push_back(e.as_string()->get());
+    }
+    return out;
+  }
+
+  Section table(std::string_view k) const {
+    const toml::node* n = get(k);
+    if (n == nullptr) return Section(nullptr, key(k));
+    if (!n->is_table()) fail(key(k), "must be a table, got " + describe(*n));
+    return Section(n->as_table(), key(k));
+  }
+
+  const toml::table* raw() const { return table_; }
+
+ private:
+  const toml::table* table_;
+  std::string path_;
+};
+
+bool valid_node_name(std::string_view s) {
+  if (s.empty() || s.size() > 64) return false;
+  for (char c : s) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool is_address_literal(const std::string& text) {
+  unsigned char buf[16];
+  return ::inet_pton(AF_INET, text.c_str(), buf) == 1 ||
+         ::inet_pton(AF_INET6, text.c_str(), buf) == 1;
+}
+
+common::HostPort daemon_address(const Section& s, std::string_view k, std::uint16_t port) {
+  const std::string text = *s.string(k);
+  try {
+    return common::parse_host_port(text, port, s.key(k));
+  } catch (const std::invalid_argument& e) {
+    fail(s.key(k), e.what());
+  }
+}
+
+CampaignNode parse_node(const Section& s) {
+  s.allow_only({"name", "address", "addresses", "injectd", "sniffd", "key_file"});
+  CampaignNode n;
+  const auto name = s.string("name");
+  if (!name) fail(s.key("name"), "required");
+  if (!valid_node_name(*name)) {
+    fail(s.key("name"), "must be 1-64 characters of a-z 0-9 _ -, got \"" + *name + "\"");
+  }
+  n.name = *name;
+  if (const auto a = s.string("address")) n.addresses.push_back(*a);
+  for (const std::string& a : s.strings("addresses")) n.addresses.push_back(a);
+  if (n.addresses.empty()) fail(s.key("address"), "required (address or addresses)");
+  for (const std::string& a : n.addresses) {
+    if (!is_address_literal(a)) fail(s.key("address"), "not an IP address: \"" + a + "\"");
+  }
+  if (s.get("injectd") != nullptr) n.injectd = daemon_address(s, "injectd", 7311);
+  if (s.get("sniffd") != nullptr) n.sniffd = daemon_address(s, "sniffd", 7312);
+  n.key_file = s.string("key_file");
+  return n;
+}
+
+void parse_target(const std::string& key, WorkloadSpec& w) {
+  const std::string& t = w.target;
+  const std::size_t sep = t.find("://");
+  if (sep == std::string::npos)
+    fail(key, "must be http://HOST:PORT or echo://HOST:PORT, got \"" + t + "\"");
+  const std::string scheme = t.substr(0, sep);
+  if (scheme != "http" && scheme != "echo") {
+    fail(key, "scheme must be http or echo, got \"" + t + "\"");
+  }
+  w.http = scheme == "http";
+  std::string rest = t.substr(sep + 3);
+  if (!rest.empty() && rest.back() == '/') rest.pop_back();
+  const std::size_t colon = rest.rfind(':');
+  if (colon == std::string::npos) fail(key, "needs a port, got \"" + t + "\"");
+  w.host = rest.substr(0, colon);
+  unsigned char buf[4];
+  if (::inet_pton(AF_INET, w.host.c_str(), buf) != 1) {
+    fail(key, "host must be an IPv4 address, got \"" + t + "\"");
+  }
+  const std::string port = rest.substr(colon + 1);
+  char* end = nullptr;
+  const long p = std::strtol(port.c_str(), &end, 10);
+  if (port.empty() || *end != '\0' || p < 1 || p > 65535) {
+    fail(key, "port must be 1..65535, got \"" + t + "\"");
+  }
+  w.port = static_cast<std::uint16_t>(p);
+}
+
+WorkloadSpec parse_workload(const Section& s) {
+  s.allow_only({"target", "rate", "connections", "threads", "outstanding", "interarrival",
+                "timeout", "mix", "warmup"});
+  if (!s.present()) fail("workload", "required ([workload] with target and rate)");
+  WorkloadSpec w;
+  const auto target = s.string("target");
+  if (!target) fail(s.key("target"), "required");
+  w.target = *target;
+  parse_target(s.key("target"), w);
+  const auto rate = s.number("rate");
+  if (!rate) fail(s.key("rate"), "required");
+  if (!(*rate > 0 && *rate <= 1e7))
+    fail(s.key("rate"), "must be in (0, 1e7], got " + std::to_string(*rate));
+  w.rate_rps = *rate;
+  w.connections = static_cast<int>(s.integer("connections", 1, 10000).value_or(w.connections));
+  w.threads = static_cast<int>(s.integer("threads", 1, 64).value_or(w.threads));
+  w.outstanding = static_cast<int>(s.integer("outstanding", 1, 1024).value_or(w.outstanding));
+  if (w.connections < w.threads) {
+    fail(s.key("connections"), "must be >= threads (" + std::to_string(w.threads) + "), got " +
+                                   std::to_string(w.connections));
+  }
+  if (const auto ia = s.string("interarrival")) {
+    w.interarrival = *ia;
+    if (ia->rfind("lognormal:", 0) == 0) {
+      const std::string sigma = ia->substr(10);
+      char* end = nullptr;
+      w.lognormal_sigma = std::strtod(sigma.c_str(), &end);
+      if (sigma.empty() || *end != '\0' || !(w.lognormal_sigma > 0 && w.lognormal_sigma <= 10)) {
+        fail(s.key("interarrival"), "lognormal:SIGMA needs SIGMA in (0, 10], got \"" + *ia + "\"");
+      }
+    } else if (*ia != "exp" && *ia != "fixed" && *ia != "uniform") {
+      fail(s.key("interarrival"),
+           "must be exp, fixed, lognormal:SIGMA or uniform, got \"" + *ia + "\"");
+    }
+  }
+  w.timeout_ns = s.duration("timeout").value_or(w.timeout_ns);
+  if (w.timeout_ns <= 0) fail(s.key("timeout"), "must be > 0");
+  w.warmup_ns = s.duration("warmup").value_or(w.warmup_ns);
+  const Section mix = s.table("mix");
+  if (mix.present()) {
+    if (!w.http) fail(s.key("mix"), "only for http:// targets (echo has one type)");
+    w.mix.clear();
+    double total = 0;
+    for (const auto& [url, weight] : *mix.raw()) {
+      const std::string k = mix.key(url.str());
+      if (url.str().empty() || url.str()[0] != '/') fail(k, "a URL must start with '/'");
+      const auto v = mix.number(url.str());
+      if (!(*v > 0 && std::isfinite(*v))) fail(k, "weight must be > 0, got " + describe(weight));
+      w.mix.emplace_back(std::string(url.str()), *v);
+      total += *v;
+    }
+    if (w.mix.empty()) fail(s.key("mix"), "give at least one URL");
+    (void)total;
+  }
+  if (!w.http) w.mix = {{"echo", 1.0}};
+  return w;
+}
+
+LinksSpec parse_links(const Section& s) {
+  s.allow_only({"discover", "discover_for", "include", "exclude", "min_messages"});
+  LinksSpec l;
+  l.discover = s.boolean("discover").value_or(l.discover);
+  l.discover_for_ns = s.duration("discover_for").value_or(l.discover_for_ns);
+  if (l.discover && l.discover_for_ns < 100'000'000) {
+    fail(s.key("discover_for"), "must be >= 100ms");
+  }
+  l.include = s.strings("include");
+  l.exclude = s.strings("exclude");
+  for (const char* k : {"include", "exclude"}) {
+    for (const std::string& spec : k[0] == 'i' ? l.include : l.exclude) {
+      common::LinkSpec parsed;
+      try {
+        parsed = common::parse_link_spec(spec);
+      } catch (const common::LinkSpecError& e) {
+        fail(s.key(k), "bad link spec \"" + spec + "\": " + e.reason());
+      }
+      if (k[0] == 'i' && parsed.protocol == common::Protocol::kAny) {
+        fail(s.key(k), "\"" + spec + "\": give tcp or udp (a link has one protocol)");
+      }
+    }
+  }
+  l.min_messages =
+      static_cast<std::uint64_t>(s.integer("min_messages", 0, std::int64_t{1} << 40).value_or(1));
+  if (!l.discover && l.include.empty()) {
+    fail(s.key("include"), "with discover = false, give at least one link");
+  }
+  return l;
+}
+
+GradientSpec parse_gradient(const Section& s) {
+  s.allow_only({"bins", "chunks", "requests_per_bin", "delay_scale", "min_bins_per_period",
+                "max_amplitude", "min_amplitude", "confidence", "lease", "repeats",
+                "repeat_noise_ratio"});
+  GradientSpec g;
+  g.bins = static_cast<std::size_t>(s.integer("bins", 8, 1 << 20).value_or(128));
+  if ((g.bins & (g.bins - 1)) != 0) {
+    fail(s.key("bins"), "must be a power of two >= 8, got " + std::to_string(g.bins));
+  }
+  g.chunks = static_cast<std::size_t>(s.integer("chunks", 2, 1000).value_or(9));
+  g.requests_per_bin =
+      static_cast<std::size_t>(s.integer("requests_per_bin", 1, 100000).value_or(5));
+  g.delay_scale = s.number("delay_scale").value_or(30.0);
+  if (!(g.delay_scale > 0 && g.delay_scale <= 1000)) {
+    fail(s.key("delay_scale"), "must be in (0, 1000], got " + std::to_string(g.delay_scale));
+  }
+  g.min_bins_per_period = static_cast<std::size_t>(
+      s.integer("min_bins_per_period", 4, static_cast<std::int64_t>(g.bins)).value_or(8));
+  if (g.min_bins_per_period > g.bins) {
+    fail(s.key("min_bins_per_period"), "must be <= bins (" + std::to_string(g.bins) + ")");
+  }
+  g.max_amplitude_ns = s.duration("max_amplitude").value_or(g.max_amplitude_ns);
+  g.min_amplitude_ns = s.duration("min_amplitude").value_or(g.min_amplitude_ns);
+  if (g.max_amplitude_ns <= 0 || g.max_amplitude_ns > 10'000'000'000) {
+    fail(s.key("max_amplitude"), "must be in (0, 10s]");
+  }
+  if (g.min_amplitude_ns <= 0 || g.min_amplitude_ns > g.max_amplitude_ns) {
+    fail(s.key("min_amplitude"), "must be > 0 and <= max_amplitude");
+  }
+  g.confidence = s.number("confidence").value_or(0.95);
+  if (!(g.confidence > 0 && g.confidence < 1)) {
+    fail(s.key("confidence"), "must be in (0, 1), got " + std::to_string(g.confidence));
+  }
+  g.lease_ns = s.duration("lease").value_or(g.lease_ns);
+  if (g.lease_ns < 1'000'000'000 || g.lease_ns > 3'600'000'000'000) {
+    fail(s.key("lease"), "must be in [1s, 1h]");
+  }
+  g.repeats = static_cast<std::size_t>(s.integer("repeats", 0, 5).value_or(1));
+  g.repeat_noise_ratio = s.number("repeat_noise_ratio").value_or(g.repeat_noise_ratio);
+  if (!(g.repeat_noise_ratio >= 0 && g.repeat_noise_ratio <= 100)) {
+    fail(s.key("repeat_noise_ratio"),
+         "must be in [0, 100], got " + std::to_string(g.repeat_noise_ratio));
+  }
+  return g;
+}
+
+std::map<std::string, std::map<std::string, double>> parse_truth(const Section& s) {
+  std::map<std::string, std::map<std::string, double>> out;
+  if (!s.present()) return out;
+  for (const auto& [label, types] : *s.raw()) {
+    const Section t = s.table(label.str());
+    for (const auto& [type, value] : *t.raw()) {
+      const auto v = t.number(type.str());
+      if (!std::isfinite(*v)) fail(t.key(type.str()), "must be a finite number");
+      out[std::string(label.str())][std::string(type.str())] = *v;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+const CampaignNode* CampaignSpec::node_by_address(std::string_view address) const {
+  for (const CampaignNode& n : nodes) {
+    for (const std::string& a : n.addresses) {
+      if (a == address) return &n;
+    }
+  }
+  return nullptr;
+}
+
+const CampaignNode* CampaignSpec::node_by_name(std::string_view wanted) const {
+  for (const CampaignNode& n : nodes) {
+    if (n.name == wanted) return &n;
+  }
+  return nullptr;
+}
+
+std::optional<std::string> CampaignSpec::key_file_for(const CampaignNode& node) const {
+  return node.key_file ? node.key_file : key_file;
+}
+
+CampaignSpec parse_campaign_spec(std::string_view toml_text) {
+  toml::table root;
+  try {
+    root = toml::parse(toml_text);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream msg;
+    msg << "campaign: " << e.description() << " at line " << e.source().begin.line;
+    throw std::invalid_argument(msg.str());
+  }
+  const Section top(&root, "");
+  top.allow_only(
+      {"name", "seed", "db", "key_file", "node", "workload", "links", "gradient", "truth"});
+  CampaignSpec spec;
+  const auto name = top.string("name");
+  if (!name || name->empty()) fail("name", "required, a non-empty string");
+  spec.name = *name;
+  if (const auto seed = top.integer("seed", 0, INT64_MAX)) {
+    spec.seed = static_cast<std::uint64_t>(*seed);
+  }
+  spec.db = top.string("db");
+  spec.key_file = top.string("key_file");
+
+  const toml::node* nodes = root.get("node");
+  if (nodes == nullptr || !nodes->is_array_of_tables() || nodes->as_array()->empty()) {
+    fail("node", "give at least one [[node]]");
+  }
+  std::set<std::string> names;
+  std::set<std::string> addresses;
+  const toml::array& arr = *nodes->as_array();
+  for (std::size_t i = 0; i < arr.size(); ++i) {
+    const Section s(arr.get(i)->as_table(), "node[" + std::to_string(i) + "]");
+    CampaignNode n = parse_node(s);
+    if (!names.insert(n.name).second) fail(s.key("name"), "\"" + n.name + "\" given twice");
+    for (const std::string& a : n.addresses) {
+      if (!addresses.insert(a).second) fail(s.key("address"), "\"" + a + "\" belongs to two nodes");
+    }
+    spec.nodes.push_back(std::move(n));
+  }
+  spec.workload = parse_workload(top.table("workload"));
+  spec.links = parse_links(top.table("links"));
+  spec.gradient = parse_gradient(top.table("gradient"));
+  spec.truth = parse_truth(top.table("truth"));
+  if (spec.links.discover) {
+    bool any = false;
+    for (const CampaignNode& n : spec.nodes) any = any || n.sniffd.has_value();
+    if (!any) fail("links.discover", "needs at least one node with a sniffd");
+  }
+  return spec;
+}
+
+CampaignSpec load_campaign_spec(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::invalid_argument("cannot read campaign file " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_campaign_spec(text.str());
+}
+
+json to_json(const CampaignSpec& s) {
+  json nodes = json::array();
+  for (const CampaignNode& n : s.nodes) {
+    json j{{"name", n.name}, {"addresses", n.addresses}};
+    if (n.injectd) j["injectd"] = n.injectd->to_string();
+    if (n.sniffd) j["sniffd"] = n.sniffd->to_string();
+    if (n.key_file) j["key_file"] = *n.key_file;
+    nodes.push_back(std::move(j));
+  }
+  json mix = json::object();
+  for (const auto& [url, w] : s.workload.mix) mix[url] = w;
+  const WorkloadSpec& w = s.workload;
+  const GradientSpec& g = s.gradient;
+  json out{{"name", s.name},
+           {"nodes", nodes},
+           {"workload",
+            {{"target", w.target},
+             {"rate", w.rate_rps},
+             {"connections", w.connections},
+             {"threads", w.threads},
+             {"outstanding", w.outstanding},
+             {"interarrival", w.interarrival},
+             {"timeout_ns", w.timeout_ns},
+             {"mix", mix},
+             {"warmup_ns", w.warmup_ns}}},
+           {"links",
+            {{"discover", s.links.discover},
+             {"discover_for_ns", s.links.discover_for_ns},
+             {"include", s.links.include},
+             {"exclude", s.links.exclude},
+             {"min_messages", s.links.min_messages}}},
+           {"gradient",
+            {{"bins", g.bins},
+             {"chunks", g.chunks},
+             {"requests_per_bin", g.requests_per_bin},
+             {"delay_scale", g.delay_scale},
+             {"min_bins_per_period", g.min_bins_per_period},
+             {"max_amplitude_ns", g.max_amplitude_ns},
+             {"min_amplitude_ns", g.min_amplitude_ns},
+             {"confidence", g.confidence},
+             {"lease_ns", g.lease_ns},
+             {"repeats", g.repeats},
+             {"repeat_noise_ratio", g.repeat_noise_ratio}}},
+           {"truth", s.truth}};
+  if (s.seed) out["seed"] = *s.seed;
+  if (s.db) out["db"] = *s.db;
+  if (s.key_file) out["key_file"] = *s.key_file;
+  return out;
+}
+
+}  // namespace nabla::campaign

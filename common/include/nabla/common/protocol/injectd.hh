@@ -1,0 +1,368 @@
+#pragma once
+// The messages of nabla-injectd's control methods: one struct per method's
+// params and per result, each with the one to_json and from_json both ends
+// use (the daemon in injector/, the clients in the coordinator). A field
+// renamed here changes both ends at once, and the golden files of
+// tests/unit/common/golden/ catch a rename of the wire key itself.
+//
+// from_json validates the way the daemon always has: unknown fields are
+// refused, ranges are checked, and every error is one std::invalid_argument
+// whose message starts with the field's path ("faults.loss.p: must be within
+// 0 .. 1"). to_json writes durations as integer nanoseconds and
+// probabilities as numbers; from_json also takes the shorthands people type
+// ("20ms", "5%"). The fields are documented in docs/protocol.md.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace nabla::common::protocol {
+
+inline constexpr int64_t kMaxDelayNs = 60'000'000'000;          // 60 s
+inline constexpr int64_t kMaxWavePeriodNs = 3'600'000'000'000;  // 1 h
+inline constexpr int64_t kMinWavePeriodNs = 1'000'000;          // 1 ms
+inline constexpr double kDefaultLeaseS = 10.0;
+inline constexpr double kMaxLeaseS = 3600.0;
+
+// Which hook of the node an injection sits on: OUTPUT, INPUT or FORWARD.
+enum class Direction : uint8_t { kOut, kIn, kFwd };
+std::string_view to_string(Direction direction) noexcept;
+// "out" | "in" | "fwd"; throws std::invalid_argument otherwise.
+Direction parse_direction(std::string_view text);
+
+enum class WaveKind : uint8_t { kOff, kConstant, kSquare };
+
+// A waveform as requested: the delay's shape, or the gate of a fault. Only
+// a square wave uses period, duty, phase and cycles.
+struct Wave {
+  WaveKind kind = WaveKind::kOff;
+  int64_t amplitude_ns = 0;
+  int64_t period_ns = 0;
+  double duty = 0.5;
+  int64_t phase_ns = 0;
+  int64_t cycles = 0;  // 0 = forever
+  bool operator==(const Wave&) const = default;
+
+  static Wave constant(int64_t amplitude_ns) { return Wave{WaveKind::kConstant, amplitude_ns}; }
+  static Wave square(int64_t amplitude_ns, int64_t period_ns, double duty = 0.5,
+                     int64_t cycles = 0) {
+    return Wave{WaveKind::kSquare, amplitude_ns, period_ns, duty, 0, cycles};
+  }
+
+  // Params form: {"kind", "amplitude", "period", "duty", "phase", "cycles"};
+  // a bare duration is a constant wave.
+  nlohmann::json to_json() const;
+  static Wave from_json(const nlohmann::json& value, const std::string& path);
+  // Result form (an injection's description): the same with "_ns" keys.
+  nlohmann::json to_result_json() const;
+  static Wave from_result_json(const nlohmann::json& value, const std::string& path);
+};
+
+// Faults; each is gated by its own wave (absent: always on).
+enum class JitterDistribution : uint8_t { kUniform, kNormal, kPareto, kParetoNormal };
+struct JitterFault {
+  std::optional<Wave> wave;
+  int64_t amount_ns = 0;
+  JitterDistribution distribution = JitterDistribution::kUniform;
+  double correlation = 0.0;
+  bool operator==(const JitterFault&) const = default;
+};
+
+enum class LossModel : uint8_t { kBernoulli, kGilbertElliott };
+struct LossFault {
+  std::optional<Wave> wave;
+  LossModel model = LossModel::kBernoulli;
+  double p = 0.0;
+  double r = 1.0;            // Gilbert–Elliott only, as the next two
+  double one_minus_h = 1.0;  // loss probability in the bad state
+  double one_minus_k = 0.0;  // loss probability in the good state
+  bool operator==(const LossFault&) const = default;
+};
+
+struct PartitionFault {
+  std::optional<Wave> wave;
+  bool operator==(const PartitionFault&) const = default;
+};
+
+struct ReorderFault {
+  std::optional<Wave> wave;
+  double probability = 0.0;
+  int64_t gap = 1;
+  bool operator==(const ReorderFault&) const = default;
+};
+
+struct CorruptFault {
+  std::optional<Wave> wave;
+  double probability = 0.0;
+  bool fix_checksum = true;
+  bool operator==(const CorruptFault&) const = default;
+};
+
+struct DuplicateFault {
+  std::optional<Wave> wave;
+  double probability = 0.0;
+  bool operator==(const DuplicateFault&) const = default;
+};
+
+struct RateLimitFault {
+  std::optional<Wave> wave;
+  double rate_bps = 0.0;
+  int64_t burst_bytes = 0;
+  bool operator==(const RateLimitFault&) const = default;
+};
+
+struct Faults {
+  std::optional<JitterFault> jitter;
+  std::optional<LossFault> loss;
+  std::optional<PartitionFault> partition;
+  std::optional<ReorderFault> reorder;
+  std::optional<CorruptFault> corrupt;
+  std::optional<DuplicateFault> duplicate;
+  std::optional<RateLimitFault> rate_limit;
+  bool operator==(const Faults&) const = default;
+
+  bool empty() const { return *this == Faults{}; }
+  nlohmann::json to_json() const;
+  static Faults from_json(const nlohmann::json& value);
+};
+
+// What inject.start and inject.update both set.
+struct InjectionSettings {
+  std::optional<Wave> delay;  // absent: no delay
+  Faults faults;
+  std::optional<double> lease_s;  // absent: 10 s on start, unchanged on update
+  std::optional<uint64_t> seed;   // absent: random on start, unchanged on update
+  bool operator==(const InjectionSettings&) const = default;
+};
+
+struct InjectStartParams {
+  static constexpr const char* kMethod = "inject.start";
+  std::string link;  // a link spec, checked by parse_link_spec
+  Direction direction = Direction::kOut;
+  InjectionSettings settings;
+  bool operator==(const InjectStartParams&) const = default;
+
+  nlohmann::json to_json() const;
+  static InjectStartParams from_json(const nlohmann::json& params);
+};
+
+struct InjectUpdateParams {
+  static constexpr const char* kMethod = "inject.update";
+  std::string id;
+  InjectionSettings settings;
+  bool operator==(const InjectUpdateParams&) const = default;
+
+  nlohmann::json to_json() const;
+  static InjectUpdateParams from_json(const nlohmann::json& params);
+};
+
+// inject.stop's params.
+struct InjectStopParams {
+  static constexpr const char* kMethod = "inject.stop";
+  std::string id;
+  bool operator==(const InjectStopParams&) const = default;
+
+  nlohmann::json to_json() const;
+  static InjectStopParams from_json(const nlohmann::json& params);
+};
+
+struct InjectStatsParams {
+  static constexpr const char* kMethod = "inject.stats";
+  std::string id;
+  bool cycles = false;  // also the per-cycle summaries
+  bool operator==(const InjectStatsParams&) const = default;
+
+  nlohmann::json to_json() const;
+  static InjectStatsParams from_json(const nlohmann::json& params);
+};
+
+struct LeaseRenewParams {
+  static constexpr const char* kMethod = "lease.renew";
+  std::string id;
+  std::optional<double> lease_s;  // absent: keep the current lease length
+  bool operator==(const LeaseRenewParams&) const = default;
+
+  nlohmann::json to_json() const;
+  static LeaseRenewParams from_json(const nlohmann::json& params);
+};
+
+// An injection as the daemon describes it (inject.start, inject.update and
+// inject.list results; the top of inject.stop and inject.stats results).
+struct InjectionDescription {
+  std::string id;
+  std::string link;  // canonical link spec
+  Direction direction = Direction::kOut;
+  uint16_t queue_num = 0;
+  uint64_t seed = 0;
+  Wave delay;
+  double lease_s = 0.0;
+  double lease_remaining_s = 0.0;
+  double running_s = 0.0;
+  bool operator==(const InjectionDescription&) const = default;
+
+  nlohmann::json to_json() const;
+  static InjectionDescription from_json(const nlohmann::json& result);
+};
+
+// The added delay actually measured: {count, mean, std, p50, p99, min, max}.
+struct DelaySummary {
+  uint64_t count = 0;
+  double mean_ns = 0.0;
+  double std_ns = 0.0;  // sample standard deviation (n - 1); 0 when count < 2
+  int64_t p50_ns = 0;
+  int64_t p99_ns = 0;
+  int64_t min_ns = 0;
+  int64_t max_ns = 0;
+  bool operator==(const DelaySummary&) const = default;
+
+  nlohmann::json to_json() const;
+  static DelaySummary from_json(const nlohmann::json& value, const std::string& path);
+};
+
+// An injection's packet counters, by outcome.
+struct PacketCounters {
+  uint64_t packets = 0;  // seen by the injector
+  uint64_t bytes = 0;
+  uint64_t delayed = 0;  // released later than received
+  uint64_t dropped = 0;  // by loss or partition faults
+  uint64_t corrupted = 0;
+  uint64_t duplicated = 0;
+  uint64_t reordered = 0;   // sent at once by the reorder fault
+  uint64_t queue_full = 0;  // kernel queue overflowed (dropped or passed fail-open)
+  uint64_t enobufs = 0;     // netlink receive buffer overruns
+  uint64_t verdict_errors = 0;
+  bool operator==(const PacketCounters&) const = default;
+};
+
+struct CycleDelay {
+  int64_t cycle = 0;
+  DelaySummary high;
+  DelaySummary low;
+  bool operator==(const CycleDelay&) const = default;
+};
+
+// Counters and actual delays: inject.stop's "stats", and part of
+// inject.stats' result.
+struct InjectionStats {
+  PacketCounters counters;
+  DelaySummary actual_delay;                      // "actual_delay_ns"
+  DelaySummary high;                              // "halves.high": while the delay wave was high
+  DelaySummary low;                               // "halves.low"
+  std::optional<std::vector<CycleDelay>> cycles;  // inject.stats with cycles
+  bool operator==(const InjectionStats&) const = default;
+
+  nlohmann::json to_json() const;
+  static InjectionStats from_json(const nlohmann::json& value, const std::string& path);
+};
+
+struct InjectStopResult {
+  InjectionDescription injection;
+  // Absent when the daemon had already lost the injection's pipeline.
+  std::optional<InjectionStats> stats;
+  bool operator==(const InjectStopResult&) const = default;
+
+  // {description..., "stats": {stats..., "seed"}}
+  nlohmann::json to_json() const;
+  static InjectStopResult from_json(const nlohmann::json& result);
+};
+
+// The engine's view of one injection's queue.
+struct QueueStats {
+  uint64_t held = 0;  // packets being delayed now
+  uint32_t queue_maxlen = 0;
+  uint64_t id_gaps = 0;
+  uint64_t batch_verdicts = 0;
+  uint64_t verdicts = 0;
+  uint64_t kernel_stamped = 0;  // delays counted from the kernel's queue stamp
+  uint64_t receive_calls = 0;
+  uint64_t verdict_sends = 0;
+  uint64_t verdict_send_ns = 0;
+  uint64_t loop_wakeups = 0;  // of the whole daemon's loop
+  bool operator==(const QueueStats&) const = default;
+};
+
+// The kernel's own counters of the queue (/proc/net/netfilter/nfnetlink_queue).
+struct KernelQueueStats {
+  uint64_t queue_total = 0;
+  uint64_t queue_dropped = 0;
+  uint64_t user_dropped = 0;
+  uint64_t id_sequence = 0;
+  bool operator==(const KernelQueueStats&) const = default;
+};
+
+// inject.stats' result: one flat object of all four parts.
+struct InjectStatsResult {
+  InjectionDescription injection;
+  std::optional<InjectionStats> stats;  // the three below are all present or absent
+  std::optional<QueueStats> queue;
+  std::optional<KernelQueueStats> kernel;  // absent when the kernel has no such queue
+  bool operator==(const InjectStatsResult&) const = default;
+
+  nlohmann::json to_json() const;
+  static InjectStatsResult from_json(const nlohmann::json& result);
+};
+
+struct InjectListResult {
+  std::vector<InjectionDescription> injections;
+  bool operator==(const InjectListResult&) const = default;
+
+  nlohmann::json to_json() const;
+  static InjectListResult from_json(const nlohmann::json& result);
+};
+
+struct LeaseRenewResult {
+  std::string id;
+  double lease_remaining_s = 0.0;
+  bool operator==(const LeaseRenewResult&) const = default;
+
+  nlohmann::json to_json() const;
+  static LeaseRenewResult from_json(const nlohmann::json& result);
+};
+
+// daemon.info of nabla-injectd.
+struct InjectorInfo {
+  static constexpr const char* kMethod = "daemon.info";
+  struct Lateness {  // of the release loop's timer wake-ups, in µs
+    double p50_us = 0, p90_us = 0, p99_us = 0, max_us = 0;
+    uint64_t samples = 0;
+    uint64_t recorded = 0;
+    bool operator==(const Lateness&) const = default;
+  };
+  struct Timer {
+    bool self_calibrated = true;  // "mode": "self-calibrated" | "fixed"
+    double lead_us = 0.0;
+    Lateness wakeup_lateness;
+    double polled_s = 0.0;
+    double polled_fraction = 0.0;
+    bool operator==(const Timer&) const = default;
+  };
+  struct CpuLatency {
+    std::optional<int32_t> limit_us;  // null when not requested
+    bool held = false;
+    std::string error;
+    bool operator==(const CpuLatency&) const = default;
+  };
+  std::string name = "nabla-injectd";
+  std::string version;
+  int64_t pid = 0;
+  uint16_t queue_base = 0;
+  uint32_t queue_maxlen = 0;
+  int64_t max_injections = 0;
+  Timer timer;
+  int64_t busy_poll_us = 0;
+  CpuLatency cpu_latency;
+  uint64_t injections = 0;
+  double uptime_s = 0.0;
+  bool operator==(const InjectorInfo&) const = default;
+
+  nlohmann::json to_json() const;
+  static InjectorInfo from_json(const nlohmann::json& result);
+};
+
+// lease_s of inject.start, inject.update and lease.renew params: absent, or
+// a number of seconds in (0, 3600].
+std::optional<double> read_lease_s(const nlohmann::json& params);
+
+}  // namespace nabla::common::protocol

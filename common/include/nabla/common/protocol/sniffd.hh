@@ -1,0 +1,110 @@
+#pragma once
+// The messages of nabla-sniffd's control methods, used by the daemon in
+// sniffer/ and by every client (nabla discover, campaigns); the conventions
+// are those of protocol/injectd.hh. Fields are documented in docs/protocol.md.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace nabla::common::protocol {
+
+inline constexpr uint64_t kMaxMinMessages = 1'000'000'000;
+
+struct FlowsListParams {
+  static constexpr const char* kMethod = "flows.list";
+  uint64_t since = 0;                    // cursor: only flows changed after it
+  std::optional<uint64_t> min_messages;  // absent: the daemon's --min-messages
+  bool include_control = false;          // also nabla's own control connections
+  bool operator==(const FlowsListParams&) const = default;
+
+  nlohmann::json to_json() const;
+  // Null params are the defaults.
+  static FlowsListParams from_json(const nlohmann::json& params);
+};
+
+enum class FlowProto : uint8_t { kTcp, kUdp };
+std::string_view to_string(FlowProto proto) noexcept;
+
+// Who opened the flow, seen from the reporting node.
+enum class FlowDirection : uint8_t { kOutbound, kInbound, kUnknown };
+std::string_view to_string(FlowDirection direction) noexcept;
+
+struct FlowCounts {
+  uint64_t segments_out = 0;  // data segments (TCP) or datagrams (UDP)
+  uint64_t segments_in = 0;
+  uint64_t bytes_out = 0;
+  uint64_t bytes_in = 0;
+  bool operator==(const FlowCounts&) const = default;
+};
+
+// One flow record of flows.list, ports already folded (ephemeral → 0).
+struct Flow {
+  FlowProto proto = FlowProto::kTcp;
+  std::string local_addr;
+  uint16_t local_port = 0;
+  int32_t pid = 0;  // 0 when the owner is unknown
+  std::string comm;
+  std::string remote_addr;
+  uint16_t remote_port = 0;
+  FlowDirection direction = FlowDirection::kUnknown;
+  bool control = false;
+  FlowCounts total;     // since first seen
+  FlowCounts interval;  // the last scan's deltas
+  uint32_t sockets = 0;
+  uint32_t conntrack_events = 0;
+  int64_t first_seen_ns = 0;  // the daemon's monotonic clock
+  int64_t last_seen_ns = 0;
+  bool operator==(const Flow&) const = default;
+
+  nlohmann::json to_json() const;
+  // Requires what a reader joins flows by (proto, local, remote, total);
+  // direction (default unknown), control (false), interval, sockets,
+  // conntrack_events and the times (0) are checked when present.
+  static Flow from_json(const nlohmann::json& flow, const std::string& path = "");
+};
+
+struct FlowsListResult {
+  uint64_t cursor = 0;  // pass back as `since`
+  std::vector<Flow> flows;
+  bool operator==(const FlowsListResult&) const = default;
+
+  nlohmann::json to_json() const;
+  static FlowsListResult from_json(const nlohmann::json& result);
+};
+
+// daemon.info of nabla-sniffd.
+struct SnifferInfo {
+  static constexpr const char* kMethod = "daemon.info";
+  struct SockDiag {
+    uint64_t messages = 0, malformed = 0, short_tcp_info = 0, errors = 0;
+    bool operator==(const SockDiag&) const = default;
+  };
+  struct Conntrack {
+    bool enabled = false;
+    uint64_t events = 0, ignored = 0, malformed = 0, lost = 0;
+    bool operator==(const Conntrack&) const = default;
+  };
+  std::string daemon = "nabla-sniffd";
+  std::string version;
+  int64_t pid = 0;
+  int64_t interval_ns = 0;
+  uint64_t min_messages = 0;
+  std::vector<uint16_t> control_ports;
+  uint16_t port_range_low = 0;  // "port_range": [low, high], the ephemeral ports
+  uint16_t port_range_high = 0;
+  uint64_t scans = 0;
+  uint64_t sockets_last_scan = 0;
+  int64_t last_scan_ns = 0;
+  uint64_t flows = 0;
+  SockDiag sock_diag;
+  Conntrack conntrack;
+  bool operator==(const SnifferInfo&) const = default;
+
+  nlohmann::json to_json() const;
+  static SnifferInfo from_json(const nlohmann::json& result);
+};
+
+}  // namespace nabla::common::protocol

@@ -1,0 +1,217 @@
+// nabla-sniffd's messages; see protocol/sniffd.hh.
+#include <stdexcept>
+
+#include "nabla/common/protocol/sniffd.hh"
+#include "protocol_fields.hh"
+
+namespace nabla::common::protocol {
+
+using nlohmann::json;
+
+namespace {
+
+json counts_json(const FlowCounts& c) {
+  return json{{"segments_out", c.segments_out},
+              {"segments_in", c.segments_in},
+              {"bytes_out", c.bytes_out},
+              {"bytes_in", c.bytes_in}};
+}
+
+FlowCounts read_counts(const ObjectReader& in) {
+  return FlowCounts{in.unsigned_integer("segments_out"), in.unsigned_integer("segments_in"),
+                    in.unsigned_integer("bytes_out"), in.unsigned_integer("bytes_in")};
+}
+
+uint16_t read_port(const ObjectReader& in) {
+  return static_cast<uint16_t>(in.unsigned_integer("port", UINT16_MAX));
+}
+
+FlowProto read_proto(const ObjectReader& in) {
+  const std::string proto = in.string("proto");
+  if (proto == "tcp") return FlowProto::kTcp;
+  if (proto == "udp") return FlowProto::kUdp;
+  bad_field(in.path("proto"), "must be tcp or udp, got '" + proto + "'");
+}
+
+FlowDirection read_direction(const ObjectReader& in) {
+  const std::string d = in.string_or("direction", "unknown");
+  if (d == "outbound") return FlowDirection::kOutbound;
+  if (d == "inbound") return FlowDirection::kInbound;
+  if (d == "unknown") return FlowDirection::kUnknown;
+  bad_field(in.path("direction"), "must be outbound|inbound|unknown, got '" + d + "'");
+}
+
+// Every optional diagnostic of a flow record; see Flow::from_json.
+void read_diagnostics(const ObjectReader& in, Flow& f) {
+  if (in.find("interval") != nullptr) f.interval = read_counts(in.object("interval"));
+  f.sockets =
+      static_cast<uint32_t>(in.find("sockets") ? in.unsigned_integer("sockets", UINT32_MAX) : 0);
+  f.conntrack_events = static_cast<uint32_t>(
+      in.find("conntrack_events") ? in.unsigned_integer("conntrack_events", UINT32_MAX) : 0);
+  f.first_seen_ns = in.integer_or("first_seen_ns", 0);
+  f.last_seen_ns = in.integer_or("last_seen_ns", 0);
+}
+
+std::vector<uint16_t> read_ports(const ObjectReader& in, const char* key) {
+  const json& list = in.require(key);
+  if (!list.is_array()) bad_field(in.path(key), "must be an array of ports");
+  std::vector<uint16_t> ports;
+  for (const json& port : list) {
+    if (!is_non_negative_integer(port) || port.get<uint64_t>() > UINT16_MAX) {
+      bad_field(in.path(key), "must be an array of ports");
+    }
+    ports.push_back(port.get<uint16_t>());
+  }
+  return ports;
+}
+
+}  // namespace
+
+std::string_view to_string(FlowProto proto) noexcept {
+  return proto == FlowProto::kTcp ? "tcp" : "udp";
+}
+
+std::string_view to_string(FlowDirection direction) noexcept {
+  switch (direction) {
+    case FlowDirection::kOutbound:
+      return "outbound";
+    case FlowDirection::kInbound:
+      return "inbound";
+    case FlowDirection::kUnknown:
+      break;
+  }
+  return "unknown";
+}
+
+json FlowsListParams::to_json() const {
+  json out{{"since", since}, {"include_control", include_control}};
+  if (min_messages) out["min_messages"] = *min_messages;
+  return out;
+}
+
+FlowsListParams FlowsListParams::from_json(const json& params) {
+  FlowsListParams p;
+  if (params.is_null()) return p;
+  const ObjectReader in(params, "");
+  for (const auto& [key, value] : params.items()) {
+    if (key != "since" && key != "min_messages" && key != "include_control") {
+      bad_field(key, "unknown parameter (since, min_messages, include_control)");
+    }
+  }
+  p.since = in.unsigned_or("since", 0);
+  if (in.find("min_messages") != nullptr) {
+    p.min_messages = in.unsigned_integer("min_messages", kMaxMinMessages);
+  }
+  if (const json* c = in.find("include_control")) {
+    if (!c->is_boolean()) bad_field("include_control", "must be a boolean");
+    p.include_control = c->get<bool>();
+  }
+  return p;
+}
+
+json Flow::to_json() const {
+  return json{{"proto", std::string(protocol::to_string(proto))},
+              {"local", {{"addr", local_addr}, {"port", local_port}, {"pid", pid}, {"comm", comm}}},
+              {"remote", {{"addr", remote_addr}, {"port", remote_port}}},
+              {"direction", std::string(protocol::to_string(direction))},
+              {"control", control},
+              {"total", counts_json(total)},
+              {"interval", counts_json(interval)},
+              {"sockets", sockets},
+              {"conntrack_events", conntrack_events},
+              {"first_seen_ns", first_seen_ns},
+              {"last_seen_ns", last_seen_ns}};
+}
+
+Flow Flow::from_json(const json& flow, const std::string& path) {
+  const ObjectReader in(flow, path);
+  Flow f;
+  f.proto = read_proto(in);
+  const ObjectReader local = in.object("local");
+  const ObjectReader remote = in.object("remote");
+  f.local_addr = local.string("addr");
+  f.local_port = read_port(local);
+  const int64_t pid = local.integer("pid");
+  if (pid < INT32_MIN || pid > INT32_MAX) bad_field(local.path("pid"), "out of range");
+  f.pid = static_cast<int32_t>(pid);
+  f.comm = local.string("comm");
+  f.remote_addr = remote.string("addr");
+  f.remote_port = read_port(remote);
+  f.direction = read_direction(in);
+  f.control = in.boolean_or("control", false);
+  f.total = read_counts(in.object("total"));
+  read_diagnostics(in, f);
+  return f;
+}
+
+json FlowsListResult::to_json() const {
+  json list = json::array();
+  for (const Flow& f : flows) list.push_back(f.to_json());
+  return json{{"cursor", cursor}, {"flows", std::move(list)}};
+}
+
+FlowsListResult FlowsListResult::from_json(const json& result) {
+  const ObjectReader in(result, "");
+  FlowsListResult r;
+  r.cursor = in.unsigned_integer("cursor");
+  const json& flows = in.require("flows");
+  if (!flows.is_array()) bad_field("flows", "must be an array");
+  for (size_t i = 0; i < flows.size(); ++i) {
+    r.flows.push_back(Flow::from_json(flows[i], "flows[" + std::to_string(i) + "]"));
+  }
+  return r;
+}
+
+json SnifferInfo::to_json() const {
+  return json{{"daemon", daemon},
+              {"version", version},
+              {"pid", pid},
+              {"interval_ns", interval_ns},
+              {"min_messages", min_messages},
+              {"control_ports", control_ports},
+              {"port_range", {port_range_low, port_range_high}},
+              {"scans", scans},
+              {"sockets_last_scan", sockets_last_scan},
+              {"last_scan_ns", last_scan_ns},
+              {"flows", flows},
+              {"sock_diag",
+               {{"messages", sock_diag.messages},
+                {"malformed", sock_diag.malformed},
+                {"short_tcp_info", sock_diag.short_tcp_info},
+                {"errors", sock_diag.errors}}},
+              {"conntrack",
+               {{"enabled", conntrack.enabled},
+                {"events", conntrack.events},
+                {"ignored", conntrack.ignored},
+                {"malformed", conntrack.malformed},
+                {"lost", conntrack.lost}}}};
+}
+
+SnifferInfo SnifferInfo::from_json(const json& result) {
+  const ObjectReader in(result, "");
+  SnifferInfo s;
+  s.daemon = in.string("daemon");
+  s.version = in.string("version");
+  s.pid = in.integer("pid");
+  s.interval_ns = in.integer("interval_ns");
+  s.min_messages = in.unsigned_integer("min_messages");
+  s.control_ports = read_ports(in, "control_ports");
+  const std::vector<uint16_t> range = read_ports(in, "port_range");
+  if (range.size() != 2) bad_field("port_range", "must be [low, high]");
+  s.port_range_low = range[0];
+  s.port_range_high = range[1];
+  s.scans = in.unsigned_integer("scans");
+  s.sockets_last_scan = in.unsigned_integer("sockets_last_scan");
+  s.last_scan_ns = in.integer("last_scan_ns");
+  s.flows = in.unsigned_integer("flows");
+  const ObjectReader sd = in.object("sock_diag");
+  s.sock_diag = {sd.unsigned_integer("messages"), sd.unsigned_integer("malformed"),
+                 sd.unsigned_integer("short_tcp_info"), sd.unsigned_integer("errors")};
+  const ObjectReader ct = in.object("conntrack");
+  s.conntrack = {ct.boolean("enabled"), ct.unsigned_integer("events"),
+                 ct.unsigned_integer("ignored"), ct.unsigned_integer("malformed"),
+                 ct.unsigned_integer("lost")};
+  return s;
+}
+
+}  // namespace nabla::common::protocol

@@ -1,0 +1,176 @@
+// The production Daemons (RpcDaemons) against a real RpcServer on loopback
+// that stands in for nabla-injectd and nabla-sniffd: the messages keep the
+// shapes of docs/protocol.md, the answers are read into the campaign's
+// types, a refused lease.renew is not retried, and an unreachable daemon is
+// one error naming the node.
+#include "nabla/campaign/daemons.hh"
+
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace nabla::campaign {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+// One loopback server answering both daemons' methods, recording every call.
+class FakeDaemonServer {
+ public:
+  FakeDaemonServer() : server_(io_, common::RpcServerOptions{}) {
+    server_.add_method("flows.list", [this](const json& p) {
+      record("flows.list", p);
+      const json flow = {
+          {"proto", "tcp"},
+          {"local", {{"addr", "10.0.0.1"}, {"port", 0}, {"pid", 7}, {"comm", "c"}}},
+          {"remote", {{"addr", "10.0.0.2"}, {"port", 9002}}},
+          {"direction", "outbound"},
+          {"control", false},
+          {"total",
+           {{"segments_out", 3}, {"segments_in", 4}, {"bytes_out", 300}, {"bytes_in", 400}}}};
+      return json{{"cursor", 12}, {"flows", json::array({flow})}};
+    });
+    server_.add_method("inject.start", [this](const json& p) {
+      record("inject.start", p);
+      return json{{"id", "inj-9"}, {"link", p.at("link")}};
+    });
+    server_.add_method("inject.stop", [this](const json& p) {
+      record("inject.stop", p);
+      return json{{"id", p.at("id")},
+                  {"stats",
+                   {{"packets", 40},
+                    {"bytes", 4000},
+                    {"delayed", 20},
+                    {"dropped", 1},
+                    {"actual_delay_ns", {{"mean", 5e5}, {"std", 2e3}, {"p50", 5e5}, {"max", 1e6}}},
+                    {"halves",
+                     {{"high", {{"count", 20}, {"mean", 1e6}}},
+                      {"low", {{"count", 20}, {"mean", nullptr}}}}}}}};
+    });
+    server_.add_method("lease.renew", [this](const json& p) -> json {
+      record("lease.renew", p);
+      throw common::RpcError(-32602, "unknown injection " + p.at("id").get<std::string>());
+    });
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~FakeDaemonServer() {
+    server_.stop();
+    thread_.join();
+  }
+  std::uint16_t port() const { return server_.port(); }
+  std::vector<std::pair<std::string, json>> calls() {
+    std::lock_guard lock(mutex_);
+    return calls_;
+  }
+
+ private:
+  void record(const std::string& method, const json& params) {
+    std::lock_guard lock(mutex_);
+    calls_.emplace_back(method, params);
+  }
+
+  asio::io_context io_;
+  common::RpcServer server_;
+  std::thread thread_;
+  std::mutex mutex_;
+  std::vector<std::pair<std::string, json>> calls_;
+};
+
+CampaignSpec spec_with(const std::string& injectd, const std::string& sniffd) {
+  return parse_campaign_spec(R"(
+name = "daemons"
+[[node]]
+name = "web"
+address = "10.0.0.1"
+injectd = ")" + injectd + R"("
+)" + (sniffd.empty() ? "" : "sniffd = \"" + sniffd + "\"\n") +
+                             R"([workload]
+target = "http://10.0.0.2:9002"
+rate = 10
+[links]
+discover = false
+include = ["tcp 10.0.0.1 -> 10.0.0.2:9002"]
+)");
+}
+
+TEST(RpcDaemons, MessagesKeepTheProtocolShapes) {
+  FakeDaemonServer server;
+  const std::string at = "127.0.0.1:" + std::to_string(server.port());
+  const CampaignSpec spec = spec_with(at, at);
+  RpcDaemons daemons(spec, 3000ms);
+
+  const std::optional<FlowsPage> page = daemons.list_flows("web", 5);
+  ASSERT_TRUE(page.has_value());
+  EXPECT_EQ(page->cursor, 12u);
+  ASSERT_EQ(page->flows.size(), 1u);
+  EXPECT_EQ(page->flows[0].remote_port, 9002);
+  EXPECT_EQ(page->flows[0].bytes_in, 400u);
+
+  const InjectionRequest request{
+      "tcp 10.0.0.1:* -> 10.0.0.2:9002", 2'000'000, 80'000'000, 1, 1'500'000'000, 77};
+  EXPECT_EQ(daemons.start_injection("web", request), "inj-9");
+  const InjectionStats s = daemons.stop_injection("web", "inj-9");
+  EXPECT_EQ(s.packets, 40);
+  EXPECT_EQ(s.bytes, 4000);
+  EXPECT_EQ(s.delayed, 20);
+  EXPECT_EQ(s.dropped, 1);
+  EXPECT_EQ(s.high.count, 20u);
+  EXPECT_EQ(s.high.mean_ns, 1e6);
+  EXPECT_EQ(s.low.count, 20u);
+  EXPECT_EQ(s.low.mean_ns, 0.0);  // no mean: 0
+  EXPECT_EQ(s.actual_std_ns, 2e3);
+  EXPECT_EQ(s.actual_p50_ns, 5e5);
+  EXPECT_FALSE(s.actual_p99_ns.has_value());
+  EXPECT_EQ(s.actual_max_ns, 1e6);
+
+  const auto calls = server.calls();
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[0].second, (json{{"since", 5}, {"min_messages", 1}, {"include_control", false}}));
+  EXPECT_EQ(calls[1].second, (json{{"link", "tcp 10.0.0.1:* -> 10.0.0.2:9002"},
+                                   {"direction", "out"},
+                                   {"delay",
+                                    {{"kind", "square"},
+                                     {"amplitude", 2'000'000},
+                                     {"period", 80'000'000},
+                                     {"duty", 0.5},
+                                     {"cycles", 1}}},
+                                   {"lease_s", 1.5},
+                                   {"seed", 77}}));
+  EXPECT_EQ(calls[2].second, (json{{"id", "inj-9"}}));
+}
+
+TEST(RpcDaemons, ANodeWithoutSniffdListsNoFlows) {
+  FakeDaemonServer server;
+  RpcDaemons daemons(spec_with("127.0.0.1:" + std::to_string(server.port()), ""), 3000ms);
+  EXPECT_FALSE(daemons.list_flows("web", 0).has_value());
+  EXPECT_TRUE(server.calls().empty());
+}
+
+TEST(RpcDaemons, ARefusedRenewalIsNotRetried) {
+  FakeDaemonServer server;
+  RpcDaemons daemons(spec_with("127.0.0.1:" + std::to_string(server.port()), ""), 3000ms);
+  EXPECT_THROW(daemons.renew_lease("web", "inj-3"), common::RpcError);
+  const auto calls = server.calls();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].first, "lease.renew");
+  EXPECT_EQ(calls[0].second, (json{{"id", "inj-3"}}));
+}
+
+TEST(RpcDaemons, AnUnreachableDaemonIsOneErrorNamingTheNode) {
+  // Port 1 on loopback: nothing listens, the connection is refused at once.
+  try {
+    RpcDaemons daemons(spec_with("127.0.0.1:1", ""), 3000ms);
+    FAIL() << "connected to port 1";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(
+        std::string(e.what()).rfind("node web: cannot reach nabla-injectd at 127.0.0.1:1: ", 0), 0u)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace nabla::campaign

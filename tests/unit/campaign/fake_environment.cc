@@ -1,0 +1,153 @@
+// The campaign's fakes; see fake_environment.hh.
+#include "fake_environment.hh"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <stdexcept>
+
+namespace nabla::campaign::fake {
+
+void FakeClock::sleep_until(std::int64_t t_ns) {
+  now_ns_ = std::max(now_ns_, t_ns);
+  while (!actions_.empty() && actions_.begin()->first <= now_ns_) {
+    auto action = std::move(actions_.begin()->second);
+    actions_.erase(actions_.begin());
+    action();
+  }
+}
+
+void FakeClock::at(std::int64_t at_ns, std::function<void()> action) {
+  actions_.emplace(at_ns, std::move(action));
+}
+
+std::optional<FlowsPage> FakeDaemons::list_flows(const std::string& node, std::uint64_t cursor) {
+  auto it = flows.find(node);
+  if (it == flows.end()) return std::nullopt;
+  // Every record at the first call; nothing changed afterwards.
+  return cursor == 0 ? FlowsPage{it->second, 1} : FlowsPage{{}, cursor};
+}
+
+std::string FakeDaemons::start_injection(const std::string& node, const InjectionRequest& request) {
+  if (refuse_start_on.count(node) > 0) throw std::runtime_error("injection refused");
+  FakeInjection inj;
+  inj.node = node;
+  inj.id = "inj-" + std::to_string(injections_.size() + 1);
+  inj.request = request;
+  inj.started_ns = clock_.now_ns();
+  injections_.push_back(inj);
+  if (on_start) on_start(injections_.back());
+  return inj.id;
+}
+
+FakeInjection& FakeDaemons::find(const std::string& node, const std::string& id) {
+  for (FakeInjection& i : injections_) {
+    if (i.node == node && i.id == id && !i.stopped_ns) return i;
+  }
+  throw std::runtime_error("no injection " + id);
+}
+
+InjectionStats FakeDaemons::stop_injection(const std::string& node, const std::string& id) {
+  FakeInjection& inj = find(node, id);
+  inj.stopped_ns = clock_.now_ns();
+  const double actual_ns = actual_fraction * static_cast<double>(inj.request.amplitude_ns);
+  InjectionStats s;
+  s.packets = 100;
+  s.delayed = 50;
+  s.high = HalfStats{50, actual_ns};
+  s.low = HalfStats{50, 0.0};
+  s.actual_max_ns = actual_ns;
+  return s;
+}
+
+void FakeDaemons::abandon_injection(const std::string& node, const std::string& id) noexcept {
+  for (FakeInjection& i : injections_) {
+    if (i.node == node && i.id == id && !i.stopped_ns) {
+      i.stopped_ns = clock_.now_ns();
+      i.abandoned = true;
+    }
+  }
+}
+
+void FakeDaemons::renew_lease(const std::string& node, const std::string& id) {
+  ++renewals_;
+  if (fail_renewal_from && renewals_ >= *fail_renewal_from) {
+    throw std::runtime_error("unknown injection " + id);
+  }
+  find(node, id).renewals_ns.push_back(clock_.now_ns());
+}
+
+double FakeDaemons::delay_ns(const std::string& link_spec, std::int64_t t_ns) const {
+  double delay = 0;
+  for (const FakeInjection& i : injections_) {
+    const InjectionRequest& r = i.request;
+    if (r.link_spec != link_spec || t_ns < i.started_ns) continue;
+    std::int64_t end_ns = i.stopped_ns.value_or(INT64_MAX);
+    if (r.cycles > 0) end_ns = std::min(end_ns, i.started_ns + r.cycles * r.period_ns);
+    if (t_ns >= end_ns) continue;
+    const bool high = (t_ns - i.started_ns) % r.period_ns < r.period_ns / 2;
+    if (high) delay += actual_fraction * static_cast<double>(r.amplitude_ns);
+  }
+  return delay;
+}
+
+std::size_t FakeDaemons::running() const {
+  return static_cast<std::size_t>(
+      std::count_if(injections_.begin(), injections_.end(),
+                    [](const FakeInjection& i) { return !i.stopped_ns; }));
+}
+
+namespace {
+
+class FakeRun final : public LoadRun {
+ public:
+  FakeRun(const FakeDaemons& daemons, const FakeServiceModel& model,
+          const loadgen::EngineConfig& config, std::int64_t start_ns)
+      : daemons_(daemons), model_(model), config_(config), start_ns_(start_ns) {}
+
+  loadgen::EngineResult take() override {
+    loadgen::EngineResult r;
+    for (const auto& u : config_.protocol.urls) r.type_names.push_back(u.path);
+    std::vector<double> weights;
+    for (const auto& u : config_.protocol.urls) weights.push_back(u.weight);
+    std::mt19937_64 rng(config_.seed);
+    std::exponential_distribution<double> gap_s(config_.schedule.rate_per_s);
+    std::discrete_distribution<std::uint32_t> type(weights.begin(), weights.end());
+    std::normal_distribution<double> noise(0.0, model_.noise_ns);
+    double t_ns = static_cast<double>(start_ns_);
+    const double end_ns = static_cast<double>(start_ns_ + config_.duration_ns);
+    while ((t_ns += gap_s(rng) * 1e9) < end_ns) {
+      loadgen::Sample s;
+      s.intended_ns = static_cast<std::int64_t>(t_ns);
+      s.type = type(rng);
+      double latency = model_.base_ns.at(s.type) + noise(rng);
+      for (const auto& [link, gradient] : model_.gradients) {
+        latency += gradient.at(s.type) * daemons_.delay_ns(link, s.intended_ns);
+      }
+      s.latency_ns = std::max<std::int64_t>(1, std::llround(latency));
+      r.samples.push_back(s);
+    }
+    r.sent = r.scheduled = r.completed = r.samples.size();
+    if (!r.samples.empty()) {
+      r.first_intended_ns = r.samples.front().intended_ns;
+      r.last_intended_ns = r.samples.back().intended_ns;
+    }
+    return r;
+  }
+
+ private:
+  const FakeDaemons& daemons_;
+  const FakeServiceModel& model_;
+  loadgen::EngineConfig config_;
+  std::int64_t start_ns_;
+};
+
+}  // namespace
+
+std::unique_ptr<LoadRun> FakeService::start(const loadgen::EngineConfig& config,
+                                            std::int64_t start_ns) {
+  ++runs_;
+  return std::make_unique<FakeRun>(daemons_, model_, config, start_ns);
+}
+
+}  // namespace nabla::campaign::fake

@@ -1,0 +1,106 @@
+#pragma once
+// Fakes of the campaign's three seams (nabla/campaign/environment.hh), so a
+// whole campaign runs unprivileged in virtual time:
+//  - FakeClock: sleep_until jumps to the wake-up time at once and runs the
+//    actions scheduled up to it (e.g. setting the cancel flag).
+//  - FakeDaemons: serves flows.list from fixed records per node, and holds
+//    the injections the campaign starts, stops and renews, with their
+//    square waves anchored at the fake clock's time of inject.start. The
+//    delay it "adds" is `actual_fraction` of the requested amplitude, and
+//    inject.stop reports exactly that per half, so a campaign that divides
+//    by the requested amplitude instead of the actual one is off by that
+//    factor.
+//  - FakeService: the LoadRunner. A run's samples are Poisson arrivals at
+//    the configured rate over the run's duration, each type drawn by the
+//    workload's mix, with latency = base + sum over links of
+//    gradient[link][type] * delay_on_link(send time) + normal noise; the
+//    delays come from the fake daemons' injections.
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "nabla/campaign/environment.hh"
+
+namespace nabla::campaign::fake {
+
+class FakeClock final : public Clock {
+ public:
+  explicit FakeClock(std::int64_t start_ns = 1'000'000'000'000) : now_ns_(start_ns) {}
+  std::int64_t now_ns() override { return now_ns_; }
+  void sleep_until(std::int64_t t_ns) override;
+  // Runs `action` once, when a sleep first reaches `at_ns`.
+  void at(std::int64_t at_ns, std::function<void()> action);
+
+ private:
+  std::int64_t now_ns_;
+  std::multimap<std::int64_t, std::function<void()>> actions_;
+};
+
+struct FakeInjection {
+  std::string node;
+  std::string id;
+  InjectionRequest request;
+  std::int64_t started_ns = 0;
+  std::optional<std::int64_t> stopped_ns;
+  bool abandoned = false;  // stopped by abandon_injection (on the way out)
+  std::vector<std::int64_t> renewals_ns;
+};
+
+class FakeDaemons final : public Daemons {
+ public:
+  explicit FakeDaemons(Clock& clock) : clock_(clock) {}
+
+  // Configuration.
+  std::map<std::string, std::vector<FlowEnd>> flows;  // per node with a sniffd
+  double actual_fraction = 0.8;                       // actual delay / requested
+  std::set<std::string> refuse_start_on;              // nodes whose inject.start fails
+  // lease.renew fails from this renewal on (counted over the whole run).
+  std::optional<std::size_t> fail_renewal_from;
+  std::function<void(const FakeInjection&)> on_start;  // after each inject.start
+
+  std::optional<FlowsPage> list_flows(const std::string& node, std::uint64_t cursor) override;
+  std::string start_injection(const std::string& node, const InjectionRequest& request) override;
+  InjectionStats stop_injection(const std::string& node, const std::string& id) override;
+  void abandon_injection(const std::string& node, const std::string& id) noexcept override;
+  void renew_lease(const std::string& node, const std::string& id) override;
+
+  // The delay the injections on `link_spec` add to a packet sent at t.
+  double delay_ns(const std::string& link_spec, std::int64_t t_ns) const;
+  const std::vector<FakeInjection>& injections() const { return injections_; }
+  std::size_t running() const;
+
+ private:
+  FakeInjection& find(const std::string& node, const std::string& id);
+
+  Clock& clock_;
+  std::vector<FakeInjection> injections_;
+  std::size_t renewals_ = 0;
+};
+
+struct FakeServiceModel {
+  std::vector<double> base_ns;  // per type, in the workload's mix order
+  double noise_ns = 0;          // standard deviation of a sample's noise
+  // link spec (as the campaign injects it) -> gradient per type
+  std::map<std::string, std::vector<double>> gradients;
+};
+
+class FakeService final : public LoadRunner {
+ public:
+  FakeService(const FakeDaemons& daemons, FakeServiceModel model)
+      : daemons_(daemons), model_(std::move(model)) {}
+  std::unique_ptr<LoadRun> start(const loadgen::EngineConfig& config,
+                                 std::int64_t start_ns) override;
+  std::size_t runs() const { return runs_; }
+
+ private:
+  const FakeDaemons& daemons_;
+  FakeServiceModel model_;
+  std::size_t runs_ = 0;
+};
+
+}  // namespace nabla::campaign::fake

@@ -1,0 +1,243 @@
+// A whole campaign against the fakes (fake_environment.hh), unprivileged and
+// in virtual time: the normal path recovers the fake service's known
+// gradients and stores every phase; a cancel mid-phase, a failed lease
+// renewal and a refused inject.start each stop every injection and store
+// the run as failed with what was measured.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <string>
+
+#include "fake_environment.hh"
+#include "nabla/campaign/campaign.hh"
+#include "nabla/common/clock.hh"
+#include "nabla/db/sqlite.hh"
+
+namespace nabla::campaign {
+namespace {
+
+using fake::FakeClock;
+using fake::FakeDaemons;
+using fake::FakeService;
+using fake::FakeServiceModel;
+
+constexpr const char* kSpec = R"(
+name = "fake"
+seed = 7
+[[node]]
+name = "web"
+address = "10.0.0.1"
+injectd = "127.0.0.1:7311"
+sniffd = "127.0.0.1:7312"
+[[node]]
+name = "app"
+address = "10.0.0.2"
+injectd = "127.0.0.1:7321"
+sniffd = "127.0.0.1:7322"
+[[node]]
+name = "db"
+address = "10.0.0.3"
+injectd = "127.0.0.1:7331"
+sniffd = "127.0.0.1:7332"
+[workload]
+target = "http://10.0.0.2:9002"
+rate = 2000
+mix = { "/a" = 0.5, "/b" = 0.5 }
+warmup = "100ms"
+[links]
+discover_for = "1s"
+[gradient]
+bins = 64
+chunks = 4
+lease = "1s"
+)";
+
+// The links the fake sniffers show, as the campaign injects them.
+const std::string kWebToApp = "tcp 10.0.0.1:* -> 10.0.0.2:9002";
+const std::string kAppToWeb = "tcp 10.0.0.2:9002 -> 10.0.0.1:*";
+const std::string kAppToDb = "tcp 10.0.0.2:* -> 10.0.0.3:5432";
+const std::string kDbToApp = "tcp 10.0.0.3:5432 -> 10.0.0.2:*";
+
+FlowEnd flow(const std::string& local, std::uint16_t lport, int pid, const std::string& comm,
+             const std::string& remote, std::uint16_t rport, const std::string& direction) {
+  FlowEnd f;
+  f.proto = "tcp";
+  f.local_addr = local;
+  f.local_port = lport;
+  f.pid = pid;
+  f.comm = comm;
+  f.remote_addr = remote;
+  f.remote_port = rport;
+  f.direction = direction;
+  f.segments_out = f.segments_in = 100;
+  f.bytes_out = f.bytes_in = 10'000;
+  return f;
+}
+
+class CampaignFakes : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    db_path_ = ::testing::TempDir() + "campaign-fakes-" + std::to_string(::getpid()) + "-" +
+               ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db";
+    daemons_.flows["web"] = {flow("10.0.0.1", 0, 10, "client", "10.0.0.2", 9002, "outbound")};
+    daemons_.flows["app"] = {flow("10.0.0.2", 9002, 20, "app", "10.0.0.1", 0, "inbound"),
+                             flow("10.0.0.2", 0, 20, "app", "10.0.0.3", 5432, "outbound")};
+    daemons_.flows["db"] = {flow("10.0.0.3", 5432, 30, "db", "10.0.0.2", 0, "inbound")};
+  }
+  void TearDown() override {
+    for (const std::string& f : {db_path_, db_path_ + "-wal", db_path_ + "-shm"}) {
+      ::unlink(f.c_str());
+    }
+  }
+
+  CampaignOutcome run() {
+    db::Store store = db::Store::open(db_path_, common::realtime_ns());
+    CampaignOptions options;
+    options.cancel = &cancel_;
+    return run_campaign(parse_campaign_spec(kSpec), store, options,
+                        CampaignEnvironment{clock_, service_, daemons_});
+  }
+
+  std::int64_t count(const std::string& sql) {
+    db::Database db = db::Database::open(db_path_, db::OpenMode::kReadOnly);
+    db::Statement st(db, sql);
+    EXPECT_TRUE(st.step());
+    return st.column_int64(0);
+  }
+  std::string run_status() {
+    db::Database db = db::Database::open(db_path_, db::OpenMode::kReadOnly);
+    db::Statement st(db, "SELECT status || ': ' || COALESCE(error, '') FROM runs");
+    EXPECT_TRUE(st.step());
+    return st.column_text(0);
+  }
+
+  static FakeServiceModel model() {
+    FakeServiceModel m;
+    m.base_ns = {2'000'000, 3'000'000};
+    m.noise_ns = 300'000;
+    m.gradients = {{kWebToApp, {1.0, 1.0}},
+                   {kAppToWeb, {1.0, 1.0}},
+                   {kAppToDb, {3.0, 0.0}},
+                   {kDbToApp, {3.0, 0.0}}};
+    return m;
+  }
+
+  std::string db_path_;
+  std::atomic<int> cancel_{0};
+  FakeClock clock_;
+  FakeDaemons daemons_{clock_};
+  FakeService service_{daemons_, model()};
+};
+
+TEST_F(CampaignFakes, NormalPathRecoversTheServiceGradients) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  const CampaignOutcome o = run();
+  EXPECT_LT(std::chrono::steady_clock::now() - wall_start, std::chrono::seconds(2));
+  ASSERT_TRUE(o.complete) << o.error;
+  EXPECT_FALSE(o.interrupted);
+  ASSERT_EQ(o.types, (std::vector<std::string>{"/a", "/b"}));
+  ASSERT_EQ(o.links.size(), 4u);
+  ASSERT_EQ(o.measurements.size(), 4u);
+  const FakeServiceModel truth = model();
+  for (std::size_t i = 0; i < o.links.size(); ++i) {
+    const CampaignLink& l = o.links[i];
+    ASSERT_TRUE(l.measurable) << l.label << ": " << l.note;
+    ASSERT_EQ(truth.gradients.count(l.spec), 1u) << l.spec;
+    const LinkMeasurement& m = o.measurements[i];
+    EXPECT_EQ(m.label, l.label);
+    // The campaign divides by the delay the injector reports, not the one
+    // it asked for.
+    EXPECT_TRUE(m.delta_l_measured);
+    EXPECT_NEAR(m.delta_l_ns, daemons_.actual_fraction * std::llround(m.amplitude_ns), 1.0);
+    ASSERT_EQ(m.gradients.size(), 2u);
+    for (std::size_t t = 0; t < 2; ++t) {
+      const analysis::GradientEstimate& e = m.gradients[t].estimate;
+      const double expected = truth.gradients.at(l.spec)[t];
+      EXPECT_GT(e.standard_error, 0) << l.label << " " << o.types[t];
+      EXPECT_LT(e.standard_error, 0.15) << l.label << " " << o.types[t];
+      EXPECT_NEAR(e.value, expected, 4 * e.standard_error) << l.label << " " << o.types[t];
+    }
+  }
+  EXPECT_EQ(daemons_.injections().size(), 8u);  // an adaptive and an active phase per link
+  EXPECT_EQ(daemons_.running(), 0u);
+  for (const auto& inj : daemons_.injections()) EXPECT_FALSE(inj.abandoned) << inj.id;
+
+  EXPECT_EQ(run_status(), "complete: ");
+  EXPECT_EQ(count("SELECT COUNT(*) FROM links"), 4);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM phases"), 9);  // training + 2 per link
+  EXPECT_EQ(count("SELECT COUNT(*) FROM injections"), 8);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM gradients"), 8);
+  EXPECT_GT(count("SELECT COUNT(*) FROM samples"), 10'000);
+}
+
+TEST_F(CampaignFakes, CancelMidPhaseStopsTheInjectionAndStoresWhatWasMeasured) {
+  // The second injection is the first link's active phase: cancel halfway
+  // through its window.
+  daemons_.on_start = [this](const fake::FakeInjection& inj) {
+    if (daemons_.injections().size() == 2) {
+      clock_.at(inj.started_ns + inj.request.period_ns / 2, [this] { cancel_ = 15; });
+    }
+  };
+  const CampaignOutcome o = run();
+  EXPECT_FALSE(o.complete);
+  EXPECT_TRUE(o.interrupted);
+  EXPECT_EQ(o.error, "interrupted by signal 15");
+  EXPECT_TRUE(o.measurements.empty());
+  ASSERT_EQ(daemons_.injections().size(), 2u);
+  EXPECT_EQ(daemons_.running(), 0u);
+  EXPECT_TRUE(daemons_.injections().back().abandoned);
+  EXPECT_EQ(run_status(), "failed: interrupted by signal 15");
+  EXPECT_EQ(count("SELECT COUNT(*) FROM phases"), 2);  // training and the adaptive phase
+  EXPECT_EQ(count("SELECT COUNT(*) FROM gradients"), 0);
+}
+
+TEST_F(CampaignFakes, LeasesAreRenewedEveryQuarterLeaseOfClockTime) {
+  const CampaignOutcome o = run();
+  ASSERT_TRUE(o.complete) << o.error;
+  const std::int64_t quarter_ns = 250'000'000;  // lease = 1s
+  std::size_t renewed = 0;
+  for (const auto& inj : daemons_.injections()) {
+    const std::int64_t held_ns = *inj.stopped_ns - inj.started_ns;
+    // Renewed at the first wait slice (50 ms) at or after each quarter.
+    EXPECT_GE(inj.renewals_ns.size(), static_cast<std::size_t>(held_ns / (quarter_ns + 50'000'000)))
+        << inj.id;
+    EXPECT_LE(inj.renewals_ns.size(), static_cast<std::size_t>(held_ns / quarter_ns)) << inj.id;
+    std::int64_t last_ns = inj.started_ns;
+    for (const std::int64_t at_ns : inj.renewals_ns) {
+      EXPECT_GE(at_ns - last_ns, quarter_ns) << inj.id;
+      EXPECT_LE(at_ns - last_ns, quarter_ns + 50'000'000) << inj.id;
+      last_ns = at_ns;
+    }
+    renewed += inj.renewals_ns.size();
+  }
+  EXPECT_GT(renewed, 8u);
+}
+
+TEST_F(CampaignFakes, AFailedRenewalFailsTheRunAndStopsTheInjection) {
+  daemons_.fail_renewal_from = 3;
+  const CampaignOutcome o = run();
+  EXPECT_FALSE(o.complete);
+  EXPECT_FALSE(o.interrupted);
+  EXPECT_NE(o.error.find(": lease.renew of inj-"), std::string::npos) << o.error;
+  EXPECT_NE(o.error.find("failed: unknown injection"), std::string::npos) << o.error;
+  EXPECT_EQ(o.error.rfind("node ", 0), 0u) << o.error;
+  EXPECT_EQ(daemons_.running(), 0u);
+  EXPECT_TRUE(daemons_.injections().back().abandoned);
+  EXPECT_EQ(run_status().rfind("failed: node ", 0), 0u) << run_status();
+}
+
+TEST_F(CampaignFakes, ARefusedInjectStartFailsTheRunNamingTheNode) {
+  daemons_.refuse_start_on = {"app"};  // the first link measured starts at app
+  const CampaignOutcome o = run();
+  EXPECT_FALSE(o.complete);
+  EXPECT_EQ(o.error, "node app: inject.start on " + kAppToDb + " failed: injection refused");
+  EXPECT_TRUE(daemons_.injections().empty());
+  EXPECT_EQ(run_status(), "failed: " + o.error);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM phases"), 1);  // the training
+}
+
+}  // namespace
+}  // namespace nabla::campaign

@@ -1,0 +1,227 @@
+// Campaign file parsing: a complete spec, defaults, unknown keys and bad
+// values (the message names the key path and the value).
+#include "nabla/campaign/spec.hh"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+namespace {
+
+using nabla::campaign::CampaignSpec;
+using nabla::campaign::parse_campaign_spec;
+
+constexpr const char* kMinimal = R"(
+name = "mini"
+[[node]]
+name = "web"
+address = "10.213.0.2"
+sniffd = "10.213.0.2:7312"
+[workload]
+target = "http://10.213.0.2:8080"
+rate = 400
+)";
+
+constexpr const char* kFull = R"(
+name = "rubis"
+seed = 42
+db = "x.db"
+key_file = "/etc/nabla/key"
+[[node]]
+name = "web"
+address = "10.213.0.2"
+injectd = "10.213.0.2:7311"
+sniffd  = "10.213.0.2"
+[[node]]
+name = "app"
+addresses = ["10.213.0.3", "10.9.0.3"]
+injectd = "10.213.0.3:9311"
+key_file = "/tmp/app.key"
+[workload]
+target = "http://10.213.0.2:8080"
+rate = 250.5
+connections = 8
+threads = 2
+outstanding = 2
+interarrival = "lognormal:0.5"
+timeout = "500ms"
+mix = { "/view" = 0.4, "/auth" = 0.6 }
+warmup = "2s"
+[links]
+discover = true
+discover_for = "1500ms"
+include = ["tcp 10.213.0.3 -> 10.213.0.4:9003"]
+exclude = ["tcp 10.213.0.1:* -> 10.213.0.2:8080"]
+min_messages = 3
+[gradient]
+bins = 64
+chunks = 5
+requests_per_bin = 4
+delay_scale = 20
+min_bins_per_period = 16
+max_amplitude = "3ms"
+min_amplitude = "100us"
+confidence = 0.9
+lease = "4s"
+repeats = 2
+repeat_noise_ratio = 3.5
+[truth]
+"tcp web -> app:9002" = { "/view" = 2, "/auth" = 0 }
+)";
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_campaign_spec(text);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(CampaignSpec, ParsesEveryField) {
+  const CampaignSpec s = parse_campaign_spec(kFull);
+  EXPECT_EQ(s.name, "rubis");
+  EXPECT_EQ(s.seed, 42u);
+  EXPECT_EQ(s.db, "x.db");
+  ASSERT_EQ(s.nodes.size(), 2u);
+  EXPECT_EQ(s.nodes[0].injectd->to_string(), "10.213.0.2:7311");
+  EXPECT_EQ(s.nodes[0].sniffd->port, 7312);  // default port
+  EXPECT_EQ(s.nodes[1].addresses.size(), 2u);
+  EXPECT_FALSE(s.nodes[1].sniffd.has_value());
+  EXPECT_EQ(s.key_file_for(s.nodes[0]), "/etc/nabla/key");
+  EXPECT_EQ(s.key_file_for(s.nodes[1]), "/tmp/app.key");
+  EXPECT_EQ(s.node_by_address("10.9.0.3"), &s.nodes[1]);
+  EXPECT_EQ(s.node_by_address("10.9.0.4"), nullptr);
+  EXPECT_TRUE(s.workload.http);
+  EXPECT_EQ(s.workload.host, "10.213.0.2");
+  EXPECT_EQ(s.workload.port, 8080);
+  EXPECT_DOUBLE_EQ(s.workload.rate_rps, 250.5);
+  EXPECT_EQ(s.workload.threads, 2);
+  EXPECT_DOUBLE_EQ(s.workload.lognormal_sigma, 0.5);
+  EXPECT_EQ(s.workload.timeout_ns, 500'000'000);
+  EXPECT_EQ(s.workload.warmup_ns, 2'000'000'000);
+  ASSERT_EQ(s.workload.mix.size(), 2u);
+  EXPECT_EQ(s.links.discover_for_ns, 1'500'000'000);
+  EXPECT_EQ(s.links.include.size(), 1u);
+  EXPECT_EQ(s.links.min_messages, 3u);
+  EXPECT_EQ(s.gradient.bins, 64u);
+  EXPECT_EQ(s.gradient.chunks, 5u);
+  EXPECT_EQ(s.gradient.requests_per_bin, 4u);
+  EXPECT_DOUBLE_EQ(s.gradient.delay_scale, 20);
+  EXPECT_EQ(s.gradient.min_bins_per_period, 16u);
+  EXPECT_EQ(s.gradient.max_amplitude_ns, 3'000'000);
+  EXPECT_EQ(s.gradient.min_amplitude_ns, 100'000);
+  EXPECT_DOUBLE_EQ(s.gradient.confidence, 0.9);
+  EXPECT_EQ(s.gradient.lease_ns, 4'000'000'000);
+  EXPECT_EQ(s.gradient.repeats, 2u);
+  EXPECT_DOUBLE_EQ(s.gradient.repeat_noise_ratio, 3.5);
+  EXPECT_DOUBLE_EQ(s.truth.at("tcp web -> app:9002").at("/view"), 2.0);
+  const auto j = to_json(s);
+  EXPECT_EQ(j["gradient"]["bins"], 64);
+  EXPECT_EQ(j["workload"]["mix"]["/auth"], 0.6);
+  EXPECT_EQ(j["seed"], 42);
+}
+
+TEST(CampaignSpec, DefaultsFollowThePaper) {
+  const CampaignSpec s = parse_campaign_spec(kMinimal);
+  EXPECT_FALSE(s.seed.has_value());
+  EXPECT_EQ(s.gradient.bins, 128u);
+  EXPECT_EQ(s.gradient.chunks, 9u);
+  EXPECT_EQ(s.gradient.requests_per_bin, 5u);
+  EXPECT_DOUBLE_EQ(s.gradient.delay_scale, 30);
+  EXPECT_EQ(s.gradient.min_bins_per_period, 8u);
+  EXPECT_EQ(s.gradient.max_amplitude_ns, 5'000'000);
+  EXPECT_EQ(s.gradient.min_amplitude_ns, 200'000);
+  EXPECT_DOUBLE_EQ(s.gradient.confidence, 0.95);
+  EXPECT_EQ(s.gradient.lease_ns, 5'000'000'000);
+  EXPECT_EQ(s.gradient.repeats, 1u);  // one more active phase when it was 2x as noisy
+  EXPECT_DOUBLE_EQ(s.gradient.repeat_noise_ratio, 2.0);
+  EXPECT_TRUE(s.links.discover);
+  EXPECT_EQ(s.links.discover_for_ns, 3'000'000'000);
+  EXPECT_EQ(s.workload.connections, 16);
+  EXPECT_EQ(s.workload.interarrival, "exp");
+  EXPECT_EQ(s.workload.warmup_ns, 1'000'000'000);
+  ASSERT_EQ(s.workload.mix.size(), 1u);
+  EXPECT_EQ(s.workload.mix[0].first, "/");
+}
+
+TEST(CampaignSpec, UnknownKeysNameTheFullPath) {
+  const std::string base = kMinimal;
+  EXPECT_EQ(error_of(base + "[gradient]\nbinz = 64\n"), "unknown key gradient.binz");
+  EXPECT_EQ(error_of("colour = 1\n" + base), "unknown key colour");
+  EXPECT_EQ(error_of(base + "[[node]]\nname = \"db\"\naddress = \"10.0.0.9\"\ninjectdd = \"x\"\n"),
+            "unknown key node[1].injectdd");
+  EXPECT_EQ(error_of(base + "[links]\ndiscover_four = \"1s\"\n"),
+            "unknown key links.discover_four");
+}
+
+TEST(CampaignSpec, BadValuesNameKeyAndValue) {
+  const std::string base = kMinimal;
+  EXPECT_EQ(error_of(base + "[gradient]\nbins = 100\n"),
+            "gradient.bins: must be a power of two >= 8, got 100");
+  EXPECT_NE(error_of(base + "[gradient]\nmax_amplitude = \"5\"\n").find("gradient.max_amplitude: "),
+            std::string::npos);
+  EXPECT_NE(error_of(base + "[gradient]\nconfidence = 1.5\n").find("gradient.confidence"),
+            std::string::npos);
+  EXPECT_NE(error_of(base + "[gradient]\nchunks = 1\n").find("gradient.chunks: must be in [2"),
+            std::string::npos);
+  EXPECT_NE(error_of(base + "[gradient]\nmin_amplitude = \"9ms\"\n").find("gradient.min_amplitude"),
+            std::string::npos);
+  EXPECT_NE(error_of(base + "[gradient]\nrepeats = 6\n").find("gradient.repeats: must be in [0"),
+            std::string::npos);
+  EXPECT_EQ(error_of(base + "[gradient]\nrepeat_noise_ratio = -1\n"),
+            "gradient.repeat_noise_ratio: must be in [0, 100], got -1.000000");
+  EXPECT_NE(error_of(base + "[links]\ninclude = [\"tcp 10.0.0.300 -> 10.0.0.2\"]\n")
+                .find("links.include: bad link spec"),
+            std::string::npos);
+  EXPECT_NE(error_of(base + "[links]\ninclude = [\"any 10.0.0.1 -> 10.0.0.2\"]\n")
+                .find("links.include: \"any 10.0.0.1 -> 10.0.0.2\": give tcp or udp"),
+            std::string::npos);
+  // A bad value inside [workload]: build the text rather than append a second table.
+  std::string bad_rate = base;
+  bad_rate.replace(bad_rate.find("rate = 400"), 10, "rate = -3");
+  EXPECT_NE(error_of(bad_rate).find("workload.rate: must be in (0, 1e7], got -3"),
+            std::string::npos);
+  std::string bad_target = base;
+  bad_target.replace(bad_target.find("http://"), 7, "ftp://");
+  EXPECT_NE(error_of(bad_target).find("workload.target: scheme must be http or echo"),
+            std::string::npos);
+  std::string bad_ia = base + "";
+  bad_ia.replace(bad_ia.find("rate = 400"), 10, "rate = 4\ninterarrival = \"poisson\"");
+  EXPECT_NE(error_of(bad_ia).find("workload.interarrival: must be exp, fixed"), std::string::npos);
+  std::string bad_name = base;
+  bad_name.replace(bad_name.find("name = \"mini\""), 13, "name = 7");
+  EXPECT_EQ(error_of(bad_name), "name: must be a string, got 7");
+  EXPECT_EQ(error_of("name = \"x\"\n[workload]\ntarget=\"http://1.2.3.4:1\"\nrate=1\n"),
+            "node: give at least one [[node]]");
+  EXPECT_NE(error_of(base + "[[node]]\nname = \"web\"\naddress = \"10.0.0.9\"\n")
+                .find("node[1].name: \"web\" given twice"),
+            std::string::npos);
+  EXPECT_NE(error_of(base + "[[node]]\nname = \"Db\"\naddress = \"10.0.0.9\"\n")
+                .find("node[1].name: must be 1-64 characters"),
+            std::string::npos);
+  EXPECT_NE(error_of(base + "[truth]\n\"tcp a -> b\" = { \"/x\" = \"one\" }\n").find("truth."),
+            std::string::npos);
+  EXPECT_NE(error_of("seed = -1\n" + base).find("seed: must be in [0,"), std::string::npos);
+  EXPECT_NE(error_of("name = \n").find("at line 1"), std::string::npos);
+}
+
+TEST(CampaignSpec, DiscoveryNeedsASniffer) {
+  std::string text = kMinimal;
+  text.replace(text.find("sniffd = \"10.213.0.2:7312\"\n"), 27, "");
+  EXPECT_EQ(error_of(text), "links.discover: needs at least one node with a sniffd");
+  EXPECT_EQ(error_of(text + "[links]\ndiscover = false\n"),
+            "links.include: with discover = false, give at least one link");
+}
+
+TEST(CampaignSpec, ExampleFileParses) {
+  // NABLA_SOURCE_DIR: the repository root, from CMake (__FILE__ is relative
+  // when ccache rewrites paths under its base directory).
+  const CampaignSpec s = nabla::campaign::load_campaign_spec(std::string(NABLA_SOURCE_DIR) +
+                                                             "/examples/campaign.toml");
+  EXPECT_FALSE(s.nodes.empty());
+  EXPECT_GE(s.workload.mix.size(), 2u);
+}
+
+}  // namespace
