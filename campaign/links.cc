@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "nabla/common/ip_address.hh"
+#include "nabla/common/link_label.hh"
 #include "nabla/common/link_spec.hh"
 
 namespace nabla::campaign {
@@ -85,10 +86,7 @@ std::string host_for(const CampaignSpec& spec, const std::string& address) {
 }  // namespace
 
 std::string link_label(const Link& l) {
-  auto end = [](const LinkEnd& e) {
-    return e.port == 0 ? e.host : e.host + ":" + std::to_string(e.port);
-  };
-  return l.proto + " " + end(l.src) + " -> " + end(l.dst);
+  return common::campaign_link_label(l.proto, l.src.host, l.src.port, l.dst.host, l.dst.port);
 }
 
 std::vector<CampaignLink> assemble_links(const CampaignSpec& spec,

@@ -11,11 +11,12 @@
 #include "nabla/coordinator/analyze.hh"
 #include "nabla/coordinator/demo.hh"
 #include "nabla/coordinator/discover_command.hh"
-#include "nabla/coordinator/history_command.hh"
 #include "nabla/coordinator/inject_command.hh"
 #include "nabla/coordinator/load_command.hh"
 #include "nabla/coordinator/predict.hh"
 #include "nabla/coordinator/run_command.hh"
+#include "nabla/coordinator/runs_command.hh"
+#include "nabla/coordinator/sql_command.hh"
 #include "nabla/coordinator/testbed_command.hh"
 
 #ifndef NABLA_VERSION
@@ -185,7 +186,8 @@ int run_cli(int argc, char** argv) {
   register_load_command(app);
   register_discover_command(app);
   register_testbed_command(app);
-  register_history_commands(app);
+  register_runs_command(app);
+  register_sql_command(app);
   register_run_command(app);
   register_predict_command(app);
   register_demo_command(app);

@@ -10,19 +10,23 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <map>
-#include <set>
-#include <sstream>
 #include <thread>
 
 #include "nabla/common/clock.hh"
+#include "nabla/common/link_label.hh"
 #include "nabla/common/netns.hh"
-#include "nabla/coordinator/demo_load.hh"
-#include "nabla/coordinator/predict.hh"
 #include "nabla/coordinator/text_table.hh"
+#include "nabla/db/reads.hh"
 #include "nabla/db/store.hh"
+#include "nabla/testbed/demo_load.hh"
 
 namespace nabla::coordinator {
+
+using testbed::DemoCampaign;
+using testbed::TruthTable;
+using tier::ServiceModel;
+using tier::TierDef;
+
 namespace {
 
 using nlohmann::json;
@@ -94,10 +98,6 @@ std::string tail_of_file(const std::string& path, std::size_t max_lines) {
   return out;
 }
 
-std::string fmt(std::optional<double> v, int digits = 3) {
-  return v ? format_number(*v, digits) : "-";
-}
-
 // Number of gradients with a non-zero truth the campaign will measure.
 std::size_t nonzero_truths(const TruthTable& truth,
                            const std::optional<std::vector<std::string>>& only) {
@@ -136,8 +136,9 @@ DemoCampaign demo_campaign(const ServiceModel& model, bool quick, std::uint64_t 
     const TierDef& web = model.tier("web");
     const TierDef& db = model.tier("db");
     c.only_links = std::vector<std::string>{
-        campaign_link_label("tcp", web.host, 0, model.tier("app").host, model.tier("app").port),
-        campaign_link_label("tcp", model.tier("app").host, 0, db.host, db.port)};
+        common::campaign_link_label("tcp", web.host, 0, model.tier("app").host,
+                                    model.tier("app").port),
+        common::campaign_link_label("tcp", model.tier("app").host, 0, db.host, db.port)};
     // N = 128 with M = 5 training chunks instead of the full demo's 256 and 7:
     // the gradient's noise falls with sqrt(N), while M only sets how well
     // the training spectrum (amplitude choice, FFT^0) is known.
@@ -161,183 +162,207 @@ DemoCampaign demo_campaign(const ServiceModel& model, bool quick, std::uint64_t 
     c.discover_for = "2s";
   }
   const std::size_t k =
-      std::max<std::size_t>(1, nonzero_truths(true_gradients(model), c.only_links));
+      std::max<std::size_t>(1, nonzero_truths(testbed::true_gradients(model), c.only_links));
   c.confidence = 1.0 - 0.05 / static_cast<double>(k);
   return c;
 }
 
-GradientCheck check_gradient(std::string link, std::string type, std::optional<double> truth,
-                             std::optional<double> value, std::optional<double> ci_low,
-                             std::optional<double> ci_high,
-                             std::optional<double> link_throughput_change,
-                             double link_throughput_se) {
-  GradientCheck c;
-  c.link = std::move(link);
-  c.type = std::move(type);
-  c.truth = truth;
-  c.value = value;
-  c.ci_low = ci_low;
-  c.ci_high = ci_high;
-  c.link_throughput_change = link_throughput_change;
-  c.link_throughput_se = link_throughput_se;
-  std::vector<std::string> why;
-  if (!truth) {
-    why.push_back("no truth for this link");
-  } else if (!value) {
-    why.push_back("not measured");
-  } else {
-    const double tol = 0.10 * std::max(std::abs(*truth), 1.0);
-    if (std::abs(*value - *truth) > tol) why.push_back("off by more than 10%");
-    if (!ci_low || !ci_high) {
-      why.push_back("no CI");
-    } else if (*truth < *ci_low || *truth > *ci_high) {
-      why.push_back("CI misses the truth");
-    }
-    if (link_throughput_change &&
-        std::abs(*link_throughput_change) - 2 * link_throughput_se >= 0.05)
-      why.push_back("throughput changed by >= 5%");
-  }
-  for (const auto& w : why) c.why += (c.why.empty() ? "" : "; ") + w;
-  c.pass = why.empty();
-  return c;
-}
-
 namespace {
 
-struct PhaseRate {
-  std::int64_t n = 0;
-  double rate_rps = 0;
+// One measurement point of `nabla load --json`: the object itself, or the
+// first of a list of them.
+const json& load_point(const json& j) {
+  if (j.contains("percentiles")) return j;
+  for (const char* key : {"points", "results", "loads"}) {
+    if (j.contains(key) && j[key].is_array() && !j[key].empty()) return j[key][0];
+  }
+  return j;
+}
+
+std::string ms(const json& v) {
+  return v.is_number() ? format_number(v.get<double>() / 1e6, 4) : std::string("-");
+}
+
+// "nabla load: verdict ok at 998 requests/s; p99 1.23 ms, 95% CI [1.2, 1.3] ms"
+// (plus the reasons of an n/a) from `nabla load --json` output.
+std::string summarize_load(const json& j) {
+  const json& p = load_point(j);
+  std::string s = "  nabla load: verdict " + p.value("verdict", std::string("?"));
+  if (p.contains("throughput_rps") && p["throughput_rps"].is_number()) {
+    s += " at " + format_number(p["throughput_rps"].get<double>(), 4) + " requests/s";
+  }
+  if (p.contains("percentiles")) {
+    for (const json& x : p["percentiles"]) {
+      if (!x.contains("p") || (x["p"] != 99 && x["p"] != 90)) continue;
+      s += "; p" + format_number(x["p"].get<double>()) + " " +
+           ms(x.value("value_ns", json(nullptr))) + " ms, 95% CI [" +
+           ms(x.value("ci_low_ns", json(nullptr))) + ", " +
+           ms(x.value("ci_high_ns", json(nullptr))) + "] ms";
+    }
+  }
+  if (p.contains("reasons") && p["reasons"].is_array()) {
+    for (const json& reason : p["reasons"]) {
+      if (reason.is_string()) s += "\n    reason: " + reason.get<std::string>();
+    }
+  }
+  if (j.contains("run_id")) s += "\n    stored as run " + j["run_id"].dump();
+  return s;
+}
+
+std::string load_summary(const testbed::DemoLoadResult& r) {
+  if (r.skipped) return "  nabla load: skipped (this build has no `nabla load`)";
+  if (!r.ran) return "  nabla load: failed (exit " + std::to_string(r.exit_code) + ")";
+  return summarize_load(r.json);
+}
+
+// One `nabla demo` invocation: its options, where it prints, and the result
+// its steps fill in.
+struct DemoRun {
+  const DemoOptions& opt;
+  std::ostream& out;
+  std::ostream& err;
+  std::ostream& log;  // progress: stderr with --json, else stdout
+  std::string db_path;
+  std::int64_t started_ns = 0;
+  json result;
+  int exit_code = 0;
 };
 
-// Completed requests per second over the intended send times of a phase
-// kind (per link for active phases; link id 0 for training). A link whose
-// active phase was repeated has several phases: their requests and spans add
-// up (the gap between them is not part of any).
-std::map<std::int64_t, PhaseRate> phase_rates(db::Database& db, std::int64_t run_id,
-                                              const char* kind) {
-  db::Statement st(db,
-                   "SELECT coalesce(p.link_id, 0), count(*), min(s.send_ns), max(s.send_ns) "
-                   "FROM samples s JOIN phases p ON p.id = s.phase_id "
-                   "WHERE s.run_id = ? AND p.kind = ? GROUP BY p.id");
-  st.bind(1, run_id);
-  st.bind(2, kind);
-  std::map<std::int64_t, std::pair<std::int64_t, double>> gaps;  // link -> (gaps, span s)
-  std::map<std::int64_t, PhaseRate> out;
-  while (st.step()) {
-    const std::int64_t link = st.column_int64(0);
-    const std::int64_t n = st.column_int64(1);
-    out[link].n += n;
-    if (n > 1) {
-      gaps[link].first += n - 1;
-      gaps[link].second += static_cast<double>(st.column_int64(3) - st.column_int64(2)) / 1e9;
-    }
+std::string write_campaign_file(const testbed::DemoTestbed& tb, const testbed::DemoCampaign& c,
+                                const DemoOptions& opt) {
+  const std::string toml_path = tb.work_dir() + "/campaign.toml";
+  {
+    std::ofstream f(toml_path);
+    f << testbed::demo_campaign_toml(tb, c);
+    if (!f) throw std::runtime_error("cannot write " + toml_path);
   }
-  for (auto& [link, r] : out) {
-    const auto& [n, span_s] = gaps[link];
-    if (n > 0 && span_s > 0) r.rate_rps = static_cast<double>(n) / span_s;
-  }
-  return out;
+  if (opt.keep_logs)
+    fs::copy_file(toml_path, *opt.keep_logs + "/campaign.toml",
+                  fs::copy_options::overwrite_existing);
+  return toml_path;
 }
 
-}  // namespace
-
-std::vector<GradientCheck> check_run_gradients(db::Database& db, std::int64_t run_id,
-                                               const TruthTable& truth) {
-  const auto training = phase_rates(db, run_id, "training");
-  const auto active = phase_rates(db, run_id, "active");
-  db::Statement st(db,
-                   "SELECT l.proto, l.src_host, l.src_port, l.dst_host, l.dst_port, tt.name, "
-                   "g.value, g.ci_low, g.ci_high, g.throughput_change, g.link_id FROM gradients g "
-                   "JOIN links l ON l.id = g.link_id "
-                   "JOIN transaction_types tt ON tt.id = g.type_id WHERE g.run_id = ?");
-  st.bind(1, run_id);
-  std::vector<GradientCheck> out;
-  std::set<std::pair<std::string, std::string>> seen;
-  while (st.step()) {
-    const std::string label = campaign_link_label(
-        st.column_text(0), st.column_text(1), static_cast<int>(st.column_int64(2)),
-        st.column_text(3), static_cast<int>(st.column_int64(4)));
-    const std::string type = st.column_text(5);
-    std::optional<double> t;
-    if (const auto l = truth.find(label); l != truth.end()) {
-      if (const auto g = l->second.find(type); g != l->second.end()) t = g->second;
-    }
-    std::optional<double> change;
-    double se = 0;
-    const auto a = active.find(st.column_int64(10));
-    const auto tr = training.find(0);
-    if (a != active.end() && tr != training.end() && a->second.rate_rps > 0 &&
-        tr->second.rate_rps > 0) {
-      change = a->second.rate_rps / tr->second.rate_rps - 1;
-      se = std::sqrt(1.0 / static_cast<double>(a->second.n) +
-                     1.0 / static_cast<double>(tr->second.n));
-    }
-    seen.insert({label, type});
-    GradientCheck c = check_gradient(label, type, t, st.column_double(6), st.optional_double(7),
-                                     st.optional_double(8), change, se);
-    c.throughput_change = st.optional_double(9);
-    out.push_back(std::move(c));
+// Runs `nabla run --kind demo` inside the client namespace and returns the
+// id of the complete run it stored; throws when it stored none or failed.
+std::int64_t run_campaign(DemoRun& d, const testbed::DemoBinaries& bin, testbed::DemoTestbed& tb,
+                          const testbed::DemoCampaign& campaign) {
+  const std::string toml_path = write_campaign_file(tb, campaign, d.opt);
+  d.log << "nabla demo: running the campaign (" << (d.opt.quick ? "quick: 2 links" : "every link")
+        << ", " << campaign.bins << " bins, " << campaign.rate_rps << " requests/s, per-gradient "
+        << format_number(campaign.confidence * 100, 4) << "% CIs)...\n"
+        << std::flush;
+  const std::string run_log = tb.log_dir() + "/nabla-run.log";
+  int run_rc = -1;
+  {
+    common::ChildProcess run({bin.nabla, "run", toml_path, "--db", d.db_path, "--kind", "demo"},
+                             &tb.testbed().host(tb.model().client_host).ns,
+                             d.opt.json ? run_log : std::string());
+    run_rc = supervise(run, std::chrono::seconds(d.opt.quick ? 240 : 900));
   }
-  for (const auto& [label, by_type] : truth) {
-    for (const auto& [type, g] : by_type) {
-      if (!seen.count({label, type}))
-        out.push_back(
-            check_gradient(label, type, g, std::nullopt, std::nullopt, std::nullopt, std::nullopt));
-    }
+  d.result["nabla_run_exit"] = run_rc;
+  if (interrupted()) throw testbed::DemoInterrupted();
+  std::optional<db::RunInfo> run;
+  if (fs::exists(d.db_path)) {
+    db::Store store = db::Store::open(d.db_path, common::realtime_ns());
+    run = db::newest_run_of_kind(store.database(), db::RunKind::kDemo, d.started_ns);
   }
-  std::sort(out.begin(), out.end(), [](const GradientCheck& a, const GradientCheck& b) {
-    return std::tie(a.link, a.type) < std::tie(b.link, b.type);
-  });
-  return out;
+  if (!run) {
+    if (d.opt.json) d.err << tail_of_file(run_log, 20);
+    throw std::runtime_error("`nabla run` (exit " + std::to_string(run_rc) +
+                             ") stored no demo run in " + d.db_path);
+  }
+  const std::string status(db::to_string(run->status));
+  d.result["run_id"] = run->id;
+  d.result["status"] = status;
+  if (run_rc != 0 || run->status != db::RunStatus::kComplete) {
+    if (d.opt.json) d.err << tail_of_file(run_log, 20);
+    throw std::runtime_error("`nabla run` failed (exit " + std::to_string(run_rc) + "), run " +
+                             std::to_string(run->id) + " " + status +
+                             (run->error ? ": " + *run->error : ""));
+  }
+  return run->id;
 }
 
-namespace {
-
-struct RunOutcome {
-  std::int64_t run_id = 0;
-  std::string status;
-  std::optional<std::string> error;
-};
-
-std::optional<RunOutcome> find_demo_run(const std::string& db_path, std::int64_t since_ns) {
-  if (!fs::exists(db_path)) return std::nullopt;
-  db::Store store = db::Store::open(db_path, common::realtime_ns());
-  db::Statement st(store.database(),
-                   "SELECT id, status, error FROM runs WHERE kind = 'demo' AND started_ns >= ? "
-                   "ORDER BY id DESC LIMIT 1");
-  st.bind(1, since_ns);
-  if (!st.step()) return std::nullopt;
-  return RunOutcome{st.column_int64(0), st.column_text(1), st.optional_text(2)};
+// The run's gradients beside the truth of the links the campaign measured.
+void check_gradients(DemoRun& d, const testbed::DemoTestbed& tb,
+                     const testbed::DemoCampaign& campaign, std::int64_t run_id) {
+  std::vector<GradientCheck> checks;
+  {
+    db::Store store = db::Store::open(d.db_path, common::realtime_ns());
+    testbed::TruthTable truth = testbed::true_gradients(tb.model());
+    if (campaign.only_links) {
+      std::erase_if(truth, [&](const auto& kv) {
+        return std::find(campaign.only_links->begin(), campaign.only_links->end(), kv.first) ==
+               campaign.only_links->end();
+      });
+    }
+    checks = check_run_gradients(store.database(), run_id, truth);
+  }
+  const auto passed =
+      std::count_if(checks.begin(), checks.end(), [](const GradientCheck& c) { return c.pass; });
+  d.result["gradients"] = gradient_checks_json(checks);
+  d.result["passed"] = passed;
+  d.result["failed"] = static_cast<std::int64_t>(checks.size()) - passed;
+  if (!d.opt.json) {
+    d.out << "\nnabla demo: measured gradients beside the truth (run " << run_id
+          << "; PASS = within 10% of max(truth, 1), CI contains the truth, the link's "
+             "throughput not changed by 5% or more)\n";
+    print_gradient_checks(checks, d.out);
+    d.out << passed << "/" << checks.size() << " PASS\n" << std::flush;
+  }
+  if (passed != static_cast<std::int64_t>(checks.size())) d.exit_code = kDemoExitAccuracyFail;
 }
 
-void print_checks(const std::vector<GradientCheck>& checks, std::ostream& out) {
-  TextTable table({"link", "type", "truth", "measured", "CI low", "CI high", "thruput", "verdict"});
-  for (const auto& c : checks) {
-    table.add_row(
-        {c.link, c.type, fmt(c.truth), fmt(c.value), fmt(c.ci_low), fmt(c.ci_high),
-         c.link_throughput_change ? format_number(*c.link_throughput_change * 100, 2) + "%" : "-",
-         c.pass ? "PASS" : "FAIL: " + c.why});
-  }
-  table.print(out);
+void run_load_step(DemoRun& d, const testbed::DemoBinaries& bin, testbed::DemoTestbed& tb) {
+  d.log << "\nnabla demo: one tail-latency measurement (nabla load)...\n" << std::flush;
+  const testbed::DemoLoadResult load =
+      testbed::run_demo_load(bin, tb, d.db_path, d.opt.quick, interrupted);
+  d.result["load"] = load.json;
+  if (interrupted()) throw testbed::DemoInterrupted();
+  if (!d.opt.json) d.out << load_summary(load) << "\n";
+  if (!load.ran) d.exit_code = d.exit_code ? d.exit_code : 1;
 }
 
-json checks_json(const std::vector<GradientCheck>& checks) {
-  json arr = json::array();
-  auto opt = [](std::optional<double> v) { return v ? json(*v) : json(nullptr); };
-  for (const auto& c : checks) {
-    arr.push_back({{"link", c.link},
-                   {"type", c.type},
-                   {"truth", opt(c.truth)},
-                   {"value", opt(c.value)},
-                   {"ci_low", opt(c.ci_low)},
-                   {"ci_high", opt(c.ci_high)},
-                   {"throughput_change", opt(c.throughput_change)},
-                   {"link_throughput_change", opt(c.link_throughput_change)},
-                   {"link_throughput_se", c.link_throughput_se},
-                   {"pass", c.pass},
-                   {"why", c.why}});
+// Steps 1 to 4 of demo.hh; the testbed goes (step 5) when this returns or
+// throws.
+void run_demo_steps(DemoRun& d) {
+  const testbed::DemoBinaries bin = testbed::DemoBinaries::find();
+  common::sweep_stale_namespaces();
+  testbed::DemoTestbedOptions tbo;
+  tbo.seed = d.opt.seed;
+  tbo.log_dir = d.opt.keep_logs;
+  tbo.interrupted = interrupted;
+  d.log << "nabla demo: building the testbed (hosts client, web, app, db) and starting the "
+           "tiers and both daemons on every host...\n"
+        << std::flush;
+  testbed::DemoTestbed tb(bin, testbed::rubis_demo_service(), tbo);
+  for (const tier::TierDef& t : tb.model().tiers) {
+    d.log << "  tier " << t.name << " on " << t.host << " " << tb.address(t.host) << ":" << t.port
+          << "\n";
   }
-  return arr;
+  const testbed::DemoCampaign campaign = demo_campaign(tb.model(), d.opt.quick, d.opt.seed);
+  const std::int64_t run_id = run_campaign(d, bin, tb, campaign);
+  check_gradients(d, tb, campaign, run_id);
+  run_load_step(d, bin, tb);
+  d.log << "\nnabla demo: stored in " << d.db_path << " (run " << run_id << "). Try:\n"
+        << "  nabla runs show " << run_id << " --db " << d.db_path << "\n"
+        << "  nabla predict --run " << run_id << " --db " << d.db_path
+        << " --set \"app->db=+10ms\"\n"
+        << "nabla demo: removing the testbed (namespaces, daemons, tiers, key)...\n"
+        << std::flush;
+}
+
+void report_interrupted(DemoRun& d) {
+  // `nabla run` stores its run as failed when it can stop in time; if it
+  // had to be killed, opening the database read-write marks the run whose
+  // process is gone as failed (db::Store::recover_interrupted_runs).
+  try {
+    if (fs::exists(d.db_path)) db::Store::open(d.db_path, common::realtime_ns());
+  } catch (const std::exception& e) {
+    d.err << "nabla demo: cannot update " << d.db_path << ": " << e.what() << "\n";
+  }
+  d.err << "nabla demo: interrupted; cleaned up\n";
+  d.exit_code = kDemoExitInterrupted;
 }
 
 }  // namespace
@@ -349,129 +374,35 @@ int run_demo(const DemoOptions& opt, std::ostream& out, std::ostream& err) {
     return 1;
   }
   const auto t0 = std::chrono::steady_clock::now();
-  const std::int64_t started_ns = common::realtime_ns();
   SignalGuard signals;
   const std::string db_path = fs::absolute(opt.db_path).string();
-  std::ostream& log = opt.json ? err : out;
-  json result = {{"db", db_path}, {"quick", opt.quick}, {"seed", opt.seed}};
-  int exit_code = 0;
+  DemoRun d{opt,
+            out,
+            err,
+            opt.json ? err : out,
+            db_path,
+            common::realtime_ns(),
+            {{"db", db_path}, {"quick", opt.quick}, {"seed", opt.seed}},
+            0};
   try {
-    const DemoBinaries bin = DemoBinaries::find();
-    common::sweep_stale_namespaces();
-    DemoTestbedOptions tbo;
-    tbo.seed = opt.seed;
-    tbo.log_dir = opt.keep_logs;
-    tbo.interrupted = interrupted;
-    log << "nabla demo: building the testbed (hosts client, web, app, db) and starting the "
-           "tiers and both daemons on every host...\n"
-        << std::flush;
-    DemoTestbed tb(bin, rubis_demo_service(), tbo);
-    for (const TierDef& t : tb.model().tiers) {
-      log << "  tier " << t.name << " on " << t.host << " " << tb.address(t.host) << ":" << t.port
-          << "\n";
-    }
-    const DemoCampaign campaign = demo_campaign(tb.model(), opt.quick, opt.seed);
-    const std::string toml_path = tb.work_dir() + "/campaign.toml";
-    {
-      std::ofstream f(toml_path);
-      f << demo_campaign_toml(tb, campaign);
-      if (!f) throw std::runtime_error("cannot write " + toml_path);
-    }
-    if (opt.keep_logs)
-      fs::copy_file(toml_path, *opt.keep_logs + "/campaign.toml",
-                    fs::copy_options::overwrite_existing);
-    log << "nabla demo: running the campaign (" << (opt.quick ? "quick: 2 links" : "every link")
-        << ", " << campaign.bins << " bins, " << campaign.rate_rps << " requests/s, per-gradient "
-        << format_number(campaign.confidence * 100, 4) << "% CIs)...\n"
-        << std::flush;
-    const std::string run_log = tb.log_dir() + "/nabla-run.log";
-    int run_rc = -1;
-    {
-      common::ChildProcess run({bin.nabla, "run", toml_path, "--db", db_path, "--kind", "demo"},
-                               &tb.testbed().host(tb.model().client_host).ns,
-                               opt.json ? run_log : std::string());
-      run_rc = supervise(run, std::chrono::seconds(opt.quick ? 240 : 900));
-    }
-    result["nabla_run_exit"] = run_rc;
-    if (interrupted()) throw DemoInterrupted();
-    const auto outcome = find_demo_run(db_path, started_ns);
-    if (!outcome) {
-      if (opt.json) err << tail_of_file(run_log, 20);
-      throw std::runtime_error("`nabla run` (exit " + std::to_string(run_rc) +
-                               ") stored no demo run in " + db_path);
-    }
-    result["run_id"] = outcome->run_id;
-    result["status"] = outcome->status;
-    if (run_rc != 0 || outcome->status != "complete") {
-      if (opt.json) err << tail_of_file(run_log, 20);
-      throw std::runtime_error("`nabla run` failed (exit " + std::to_string(run_rc) + "), run " +
-                               std::to_string(outcome->run_id) + " " + outcome->status +
-                               (outcome->error ? ": " + *outcome->error : ""));
-    }
-    std::vector<GradientCheck> checks;
-    {
-      db::Store store = db::Store::open(db_path, common::realtime_ns());
-      TruthTable truth = true_gradients(tb.model());
-      if (campaign.only_links) {
-        std::erase_if(truth, [&](const auto& kv) {
-          return std::find(campaign.only_links->begin(), campaign.only_links->end(), kv.first) ==
-                 campaign.only_links->end();
-        });
-      }
-      checks = check_run_gradients(store.database(), outcome->run_id, truth);
-    }
-    const auto passed =
-        std::count_if(checks.begin(), checks.end(), [](const GradientCheck& c) { return c.pass; });
-    result["gradients"] = checks_json(checks);
-    result["passed"] = passed;
-    result["failed"] = static_cast<std::int64_t>(checks.size()) - passed;
-    if (!opt.json) {
-      out << "\nnabla demo: measured gradients beside the truth (run " << outcome->run_id
-          << "; PASS = within 10% of max(truth, 1), CI contains the truth, the link's "
-             "throughput not changed by 5% or more)\n";
-      print_checks(checks, out);
-      out << passed << "/" << checks.size() << " PASS\n" << std::flush;
-    }
-    if (passed != static_cast<std::int64_t>(checks.size())) exit_code = kDemoExitAccuracyFail;
-
-    log << "\nnabla demo: one tail-latency measurement (nabla load)...\n" << std::flush;
-    const DemoLoadResult load = run_demo_load(bin, tb, db_path, opt.quick, interrupted);
-    result["load"] = load.json;
-    if (interrupted()) throw DemoInterrupted();
-    if (!opt.json) out << load.summary << "\n";
-    if (!load.ran) exit_code = exit_code ? exit_code : 1;
-    log << "\nnabla demo: stored in " << db_path << " (run " << outcome->run_id << "). Try:\n"
-        << "  nabla runs show " << outcome->run_id << " --db " << db_path << "\n"
-        << "  nabla predict --run " << outcome->run_id << " --db " << db_path
-        << " --set \"app->db=+10ms\"\n"
-        << "nabla demo: removing the testbed (namespaces, daemons, tiers, key)...\n"
-        << std::flush;
-  } catch (const DemoInterrupted&) {
-    // `nabla run` stores its run as failed when it can stop in time; if it
-    // had to be killed, opening the database read-write marks the run whose
-    // process is gone as failed (db::Store::recover_interrupted_runs).
-    try {
-      if (fs::exists(db_path)) db::Store::open(db_path, common::realtime_ns());
-    } catch (const std::exception& e) {
-      err << "nabla demo: cannot update " << db_path << ": " << e.what() << "\n";
-    }
-    err << "nabla demo: interrupted; cleaned up\n";
-    exit_code = kDemoExitInterrupted;
+    run_demo_steps(d);
+  } catch (const testbed::DemoInterrupted&) {
+    report_interrupted(d);
   } catch (const std::exception& e) {
     err << "nabla demo: error: " << e.what() << "\n";
-    exit_code = 1;
+    d.exit_code = 1;
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  result["exit_code"] = exit_code;
-  result["duration_s"] = seconds;
+  d.result["exit_code"] = d.exit_code;
+  d.result["duration_s"] = seconds;
   if (opt.json) {
-    out << result.dump(2) << "\n";
-  } else if (exit_code == 0 || exit_code == kDemoExitAccuracyFail) {
+    out << d.result.dump(2) << "\n";
+  } else if (d.exit_code == 0 || d.exit_code == kDemoExitAccuracyFail) {
     out << "nabla demo: done in " << format_number(seconds, 3) << " s"
-        << (exit_code ? " (some gradients FAIL: exit 3)" : "") << "\n";
+        << (d.exit_code ? " (some gradients FAIL: exit 3)" : "") << "\n";
   }
-  return exit_code;
+  return d.exit_code;
 }
 
 void register_demo_command(CLI::App& app) {

@@ -3,7 +3,6 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <iostream>
 #include <map>
 #include <stdexcept>
@@ -11,8 +10,9 @@
 #include "nabla/analysis/distributions.hh"
 #include "nabla/analysis/prediction.hh"
 #include "nabla/common/units.hh"
+#include "nabla/coordinator/history_db.hh"
 #include "nabla/coordinator/text_table.hh"
-#include "nabla/db/sqlite.hh"
+#include "nabla/db/reads.hh"
 #include "nabla/db/store.hh"
 
 namespace nabla::coordinator {
@@ -62,18 +62,12 @@ struct Running {
   }
 };
 
-std::vector<RunLink> run_links(db::Database& db, std::int64_t run_id) {
-  db::Statement st(db,
-                   "SELECT id, label, src_host, dst_host, proto, src_port, dst_port FROM links "
-                   "WHERE run_id = ? ORDER BY id");
-  st.bind(1, run_id);
+std::vector<RunLink> selectable_links(db::Database& db, std::int64_t run_id) {
   std::vector<RunLink> links;
-  while (st.step()) {
-    RunLink l{st.column_int64(0), st.column_text(1), st.column_text(2), st.column_text(3), {}};
-    l.short_label =
-        campaign_link_label(st.column_text(4), l.src_host, static_cast<int>(st.column_int64(5)),
-                            l.dst_host, static_cast<int>(st.column_int64(6)));
-    links.push_back(std::move(l));
+  for (const db::LinkRow& row : db::run_links(db, run_id)) {
+    const db::Link& l = row.link;
+    links.push_back({row.id, row.label, l.src_host, l.dst_host,
+                     campaign_link_label(l.proto, l.src_host, l.src_port, l.dst_host, l.dst_port)});
   }
   return links;
 }
@@ -105,18 +99,6 @@ std::vector<const RunLink*> select_links(const std::vector<RunLink>& links,
 
 }  // namespace
 
-std::string campaign_link_label(std::string_view proto, std::string_view src_host, int src_port,
-                                std::string_view dst_host, int dst_port) {
-  std::string s(proto);
-  s += ' ';
-  s += src_host;
-  if (src_port != 0) s += ':' + std::to_string(src_port);
-  s += " -> ";
-  s += dst_host;
-  if (dst_port != 0) s += ':' + std::to_string(dst_port);
-  return s;
-}
-
 LatencySet parse_latency_set(std::string_view text) {
   const auto eq = text.rfind('=');
   if (eq == std::string_view::npos || eq == 0) {
@@ -140,32 +122,23 @@ LatencySet parse_latency_set(std::string_view text) {
   return set;
 }
 
-PredictionReport predict_run(db::Database& db, std::int64_t run_id,
-                             const std::vector<LatencySet>& sets, double confidence) {
-  if (!(confidence > 0 && confidence < 1)) {
-    throw std::invalid_argument("--confidence must be in (0, 1)");
-  }
-  {
-    db::Statement st(db, "SELECT count(*) FROM runs WHERE id = ?");
-    st.bind(1, run_id);
-    st.step();
-    if (st.column_int64(0) == 0) throw std::runtime_error("no run " + std::to_string(run_id));
-  }
-  PredictionReport report;
-  report.run_id = run_id;
-  report.confidence = confidence;
-  const std::vector<RunLink> links = run_links(db, run_id);
+namespace {
 
-  // Accumulated change per selected link id (two selectors may hit one link).
-  struct Change {
-    const RunLink* link = nullptr;
-    double delta_ns = 0, delta_var = 0;
-  };
-  std::map<std::int64_t, Change> changes;
+// Accumulated change of one selected link (two selectors may hit one link).
+struct LinkChange {
+  const RunLink* link = nullptr;
+  double delta_ns = 0, delta_var = 0;
+};
+
+// The selections of the report and the change per selected link id.
+std::map<std::int64_t, LinkChange> select_changes(const std::vector<RunLink>& links,
+                                                  const std::vector<LatencySet>& sets,
+                                                  PredictionReport& report) {
+  std::map<std::int64_t, LinkChange> changes;
   for (const LatencySet& s : sets) {
     PredictionReport::Selection sel{s.selector, s.delta_ns, s.delta_stddev_ns, {}};
     for (const RunLink* l : select_links(links, s.selector)) {
-      Change& c = changes[l->id];
+      LinkChange& c = changes[l->id];
       c.link = l;
       c.delta_ns += s.delta_ns;
       c.delta_var += s.delta_stddev_ns * s.delta_stddev_ns;
@@ -173,78 +146,95 @@ PredictionReport predict_run(db::Database& db, std::int64_t run_id,
     }
     report.selections.push_back(std::move(sel));
   }
+  return changes;
+}
 
-  // Gradients by (type, link id).
+// The run's gradients by type name, then link id, each with the standard
+// error recovered from its stored CI (0 without one).
+std::map<std::string, std::map<std::int64_t, StoredGradient>> stored_gradients(
+    db::Database& db, std::int64_t run_id) {
   std::map<std::string, std::map<std::int64_t, StoredGradient>> gradients;
-  {
-    db::Statement st(db,
-                     "SELECT g.link_id, tt.name, g.value, g.ci_low, g.ci_high, g.confidence "
-                     "FROM gradients g JOIN transaction_types tt ON tt.id = g.type_id "
-                     "WHERE g.run_id = ?");
-    st.bind(1, run_id);
-    while (st.step()) {
-      StoredGradient g;
-      g.value = st.column_double(2);
-      const auto lo = st.optional_double(3), hi = st.optional_double(4);
-      if (lo && hi) {
-        const double z = analysis::normal_quantile((1 + st.column_double(5)) / 2);
-        g.se = std::max(g.value - *lo, *hi - g.value) / z;
-      }
-      gradients[st.column_text(1)][st.column_int64(0)] = g;
+  for (const db::GradientRow& row : db::run_gradients(db, run_id)) {
+    const db::Gradient& stored = row.gradient;
+    StoredGradient g;
+    g.value = stored.value;
+    if (stored.ci_low && stored.ci_high) {
+      const double z = analysis::normal_quantile((1 + stored.confidence) / 2);
+      g.se = std::max(g.value - *stored.ci_low, *stored.ci_high - g.value) / z;
     }
+    gradients[row.type][row.link.id] = g;
   }
+  return gradients;
+}
+
+// Mean and variance of each type's training-phase response times.
+std::map<std::string, Running> training_baselines(db::Database& db, std::int64_t run_id) {
+  std::map<std::string, Running> baselines;
+  for (const auto& [type, latencies_ns] :
+       db::latencies_by_type(db, run_id, db::PhaseKind::kTraining)) {
+    Running& r = baselines[type];
+    for (const std::int64_t ns : latencies_ns) r.add(static_cast<double>(ns));
+  }
+  return baselines;
+}
+
+TypePrediction predict_type(const std::string& type, const Running* baseline,
+                            const std::map<std::int64_t, StoredGradient>& by_link,
+                            const std::map<std::int64_t, LinkChange>& changes, double confidence) {
+  TypePrediction tp;
+  tp.type = type;
+  if (baseline == nullptr || baseline->n < 2) {
+    tp.missing = "fewer than 2 training-phase samples of this type in the run";
+    return tp;
+  }
+  tp.samples = baseline->n;
+  tp.baseline_ns = baseline->mean;
+  const double var = baseline->m2 / static_cast<double>(baseline->n - 1);
+  tp.baseline_se_ns = std::sqrt(var / static_cast<double>(baseline->n));
+  std::vector<analysis::LinkChange> link_changes;
+  for (const auto& [link_id, c] : changes) {
+    const auto g = by_link.find(link_id);
+    if (g == by_link.end()) {
+      tp.missing = "no gradient for this type on " + c.link->label;
+      tp.terms.clear();
+      return tp;
+    }
+    link_changes.push_back({c.delta_ns, c.delta_var, g->second.value, g->second.se * g->second.se});
+    tp.terms.push_back(
+        {c.link->label, g->second.value, g->second.se, c.delta_ns, g->second.value * c.delta_ns});
+  }
+  const analysis::Prediction p = analysis::predict_response_time(
+      tp.baseline_ns, tp.baseline_se_ns * tp.baseline_se_ns, link_changes, confidence);
+  tp.predicted_ns = p.rt_ns;
+  tp.stddev_ns = p.stddev_ns;
+  tp.ci_low_ns = p.ci_low_ns;
+  tp.ci_high_ns = p.ci_high_ns;
+  return tp;
+}
+
+}  // namespace
+
+PredictionReport predict_run(db::Database& db, std::int64_t run_id,
+                             const std::vector<LatencySet>& sets, double confidence) {
+  if (!(confidence > 0 && confidence < 1)) {
+    throw std::invalid_argument("--confidence must be in (0, 1)");
+  }
+  if (!db::find_run(db, run_id)) throw std::runtime_error("no run " + std::to_string(run_id));
+  PredictionReport report;
+  report.run_id = run_id;
+  report.confidence = confidence;
+  const std::vector<RunLink> links = selectable_links(db, run_id);
+  const std::map<std::int64_t, LinkChange> changes = select_changes(links, sets, report);
+  const auto gradients = stored_gradients(db, run_id);
   if (gradients.empty()) {
     throw std::runtime_error("run " + std::to_string(run_id) +
                              " has no gradients (is it a complete `nabla run`/`nabla demo`?)");
   }
-
-  std::map<std::string, Running> baseline;
-  {
-    db::Statement st(db,
-                     "SELECT tt.name, s.latency_ns FROM samples s "
-                     "JOIN phases p ON p.id = s.phase_id "
-                     "JOIN transaction_types tt ON tt.id = s.type_id "
-                     "WHERE s.run_id = ? AND p.kind = 'training'");
-    st.bind(1, run_id);
-    while (st.step()) baseline[st.column_text(0)].add(static_cast<double>(st.column_int64(1)));
-  }
-
+  const std::map<std::string, Running> baselines = training_baselines(db, run_id);
   for (const auto& [type, by_link] : gradients) {
-    TypePrediction tp;
-    tp.type = type;
-    const auto b = baseline.find(type);
-    if (b == baseline.end() || b->second.n < 2) {
-      tp.missing = "fewer than 2 training-phase samples of this type in the run";
-      report.types.push_back(std::move(tp));
-      continue;
-    }
-    tp.samples = b->second.n;
-    tp.baseline_ns = b->second.mean;
-    const double var = b->second.m2 / static_cast<double>(b->second.n - 1);
-    tp.baseline_se_ns = std::sqrt(var / static_cast<double>(b->second.n));
-    std::vector<analysis::LinkChange> link_changes;
-    for (const auto& [link_id, c] : changes) {
-      const auto g = by_link.find(link_id);
-      if (g == by_link.end()) {
-        tp.missing = "no gradient for this type on " + c.link->label;
-        break;
-      }
-      link_changes.push_back(
-          {c.delta_ns, c.delta_var, g->second.value, g->second.se * g->second.se});
-      tp.terms.push_back(
-          {c.link->label, g->second.value, g->second.se, c.delta_ns, g->second.value * c.delta_ns});
-    }
-    if (!tp.missing) {
-      const analysis::Prediction p = analysis::predict_response_time(
-          tp.baseline_ns, tp.baseline_se_ns * tp.baseline_se_ns, link_changes, confidence);
-      tp.predicted_ns = p.rt_ns;
-      tp.stddev_ns = p.stddev_ns;
-      tp.ci_low_ns = p.ci_low_ns;
-      tp.ci_high_ns = p.ci_high_ns;
-    } else {
-      tp.terms.clear();
-    }
-    report.types.push_back(std::move(tp));
+    const auto b = baselines.find(type);
+    report.types.push_back(predict_type(type, b == baselines.end() ? nullptr : &b->second, by_link,
+                                        changes, confidence));
   }
   return report;
 }
@@ -336,10 +326,7 @@ void register_predict_command(CLI::App& app) {
   cmd->callback([opts] {
     std::vector<LatencySet> sets;
     for (const auto& s : opts->sets) sets.push_back(parse_latency_set(s));
-    if (!std::filesystem::exists(opts->db_path)) {
-      throw std::runtime_error("no database at '" + opts->db_path + "' (give --db FILE)");
-    }
-    db::Store store = db::Store::open_read_only(opts->db_path);
+    db::Store store = open_history_read_only(opts->db_path);
     const PredictionReport report =
         predict_run(store.database(), opts->run_id, sets, opts->confidence);
     if (opts->json) {

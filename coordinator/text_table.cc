@@ -47,4 +47,14 @@ void TextTable::print(std::ostream& out) const {
   for (const auto& row : rows_) emit(row, false);
 }
 
+std::string csv_field(std::string_view text) {
+  if (text.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(text);
+  std::string quoted = "\"";
+  for (char c : text) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  return quoted + "\"";
+}
+
 }  // namespace nabla::coordinator

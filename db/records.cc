@@ -42,5 +42,8 @@ RunKind parse_run_kind(std::string_view text) {
 RunStatus parse_run_status(std::string_view text) {
   return parse<RunStatus>(kRunStatuses, text, "run status");
 }
+PhaseKind parse_phase_kind(std::string_view text) {
+  return parse<PhaseKind>(kPhaseKinds, text, "phase kind");
+}
 
 }  // namespace nabla::db

@@ -6,30 +6,10 @@
 #include <utility>
 
 #include "nabla/db/migrations.hh"
+#include "nabla/db/reads.hh"
 
 namespace nabla::db {
 namespace {
-
-constexpr const char* kRunColumns =
-    "SELECT id, campaign_id, kind, status, config, host_info, tool_version, seed, started_ns, "
-    "ended_ns, error, pid FROM runs";
-
-RunInfo read_run(const Statement& st) {
-  RunInfo run;
-  run.id = st.column_int64(0);
-  run.campaign_id = st.optional_int64(1);
-  run.kind = parse_run_kind(st.column_text(2));
-  run.status = parse_run_status(st.column_text(3));
-  run.config_json = st.column_text(4);
-  run.host_info_json = st.column_text(5);
-  run.tool_version = st.column_text(6);
-  run.seed = st.optional_int64(7);
-  run.started_ns = st.column_int64(8);
-  run.ended_ns = st.optional_int64(9);
-  run.error = st.optional_text(10);
-  run.pid = st.column_int64(11);
-  return run;
-}
 
 // Prepares `sql` (an INSERT), binds `values` to its parameters 1..N in the
 // order given, runs it once and returns the new rowid. The values are listed
@@ -91,18 +71,11 @@ void Store::finish_run(std::int64_t run_id, RunStatus status, std::int64_t ended
 }
 
 std::optional<RunInfo> Store::get_run(std::int64_t run_id) {
-  Statement st(db_, std::string(kRunColumns) + " WHERE id = ?");
-  st.bind(1, run_id);
-  if (!st.step()) return std::nullopt;
-  return read_run(st);
+  return find_run(db_, run_id);
 }
 
 std::vector<RunInfo> Store::list_runs(int limit) {
-  Statement st(db_, std::string(kRunColumns) + " ORDER BY started_ns DESC, id DESC LIMIT ?");
-  st.bind(1, limit > 0 ? limit : -1);
-  std::vector<RunInfo> runs;
-  while (st.step()) runs.push_back(read_run(st));
-  return runs;
+  return db::list_runs(db_, limit);
 }
 
 std::int64_t Store::add_node(const Node& node) {

@@ -38,10 +38,10 @@
 #include "nabla/common/rpc.hh"
 #include "nabla/common/rpc_auth.hh"
 #include "nabla/coordinator/demo.hh"
-#include "nabla/coordinator/demo_testbed.hh"
 #include "nabla/db/sqlite.hh"
 #include "nabla/db/store.hh"
 #include "nabla/loadgen/engine.hh"
+#include "nabla/testbed/demo_testbed.hh"
 #include "nabla_test_support.hh"
 
 namespace nabla::coordinator {
@@ -50,6 +50,13 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
+using testbed::DemoBinaries;
+using testbed::DemoCampaign;
+using testbed::DemoTestbed;
+using testbed::DemoTestbedOptions;
+using testbed::kDemoInjectdPort;
+using testbed::rubis_demo_service;
+using tier::TierDef;
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path);

@@ -15,6 +15,12 @@ namespace nabla::coordinator {
 namespace {
 
 namespace fs = std::filesystem;
+using testbed::demo_campaign_toml;
+using testbed::DemoCampaign;
+using testbed::rubis_demo_service;
+using testbed::true_gradients;
+using testbed::TruthTable;
+using tier::ServiceModel;
 
 TEST(CheckGradient, TenPercentOfMaxTruthOneCiAndThroughput) {
   EXPECT_TRUE(check_gradient("l", "t", 3.0, 3.25, 3.0, 3.5, 0.01).pass);

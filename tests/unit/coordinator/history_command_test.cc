@@ -1,6 +1,4 @@
 // `nabla runs` and `nabla sql` on a real database written through db::Store.
-#include "nabla/coordinator/history_command.hh"
-
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -9,6 +7,8 @@
 #include <string>
 
 #include "nabla/coordinator/csv_series.hh"
+#include "nabla/coordinator/runs_command.hh"
+#include "nabla/coordinator/sql_command.hh"
 #include "nabla/db/store.hh"
 
 namespace nabla::coordinator {

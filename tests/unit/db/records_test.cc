@@ -20,6 +20,10 @@ TEST(Records, NamesMatchTheSchemaAndRoundTrip) {
   for (auto s : {RunStatus::kRunning, RunStatus::kComplete, RunStatus::kFailed}) {
     EXPECT_EQ(parse_run_status(to_string(s)), s);
   }
+  for (auto k :
+       {PhaseKind::kTraining, PhaseKind::kAdaptive, PhaseKind::kActive, PhaseKind::kBaseline}) {
+    EXPECT_EQ(parse_phase_kind(to_string(k)), k);
+  }
 }
 
 TEST(Records, UnknownNamesAreErrorsThatQuoteTheValue) {
@@ -30,6 +34,7 @@ TEST(Records, UnknownNamesAreErrorsThatQuoteTheValue) {
     EXPECT_STREQ(e.what(), "unknown run status 'done'");
   }
   EXPECT_THROW(parse_run_kind("Run"), std::invalid_argument);
+  EXPECT_THROW(parse_phase_kind("warmup"), std::invalid_argument);
 }
 
 }  // namespace

@@ -4,22 +4,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "run_start.hh"
 #include "temp_dir.hh"
 
 namespace nabla::db {
 namespace {
 
-constexpr std::int64_t kT0 = 1'700'000'000'000'000'000;
-
-RunStart a_run(std::int64_t started_ns, RunKind kind = RunKind::kRun) {
-  RunStart run;
-  run.kind = kind;
-  run.config_json = R"({"rate":1000})";
-  run.tool_version = "0.1.0";
-  run.seed = 42;
-  run.started_ns = started_ns;
-  return run;
-}
+using testing::a_run;
+using testing::kT0;
 
 // Inserts a 'running' run owned by `who` (as another process would have).
 std::int64_t run_owned_by(Store& store, const ProcessIdentity& who, std::int64_t started_ns) {

@@ -3,13 +3,14 @@
 // the whole tool on this machine in one command (needs root).
 //
 //   1. build the namespace testbed with the RUBiS-like service and both
-//      daemons on every host (demo_testbed.hh);
+//      daemons on every host (testbed/demo_testbed.hh);
 //   2. write the campaign file ([truth] from the tiers' call patterns) and run
 //      `nabla run --kind demo` as a child inside the client namespace, with
 //      the demo database;
 //   3. read the run's gradients back and print them beside the truth with a
 //      PASS/FAIL column (check_gradient);
-//   4. one `nabla load` tail measurement against the same service;
+//   4. one `nabla load` tail measurement against the same service
+//      (testbed/demo_load.hh);
 //   5. remove everything (RAII), also on Ctrl-C/SIGTERM/SIGHUP and errors.
 //
 // Simultaneous confidence. A 95% CI misses its truth 5% of the time, so with
@@ -30,8 +31,8 @@
 #include <string>
 #include <vector>
 
-#include "nabla/coordinator/demo_service.hh"
-#include "nabla/coordinator/demo_testbed.hh"
+#include "nabla/testbed/demo_service.hh"
+#include "nabla/testbed/demo_testbed.hh"
 
 namespace CLI {
 class App;
@@ -56,7 +57,8 @@ struct DemoOptions {
 // The campaign parameters of the full demo and of --quick (fewer links,
 // smaller N; the quick demo measures web -> app and app -> db:8082, both
 // directions of neither: the two request directions carry every pattern).
-DemoCampaign demo_campaign(const ServiceModel& model, bool quick, std::uint64_t seed);
+testbed::DemoCampaign demo_campaign(const tier::ServiceModel& model, bool quick,
+                                    std::uint64_t seed);
 
 // Acceptance of one measured gradient: |value - truth| <= 10% of
 // max(|truth|, 1) (an absolute 0.1 for zero truths), the CI contains the
@@ -90,7 +92,10 @@ GradientCheck check_gradient(std::string link, std::string type, std::optional<d
 // Every gradient of the run beside the truth, plus a FAIL row for each
 // (link, type) of the truth the run did not measure. Sorted by link, type.
 std::vector<GradientCheck> check_run_gradients(db::Database& db, std::int64_t run_id,
-                                               const TruthTable& truth);
+                                               const testbed::TruthTable& truth);
+// The checks as a table with a PASS/FAIL column, and as JSON.
+void print_gradient_checks(const std::vector<GradientCheck>& checks, std::ostream& out);
+nlohmann::json gradient_checks_json(const std::vector<GradientCheck>& checks);
 
 int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& err);
 

@@ -36,6 +36,8 @@
 #include <string_view>
 #include <vector>
 
+#include "nabla/common/link_label.hh"
+
 namespace CLI {
 class App;
 }
@@ -45,11 +47,9 @@ class Database;
 
 namespace nabla::coordinator {
 
-// The campaign label of a link: "PROTO SRC[:SPORT] -> DST[:DPORT]", a port
-// written only when fixed (non-zero), e.g. "tcp web -> app:9002" and
-// "tcp app:9002 -> web" (campaign_spec.hh).
-std::string campaign_link_label(std::string_view proto, std::string_view src_host, int src_port,
-                                std::string_view dst_host, int dst_port);
+// The campaign label of a link (common/link_label.hh), the second form a
+// selector may take.
+using common::campaign_link_label;
 
 struct LatencySet {
   std::string selector;  // label or "A->B"

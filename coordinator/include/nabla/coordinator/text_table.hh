@@ -1,13 +1,18 @@
 #pragma once
 // Plain-text tables for the terminal: columns padded to their widest cell,
-// numbers right-aligned, a rule under the header.
+// numbers right-aligned, a rule under the header. And the other shapes a
+// command prints rows in.
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "nabla/common/units.hh"
 
 namespace nabla::coordinator {
+
+// How a command prints rows: a TextTable, JSON, or CSV (RFC 4180).
+enum class OutputFormat { kTable, kJson, kCsv };
 
 class TextTable {
  public:
@@ -21,5 +26,9 @@ class TextTable {
 };
 
 using common::format_number;
+
+// One CSV field (RFC 4180): quoted, with inner quotes doubled, only when it
+// holds a comma, a quote or a line break.
+std::string csv_field(std::string_view text);
 
 }  // namespace nabla::coordinator

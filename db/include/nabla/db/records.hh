@@ -22,6 +22,7 @@ std::string_view to_string(TimestampSource source);
 // Inverse of to_string; throws std::invalid_argument naming the bad value.
 RunKind parse_run_kind(std::string_view text);
 RunStatus parse_run_status(std::string_view text);
+PhaseKind parse_phase_kind(std::string_view text);
 
 struct Campaign {
   std::string name;

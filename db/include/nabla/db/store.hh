@@ -1,5 +1,7 @@
 #pragma once
-// Typed access to the run history: one Store per connection.
+// Typed access to the run history: one Store per connection. The writers
+// are here; the reads are functions on a Database in reads.hh (get_run and
+// list_runs below are two of them).
 //
 // Opening read-write migrates the schema to the newest version and marks as
 // 'failed' every 'running' run whose owning process is gone (see

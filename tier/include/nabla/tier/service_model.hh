@@ -2,7 +2,7 @@
 // A service made of nabla-tier processes, described as data so that the same
 // description yields the tiers' command lines (tier_argv) AND their true link
 // gradients (chain_gradients). `nabla demo` describes its RUBiS-like service
-// this way (coordinator/demo_service.hh).
+// this way (testbed/demo_service.hh).
 //
 // True gradients: each call's factor is DownstreamCall::true_gradient()
 // (serial:k -> k per direction, parallel:k -> 1, async/none -> 0; the reasons

@@ -1,10 +1,10 @@
-#include "nabla/coordinator/demo_service.hh"
+#include "nabla/testbed/demo_service.hh"
 
 #include <vector>
 
-#include "nabla/coordinator/predict.hh"
+#include "nabla/common/link_label.hh"
 
-namespace nabla::coordinator {
+namespace nabla::testbed {
 namespace {
 
 tier::DownstreamCall call(std::string_view text) {
@@ -44,9 +44,9 @@ TruthTable true_gradients(const ServiceModel& model) {
   // Every link of the service exists for every type (0 unless a path adds).
   for (const tier::HopGradient& hop : tier::chain_gradients(model)) {
     const TierDef& dst = *hop.callee;
-    truth[campaign_link_label("tcp", hop.src_host, 0, dst.host, dst.port)][hop.type] +=
+    truth[common::campaign_link_label("tcp", hop.src_host, 0, dst.host, dst.port)][hop.type] +=
         hop.gradient;
-    truth[campaign_link_label("tcp", dst.host, dst.port, hop.src_host, 0)][hop.type] +=
+    truth[common::campaign_link_label("tcp", dst.host, dst.port, hop.src_host, 0)][hop.type] +=
         hop.gradient;
   }
   for (auto& [label, by_type] : truth) {
@@ -55,4 +55,4 @@ TruthTable true_gradients(const ServiceModel& model) {
   return truth;
 }
 
-}  // namespace nabla::coordinator
+}  // namespace nabla::testbed

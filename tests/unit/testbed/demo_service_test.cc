@@ -2,13 +2,13 @@
 // k, parallel -> 1, async/none -> 0, multiplied along the chain; the rule is
 // tier's, tests/unit/tier/) keyed by campaign link labels, and the nabla-tier
 // command lines. Call parsing is tested in tests/unit/tier/tier_config_test.cc.
-#include "nabla/coordinator/demo_service.hh"
+#include "nabla/testbed/demo_service.hh"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
-namespace nabla::coordinator {
+namespace nabla::testbed {
 namespace {
 
 TEST(TrueGradients, RubisDemoService) {
@@ -83,4 +83,4 @@ TEST(TierArgv, NamesDownstreamsAndUrlsWithSleepMode) {
 }
 
 }  // namespace
-}  // namespace nabla::coordinator
+}  // namespace nabla::testbed

@@ -1,13 +1,12 @@
-#include "nabla/coordinator/demo_load.hh"
+#include "nabla/testbed/demo_load.hh"
 
 #include <csignal>
 #include <fstream>
 #include <sstream>
 
 #include "nabla/common/netns.hh"
-#include "nabla/coordinator/text_table.hh"
 
-namespace nabla::coordinator {
+namespace nabla::testbed {
 namespace {
 
 using nlohmann::json;
@@ -30,44 +29,7 @@ std::string mix_flag(const ServiceModel& model) {
   return s;
 }
 
-// One measurement point: the object itself, or the first of a list of them.
-const json& load_point(const json& j) {
-  if (j.contains("percentiles")) return j;
-  for (const char* key : {"points", "results", "loads"}) {
-    if (j.contains(key) && j[key].is_array() && !j[key].empty()) return j[key][0];
-  }
-  return j;
-}
-
-std::string ms(const json& v) {
-  return v.is_number() ? format_number(v.get<double>() / 1e6, 4) : std::string("-");
-}
-
 }  // namespace
-
-std::string summarize_load(const json& j) {
-  const json& p = load_point(j);
-  std::string s = "  nabla load: verdict " + p.value("verdict", std::string("?"));
-  if (p.contains("throughput_rps") && p["throughput_rps"].is_number()) {
-    s += " at " + format_number(p["throughput_rps"].get<double>(), 4) + " requests/s";
-  }
-  if (p.contains("percentiles")) {
-    for (const json& x : p["percentiles"]) {
-      if (!x.contains("p") || (x["p"] != 99 && x["p"] != 90)) continue;
-      s += "; p" + format_number(x["p"].get<double>()) + " " +
-           ms(x.value("value_ns", json(nullptr))) + " ms, 95% CI [" +
-           ms(x.value("ci_low_ns", json(nullptr))) + ", " +
-           ms(x.value("ci_high_ns", json(nullptr))) + "] ms";
-    }
-  }
-  if (p.contains("reasons") && p["reasons"].is_array()) {
-    for (const json& reason : p["reasons"]) {
-      if (reason.is_string()) s += "\n    reason: " + reason.get<std::string>();
-    }
-  }
-  if (j.contains("run_id")) s += "\n    stored as run " + j["run_id"].dump();
-  return s;
-}
 
 DemoLoadResult run_demo_load(const DemoBinaries& bin, DemoTestbed& tb, const std::string& db_path,
                              bool quick, const std::function<bool()>& interrupted) {
@@ -77,8 +39,8 @@ DemoLoadResult run_demo_load(const DemoBinaries& bin, DemoTestbed& tb, const std
   const common::CommandResult help = common::run_command({bin.nabla, "load", "--help"}, &client);
   if (help.exit_code != 0 || help.stdout_text.find("--rate") == std::string::npos) {
     r.ran = true;
+    r.skipped = true;
     r.json = {{"skipped", "this nabla has no `load` command"}};
-    r.summary = "  nabla load: skipped (this build has no `nabla load`)";
     return r;
   }
   const std::string out_path = tb.work_dir() + "/nabla-load.json";
@@ -134,15 +96,14 @@ DemoLoadResult run_demo_load(const DemoBinaries& bin, DemoTestbed& tb, const std
   const auto brace = text.find('{');
   json j =
       brace == std::string::npos ? json(nullptr) : json::parse(text.substr(brace), nullptr, false);
+  r.exit_code = rc;
   if (rc != 0 || j.is_discarded() || j.is_null()) {
     r.json = {{"error", "nabla load exited " + std::to_string(rc)}, {"output", text}};
-    r.summary = "  nabla load: failed (exit " + std::to_string(rc) + ")";
     return r;
   }
   r.ran = true;
   r.json = j;
-  r.summary = summarize_load(j);
   return r;
 }
 
-}  // namespace nabla::coordinator
+}  // namespace nabla::testbed

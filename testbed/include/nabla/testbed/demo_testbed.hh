@@ -20,10 +20,10 @@
 #include <string>
 #include <vector>
 
-#include "nabla/coordinator/demo_service.hh"
+#include "nabla/testbed/demo_service.hh"
 #include "nabla/testbed/testbed.hh"
 
-namespace nabla::coordinator {
+namespace nabla::testbed {
 
 inline constexpr int kDemoInjectdPort = 7311;
 inline constexpr int kDemoSniffdPort = 7312;
@@ -72,7 +72,7 @@ class DemoTestbed {
   DemoTestbed(const DemoTestbed&) = delete;
   DemoTestbed& operator=(const DemoTestbed&) = delete;
 
-  testbed::Testbed& testbed() { return *testbed_; }
+  Testbed& testbed() { return *testbed_; }
   const ServiceModel& model() const { return model_; }
   const std::string& address(const std::string& host) const { return addresses_.at(host); }
   const std::map<std::string, std::string>& addresses() const { return addresses_; }
@@ -90,7 +90,7 @@ class DemoTestbed {
   std::string key_file_;
   std::string log_dir_;
   std::map<std::string, std::string> addresses_;
-  std::unique_ptr<testbed::Testbed> testbed_;
+  std::unique_ptr<Testbed> testbed_;
 };
 
 // Everything of the campaign file that is not the testbed.
@@ -129,4 +129,4 @@ std::string demo_campaign_toml(const DemoTestbed& testbed, const DemoCampaign& c
 void wait_for_listener(const common::NetNamespace& from, const std::string& address, int port,
                        std::chrono::milliseconds timeout);
 
-}  // namespace nabla::coordinator
+}  // namespace nabla::testbed

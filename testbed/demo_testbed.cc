@@ -1,4 +1,4 @@
-#include "nabla/coordinator/demo_testbed.hh"
+#include "nabla/testbed/demo_testbed.hh"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -17,9 +17,8 @@
 #include "nabla/common/clock.hh"
 #include "nabla/common/log.hh"
 #include "nabla/common/rpc_auth.hh"
-#include "nabla/coordinator/predict.hh"
 
-namespace nabla::coordinator {
+namespace nabla::testbed {
 namespace {
 
 namespace fs = std::filesystem;
@@ -132,9 +131,9 @@ DemoTestbed::DemoTestbed(const DemoBinaries& bin, ServiceModel model,
   log_dir_ = options.log_dir.value_or(dir_.path());
   fs::create_directories(log_dir_);
 
-  testbed::TestbedSpec spec;
+  TestbedSpec spec;
   for (const std::string& h : model_.hosts()) spec.hosts.push_back({h, {}});
-  testbed_ = std::make_unique<testbed::Testbed>(spec);
+  testbed_ = std::make_unique<Testbed>(spec);
   for (const auto& h : testbed_->hosts()) addresses_[h->name] = h->address;
   check();
 
@@ -240,4 +239,4 @@ std::string demo_campaign_toml(const ServiceModel& model,
   return o.str();
 }
 
-}  // namespace nabla::coordinator
+}  // namespace nabla::testbed

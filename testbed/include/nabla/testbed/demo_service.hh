@@ -16,13 +16,13 @@
 // tier has factor 1 for every type). Every link of the service gets a value
 // for every type, 0 where the type does not depend on it (e.g. /auth on
 // app -> db). Links are keyed by their campaign labels ("tcp web ->
-// app:8081", "tcp app:8081 -> web"; campaign_spec.hh).
+// app:8081", "tcp app:8081 -> web"; common/link_label.hh).
 #include <map>
 #include <string>
 
 #include "nabla/tier/service_model.hh"
 
-namespace nabla::coordinator {
+namespace nabla::testbed {
 
 // The demo describes its service in tier's terms.
 using tier::ServiceModel;
@@ -37,4 +37,4 @@ ServiceModel rubis_demo_service();
 using TruthTable = std::map<std::string, std::map<std::string, double>>;
 TruthTable true_gradients(const ServiceModel& model);
 
-}  // namespace nabla::coordinator
+}  // namespace nabla::testbed

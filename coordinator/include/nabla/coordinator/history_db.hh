@@ -1,0 +1,21 @@
+#pragma once
+// Opening the run history for the commands that only read it (`nabla runs`,
+// `nabla sql`, `nabla predict`). None of them creates a database: a missing
+// file is an error naming it and the flag.
+#include <string>
+
+#include "nabla/db/store.hh"
+
+namespace nabla::coordinator {
+
+// Throws std::runtime_error "no database at 'PATH' (give --db FILE)".
+void require_history_database(const std::string& path);
+
+// Read-write when the file is writable, so that runs whose process died are
+// marked `failed` before they are read (db/store.hh); read-only otherwise.
+db::Store open_history_for_reading(const std::string& path);
+
+// Read-only: no query can change or corrupt a stored run.
+db::Store open_history_read_only(const std::string& path);
+
+}  // namespace nabla::coordinator

@@ -1,0 +1,115 @@
+#pragma once
+// Typed reads of the run history: one function per question the CLI
+// (`nabla runs`, `nabla predict`), the demo and a report ask, each returning
+// rows as structs with named fields. Outside db/ nothing reads a column by
+// its position; the one raw passthrough is `nabla sql`, which runs the
+// user's own SQL through db::query().
+//
+// The rows reuse the records the writers take (records.hh: Link, Phase,
+// Gradient, TailResult, Sample) and add what a read joins in: the row's id,
+// a link's generated label, a type's name, a phase's sample counts. NULLable
+// columns are std::optional. Every function takes an open Database (a
+// read-only one is enough) and returns its rows in the order it documents; a
+// run id that does not exist yields no rows (or nullopt), never an error.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nabla/db/records.hh"
+
+namespace nabla::db {
+
+class Database;
+
+// ---------------------------------------------------------------- runs
+
+// One line of the run_summary view: what a run was, how it ended, how much
+// it recorded.
+struct RunSummary {
+  std::int64_t run_id = 0;
+  std::optional<std::string> campaign;  // the campaign's name; nullopt for ad-hoc runs
+  RunKind kind = RunKind::kRun;
+  RunStatus status = RunStatus::kRunning;
+  std::string started;               // UTC, "2023-11-14T22:13:20Z"
+  std::optional<double> duration_s;  // nullopt while running
+  std::int64_t links = 0, samples = 0, gradients = 0, tail_results = 0;
+  std::optional<std::string> error;
+};
+
+// The newest runs first (highest id first); limit <= 0 means all.
+std::vector<RunSummary> list_run_summaries(Database& db, int limit);
+std::optional<RunSummary> find_run_summary(Database& db, std::int64_t run_id);
+
+// The runs row itself (configuration, seed, owner).
+std::optional<RunInfo> find_run(Database& db, std::int64_t run_id);
+// Newest started first (ties: highest id first); limit <= 0 means all.
+std::vector<RunInfo> list_runs(Database& db, int limit);
+// The run of `kind` with the highest id that started at or after
+// `started_since_ns` (how `nabla demo` finds the run its child stored).
+std::optional<RunInfo> newest_run_of_kind(Database& db, RunKind kind,
+                                          std::int64_t started_since_ns);
+
+// ---------------------------------------------------------------- links
+
+struct LinkRow {
+  std::int64_t id = 0;
+  // links.label, with the processes: "tcp app/nabla-tier:0 -> db/nabla-tier:9003".
+  std::string label;
+  Link link;
+};
+
+// A run's links by id.
+std::vector<LinkRow> run_links(Database& db, std::int64_t run_id);
+
+// ---------------------------------------------------------------- phases
+
+struct PhaseRow {
+  std::int64_t id = 0;
+  Phase phase;
+  std::int64_t samples = 0;  // requests recorded in the phase
+  // Intended send times of its first and last request; nullopt without any.
+  std::optional<std::int64_t> first_send_ns, last_send_ns;
+};
+
+// A run's phases by id (repeated active phases of a link are separate rows).
+std::vector<PhaseRow> run_phases(Database& db, std::int64_t run_id);
+
+// ---------------------------------------------------------------- gradients
+
+struct GradientRow {
+  std::int64_t id = 0;
+  LinkRow link;
+  std::string type;  // the transaction type's name
+  Gradient gradient;
+};
+
+// A run's gradients, one per (link, type), ordered by link label, then type.
+std::vector<GradientRow> run_gradients(Database& db, std::int64_t run_id);
+
+// ---------------------------------------------------------------- tail results
+
+struct TailResultRow {
+  std::int64_t id = 0;
+  std::optional<std::string> type;  // nullopt: the result over all types
+  TailResult result;
+};
+
+// A run's tail results ordered by rate, type (all types first), metric and
+// percentile.
+std::vector<TailResultRow> run_tail_results(Database& db, std::int64_t run_id);
+
+// ---------------------------------------------------------------- samples
+
+// Transaction type id -> name, every type in the database.
+std::map<std::int64_t, std::string> transaction_type_names(Database& db);
+
+// A run's response times (latency_ns) by type name, in send order within a
+// type. With `phase_kind`, only the samples of phases of that kind (e.g. the
+// training phase, the baseline of `nabla predict`); samples outside any phase
+// are then left out.
+std::map<std::string, std::vector<std::int64_t>> latencies_by_type(
+    Database& db, std::int64_t run_id, std::optional<PhaseKind> phase_kind = std::nullopt);
+
+}  // namespace nabla::db

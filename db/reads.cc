@@ -1,0 +1,311 @@
+#include "nabla/db/reads.hh"
+
+#include <stdexcept>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include "nabla/db/sqlite.hh"
+
+namespace nabla::db {
+namespace {
+
+// Reads the current row of a statement by column name (the SELECT's
+// aliases), so a reader cannot drift from its SELECT list by position. A
+// name the SELECT lacks is a bug in this file, reported naming it.
+class Columns {
+ public:
+  explicit Columns(const Statement& st) : st_(st) {
+    for (int i = 0; i < st.column_count(); ++i) names_.push_back(st.column_name(i));
+  }
+
+  std::int64_t int64(std::string_view name) const { return st_.column_int64(index(name)); }
+  double real(std::string_view name) const { return st_.column_double(index(name)); }
+  std::string text(std::string_view name) const { return st_.column_text(index(name)); }
+  std::optional<std::int64_t> optional_int64(std::string_view name) const {
+    return st_.optional_int64(index(name));
+  }
+  std::optional<double> optional_real(std::string_view name) const {
+    return st_.optional_double(index(name));
+  }
+  std::optional<std::string> optional_text(std::string_view name) const {
+    return st_.optional_text(index(name));
+  }
+
+ private:
+  int index(std::string_view name) const {
+    for (std::size_t i = 0; i < names_.size(); ++i) {
+      if (names_[i] == name) return static_cast<int>(i);
+    }
+    throw std::logic_error("db: no column '" + std::string(name) + "' in: " + st_.sql());
+  }
+
+  const Statement& st_;
+  std::vector<std::string> names_;
+};
+
+// Steps `st` to the end and returns read(columns) of every row.
+template <typename Read>
+auto read_rows(Statement& st, Read read) {
+  const Columns columns(st);
+  std::vector<std::invoke_result_t<Read, const Columns&>> rows;
+  while (st.step()) rows.push_back(read(columns));
+  return rows;
+}
+
+template <typename Read>
+auto read_first(Statement& st, Read read)
+    -> std::optional<std::invoke_result_t<Read, const Columns&>> {
+  const Columns columns(st);
+  if (!st.step()) return std::nullopt;
+  return read(columns);
+}
+
+std::int64_t sqlite_limit(int limit) {
+  return limit > 0 ? limit : -1;  // LIMIT -1: no limit
+}
+
+constexpr const char* kRunSelect =
+    "SELECT id, campaign_id, kind, status, config, host_info, tool_version, seed, started_ns, "
+    "ended_ns, error, pid FROM runs ";
+
+RunInfo read_run(const Columns& c) {
+  RunInfo run;
+  run.id = c.int64("id");
+  run.campaign_id = c.optional_int64("campaign_id");
+  run.kind = parse_run_kind(c.text("kind"));
+  run.status = parse_run_status(c.text("status"));
+  run.config_json = c.text("config");
+  run.host_info_json = c.text("host_info");
+  run.tool_version = c.text("tool_version");
+  run.seed = c.optional_int64("seed");
+  run.started_ns = c.int64("started_ns");
+  run.ended_ns = c.optional_int64("ended_ns");
+  run.error = c.optional_text("error");
+  run.pid = c.int64("pid");
+  return run;
+}
+
+constexpr const char* kRunSummarySelect =
+    "SELECT run_id, campaign, kind, status, started, duration_s, links, samples, gradients, "
+    "tail_results, error FROM run_summary ";
+
+RunSummary read_run_summary(const Columns& c) {
+  RunSummary s;
+  s.run_id = c.int64("run_id");
+  s.campaign = c.optional_text("campaign");
+  s.kind = parse_run_kind(c.text("kind"));
+  s.status = parse_run_status(c.text("status"));
+  s.started = c.text("started");
+  s.duration_s = c.optional_real("duration_s");
+  s.links = c.int64("links");
+  s.samples = c.int64("samples");
+  s.gradients = c.int64("gradients");
+  s.tail_results = c.int64("tail_results");
+  s.error = c.optional_text("error");
+  return s;
+}
+
+// The columns read_link_row reads, from the links table aliased `l`.
+constexpr const char* kLinkColumns =
+    "l.id AS link_id, l.label AS link_label, l.run_id AS run_id, l.proto AS proto, "
+    "l.src_host AS src_host, l.src_pid AS src_pid, l.src_comm AS src_comm, "
+    "l.src_port AS src_port, l.dst_host AS dst_host, l.dst_pid AS dst_pid, "
+    "l.dst_comm AS dst_comm, l.dst_port AS dst_port";
+
+LinkRow read_link_row(const Columns& c) {
+  LinkRow row;
+  row.id = c.int64("link_id");
+  row.label = c.text("link_label");
+  Link& l = row.link;
+  l.run_id = c.int64("run_id");
+  l.proto = c.text("proto");
+  l.src_host = c.text("src_host");
+  l.src_pid = c.optional_int64("src_pid");
+  l.src_comm = c.optional_text("src_comm");
+  l.src_port = static_cast<int>(c.int64("src_port"));
+  l.dst_host = c.text("dst_host");
+  l.dst_pid = c.optional_int64("dst_pid");
+  l.dst_comm = c.optional_text("dst_comm");
+  l.dst_port = static_cast<int>(c.int64("dst_port"));
+  return row;
+}
+
+PhaseRow read_phase_row(const Columns& c) {
+  PhaseRow row;
+  row.id = c.int64("id");
+  Phase& p = row.phase;
+  p.run_id = c.int64("run_id");
+  p.kind = parse_phase_kind(c.text("kind"));
+  p.link_id = c.optional_int64("link_id");
+  p.started_ns = c.int64("started_ns");
+  p.ended_ns = c.optional_int64("ended_ns");
+  p.bin_width_ns = c.optional_int64("bin_width_ns");
+  p.bins = c.optional_int64("bins");
+  p.chunks = c.optional_int64("chunks");
+  p.k_d = c.optional_int64("k_d");
+  p.amplitude_ns = c.optional_int64("amplitude_ns");
+  row.samples = c.int64("samples");
+  row.first_send_ns = c.optional_int64("first_send_ns");
+  row.last_send_ns = c.optional_int64("last_send_ns");
+  return row;
+}
+
+GradientRow read_gradient_row(const Columns& c) {
+  GradientRow row;
+  row.id = c.int64("gradient_id");
+  row.link = read_link_row(c);
+  row.type = c.text("type");
+  Gradient& g = row.gradient;
+  g.run_id = c.int64("run_id");
+  g.link_id = row.link.id;
+  g.type_id = c.int64("type_id");
+  g.phase_id = c.optional_int64("phase_id");
+  g.value = c.real("value");
+  g.ci_low = c.optional_real("ci_low");
+  g.ci_high = c.optional_real("ci_high");
+  g.confidence = c.real("confidence");
+  g.time_domain = c.optional_real("time_domain");
+  g.actual_amplitude_ns = c.optional_real("actual_amplitude_ns");
+  g.perturbation_ns = c.optional_real("perturbation_ns");
+  g.throughput_change = c.optional_real("throughput_change");
+  g.k_d = c.optional_int64("k_d");
+  g.bins = c.optional_int64("bins");
+  return row;
+}
+
+TailResultRow read_tail_result_row(const Columns& c) {
+  TailResultRow row;
+  row.id = c.int64("id");
+  row.type = c.optional_text("type");
+  TailResult& t = row.result;
+  t.run_id = c.int64("run_id");
+  t.type_id = c.optional_int64("type_id");
+  t.metric = c.text("metric");
+  t.rate_rps = c.real("rate_rps");
+  t.throughput_rps = c.optional_real("throughput_rps");
+  t.percentile = c.real("percentile");
+  t.value_ns = c.optional_real("value_ns");
+  t.ci_low_ns = c.optional_real("ci_low_ns");
+  t.ci_high_ns = c.optional_real("ci_high_ns");
+  t.confidence = c.real("confidence");
+  t.ok = c.text("verdict") == "ok";
+  t.reasons_json = c.text("reasons");
+  t.samples = c.optional_int64("samples");
+  t.late_sends = c.optional_int64("late_sends");
+  if (const auto source = c.optional_int64("ts_source")) {
+    t.source = static_cast<TimestampSource>(*source);
+  }
+  return row;
+}
+
+}  // namespace
+
+std::vector<RunSummary> list_run_summaries(Database& db, int limit) {
+  Statement st(db, std::string(kRunSummarySelect) + "ORDER BY run_id DESC LIMIT ?");
+  st.bind(1, sqlite_limit(limit));
+  return read_rows(st, read_run_summary);
+}
+
+std::optional<RunSummary> find_run_summary(Database& db, std::int64_t run_id) {
+  Statement st(db, std::string(kRunSummarySelect) + "WHERE run_id = ?");
+  st.bind(1, run_id);
+  return read_first(st, read_run_summary);
+}
+
+std::optional<RunInfo> find_run(Database& db, std::int64_t run_id) {
+  Statement st(db, std::string(kRunSelect) + "WHERE id = ?");
+  st.bind(1, run_id);
+  return read_first(st, read_run);
+}
+
+std::vector<RunInfo> list_runs(Database& db, int limit) {
+  Statement st(db, std::string(kRunSelect) + "ORDER BY started_ns DESC, id DESC LIMIT ?");
+  st.bind(1, sqlite_limit(limit));
+  return read_rows(st, read_run);
+}
+
+std::optional<RunInfo> newest_run_of_kind(Database& db, RunKind kind,
+                                          std::int64_t started_since_ns) {
+  Statement st(
+      db, std::string(kRunSelect) + "WHERE kind = ? AND started_ns >= ? ORDER BY id DESC LIMIT 1");
+  st.bind(1, to_string(kind)).bind(2, started_since_ns);
+  return read_first(st, read_run);
+}
+
+std::vector<LinkRow> run_links(Database& db, std::int64_t run_id) {
+  Statement st(
+      db, std::string("SELECT ") + kLinkColumns + " FROM links l WHERE l.run_id = ? ORDER BY l.id");
+  st.bind(1, run_id);
+  return read_rows(st, read_link_row);
+}
+
+std::vector<PhaseRow> run_phases(Database& db, std::int64_t run_id) {
+  Statement st(db,
+               "SELECT p.id AS id, p.run_id AS run_id, p.kind AS kind, p.link_id AS link_id, "
+               "p.started_ns AS started_ns, p.ended_ns AS ended_ns, "
+               "p.bin_width_ns AS bin_width_ns, p.bins AS bins, p.chunks AS chunks, "
+               "p.k_d AS k_d, p.amplitude_ns AS amplitude_ns, count(s.send_ns) AS samples, "
+               "min(s.send_ns) AS first_send_ns, max(s.send_ns) AS last_send_ns "
+               "FROM phases p LEFT JOIN samples s ON s.phase_id = p.id "
+               "WHERE p.run_id = ? GROUP BY p.id ORDER BY p.id");
+  st.bind(1, run_id);
+  return read_rows(st, read_phase_row);
+}
+
+std::vector<GradientRow> run_gradients(Database& db, std::int64_t run_id) {
+  Statement st(db, std::string("SELECT g.id AS gradient_id, ") + kLinkColumns +
+                       ", g.type_id AS type_id, tt.name AS type, g.phase_id AS phase_id, "
+                       "g.value AS value, g.ci_low AS ci_low, g.ci_high AS ci_high, "
+                       "g.confidence AS confidence, g.time_domain AS time_domain, "
+                       "g.actual_amplitude_ns AS actual_amplitude_ns, "
+                       "g.perturbation_ns AS perturbation_ns, "
+                       "g.throughput_change AS throughput_change, g.k_d AS k_d, g.bins AS bins "
+                       "FROM gradients g JOIN links l ON l.id = g.link_id "
+                       "JOIN transaction_types tt ON tt.id = g.type_id "
+                       "WHERE g.run_id = ? ORDER BY l.label, tt.name");
+  st.bind(1, run_id);
+  return read_rows(st, read_gradient_row);
+}
+
+std::vector<TailResultRow> run_tail_results(Database& db, std::int64_t run_id) {
+  Statement st(db,
+               "SELECT t.id AS id, t.run_id AS run_id, t.type_id AS type_id, tt.name AS type, "
+               "t.metric AS metric, t.rate_rps AS rate_rps, t.throughput_rps AS throughput_rps, "
+               "t.percentile AS percentile, t.value_ns AS value_ns, t.ci_low_ns AS ci_low_ns, "
+               "t.ci_high_ns AS ci_high_ns, t.confidence AS confidence, t.verdict AS verdict, "
+               "t.reasons AS reasons, t.samples AS samples, t.late_sends AS late_sends, "
+               "t.ts_source AS ts_source "
+               "FROM tail_results t LEFT JOIN transaction_types tt ON tt.id = t.type_id "
+               "WHERE t.run_id = ? "
+               "ORDER BY t.rate_rps, t.type_id IS NOT NULL, tt.name, t.metric, t.percentile");
+  st.bind(1, run_id);
+  return read_rows(st, read_tail_result_row);
+}
+
+std::map<std::int64_t, std::string> transaction_type_names(Database& db) {
+  Statement st(db, "SELECT id, name FROM transaction_types");
+  const Columns c(st);
+  std::map<std::int64_t, std::string> names;
+  while (st.step()) names.emplace(c.int64("id"), c.text("name"));
+  return names;
+}
+
+std::map<std::string, std::vector<std::int64_t>> latencies_by_type(
+    Database& db, std::int64_t run_id, std::optional<PhaseKind> phase_kind) {
+  Statement st(db, phase_kind ? "SELECT tt.name AS type, s.latency_ns AS latency_ns "
+                                "FROM samples s JOIN transaction_types tt ON tt.id = s.type_id "
+                                "JOIN phases p ON p.id = s.phase_id "
+                                "WHERE s.run_id = ? AND p.kind = ? ORDER BY s.send_ns, s.rowid"
+                              : "SELECT tt.name AS type, s.latency_ns AS latency_ns "
+                                "FROM samples s JOIN transaction_types tt ON tt.id = s.type_id "
+                                "WHERE s.run_id = ? ORDER BY s.send_ns, s.rowid");
+  st.bind(1, run_id);
+  if (phase_kind) st.bind(2, to_string(*phase_kind));
+  const Columns c(st);
+  std::map<std::string, std::vector<std::int64_t>> latencies;
+  while (st.step()) latencies[c.text("type")].push_back(c.int64("latency_ns"));
+  return latencies;
+}
+
+}  // namespace nabla::db
