@@ -61,7 +61,10 @@ nlohmann::json flow_to_json(const ReportedFlow& flow) {
            {{"addr", addr_text(r.id.local)},
             {"port", r.id.local_port},
             {"pid", r.id.pid},
-            {"comm", r.comm}}},
+            {"comm", r.comm},
+            {"cgroup", r.cgroup},
+            {"cgroup_id", r.cgroup_id},
+            {"owner", to_string(r.owner_source)}}},
           {"remote", {{"addr", addr_text(r.id.remote)}, {"port", r.id.remote_port}}},
           {"direction", direction_name(r.direction)},
           {"control", flow.control},
@@ -69,6 +72,7 @@ nlohmann::json flow_to_json(const ReportedFlow& flow) {
           {"interval", counts_json(r.last_interval)},
           {"sockets", r.sockets},
           {"conntrack_events", r.conntrack_events},
+          {"closed_sockets", r.closed_sockets},
           {"first_seen_ns", r.first_seen_ns},
           {"last_seen_ns", r.last_seen_ns}};
 }
@@ -127,7 +131,12 @@ nlohmann::json daemon_info(const Sniffer& sniffer) {
             {"events", s.conntrack.events},
             {"ignored", s.conntrack.ignored},
             {"malformed", s.conntrack.malformed},
-            {"lost", s.conntrack.lost}}}};
+            {"lost", s.conntrack.lost}}},
+          {"destroy",
+           {{"enabled", s.destroy_enabled},
+            {"notifications", s.destroy.messages},
+            {"malformed", s.destroy.malformed},
+            {"lost", s.destroy_lost}}}};
 }
 
 void register_control_methods(common::RpcServer& server, const Sniffer& sniffer) {

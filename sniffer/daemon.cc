@@ -12,6 +12,7 @@
 #include <ostream>
 
 #include "nabla/common/clock.hh"
+#include "nabla/common/log.hh"
 #include "nabla/sniffer/control.hh"
 
 namespace nabla::sniffer {
@@ -24,7 +25,50 @@ std::string endpoint_text(const IpAddr& addr, uint16_t port) {
          std::to_string(port);
 }
 
+// Waits on `fd` (a dup, so the Sniffer keeps its own) and calls `drain`
+// each time it is readable, until the loop stops.
+class EventSource {
+ public:
+  EventSource(asio::io_context& io, int fd, const bool& stopping, std::function<void()> drain)
+      : descriptor_(io, ::dup(fd)), stopping_(stopping), drain_(std::move(drain)) {
+    arm();
+  }
+  void cancel() { descriptor_.cancel(); }
+
+ private:
+  void arm() {
+    descriptor_.async_wait(asio::posix::stream_descriptor::wait_read,
+                           [this](const std::error_code& ec) {
+                             if (ec || stopping_) return;
+                             drain_();
+                             arm();
+                           });
+  }
+  asio::posix::stream_descriptor descriptor_;
+  const bool& stopping_;
+  std::function<void()> drain_;
+};
+
 }  // namespace
+
+std::vector<std::string> format_sources(const std::vector<SourceStatus>& sources) {
+  std::vector<std::string> lines;
+  for (const SourceStatus& s : sources) {
+    lines.push_back(s.active ? "source " + s.name + ": active: " + s.detail
+                             : "WARNING: source " + s.name + " inert: " + s.detail);
+  }
+  return lines;
+}
+
+void log_sources(const Sniffer& sniffer) {
+  for (const std::string& line : format_sources(sniffer.sources())) {
+    if (line.rfind("WARNING", 0) == 0) {
+      common::log_warn(line);
+    } else {
+      common::log_info(line);
+    }
+  }
+}
 
 std::string format_flow_row(const ReportedFlow& flow) {
   const FlowRecord& r = flow.record;
@@ -43,6 +87,7 @@ std::string format_flow_row(const ReportedFlow& flow) {
                 static_cast<unsigned long long>(r.total.bytes_in),
                 flow.control             ? " control"
                 : r.conntrack_events > 0 ? " conntrack"
+                : r.closed_sockets > 0   ? " closed"
                                          : "");
   return line;
 }
@@ -65,30 +110,29 @@ int run_daemon(const DaemonOptions& options, std::ostream& out) {
 
   asio::signal_set signals(io, SIGINT, SIGTERM);
   asio::steady_timer timer(io);
-  std::optional<asio::posix::stream_descriptor> events;
+  std::vector<std::unique_ptr<EventSource>> events;
   bool stopping = false;
   auto stop = [&] {
     stopping = true;
     signals.cancel();
     timer.cancel();
-    if (events) events->cancel();
+    for (auto& e : events) e->cancel();
     if (server) server->stop();
   };
   signals.async_wait([&](const std::error_code& ec, int) {
     if (!ec) stop();
   });
 
+  log_sources(sniffer);
+  if (sniffer.destroy_fd() >= 0) {
+    events.push_back(std::make_unique<EventSource>(
+        io, sniffer.destroy_fd(), stopping,
+        [&sniffer] { sniffer.drain_destroyed(common::monotonic_ns()); }));
+  }
   if (sniffer.conntrack_fd() >= 0) {
-    // The descriptor owns a dup, so the Sniffer keeps its own fd.
-    events.emplace(io, ::dup(sniffer.conntrack_fd()));
-    std::function<void()> arm = [&] {
-      events->async_wait(asio::posix::stream_descriptor::wait_read, [&](const std::error_code& ec) {
-        if (ec || stopping) return;
-        sniffer.drain_conntrack(common::monotonic_ns());
-        arm();
-      });
-    };
-    arm();
+    events.push_back(std::make_unique<EventSource>(
+        io, sniffer.conntrack_fd(), stopping,
+        [&sniffer] { sniffer.drain_conntrack(common::monotonic_ns()); }));
   }
 
   uint64_t cursor = 0;
@@ -107,7 +151,8 @@ int run_daemon(const DaemonOptions& options, std::ostream& out) {
     timer.async_wait([&](const std::error_code& ec) {
       if (ec || stopping) return;
       const int64_t now = common::monotonic_ns();
-      sniffer.drain_conntrack(now);
+      sniffer.drain_conntrack(now);  // first: NEW events name connecting processes
+      sniffer.drain_destroyed(now);
       sniffer.scan(now);
       ++scans;
       if (options.print) {

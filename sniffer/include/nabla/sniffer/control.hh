@@ -5,13 +5,15 @@
 //               (default: the daemon's threshold), "include_control": bool
 //               (default false)} → {"cursor": next, "flows": [flow...]}
 //               Pass the returned cursor as `since` to get only what changed.
-//   daemon.info params {} → version, pid, interval, port range, counters.
+//   daemon.info params {} → version, pid, interval, port range, counters
+//               (sock_diag, conntrack, destroy notifications).
 //
-// A flow: {"proto":"tcp", "local":{"addr","port","pid","comm"},
+// A flow: {"proto":"tcp", "local":{"addr","port","pid","comm","cgroup",
+//   "cgroup_id","owner":"socket|listener|tuple|none"},
 //   "remote":{"addr","port"}, "direction":"outbound|inbound|unknown",
 //   "control":bool, "total":{"segments_out","segments_in","bytes_out",
 //   "bytes_in"}, "interval":{same, for the last scan}, "sockets",
-//   "conntrack_events", "first_seen_ns", "last_seen_ns"} — ports already
+//   "conntrack_events", "closed_sockets", "first_seen_ns", "last_seen_ns"} — ports already
 //   folded (ephemeral → 0), times on the daemon's monotonic clock.
 #include <nlohmann/json.hpp>
 

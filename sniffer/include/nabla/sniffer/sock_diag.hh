@@ -30,6 +30,12 @@ enum class ParseResult { kOk, kSkipped, kMalformed };
 // the dump asked for (inet_diag_msg does not carry it).
 ParseResult parse_inet_diag(const nlmsghdr* nlh, Proto proto, SocketRecord& out,
                             DumpCounters& counters);
+// Parses one socket-destroy notification: an inet_diag_msg whose protocol is
+// in INET_DIAG_PROTOCOL, with tcp_info as it was when the socket was freed.
+// The kernel sends no uid, inode or cgroup with it (the socket has no file
+// any more). kSkipped for protocols other than TCP and UDP.
+ParseResult parse_destroyed_socket(const nlmsghdr* nlh, SocketRecord& out,
+                                   DumpCounters& counters);
 
 class SockDiag {
  public:
@@ -58,6 +64,33 @@ class SockDiag {
   uint32_t seq_ = 0;
   std::vector<std::byte> buf_;
   DumpCounters counters_;
+};
+
+// The kernel's socket-destroy notifications (sock_diag multicast groups for
+// TCP and UDP over IPv4 and IPv6): one message per socket of this network
+// namespace when it is freed, so a connection that opens and closes between
+// two scans is still seen, with its final counters. Joining the groups needs
+// CAP_NET_ADMIN. Notifications the kernel drops (ENOBUFS) are counted.
+class DestroyListener {
+ public:
+  // Opens a socket in the caller's namespace and joins the groups. Throws
+  // std::system_error naming the failing call.
+  DestroyListener();
+  // Uses a NETLINK_SOCK_DIAG socket made elsewhere (e.g. in a namespace).
+  explicit DestroyListener(common::FileDescriptor fd);
+
+  int fd() const { return fd_.get(); }
+  // Reads every queued notification (non-blocking) into `out`; returns how
+  // many were appended.
+  size_t read_available(std::vector<SocketRecord>& out);
+  const DumpCounters& counters() const { return counters_; }
+  uint64_t lost() const { return lost_; }
+
+ private:
+  common::FileDescriptor fd_;
+  std::vector<std::byte> buf_;
+  DumpCounters counters_;
+  uint64_t lost_ = 0;
 };
 
 }  // namespace nabla::sniffer
