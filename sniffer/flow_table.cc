@@ -49,6 +49,12 @@ FlowCounts tcp_delta(const TcpCounters& now, const TcpCounters& before, bool is_
   return delta;
 }
 
+// A socket's exact tuple (no folding) as a FlowId, to reuse its hash.
+FlowId exact_id(const SocketRecord& s) {
+  return FlowId{s.key.proto, normalise(s.key.local), s.key.local_port, normalise(s.key.remote),
+                s.key.remote_port, 0};
+}
+
 }  // namespace
 
 FlowCounts& FlowCounts::operator+=(const FlowCounts& o) {
@@ -166,7 +172,16 @@ size_t FlowTable::update(int64_t now_ns, std::span<const SocketRecord> sockets,
     if (s.state == kTcpListen || s.key.remote_port == 0) continue;
     auto [prev, is_new] = sockets_.try_emplace(s.cookie);
     prev->second.generation = generation_;
-    // A TIME_WAIT leftover of a socket whose close was already counted.
+    // A TIME_WAIT leftover of a socket whose close was already counted. Its
+    // cookie may differ (the kernel gives one out only when asked, and the
+    // notification asks after the leftover was made), so the exact tuple
+    // identifies it too.
+    if (s.state == kTcpTimeWait) {
+      if (const auto c = closed_tuples_.find(exact_id(s)); c != closed_tuples_.end()) {
+        c->second = generation_;
+        prev->second.closed = true;
+      }
+    }
     if (prev->second.closed) continue;
     FlowCounts delta;
     if (s.has_tcp_info) {
@@ -194,6 +209,7 @@ size_t FlowTable::update(int64_t now_ns, std::span<const SocketRecord> sockets,
   // scan's grace lets a late destroy notification find its baseline.
   std::erase_if(sockets_,
                 [this](const auto& e) { return e.second.generation + 1 < generation_; });
+  std::erase_if(closed_tuples_, [this](const auto& e) { return e.second + 1 < generation_; });
   return active;
 }
 
@@ -203,6 +219,7 @@ void FlowTable::closed(int64_t now_ns, const SocketRecord& socket, const Attribu
   if (prev->second.closed) return;  // a duplicate notification
   prev->second.closed = true;
   prev->second.generation = generation_;
+  if (socket.key.proto == Proto::kTcp) closed_tuples_.insert_or_assign(exact_id(socket), generation_);
   FlowCounts delta;
   if (socket.has_tcp_info) delta = tcp_delta(socket.tcp, prev->second.tcp, is_new);
   prev->second.tcp = socket.tcp;

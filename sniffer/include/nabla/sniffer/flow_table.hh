@@ -16,7 +16,7 @@
 // Closed sockets: a destroy notification carries a socket's final counters.
 // closed() adds what they hold beyond the last scan's baseline (all of it
 // for a socket no scan saw) and marks the socket closed; a later TIME_WAIT
-// record with the same cookie adds nothing and creates no flow. A socket
+// record with the same cookie or exact tuple adds nothing and creates no flow. A socket
 // missing from a scan keeps its baseline for one more update, since its
 // notification may be read after that scan. (A received FIN counts as one
 // byte in tcp_info bytes_received; a closed socket's bytes_in may include it.)
@@ -143,6 +143,9 @@ class FlowTable {
   uint64_t generation_ = 0;
   uint64_t seq_ = 0;
   std::unordered_map<uint64_t, SocketPrev> sockets_;  // by cookie
+  // Exact tuples (ports unfolded) of closed TCP sockets → last update that
+  // saw them or their TIME_WAIT leftover.
+  std::unordered_map<FlowId, uint64_t, FlowIdHash> closed_tuples_;
   std::unordered_map<FlowId, FlowRecord, FlowIdHash> flows_;
   std::unordered_map<FlowId, int32_t, FlowIdHash> tuple_pid_;  // folded tuple → last owner
 };
