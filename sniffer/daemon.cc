@@ -18,6 +18,8 @@
 namespace nabla::sniffer {
 namespace {
 
+constexpr std::chrono::milliseconds kDestroyDrain{50};
+
 std::string endpoint_text(const IpAddr& addr, uint16_t port) {
   char buf[64];
   addr.format(buf, sizeof buf);
@@ -111,12 +113,14 @@ int run_daemon(const DaemonOptions& options, std::ostream& out) {
   asio::signal_set signals(io, SIGINT, SIGTERM);
   asio::steady_timer timer(io);
   std::vector<std::unique_ptr<EventSource>> events;
+  asio::steady_timer destroy_timer(io);
   bool stopping = false;
   auto stop = [&] {
     stopping = true;
     signals.cancel();
     timer.cancel();
     for (auto& e : events) e->cancel();
+    destroy_timer.cancel();
     if (server) server->stop();
   };
   signals.async_wait([&](const std::error_code& ec, int) {
@@ -124,11 +128,19 @@ int run_daemon(const DaemonOptions& options, std::ostream& out) {
   });
 
   log_sources(sniffer);
-  if (sniffer.destroy_fd() >= 0) {
-    events.push_back(std::make_unique<EventSource>(
-        io, sniffer.destroy_fd(), stopping,
-        [&sniffer] { sniffer.drain_destroyed(common::monotonic_ns()); }));
-  }
+  // Destroy notifications are drained in batches (every kDestroyDrain and
+  // before each scan), not on each wake-up: under churn a wake-up per
+  // closed socket costs more than the work. The socket's 8 MiB buffer
+  // holds far more than one batch.
+  std::function<void()> drain_destroyed = [&] {
+    destroy_timer.expires_after(kDestroyDrain);
+    destroy_timer.async_wait([&](const std::error_code& ec) {
+      if (ec || stopping) return;
+      sniffer.drain_destroyed(common::monotonic_ns());
+      drain_destroyed();
+    });
+  };
+  if (sniffer.destroy_fd() >= 0) drain_destroyed();
   if (sniffer.conntrack_fd() >= 0) {
     events.push_back(std::make_unique<EventSource>(
         io, sniffer.conntrack_fd(), stopping,

@@ -176,7 +176,7 @@ size_t FlowTable::update(int64_t now_ns, std::span<const SocketRecord> sockets,
     // cookie may differ (the kernel gives one out only when asked, and the
     // notification asks after the leftover was made), so the exact tuple
     // identifies it too.
-    if (s.state == kTcpTimeWait) {
+    if (is_new && s.state == kTcpTimeWait) {
       if (const auto c = closed_tuples_.find(exact_id(s)); c != closed_tuples_.end()) {
         c->second = generation_;
         prev->second.closed = true;
