@@ -136,7 +136,9 @@ int run_daemon(const DaemonOptions& options, std::ostream& out) {
     destroy_timer.expires_after(kDestroyDrain);
     destroy_timer.async_wait([&](const std::error_code& ec) {
       if (ec || stopping) return;
-      sniffer.drain_destroyed(common::monotonic_ns());
+      const int64_t now = common::monotonic_ns();
+      sniffer.drain_conntrack(now);  // first: NEW events name connecting processes
+      sniffer.drain_destroyed(now);
       drain_destroyed();
     });
   };

@@ -110,14 +110,39 @@ size_t FlowTable::update(int64_t now_ns, std::span<const SocketRecord> sockets,
   return update(now_ns, sockets, owners);
 }
 
-FlowRecord& FlowTable::owned_flow(int64_t now_ns, FlowId id, Direction dir, bool& created) {
+void FlowTable::absorb(FlowRecord& into, const FlowId& from) {
+  const auto it = flows_.find(from);
+  if (it == flows_.end() || &it->second == &into) return;
+  const FlowRecord& u = it->second;
+  into.total += u.total;
+  into.conntrack_events += u.conntrack_events;
+  into.closed_sockets += u.closed_sockets;
+  into.first_seen_ns = std::min(into.first_seen_ns, u.first_seen_ns);
+  into.last_seen_ns = std::max(into.last_seen_ns, u.last_seen_ns);
+  into.updated_seq = seq_;
+  flows_.erase(it);
+}
+
+FlowRecord& FlowTable::owned_flow(int64_t now_ns, FlowId id, const Attributed& who,
+                                  Direction dir, bool& created) {
   FlowId tuple = id;
   tuple.pid = 0;
-  if (id.pid == 0) {
-    if (const auto known = tuple_pid_.find(tuple); known != tuple_pid_.end()) id.pid = known->second;
-  } else {
-    tuple_pid_.insert_or_assign(tuple, id.pid);
+  const bool certain = who.source == OwnerSource::kSocket;
+  // The tuple's flow so far (under its last known pid).
+  FlowId before = tuple;
+  bool same_program = false;  // it is labelled with who's program
+  bool guessed_before = false;
+  if (const auto known = tuple_pid_.find(tuple); known != tuple_pid_.end()) {
+    before.pid = known->second;
+    const auto it = flows_.find(before);
+    same_program = it != flows_.end() && who.owner != nullptr &&
+                   it->second.comm == who.owner->process.comm;
+    guessed_before = same_program && it->second.owner_source != OwnerSource::kSocket;
+    // An unknown owner, or a guessed one of the same program (a prefork
+    // server's master for its worker), stays with the tuple's flow.
+    if (id.pid == 0 || (!certain && same_program)) id.pid = known->second;
   }
+  if (id.pid != 0) tuple_pid_.insert_or_assign(tuple, id.pid);
   auto [it, added] = flows_.try_emplace(id);
   created = added;
   FlowRecord& flow = it->second;
@@ -127,17 +152,10 @@ FlowRecord& FlowTable::owned_flow(int64_t now_ns, FlowId id, Direction dir, bool
     flow.direction = dir;
   }
   if (id.pid == 0) return flow;
-  // What was counted before the owner was known joins the owner's flow.
-  if (const auto unknown = flows_.find(tuple); unknown != flows_.end()) {
-    const FlowRecord& u = unknown->second;
-    flow.total += u.total;
-    flow.conntrack_events += u.conntrack_events;
-    flow.closed_sockets += u.closed_sockets;
-    flow.first_seen_ns = std::min(flow.first_seen_ns, u.first_seen_ns);
-    flow.last_seen_ns = std::max(flow.last_seen_ns, u.last_seen_ns);
-    flow.updated_seq = seq_;
-    flows_.erase(unknown);
-  }
+  // What was counted before the owner was known joins the owner's flow: the
+  // pid-0 flow, and a guessed owner's of the same program.
+  absorb(flow, tuple);
+  if (certain && guessed_before && before.pid != id.pid) absorb(flow, before);
   return flow;
 }
 
@@ -145,7 +163,7 @@ FlowRecord& FlowTable::flow_for(int64_t now_ns, const SocketRecord& socket,
                                 const Attribution& owners, bool& created) {
   const Attributed who = owners.resolve(socket, flow_id(socket, 0));
   FlowRecord& flow = owned_flow(
-      now_ns, flow_id(socket, who.owner != nullptr ? who.owner->process.pid : 0),
+      now_ns, flow_id(socket, who.owner != nullptr ? who.owner->process.pid : 0), who,
       direction(socket), created);
   if (who.owner != nullptr) {
     const ProcessInfo& p = who.owner->process;
@@ -240,7 +258,7 @@ void FlowTable::note(int64_t now_ns, const FlowId& id, Direction direction,
                      const std::string& cgroup) {
   ++seq_;
   bool created = false;
-  FlowRecord& flow = owned_flow(now_ns, id, direction, created);
+  FlowRecord& flow = owned_flow(now_ns, id, Attributed{}, direction, created);
   if (created) {
     flow.comm = comm;
     flow.cgroup = cgroup;

@@ -183,6 +183,31 @@ TEST(ClosedSockets, PayloadBytesPreferredOverBytesAcked) {
   EXPECT_EQ(reported(table)[0].total.bytes_out, 300u);
 }
 
+TEST(ClosedSockets, GuessedMasterGivesWayToTheWorkerSeenOwningTheSocket) {
+  FlowTable table(kRange);
+  Attribution guess;
+  guess.add_listener(Proto::kTcp, v4(10, 0, 0, 1), 8080, owner(100, "nginx"));  // the master
+  table.closed(1, destroyed(accepted(1, 1, 1, 10, 10)), guess);
+  // A scan sees the worker holding an accepted connection of the same link.
+  Attribution seen;
+  seen.add_socket(2, FlowId{}, owner(101, "nginx"));
+  table.update(2, std::vector<SocketRecord>{accepted(2, 2, 2, 20, 20)}, seen);
+  auto flows = reported(table);
+  ASSERT_EQ(flows.size(), 1u);  // one link end, not master and worker
+  EXPECT_EQ(flows[0].id.pid, 101);
+  EXPECT_EQ(flows[0].total.data_segs_in, 3u);
+  // A later guess of the master stays with the worker's flow; another
+  // program's guess does not.
+  table.closed(3, destroyed(accepted(3, 1, 1, 10, 10)), guess);
+  flows = reported(table);
+  ASSERT_EQ(flows.size(), 1u);
+  EXPECT_EQ(flows[0].total.data_segs_in, 4u);
+  Attribution other;
+  other.add_listener(Proto::kTcp, v4(10, 0, 0, 1), 8080, owner(200, "haproxy"));
+  table.closed(4, destroyed(accepted(4, 1, 1, 10, 10)), other);
+  EXPECT_EQ(reported(table).size(), 2u);
+}
+
 TEST(Attribution, WildcardAndDualStackListeners) {
   Attribution owners;
   IpAddr any6;

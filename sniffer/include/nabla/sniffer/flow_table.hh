@@ -30,7 +30,11 @@
 // whose owner nothing names (pid 0: a client socket that opened and closed
 // before its process could be found) takes the last owner the table knew
 // for the same folded tuple; once an owner is known, what the tuple's pid-0
-// flow counted joins the owner's flow, so a link does not split in two.
+// flow counted joins the owner's flow, so a link does not split in two. Like
+// that, a guessed owner (listener, tuple) of the same program as the
+// tuple's flow keeps that flow, and a socket's own process takes over what
+// a guessed owner of its program counted (a prefork server's master was
+// guessed before a scan saw the worker's accepted connection).
 #include <cstdint>
 #include <span>
 #include <string>
@@ -133,9 +137,11 @@ class FlowTable {
     uint64_t generation = 0;  // last update that saw it (or its close)
     bool closed = false;      // its destroy notification was folded in
   };
-  // The flow of `id`; a pid of 0 takes the tuple's last known owner, and a
-  // known pid absorbs what the tuple's pid-0 flow counted so far.
-  FlowRecord& owned_flow(int64_t now_ns, FlowId id, Direction dir, bool& created);
+  // The flow of `id` owned as `who` says (see the header comment).
+  FlowRecord& owned_flow(int64_t now_ns, FlowId id, const Attributed& who, Direction dir,
+                         bool& created);
+  // Moves the counts of flow `from` (if any, and not `into`) into `into`.
+  void absorb(FlowRecord& into, const FlowId& from);
   // The flow `socket` belongs to, created if new, with its labels refreshed.
   FlowRecord& flow_for(int64_t now_ns, const SocketRecord& socket, const Attribution& owners,
                        bool& created);
