@@ -33,8 +33,7 @@ size_t Attribution::intern(const Owner& owner) {
   return it->second;
 }
 
-void Attribution::add_listener(Proto proto, const IpAddr& addr, uint16_t port,
-                               const Owner& owner) {
+void Attribution::add_listener(Proto proto, const IpAddr& addr, uint16_t port, const Owner& owner) {
   listeners_.try_emplace(ListenKey{proto, normalise(addr), port}, intern(owner));
 }
 
@@ -44,9 +43,9 @@ void Attribution::add_socket(uint64_t cookie, const FlowId& folded_tuple, const 
   tuples_.try_emplace(folded_tuple, index);
 }
 
-void Attribution::add_accepted(Proto proto, const IpAddr& addr, uint16_t port,
-                               const Owner& owner) {
-  if (const ListenKey* key = listen_key(proto, addr, port)) accepting_.insert_or_assign(*key, owner);
+void Attribution::add_accepted(Proto proto, const IpAddr& addr, uint16_t port, const Owner& owner) {
+  if (const ListenKey* key = listen_key(proto, addr, port))
+    accepting_.insert_or_assign(*key, owner);
 }
 
 void Attribution::rebuild(std::span<const SocketRecord> sockets, const ProcMap& procs,

@@ -43,7 +43,8 @@ FlowCounts tcp_delta(const TcpCounters& now, const TcpCounters& before, bool is_
   } else {
     // tcp_info's bytes_acked counts an active opener's SYN as one byte
     // (RFC 4898); a new socket's baseline is zero, so take it off once.
-    delta.bytes_out = is_new ? minus(now.bytes_acked, 1) : minus(now.bytes_acked, before.bytes_acked);
+    delta.bytes_out =
+        is_new ? minus(now.bytes_acked, 1) : minus(now.bytes_acked, before.bytes_acked);
   }
   delta.bytes_in = minus(now.bytes_received, before.bytes_received);
   return delta;
@@ -51,7 +52,8 @@ FlowCounts tcp_delta(const TcpCounters& now, const TcpCounters& before, bool is_
 
 // A socket's exact tuple (no folding) as a FlowId, to reuse its hash.
 FlowId exact_id(const SocketRecord& s) {
-  return FlowId{s.key.proto, normalise(s.key.local), s.key.local_port, normalise(s.key.remote),
+  return FlowId{s.key.proto,       normalise(s.key.local),
+                s.key.local_port,  normalise(s.key.remote),
                 s.key.remote_port, 0};
 }
 
@@ -123,8 +125,8 @@ void FlowTable::absorb(FlowRecord& into, const FlowId& from) {
   flows_.erase(it);
 }
 
-FlowRecord& FlowTable::owned_flow(int64_t now_ns, FlowId id, const Attributed& who,
-                                  Direction dir, bool& created) {
+FlowRecord& FlowTable::owned_flow(int64_t now_ns, FlowId id, const Attributed& who, Direction dir,
+                                  bool& created) {
   FlowId tuple = id;
   tuple.pid = 0;
   const bool certain = who.source == OwnerSource::kSocket;
@@ -135,8 +137,8 @@ FlowRecord& FlowTable::owned_flow(int64_t now_ns, FlowId id, const Attributed& w
   if (const auto known = tuple_pid_.find(tuple); known != tuple_pid_.end()) {
     before.pid = known->second;
     const auto it = flows_.find(before);
-    same_program = it != flows_.end() && who.owner != nullptr &&
-                   it->second.comm == who.owner->process.comm;
+    same_program =
+        it != flows_.end() && who.owner != nullptr && it->second.comm == who.owner->process.comm;
     guessed_before = same_program && it->second.owner_source != OwnerSource::kSocket;
     // An unknown owner, or a guessed one of the same program (a prefork
     // server's master for its worker), stays with the tuple's flow.
@@ -162,9 +164,9 @@ FlowRecord& FlowTable::owned_flow(int64_t now_ns, FlowId id, const Attributed& w
 FlowRecord& FlowTable::flow_for(int64_t now_ns, const SocketRecord& socket,
                                 const Attribution& owners, bool& created) {
   const Attributed who = owners.resolve(socket, flow_id(socket, 0));
-  FlowRecord& flow = owned_flow(
-      now_ns, flow_id(socket, who.owner != nullptr ? who.owner->process.pid : 0), who,
-      direction(socket), created);
+  FlowRecord& flow =
+      owned_flow(now_ns, flow_id(socket, who.owner != nullptr ? who.owner->process.pid : 0), who,
+                 direction(socket), created);
   if (who.owner != nullptr) {
     const ProcessInfo& p = who.owner->process;
     if (flow.comm != p.comm) flow.comm = p.comm;
@@ -173,7 +175,7 @@ FlowRecord& FlowTable::flow_for(int64_t now_ns, const SocketRecord& socket,
   } else if (created && flow.id.pid != 0) {
     flow.owner_source = OwnerSource::kTuple;
   }
-  const uint64_t cgroup_id = socket.cgroup_id != 0 ? socket.cgroup_id
+  const uint64_t cgroup_id = socket.cgroup_id != 0  ? socket.cgroup_id
                              : who.owner != nullptr ? who.owner->cgroup_id
                                                     : 0;
   if (cgroup_id != 0) flow.cgroup_id = cgroup_id;
@@ -225,8 +227,7 @@ size_t FlowTable::update(int64_t now_ns, std::span<const SocketRecord> sockets,
   }
   // Sockets missing from this scan and the one before are forgotten; one
   // scan's grace lets a late destroy notification find its baseline.
-  std::erase_if(sockets_,
-                [this](const auto& e) { return e.second.generation + 1 < generation_; });
+  std::erase_if(sockets_, [this](const auto& e) { return e.second.generation + 1 < generation_; });
   std::erase_if(closed_tuples_, [this](const auto& e) { return e.second + 1 < generation_; });
   return active;
 }
@@ -237,7 +238,8 @@ void FlowTable::closed(int64_t now_ns, const SocketRecord& socket, const Attribu
   if (prev->second.closed) return;  // a duplicate notification
   prev->second.closed = true;
   prev->second.generation = generation_;
-  if (socket.key.proto == Proto::kTcp) closed_tuples_.insert_or_assign(exact_id(socket), generation_);
+  if (socket.key.proto == Proto::kTcp)
+    closed_tuples_.insert_or_assign(exact_id(socket), generation_);
   FlowCounts delta;
   if (socket.has_tcp_info) delta = tcp_delta(socket.tcp, prev->second.tcp, is_new);
   prev->second.tcp = socket.tcp;
@@ -254,8 +256,7 @@ void FlowTable::closed(int64_t now_ns, const SocketRecord& socket, const Attribu
 }
 
 void FlowTable::note(int64_t now_ns, const FlowId& id, Direction direction,
-                     const FlowCounts& counts, const std::string& comm,
-                     const std::string& cgroup) {
+                     const FlowCounts& counts, const std::string& comm, const std::string& cgroup) {
   ++seq_;
   bool created = false;
   FlowRecord& flow = owned_flow(now_ns, id, Attributed{}, direction, created);

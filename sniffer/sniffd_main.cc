@@ -40,7 +40,8 @@ Any listen address other than loopback requires --key-file.)");
                "do not add the NABLA-CT-<pid> chain that keeps conntrack tracking");
   app.add_flag("--no-destroy-events", no_destroy,
                "do not subscribe to sock_diag socket-destroy notifications");
-  app.add_flag("--check", check, "print which flow sources work here, then exit (1 if one is inert)");
+  app.add_flag("--check", check,
+               "print which flow sources work here, then exit (1 if one is inert)");
   app.add_option("--interval", interval, "scan interval, e.g. 500ms, 1s (default 1s)");
   app.add_option("--count", count, "stop after this many scans (default 0: run until a signal)");
   app.add_option("--min-messages", min_messages, "report flows with at least this many messages");

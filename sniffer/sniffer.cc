@@ -83,8 +83,9 @@ std::vector<SourceStatus> Sniffer::sources() const {
   std::vector<SourceStatus> out;
   out.push_back({"scan", true, "sock_diag dump of TCP/UDP sockets and /proc owners every scan"});
   if (destroy_) {
-    out.push_back({"destroy", true, "sock_diag destroy notifications: final counters of every "
-                                    "socket closed between scans"});
+    out.push_back({"destroy", true,
+                   "sock_diag destroy notifications: final counters of every "
+                   "socket closed between scans"});
   } else {
     out.push_back({"destroy", false,
                    destroy_error_ + "; connections that open and close between two scans are "

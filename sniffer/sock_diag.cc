@@ -227,8 +227,7 @@ ParseResult parse_inet_diag(const nlmsghdr* nlh, Proto proto, SocketRecord& out,
   return parse_message(nlh, proto, out, counters);
 }
 
-ParseResult parse_destroyed_socket(const nlmsghdr* nlh, SocketRecord& out,
-                                   DumpCounters& counters) {
+ParseResult parse_destroyed_socket(const nlmsghdr* nlh, SocketRecord& out, DumpCounters& counters) {
   return parse_message(nlh, std::nullopt, out, counters);
 }
 
@@ -280,7 +279,6 @@ void SockDiag::dump_all(std::vector<SocketRecord>& out, bool include_listeners) 
   }
 }
 
-
 DestroyListener::DestroyListener()
     : DestroyListener(common::FileDescriptor::socket(AF_NETLINK, SOCK_RAW, NETLINK_SOCK_DIAG)) {}
 
@@ -317,7 +315,8 @@ size_t DestroyListener::read_available(std::vector<SocketRecord>& out) {
       return added;
     }
     const auto* nlh = reinterpret_cast<const nlmsghdr*>(buf_.data());
-    for (int left = static_cast<int>(n); mnl_nlmsg_ok(nlh, left); nlh = mnl_nlmsg_next(nlh, &left)) {
+    for (int left = static_cast<int>(n); mnl_nlmsg_ok(nlh, left);
+         nlh = mnl_nlmsg_next(nlh, &left)) {
       SocketRecord rec;
       if (parse_destroyed_socket(nlh, rec, counters_) != ParseResult::kOk) continue;
       out.push_back(rec);

@@ -11,8 +11,8 @@
 // Meanwhile `SNIFFD --print --json --interval INTERVAL_MS --no-conntrack`
 // runs as a child, and a thread forks `ss -tinp` every INTERVAL_MS. Prints
 // the CPU seconds of each while the churn lasts (the sniffd child's from
-// /proc/PID/stat; the sum over the ss children), their ratio (target <= 1.0), the client's connection count and
-// the requests the sniffer counted on the server's flow (target: equal).
+// /proc/PID/stat; the sum over the ss children), their ratio (target <= 1.0), the client's
+// connection count and the requests the sniffer counted on the server's flow (target: equal).
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -176,17 +176,17 @@ int run(const std::string& sniffd, int rate, int seconds, int interval_ms) {
   const pid_t sniffer = spawn({sniffd, "--print", "--json", "--interval",
                                std::to_string(interval_ms) + "ms", "--no-conntrack"},
                               out);
-  std::this_thread::sleep_for(std::chrono::milliseconds(3 * interval_ms));  // a scan saw the listener
+  std::this_thread::sleep_for(
+      std::chrono::milliseconds(3 * interval_ms));  // a scan saw the listener
   double ss_cpu = 0;
   std::atomic<bool> stop_ss{false};
-  std::thread ss_thread([&] {
-    ss_cpu = poll_ss(ss, std::chrono::milliseconds(interval_ms), stop_ss);
-  });
+  std::thread ss_thread(
+      [&] { ss_cpu = poll_ss(ss, std::chrono::milliseconds(interval_ms), stop_ss); });
   const double nabla_before = process_cpu_s(sniffer);
   const uint64_t done = churn(rate, seconds);
   stop_ss = true;
   ss_thread.join();
-  const double nabla_cpu = process_cpu_s(sniffer) - nabla_before;  // during the churn only
+  const double nabla_cpu = process_cpu_s(sniffer) - nabla_before;           // during the churn only
   std::this_thread::sleep_for(std::chrono::milliseconds(3 * interval_ms));  // last scans
   ::kill(sniffer, SIGTERM);
   reap_cpu_s(sniffer);

@@ -65,15 +65,15 @@ class StopOnExit {
 std::string write_nginx_conf(const fs::path& dir, const std::string& http_block) {
   fs::create_directories(dir / "logs");
   const std::string d = dir.string();
-  std::ofstream(dir / "nginx.conf") << "worker_processes 1;\ndaemon off;\npid " << d
-                                    << "/nginx.pid;\nerror_log " << d
-                                    << "/logs/error.log warn;\nevents { worker_connections 256; }\n"
-                                    << "http {\n  access_log off;\n  client_body_temp_path " << d
-                                    << "/body;\n  proxy_temp_path " << d << "/proxy;\n"
-                                    << "  fastcgi_temp_path " << d << "/fastcgi;\n"
-                                    << "  uwsgi_temp_path " << d << "/uwsgi;\n"
-                                    << "  scgi_temp_path " << d << "/scgi;\n"
-                                    << http_block << "}\n";
+  std::ofstream(dir / "nginx.conf")
+      << "worker_processes 1;\ndaemon off;\npid " << d << "/nginx.pid;\nerror_log " << d
+      << "/logs/error.log warn;\nevents { worker_connections 256; }\n"
+      << "http {\n  access_log off;\n  client_body_temp_path " << d << "/body;\n  proxy_temp_path "
+      << d << "/proxy;\n"
+      << "  fastcgi_temp_path " << d << "/fastcgi;\n"
+      << "  uwsgi_temp_path " << d << "/uwsgi;\n"
+      << "  scgi_temp_path " << d << "/scgi;\n"
+      << http_block << "}\n";
   return (dir / "nginx.conf").string();
 }
 
@@ -229,12 +229,9 @@ TEST(DiscoverRealServers, ShortAndKeepAliveHttpProxyMemcachedAndUdp) {
     by_text[text] = l;
   }
   const std::set<std::string> expected = {
-      "tcp cli/" + me + ":0 -> web/nginx:8080",
-      "tcp web/nginx:8080 -> cli/" + me + ":0",
-      "tcp web/nginx:0 -> app/nginx:8081",
-      "tcp app/nginx:8081 -> web/nginx:0",
-      "tcp cli/" + me + ":0 -> app/memcached:11211",
-      "tcp app/memcached:11211 -> cli/" + me + ":0",
+      "tcp cli/" + me + ":0 -> web/nginx:8080",      "tcp web/nginx:8080 -> cli/" + me + ":0",
+      "tcp web/nginx:0 -> app/nginx:8081",           "tcp app/nginx:8081 -> web/nginx:0",
+      "tcp cli/" + me + ":0 -> app/memcached:11211", "tcp app/memcached:11211 -> cli/" + me + ":0",
       "udp cli/" + me + ":0 -> app/python3:9999",
   };
   EXPECT_EQ(found, expected) << links.dump(2);

@@ -54,16 +54,16 @@ TEST(SnifferSources, CheckListsSourcesAndWarnsWhenInert) {
   NetNamespace ns("sources");
   const auto all = ns.run({NABLA_SNIFFD_PATH, "--check"});
   EXPECT_EQ(all.exit_code, 0) << all.stdout_text << all.stderr_text;
-  for (const char* source : {"source scan: active", "source destroy: active",
-                             "source conntrack: active"}) {
+  for (const char* source :
+       {"source scan: active", "source destroy: active", "source conntrack: active"}) {
     EXPECT_NE(all.stdout_text.find(source), std::string::npos) << all.stdout_text;
   }
   EXPECT_EQ(all.stdout_text.find("WARNING"), std::string::npos) << all.stdout_text;
   // --check cleaned up after itself.
   EXPECT_EQ(iptables_rules(ns).find("NABLA-CT"), std::string::npos);
 
-  const auto inert = ns.run({NABLA_SNIFFD_PATH, "--check", "--no-destroy-events",
-                             "--no-conntrack-rule"});
+  const auto inert =
+      ns.run({NABLA_SNIFFD_PATH, "--check", "--no-destroy-events", "--no-conntrack-rule"});
   EXPECT_EQ(inert.exit_code, 1) << inert.stdout_text;
   EXPECT_NE(inert.stdout_text.find("WARNING: source destroy inert"), std::string::npos)
       << inert.stdout_text;
@@ -115,8 +115,8 @@ TEST(SnifferSources, OneMillisecondConnectionReportedWithItsCounts) {
   ASSERT_EQ(::bind(server.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
   ASSERT_EQ(::listen(server.get(), 4), 0);
   const std::string out = ::testing::TempDir() + "onems-" + std::to_string(::getpid()) + ".json";
-  ChildProcess sniffd({NABLA_SNIFFD_PATH, "--print", "--json", "--interval", "1s", "--count",
-                       "3", "--no-conntrack"},
+  ChildProcess sniffd({NABLA_SNIFFD_PATH, "--print", "--json", "--interval", "1s", "--count", "3",
+                       "--no-conntrack"},
                       &ns, out);
   std::this_thread::sleep_for(std::chrono::milliseconds(1300));  // a scan saw the listener
 

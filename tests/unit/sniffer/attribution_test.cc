@@ -240,7 +240,8 @@ class FakeProc {
     std::ofstream(dir / "cgroup") << "0::/system.slice/nginx.service\n";
     int fd = 3;
     for (uint64_t inode : inodes) {
-      fs::create_symlink("socket:[" + std::to_string(inode) + "]", dir / "fd" / std::to_string(fd++));
+      fs::create_symlink("socket:[" + std::to_string(inode) + "]",
+                         dir / "fd" / std::to_string(fd++));
     }
   }
   void remove(int pid) { fs::remove_all(root_ / std::to_string(pid)); }

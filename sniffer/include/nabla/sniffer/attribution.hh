@@ -35,8 +35,7 @@ class Attribution {
  public:
   // Rebuilds from one scan: listening sockets (TCP LISTEN, unconnected UDP
   // with a port) and connected sockets, each with its owner in `procs`.
-  void rebuild(std::span<const SocketRecord> sockets, const ProcMap& procs,
-               const PortRange& range);
+  void rebuild(std::span<const SocketRecord> sockets, const ProcMap& procs, const PortRange& range);
 
   // The pieces rebuild() adds, for tests and recorded inputs.
   void add_listener(Proto proto, const IpAddr& addr, uint16_t port, const Owner& owner);

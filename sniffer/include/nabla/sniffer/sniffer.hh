@@ -45,8 +45,8 @@ struct SnifferOptions {
   uint64_t min_messages = 1;                 // default threshold for flows()
   int64_t idle_expiry_ns = 600'000'000'000;  // drop flows idle this long
   bool conntrack = true;                     // subscribe to NEW/DESTROY events
-  bool conntrack_rule = true;  // with conntrack: install the chain that keeps it live
-  bool destroy_events = true;  // subscribe to sock_diag destroy notifications
+  bool conntrack_rule = true;                // with conntrack: install the chain that keeps it live
+  bool destroy_events = true;                // subscribe to sock_diag destroy notifications
   std::vector<uint16_t> control_ports = {7311, 7312};
 };
 
@@ -119,7 +119,7 @@ class Sniffer {
   std::string destroy_error_;  // why destroy notifications are off
   std::unique_ptr<ConntrackRule> conntrack_rule_;
   std::unique_ptr<ConntrackListener> conntrack_;
-  std::string conntrack_error_;  // why conntrack is off or inert
+  std::string conntrack_error_;        // why conntrack is off or inert
   std::vector<SocketRecord> sockets_;  // reused by every scan
   std::vector<SocketRecord> destroyed_;
   std::vector<ConntrackEvent> events_;

@@ -34,8 +34,7 @@ ParseResult parse_inet_diag(const nlmsghdr* nlh, Proto proto, SocketRecord& out,
 // in INET_DIAG_PROTOCOL, with tcp_info as it was when the socket was freed.
 // The kernel sends no uid, inode or cgroup with it (the socket has no file
 // any more). kSkipped for protocols other than TCP and UDP.
-ParseResult parse_destroyed_socket(const nlmsghdr* nlh, SocketRecord& out,
-                                   DumpCounters& counters);
+ParseResult parse_destroyed_socket(const nlmsghdr* nlh, SocketRecord& out, DumpCounters& counters);
 
 class SockDiag {
  public:

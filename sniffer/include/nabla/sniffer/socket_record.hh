@@ -54,7 +54,7 @@ struct SocketRecord {
   uint8_t state = 0;  // TCP_ESTABLISHED, TCP_LISTEN, ... (linux/tcp.h numbering)
   uint32_t uid = 0;
   uint64_t inode = 0;
-  uint64_t cookie = 0;  // kernel socket cookie: unique per socket lifetime
+  uint64_t cookie = 0;     // kernel socket cookie: unique per socket lifetime
   uint64_t cgroup_id = 0;  // cgroup v2 id of the socket's creator (Linux 5.7+), 0 when absent
   bool has_tcp_info = false;
   TcpCounters tcp;
