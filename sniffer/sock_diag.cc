@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "nabla/common/error.hh"
+#include "nabla/sniffer/netlink_events.hh"
 
 namespace nabla::sniffer {
 namespace {
@@ -303,26 +304,14 @@ DestroyListener::DestroyListener(common::FileDescriptor fd) : fd_(std::move(fd))
 
 size_t DestroyListener::read_available(std::vector<SocketRecord>& out) {
   size_t added = 0;
-  while (true) {
-    const ssize_t n = ::recv(fd_.get(), buf_.data(), buf_.size(), MSG_DONTWAIT);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == ENOBUFS) {
-        ++lost_;  // the kernel dropped notifications; the socket stays usable
-        continue;
-      }
-      if (errno != EAGAIN && errno != EWOULDBLOCK) ++counters_.errors;
-      return added;
-    }
-    const auto* nlh = reinterpret_cast<const nlmsghdr*>(buf_.data());
-    for (int left = static_cast<int>(n); mnl_nlmsg_ok(nlh, left);
-         nlh = mnl_nlmsg_next(nlh, &left)) {
-      SocketRecord rec;
-      if (parse_destroyed_socket(nlh, rec, counters_) != ParseResult::kOk) continue;
-      out.push_back(rec);
-      ++added;
-    }
-  }
+  const bool drained = drain_netlink(fd_.get(), buf_, lost_, [&](const nlmsghdr* nlh) {
+    SocketRecord rec;
+    if (parse_destroyed_socket(nlh, rec, counters_) != ParseResult::kOk) return;
+    out.push_back(rec);
+    ++added;
+  });
+  if (!drained) ++counters_.errors;
+  return added;
 }
 
 }  // namespace nabla::sniffer

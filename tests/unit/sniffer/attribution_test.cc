@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "addresses.hh"
 #include "nabla/sniffer/conntrack_rule.hh"
 #include "nabla/sniffer/flow_table.hh"
 #include "nabla/sniffer/sock_diag.hh"
@@ -29,17 +30,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const PortRange kRange{32768, 60999};
-
-IpAddr v4(uint8_t a, uint8_t b, uint8_t c, uint8_t d) {
-  IpAddr ip;
-  ip.family = AF_INET;
-  ip.bytes[0] = a;
-  ip.bytes[1] = b;
-  ip.bytes[2] = c;
-  ip.bytes[3] = d;
-  return ip;
-}
+using testing::kRange;
+using testing::v4;
 
 // An accepted connection on 10.0.0.1:8080 from 10.0.0.2:<ephemeral>, with
 // payload counters as the kernel reports them (bytes_sent, no SYN byte).
