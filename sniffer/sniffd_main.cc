@@ -37,7 +37,7 @@ Any listen address other than loopback requires --key-file.)");
   app.add_flag("--include-control", include_control, "with --print: show nabla's own connections");
   app.add_flag("--no-conntrack", no_conntrack, "do not subscribe to conntrack events");
   app.add_flag("--no-conntrack-rule", no_conntrack_rule,
-               "do not add the NABLA-CT-<pid> chain that keeps conntrack tracking");
+               "do not add the nabla-sniffd-<pid> chain that keeps conntrack tracking");
   app.add_flag("--no-destroy-events", no_destroy,
                "do not subscribe to sock_diag socket-destroy notifications");
   app.add_flag("--check", check,

@@ -2,7 +2,7 @@
 // exit, even on failure, with whatever rule is in it):
 //  - `--check` lists the sources, exit 0 when all are active, and one
 //    "WARNING:" line per inert source with exit 1;
-//  - the NABLA-CT-<pid> chain that keeps conntrack live is there while the
+//  - the nabla-sniffd-<pid> chain that keeps conntrack live is there while the
 //    daemon runs and gone after it exits, nf_conntrack_acct is put back, and
 //    a chain left by a dead sniffer is swept at start-up;
 //  - a connection that lives about 1 ms between two scans is reported with
@@ -60,7 +60,7 @@ TEST(SnifferSources, CheckListsSourcesAndWarnsWhenInert) {
   }
   EXPECT_EQ(all.stdout_text.find("WARNING"), std::string::npos) << all.stdout_text;
   // --check cleaned up after itself.
-  EXPECT_EQ(iptables_rules(ns).find("NABLA-CT"), std::string::npos);
+  EXPECT_EQ(iptables_rules(ns).find("nabla-sniffd-"), std::string::npos);
 
   const auto inert =
       ns.run({NABLA_SNIFFD_PATH, "--check", "--no-destroy-events", "--no-conntrack-rule"});
@@ -77,7 +77,7 @@ TEST(SnifferSources, ConntrackChainLivesWithTheDaemonAndStaleOnesAreSwept) {
   // A chain from a sniffer that died without cleaning up: pid 1 never
   // creates one, but no live sniffer has it; a pid far above pid_max is
   // never alive.
-  ns.run_checked({"iptables", "-w", "5", "-N", "NABLA-CT-999999999"});
+  ns.run_checked({"iptables", "-w", "5", "-N", "nabla-sniffd-999999999"});
   ns.run_checked({"iptables", "-w", "5", "-A", "INPUT", "-j", "ACCEPT"});  // an unrelated rule
   const std::string acct_before = acct(ns);
   const std::string log = ::testing::TempDir() + "ctchain-" + std::to_string(::getpid()) + ".log";
@@ -86,19 +86,19 @@ TEST(SnifferSources, ConntrackChainLivesWithTheDaemonAndStaleOnesAreSwept) {
     std::string rules;
     for (int i = 0; i < 50; ++i) {
       rules = iptables_rules(ns);
-      if (rules.find("NABLA-CT-" + std::to_string(sniffd.pid())) != std::string::npos) break;
+      if (rules.find("nabla-sniffd-" + std::to_string(sniffd.pid())) != std::string::npos) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    EXPECT_NE(rules.find("-N NABLA-CT-" + std::to_string(sniffd.pid())), std::string::npos)
+    EXPECT_NE(rules.find("-N nabla-sniffd-" + std::to_string(sniffd.pid())), std::string::npos)
         << rules;
-    EXPECT_EQ(rules.find("NABLA-CT-999999999"), std::string::npos) << rules;
+    EXPECT_EQ(rules.find("nabla-sniffd-999999999"), std::string::npos) << rules;
     EXPECT_EQ(acct(ns), "1\n");
     sniffd.signal(SIGTERM);
     EXPECT_EQ(sniffd.wait(std::chrono::seconds(5)), 0);
   }
   ::unlink(log.c_str());
   const std::string rules = iptables_rules(ns);
-  EXPECT_EQ(rules.find("NABLA-CT"), std::string::npos) << rules;
+  EXPECT_EQ(rules.find("nabla-sniffd-"), std::string::npos) << rules;
   EXPECT_NE(rules.find("-A INPUT -j ACCEPT"), std::string::npos) << rules;
   // The sysctl exists only once conntrack is loaded; if it existed before,
   // it has its old value back.

@@ -343,12 +343,12 @@ TEST(ParseDestroyedSocket, ProtocolFromTheAttribute) {
 }
 
 TEST(ConntrackRule, ChainNameCarriesTheCreatorPid) {
-  EXPECT_EQ(conntrack_chain_name(1234), "NABLA-CT-1234");
-  EXPECT_EQ(conntrack_chain_creator("NABLA-CT-1234"), 1234);
+  EXPECT_EQ(conntrack_chain_name(1234), "nabla-sniffd-1234");
+  EXPECT_EQ(conntrack_chain_creator("nabla-sniffd-1234"), 1234);
   EXPECT_FALSE(conntrack_chain_creator("NABLA-OUT").has_value());
-  EXPECT_FALSE(conntrack_chain_creator("NABLA-CT-").has_value());
-  EXPECT_FALSE(conntrack_chain_creator("NABLA-CT-12x").has_value());
-  EXPECT_FALSE(conntrack_chain_creator("NABLA-CT-0").has_value());
+  EXPECT_FALSE(conntrack_chain_creator("nabla-sniffd-").has_value());
+  EXPECT_FALSE(conntrack_chain_creator("nabla-sniffd-12x").has_value());
+  EXPECT_FALSE(conntrack_chain_creator("nabla-sniffd-0").has_value());
 }
 
 }  // namespace

@@ -3,14 +3,15 @@
 //
 // The kernel tracks connections in a namespace only once a rule there needs
 // it; without one, conntrack events never come. So the sniffer adds its own
-// chain NABLA-CT-<pid> (iptables, and ip6tables where usable) holding one
+// chain nabla-sniffd-<pid> (iptables, and ip6tables where usable) holding one
 // rule that matches conntrack state and returns: nothing jumps to it, so no
 // packet is filtered, but loading it turns tracking on. It also sets
 // net.netfilter.nf_conntrack_acct=1 (per namespace) so DESTROY events carry
 // packet and byte counts. On destruction the chain goes and the sysctl gets
 // its old value back; chains of sniffers that died without cleaning up
-// (creator pid no longer alive) are removed first. Commands run via
-// fork/exec with an argument vector, never a shell.
+// (creator pid no longer alive) are removed first. The name carries no
+// "NABLA-" so it is never taken for one of injectd's chains. Commands run
+// via fork/exec with an argument vector, never a shell.
 #include <sys/types.h>
 
 #include <optional>
@@ -19,9 +20,9 @@
 
 namespace nabla::sniffer {
 
-inline constexpr std::string_view kConntrackChainPrefix = "NABLA-CT-";
+inline constexpr std::string_view kConntrackChainPrefix = "nabla-sniffd-";
 
-// "NABLA-CT-<pid>"; the creator's pid from such a name (nullopt otherwise).
+// "nabla-sniffd-<pid>"; the creator's pid from such a name (nullopt otherwise).
 std::string conntrack_chain_name(pid_t pid);
 std::optional<pid_t> conntrack_chain_creator(std::string_view chain);
 
@@ -40,7 +41,7 @@ class ConntrackRule {
   // Whether nf_conntrack_acct is 1 (so DESTROY events carry counters).
   bool accounting() const { return accounting_; }
 
-  // Removes NABLA-CT-<pid> chains whose creator is gone (both families).
+  // Removes nabla-sniffd-<pid> chains whose creator is gone (both families).
   // Returns how many were removed. Never throws.
   static int remove_stale() noexcept;
 
