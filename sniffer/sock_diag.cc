@@ -243,11 +243,13 @@ SockDiag::SockDiag(common::FileDescriptor fd) : fd_(std::move(fd)), buf_(kRecvBy
 }
 
 bool SockDiag::dump(Proto proto, int family, std::vector<SocketRecord>& out,
-                    bool include_listeners) {
+                    bool include_listeners, bool include_time_wait) {
   DiagRequest request =
       make_request(proto, static_cast<uint8_t>(family), NLM_F_REQUEST | NLM_F_DUMP, ++seq_);
-  request.req.idiag_states =
-      include_listeners || proto == Proto::kUdp ? kAllStates : kAllStates & ~(1u << kTcpListen);
+  uint32_t states = kAllStates;
+  if (proto == Proto::kTcp && !include_listeners) states &= ~(1u << kTcpListen);
+  if (proto == Proto::kTcp && !include_time_wait) states &= ~(1u << kTcpTimeWait);
+  request.req.idiag_states = states;
   DumpContext ctx{proto, include_listeners, &out, &counters_};
   return exchange(fd_.get(), buf_, seq_, &request, sizeof request, ctx, false);
 }
@@ -273,10 +275,13 @@ bool SockDiag::lookup(Proto proto, const IpAddr& local, uint16_t local_port, con
   return true;
 }
 
-void SockDiag::dump_all(std::vector<SocketRecord>& out, bool include_listeners) {
+void SockDiag::dump_all(std::vector<SocketRecord>& out, bool include_listeners,
+                        bool include_time_wait) {
   out.clear();
   for (Proto proto : {Proto::kTcp, Proto::kUdp}) {
-    for (int family : {AF_INET, AF_INET6}) dump(proto, family, out, include_listeners);
+    for (int family : {AF_INET, AF_INET6}) {
+      dump(proto, family, out, include_listeners, include_time_wait);
+    }
   }
 }
 

@@ -44,17 +44,20 @@ class SockDiag {
   // namespace with NetNamespace::socket); dumps then cover that namespace.
   explicit SockDiag(common::FileDescriptor fd);
 
-  // Appends every TCP (all states except LISTEN unless include_listeners)
-  // or UDP socket of `family` (AF_INET/AF_INET6) to `out`. Returns false if
-  // the dump failed (counted); what was parsed before stays in `out`.
-  bool dump(Proto proto, int family, std::vector<SocketRecord>& out, bool include_listeners);
+  // Appends every TCP (all states except LISTEN unless include_listeners,
+  // and TIME_WAIT unless include_time_wait) or UDP socket of `family`
+  // (AF_INET/AF_INET6) to `out`. Returns false if the dump failed (counted);
+  // what was parsed before stays in `out`.
+  bool dump(Proto proto, int family, std::vector<SocketRecord>& out, bool include_listeners,
+            bool include_time_wait = true);
   // Looks up the one socket with this exact local/remote tuple (a
   // non-dump SOCK_DIAG request). False when there is none (counted as
   // nothing: a closed socket is a normal outcome).
   bool lookup(Proto proto, const IpAddr& local, uint16_t local_port, const IpAddr& remote,
               uint16_t remote_port, SocketRecord& out);
   // TCP+UDP × IPv4+IPv6 into `out` (cleared first).
-  void dump_all(std::vector<SocketRecord>& out, bool include_listeners = false);
+  void dump_all(std::vector<SocketRecord>& out, bool include_listeners = false,
+                bool include_time_wait = true);
 
   const DumpCounters& counters() const { return counters_; }
 
