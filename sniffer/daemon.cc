@@ -27,29 +27,60 @@ std::string endpoint_text(const IpAddr& addr, uint16_t port) {
          std::to_string(port);
 }
 
-// Waits on `fd` (a dup, so the Sniffer keeps its own) and calls `drain`
-// each time it is readable, until the loop stops.
-class EventSource {
+// Reads the sources between scans: conntrack events as they come (a NEW
+// event must be read while the connecting socket exists), destroy
+// notifications in batches every kDestroyDrain (a wake-up per closed socket
+// costs more than the work under churn; the socket's 8 MiB buffer holds far
+// more than one batch). Each batch drains conntrack first, as NEW events
+// name connecting processes.
+class SourceReader {
  public:
-  EventSource(asio::io_context& io, int fd, const bool& stopping, std::function<void()> drain)
-      : descriptor_(io, ::dup(fd)), stopping_(stopping), drain_(std::move(drain)) {
-    arm();
+  SourceReader(asio::io_context& io, Sniffer& sniffer, const bool& stopping)
+      : sniffer_(sniffer), stopping_(stopping), destroy_timer_(io) {
+    if (sniffer.conntrack_fd() >= 0) {
+      // The descriptor owns a dup, so the Sniffer keeps its own fd.
+      conntrack_.emplace(io, ::dup(sniffer.conntrack_fd()));
+      arm_conntrack();
+    }
+    if (sniffer.destroy_fd() >= 0) arm_destroy();
   }
-  void cancel() { descriptor_.cancel(); }
+  void cancel() {
+    destroy_timer_.cancel();
+    if (conntrack_) conntrack_->cancel();
+  }
 
  private:
-  void arm() {
-    descriptor_.async_wait(asio::posix::stream_descriptor::wait_read,
+  void arm_conntrack() {
+    conntrack_->async_wait(asio::posix::stream_descriptor::wait_read,
                            [this](const std::error_code& ec) {
                              if (ec || stopping_) return;
-                             drain_();
-                             arm();
+                             sniffer_.drain_conntrack(common::monotonic_ns());
+                             arm_conntrack();
                            });
   }
-  asio::posix::stream_descriptor descriptor_;
+  void arm_destroy() {
+    destroy_timer_.expires_after(kDestroyDrain);
+    destroy_timer_.async_wait([this](const std::error_code& ec) {
+      if (ec || stopping_) return;
+      const int64_t now = common::monotonic_ns();
+      sniffer_.drain_conntrack(now);
+      sniffer_.drain_destroyed(now);
+      arm_destroy();
+    });
+  }
+  Sniffer& sniffer_;
   const bool& stopping_;
-  std::function<void()> drain_;
+  asio::steady_timer destroy_timer_;
+  std::optional<asio::posix::stream_descriptor> conntrack_;
 };
+
+void print_header(std::ostream& out) {
+  char head[256];
+  std::snprintf(head, sizeof head, "%-3s %-28s %7s %-15s %s %-28s %8s %8s %10s %10s", "pro",
+                "local", "pid", "comm", "  ", "remote", "segs_out", "segs_in", "bytes_out",
+                "bytes_in");
+  out << head << std::endl;
+}
 
 }  // namespace
 
@@ -112,54 +143,26 @@ int run_daemon(const DaemonOptions& options, std::ostream& out) {
 
   asio::signal_set signals(io, SIGINT, SIGTERM);
   asio::steady_timer timer(io);
-  std::vector<std::unique_ptr<EventSource>> events;
-  asio::steady_timer destroy_timer(io);
   bool stopping = false;
+  std::optional<SourceReader> reader;
   auto stop = [&] {
     stopping = true;
     signals.cancel();
     timer.cancel();
-    for (auto& e : events) e->cancel();
-    destroy_timer.cancel();
+    if (reader) reader->cancel();
     if (server) server->stop();
   };
   signals.async_wait([&](const std::error_code& ec, int) {
     if (!ec) stop();
   });
-
   log_sources(sniffer);
-  // Destroy notifications are drained in batches (every kDestroyDrain and
-  // before each scan), not on each wake-up: under churn a wake-up per
-  // closed socket costs more than the work. The socket's 8 MiB buffer
-  // holds far more than one batch.
-  std::function<void()> drain_destroyed = [&] {
-    destroy_timer.expires_after(kDestroyDrain);
-    destroy_timer.async_wait([&](const std::error_code& ec) {
-      if (ec || stopping) return;
-      const int64_t now = common::monotonic_ns();
-      sniffer.drain_conntrack(now);  // first: NEW events name connecting processes
-      sniffer.drain_destroyed(now);
-      drain_destroyed();
-    });
-  };
-  if (sniffer.destroy_fd() >= 0) drain_destroyed();
-  if (sniffer.conntrack_fd() >= 0) {
-    events.push_back(std::make_unique<EventSource>(
-        io, sniffer.conntrack_fd(), stopping,
-        [&sniffer] { sniffer.drain_conntrack(common::monotonic_ns()); }));
-  }
+  reader.emplace(io, sniffer, stopping);
 
   uint64_t cursor = 0;
   uint64_t scans = 0;
   const auto start = std::chrono::steady_clock::now();
   const auto interval = std::chrono::nanoseconds(options.sniffer.interval_ns);
-  if (options.print && !options.print_json) {
-    char head[256];
-    std::snprintf(head, sizeof head, "%-3s %-28s %7s %-15s %s %-28s %8s %8s %10s %10s", "pro",
-                  "local", "pid", "comm", "  ", "remote", "segs_out", "segs_in", "bytes_out",
-                  "bytes_in");
-    out << head << std::endl;
-  }
+  if (options.print && !options.print_json) print_header(out);
   std::function<void()> schedule = [&] {
     timer.expires_at(start + interval * static_cast<int64_t>(scans));
     timer.async_wait([&](const std::error_code& ec) {
