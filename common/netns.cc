@@ -73,11 +73,11 @@ int decode_status(int status) {
   return -1;
 }
 
+}  // namespace
+
 bool pid_alive(pid_t pid) {
   return ::kill(pid, 0) == 0 || errno == EPERM;
 }
-
-}  // namespace
 
 CommandError::CommandError(const std::vector<std::string>& argv, const CommandResult& result)
     : std::runtime_error("`" + join(argv) + "` " +

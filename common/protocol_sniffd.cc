@@ -41,13 +41,32 @@ FlowDirection read_direction(const ObjectReader& in) {
   bad_field(in.path("direction"), "must be outbound|inbound|unknown, got '" + d + "'");
 }
 
+FlowOwner read_owner(const ObjectReader& local) {
+  const std::string o = local.string_or("owner", "none");
+  for (FlowOwner owner :
+       {FlowOwner::kNone, FlowOwner::kSocket, FlowOwner::kListener, FlowOwner::kTuple}) {
+    if (o == to_string(owner)) return owner;
+  }
+  bad_field(local.path("owner"), "must be socket|listener|tuple|none, got '" + o + "'");
+}
+
+// The optional identity of the local process beyond pid and comm.
+void read_owner_details(const ObjectReader& local, Flow& f) {
+  f.cgroup = local.string_or("cgroup", "");
+  f.cgroup_id = local.unsigned_or("cgroup_id", 0);
+  f.owner = read_owner(local);
+}
+
+uint32_t read_u32_or_zero(const ObjectReader& in, const char* key) {
+  return static_cast<uint32_t>(in.find(key) ? in.unsigned_integer(key, UINT32_MAX) : 0);
+}
+
 // Every optional diagnostic of a flow record; see Flow::from_json.
 void read_diagnostics(const ObjectReader& in, Flow& f) {
   if (in.find("interval") != nullptr) f.interval = read_counts(in.object("interval"));
-  f.sockets =
-      static_cast<uint32_t>(in.find("sockets") ? in.unsigned_integer("sockets", UINT32_MAX) : 0);
-  f.conntrack_events = static_cast<uint32_t>(
-      in.find("conntrack_events") ? in.unsigned_integer("conntrack_events", UINT32_MAX) : 0);
+  f.sockets = read_u32_or_zero(in, "sockets");
+  f.conntrack_events = read_u32_or_zero(in, "conntrack_events");
+  f.closed_sockets = read_u32_or_zero(in, "closed_sockets");
   f.first_seen_ns = in.integer_or("first_seen_ns", 0);
   f.last_seen_ns = in.integer_or("last_seen_ns", 0);
 }
@@ -69,6 +88,20 @@ std::vector<uint16_t> read_ports(const ObjectReader& in, const char* key) {
 
 std::string_view to_string(FlowProto proto) noexcept {
   return proto == FlowProto::kTcp ? "tcp" : "udp";
+}
+
+std::string_view to_string(FlowOwner owner) noexcept {
+  switch (owner) {
+    case FlowOwner::kSocket:
+      return "socket";
+    case FlowOwner::kListener:
+      return "listener";
+    case FlowOwner::kTuple:
+      return "tuple";
+    case FlowOwner::kNone:
+      break;
+  }
+  return "none";
 }
 
 std::string_view to_string(FlowDirection direction) noexcept {
@@ -111,7 +144,14 @@ FlowsListParams FlowsListParams::from_json(const json& params) {
 
 json Flow::to_json() const {
   return json{{"proto", std::string(protocol::to_string(proto))},
-              {"local", {{"addr", local_addr}, {"port", local_port}, {"pid", pid}, {"comm", comm}}},
+              {"local",
+               {{"addr", local_addr},
+                {"port", local_port},
+                {"pid", pid},
+                {"comm", comm},
+                {"cgroup", cgroup},
+                {"cgroup_id", cgroup_id},
+                {"owner", std::string(protocol::to_string(owner))}}},
               {"remote", {{"addr", remote_addr}, {"port", remote_port}}},
               {"direction", std::string(protocol::to_string(direction))},
               {"control", control},
@@ -119,6 +159,7 @@ json Flow::to_json() const {
               {"interval", counts_json(interval)},
               {"sockets", sockets},
               {"conntrack_events", conntrack_events},
+              {"closed_sockets", closed_sockets},
               {"first_seen_ns", first_seen_ns},
               {"last_seen_ns", last_seen_ns}};
 }
@@ -135,6 +176,7 @@ Flow Flow::from_json(const json& flow, const std::string& path) {
   if (pid < INT32_MIN || pid > INT32_MAX) bad_field(local.path("pid"), "out of range");
   f.pid = static_cast<int32_t>(pid);
   f.comm = local.string("comm");
+  read_owner_details(local, f);
   f.remote_addr = remote.string("addr");
   f.remote_port = read_port(remote);
   f.direction = read_direction(in);
@@ -184,7 +226,12 @@ json SnifferInfo::to_json() const {
                 {"events", conntrack.events},
                 {"ignored", conntrack.ignored},
                 {"malformed", conntrack.malformed},
-                {"lost", conntrack.lost}}}};
+                {"lost", conntrack.lost}}},
+              {"destroy",
+               {{"enabled", destroy.enabled},
+                {"notifications", destroy.notifications},
+                {"malformed", destroy.malformed},
+                {"lost", destroy.lost}}}};
 }
 
 SnifferInfo SnifferInfo::from_json(const json& result) {
@@ -211,6 +258,9 @@ SnifferInfo SnifferInfo::from_json(const json& result) {
   s.conntrack = {ct.boolean("enabled"), ct.unsigned_integer("events"),
                  ct.unsigned_integer("ignored"), ct.unsigned_integer("malformed"),
                  ct.unsigned_integer("lost")};
+  const ObjectReader d = in.object("destroy");
+  s.destroy = {d.boolean("enabled"), d.unsigned_integer("notifications"),
+               d.unsigned_integer("malformed"), d.unsigned_integer("lost")};
   return s;
 }
 

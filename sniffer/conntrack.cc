@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "nabla/common/error.hh"
+#include "nabla/sniffer/netlink_events.hh"
 
 namespace nabla::sniffer {
 namespace {
@@ -186,35 +187,23 @@ void ConntrackListener::subscribe() {
 
 size_t ConntrackListener::read_available(std::vector<ConntrackEvent>& out) {
   size_t added = 0;
-  while (true) {
-    const ssize_t n = ::recv(fd_.get(), buf_.data(), buf_.size(), MSG_DONTWAIT);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == ENOBUFS) {
-        ++counters_.lost;  // some events are gone; later ones still arrive
-        continue;
-      }
-      return added;  // EAGAIN: drained
+  drain_netlink(fd_.get(), buf_, counters_.lost, [&](const nlmsghdr* nlh) {
+    ConntrackEvent ev;
+    switch (parse_conntrack_event(nlh, ev)) {
+      case ConntrackParse::kOk:
+        ++counters_.events;
+        out.push_back(ev);
+        ++added;
+        break;
+      case ConntrackParse::kIgnored:
+        ++counters_.ignored;
+        break;
+      case ConntrackParse::kMalformed:
+        ++counters_.malformed;
+        break;
     }
-    auto* nlh = reinterpret_cast<const nlmsghdr*>(buf_.data());
-    int len = static_cast<int>(n);
-    for (; mnl_nlmsg_ok(nlh, len); nlh = mnl_nlmsg_next(nlh, &len)) {
-      ConntrackEvent ev;
-      switch (parse_conntrack_event(nlh, ev)) {
-        case ConntrackParse::kOk:
-          ++counters_.events;
-          out.push_back(ev);
-          ++added;
-          break;
-        case ConntrackParse::kIgnored:
-          ++counters_.ignored;
-          break;
-        case ConntrackParse::kMalformed:
-          ++counters_.malformed;
-          break;
-      }
-    }
-  }
+  });
+  return added;
 }
 
 }  // namespace nabla::sniffer

@@ -31,6 +31,20 @@ protocol::FlowDirection direction_of(Direction d) {
   return protocol::FlowDirection::kUnknown;
 }
 
+protocol::FlowOwner owner_of(OwnerSource source) {
+  switch (source) {
+    case OwnerSource::kSocket:
+      return protocol::FlowOwner::kSocket;
+    case OwnerSource::kListener:
+      return protocol::FlowOwner::kListener;
+    case OwnerSource::kTuple:
+      return protocol::FlowOwner::kTuple;
+    case OwnerSource::kNone:
+      break;
+  }
+  return protocol::FlowOwner::kNone;
+}
+
 std::string addr_text(const IpAddr& a) {
   char buf[64];
   const size_t n = a.format(buf, sizeof buf);
@@ -51,6 +65,9 @@ protocol::Flow flow_message(const ReportedFlow& flow) {
   f.local_port = r.id.local_port;
   f.pid = r.id.pid;
   f.comm = r.comm;
+  f.cgroup = r.cgroup;
+  f.cgroup_id = r.cgroup_id;
+  f.owner = owner_of(r.owner_source);
   f.remote_addr = addr_text(r.id.remote);
   f.remote_port = r.id.remote_port;
   f.direction = direction_of(r.direction);
@@ -59,6 +76,7 @@ protocol::Flow flow_message(const ReportedFlow& flow) {
   f.interval = counts_of(r.last_interval);
   f.sockets = r.sockets;
   f.conntrack_events = r.conntrack_events;
+  f.closed_sockets = r.closed_sockets;
   f.first_seen_ns = r.first_seen_ns;
   f.last_seen_ns = r.last_seen_ns;
   return f;
@@ -97,6 +115,7 @@ nlohmann::json daemon_info(const Sniffer& sniffer) {
                     s.sock_diag.errors};
   info.conntrack = {s.conntrack_enabled, s.conntrack.events, s.conntrack.ignored,
                     s.conntrack.malformed, s.conntrack.lost};
+  info.destroy = {s.destroy_enabled, s.destroy.messages, s.destroy.malformed, s.destroy_lost};
   return info.to_json();
 }
 

@@ -12,10 +12,13 @@
 #include <ostream>
 
 #include "nabla/common/clock.hh"
+#include "nabla/common/log.hh"
 #include "nabla/sniffer/control.hh"
 
 namespace nabla::sniffer {
 namespace {
+
+constexpr std::chrono::milliseconds kDestroyDrain{50};
 
 std::string endpoint_text(const IpAddr& addr, uint16_t port) {
   char buf[64];
@@ -24,7 +27,81 @@ std::string endpoint_text(const IpAddr& addr, uint16_t port) {
          std::to_string(port);
 }
 
+// Reads the sources between scans: conntrack events as they come (a NEW
+// event must be read while the connecting socket exists), destroy
+// notifications in batches every kDestroyDrain (a wake-up per closed socket
+// costs more than the work under churn; the socket's 8 MiB buffer holds far
+// more than one batch). Each batch drains conntrack first, as NEW events
+// name connecting processes.
+class SourceReader {
+ public:
+  SourceReader(asio::io_context& io, Sniffer& sniffer, const bool& stopping)
+      : sniffer_(sniffer), stopping_(stopping), destroy_timer_(io) {
+    if (sniffer.conntrack_fd() >= 0) {
+      // The descriptor owns a dup, so the Sniffer keeps its own fd.
+      conntrack_.emplace(io, ::dup(sniffer.conntrack_fd()));
+      arm_conntrack();
+    }
+    if (sniffer.destroy_fd() >= 0) arm_destroy();
+  }
+  void cancel() {
+    destroy_timer_.cancel();
+    if (conntrack_) conntrack_->cancel();
+  }
+
+ private:
+  void arm_conntrack() {
+    conntrack_->async_wait(asio::posix::stream_descriptor::wait_read,
+                           [this](const std::error_code& ec) {
+                             if (ec || stopping_) return;
+                             sniffer_.drain_conntrack(common::monotonic_ns());
+                             arm_conntrack();
+                           });
+  }
+  void arm_destroy() {
+    destroy_timer_.expires_after(kDestroyDrain);
+    destroy_timer_.async_wait([this](const std::error_code& ec) {
+      if (ec || stopping_) return;
+      const int64_t now = common::monotonic_ns();
+      sniffer_.drain_conntrack(now);
+      sniffer_.drain_destroyed(now);
+      arm_destroy();
+    });
+  }
+  Sniffer& sniffer_;
+  const bool& stopping_;
+  asio::steady_timer destroy_timer_;
+  std::optional<asio::posix::stream_descriptor> conntrack_;
+};
+
+void print_header(std::ostream& out) {
+  char head[256];
+  std::snprintf(head, sizeof head, "%-3s %-28s %7s %-15s %s %-28s %8s %8s %10s %10s", "pro",
+                "local", "pid", "comm", "  ", "remote", "segs_out", "segs_in", "bytes_out",
+                "bytes_in");
+  out << head << std::endl;
+}
+
 }  // namespace
+
+std::vector<std::string> format_sources(const std::vector<SourceStatus>& sources) {
+  std::vector<std::string> lines;
+  for (const SourceStatus& s : sources) {
+    lines.push_back(s.active ? "source " + s.name + ": active: " + s.detail
+                             : "WARNING: source " + s.name + " inert: " + s.detail);
+  }
+  return lines;
+}
+
+void log_sources(const Sniffer& sniffer) {
+  for (const std::string& line : format_sources(sniffer.sources())) {
+    if (line.rfind("WARNING", 0) == 0) {
+      common::log_warn(line);
+    } else {
+      common::log_info(line);
+    }
+  }
+}
 
 std::string format_flow_row(const ReportedFlow& flow) {
   const FlowRecord& r = flow.record;
@@ -43,6 +120,7 @@ std::string format_flow_row(const ReportedFlow& flow) {
                 static_cast<unsigned long long>(r.total.bytes_in),
                 flow.control             ? " control"
                 : r.conntrack_events > 0 ? " conntrack"
+                : r.closed_sockets > 0   ? " closed"
                                          : "");
   return line;
 }
@@ -65,49 +143,33 @@ int run_daemon(const DaemonOptions& options, std::ostream& out) {
 
   asio::signal_set signals(io, SIGINT, SIGTERM);
   asio::steady_timer timer(io);
-  std::optional<asio::posix::stream_descriptor> events;
   bool stopping = false;
+  std::optional<SourceReader> reader;
   auto stop = [&] {
     stopping = true;
     signals.cancel();
     timer.cancel();
-    if (events) events->cancel();
+    if (reader) reader->cancel();
     if (server) server->stop();
   };
   signals.async_wait([&](const std::error_code& ec, int) {
     if (!ec) stop();
   });
-
-  if (sniffer.conntrack_fd() >= 0) {
-    // The descriptor owns a dup, so the Sniffer keeps its own fd.
-    events.emplace(io, ::dup(sniffer.conntrack_fd()));
-    std::function<void()> arm = [&] {
-      events->async_wait(asio::posix::stream_descriptor::wait_read, [&](const std::error_code& ec) {
-        if (ec || stopping) return;
-        sniffer.drain_conntrack(common::monotonic_ns());
-        arm();
-      });
-    };
-    arm();
-  }
+  log_sources(sniffer);
+  reader.emplace(io, sniffer, stopping);
 
   uint64_t cursor = 0;
   uint64_t scans = 0;
   const auto start = std::chrono::steady_clock::now();
   const auto interval = std::chrono::nanoseconds(options.sniffer.interval_ns);
-  if (options.print && !options.print_json) {
-    char head[256];
-    std::snprintf(head, sizeof head, "%-3s %-28s %7s %-15s %s %-28s %8s %8s %10s %10s", "pro",
-                  "local", "pid", "comm", "  ", "remote", "segs_out", "segs_in", "bytes_out",
-                  "bytes_in");
-    out << head << std::endl;
-  }
+  if (options.print && !options.print_json) print_header(out);
   std::function<void()> schedule = [&] {
     timer.expires_at(start + interval * static_cast<int64_t>(scans));
     timer.async_wait([&](const std::error_code& ec) {
       if (ec || stopping) return;
       const int64_t now = common::monotonic_ns();
-      sniffer.drain_conntrack(now);
+      sniffer.drain_conntrack(now);  // first: NEW events name connecting processes
+      sniffer.drain_destroyed(now);
       sniffer.scan(now);
       ++scans;
       if (options.print) {

@@ -37,7 +37,46 @@ bool parse_pid(const char* name, pid_t& pid) {
   return ec == std::errc() && ptr == end && pid > 0;
 }
 
+// Reads a small /proc file into `buf`; returns its length (0 on failure).
+size_t read_small(int dirfd, const char* path, char* buf, size_t size) {
+  const common::FileDescriptor fd(::openat(dirfd, path, O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return 0;
+  const ssize_t n = ::read(fd.get(), buf, size);
+  return n > 0 ? static_cast<size_t>(n) : 0;
+}
+
 }  // namespace
+
+const char* to_string(OwnerSource source) {
+  switch (source) {
+    case OwnerSource::kSocket:
+      return "socket";
+    case OwnerSource::kListener:
+      return "listener";
+    case OwnerSource::kTuple:
+      return "tuple";
+    case OwnerSource::kNone:
+      return "none";
+  }
+  return "none";
+}
+
+std::string parse_cgroup_file(std::string_view text) {
+  std::string_view first;
+  while (!text.empty()) {
+    const size_t eol = text.find('\n');
+    const std::string_view line = text.substr(0, eol);
+    text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
+    // hierarchy-ID:controllers:path; the path may itself contain ':'.
+    const size_t a = line.find(':');
+    const size_t b = a == std::string_view::npos ? a : line.find(':', a + 1);
+    if (b == std::string_view::npos) continue;
+    const std::string_view path = line.substr(b + 1);
+    if (line.substr(0, b + 1) == "0::") return std::string(path);
+    if (first.empty()) first = path;
+  }
+  return std::string(first);
+}
 
 uint64_t parse_socket_link(std::string_view target) {
   constexpr std::string_view kPrefix = "socket:[";
@@ -81,7 +120,7 @@ size_t ProcMap::scan() {
   Dir proc(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (proc.get() == nullptr) return 0;
   char path[32];
-  char comm[64];
+  char text[1024];  // comm (16 bytes) or a cgroup file
   for (dirent* ent = ::readdir(proc.get()); ent != nullptr; ent = ::readdir(proc.get())) {
     pid_t pid = 0;
     if (!parse_pid(ent->d_name, pid)) continue;
@@ -93,13 +132,12 @@ size_t ProcMap::scan() {
     // comm is re-read every scan: exec keeps the pid but changes the name.
     info.pid = pid;
     std::snprintf(path, sizeof path, "%d/comm", pid);
-    const common::FileDescriptor comm_fd(::openat(proc.fd(), path, O_RDONLY | O_CLOEXEC));
-    if (!comm_fd.valid()) continue;
-    const ssize_t n = ::read(comm_fd.get(), comm, sizeof comm - 1);
-    if (n <= 0) continue;
-    size_t len = static_cast<size_t>(n);
-    if (comm[len - 1] == '\n') --len;
-    info.comm.assign(comm, len);
+    size_t len = read_small(proc.fd(), path, text, sizeof text);
+    if (len > 0 && text[len - 1] == '\n') --len;
+    info.comm.assign(text, len);
+    std::snprintf(path, sizeof path, "%d/cgroup", pid);
+    len = read_small(proc.fd(), path, text, sizeof text);
+    info.cgroup = parse_cgroup_file(std::string_view(text, len));
   }
   // Forget processes that no longer own any socket.
   std::erase_if(pids_,

@@ -6,12 +6,14 @@
 
 #include "nabla/common/cli_usage.hh"
 #include "nabla/common/host_port.hh"
+#include "nabla/common/log.hh"
 #include "nabla/common/rpc.hh"
 #include "nabla/common/rpc_auth.hh"
 #include "nabla/common/units.hh"
 #include "nabla/sniffer/daemon.hh"
 
 int main(int argc, char** argv) {
+  nabla::common::set_log_program("nabla-sniffd");
   CLI::App app{"nabla-sniffd: reports this node's TCP/UDP flows with processes at both ends"};
   app.footer(R"(
 Flows are 5-tuples labelled with the local process; ports in the local
@@ -22,6 +24,9 @@ Any listen address other than loopback requires --key-file.)");
   bool json = false;
   bool include_control = false;
   bool no_conntrack = false;
+  bool no_conntrack_rule = false;
+  bool no_destroy = false;
+  bool check = false;
   std::string interval = "1s";
   uint64_t count = 0;
   uint64_t min_messages = 1;
@@ -31,6 +36,12 @@ Any listen address other than loopback requires --key-file.)");
   app.add_flag("--json", json, "with --print: one JSON line per scan");
   app.add_flag("--include-control", include_control, "with --print: show nabla's own connections");
   app.add_flag("--no-conntrack", no_conntrack, "do not subscribe to conntrack events");
+  app.add_flag("--no-conntrack-rule", no_conntrack_rule,
+               "do not add the nabla-sniffd-<pid> chain that keeps conntrack tracking");
+  app.add_flag("--no-destroy-events", no_destroy,
+               "do not subscribe to sock_diag socket-destroy notifications");
+  app.add_flag("--check", check,
+               "print which flow sources work here, then exit (1 if one is inert)");
   app.add_option("--interval", interval, "scan interval, e.g. 500ms, 1s (default 1s)");
   app.add_option("--count", count, "stop after this many scans (default 0: run until a signal)");
   app.add_option("--min-messages", min_messages, "report flows with at least this many messages");
@@ -47,6 +58,17 @@ Any listen address other than loopback requires --key-file.)");
     }
     opts.sniffer.min_messages = min_messages;
     opts.sniffer.conntrack = !no_conntrack;
+    opts.sniffer.conntrack_rule = !no_conntrack_rule;
+    opts.sniffer.destroy_events = !no_destroy;
+    if (check) {
+      const nabla::sniffer::Sniffer sniffer(opts.sniffer);
+      const auto sources = sniffer.sources();
+      for (const auto& line : nabla::sniffer::format_sources(sources)) std::cout << line << '\n';
+      for (const auto& s : sources) {
+        if (!s.active) return 1;
+      }
+      return 0;
+    }
     const auto address = nabla::common::parse_listen_address(listen, nabla::common::kSniffdPort);
     opts.rpc.listen_address = address.host;
     opts.rpc.port = address.port;

@@ -37,12 +37,37 @@ void interface_addresses(std::vector<IpAddr>& out) {
 
 Sniffer::Sniffer(SnifferOptions options)
     : options_(std::move(options)), table_(PortRange::read_system()) {
-  if (options_.conntrack) {
+  if (options_.destroy_events) {
     try {
-      conntrack_ = std::make_unique<ConntrackListener>();
-    } catch (const std::system_error&) {
-      conntrack_.reset();  // reported by stats().conntrack_enabled
+      destroy_ = std::make_unique<DestroyListener>();
+    } catch (const std::system_error& e) {
+      destroy_error_ = e.what();  // reported by sources()
     }
+  } else {
+    destroy_error_ = "turned off (--no-destroy-events)";
+  }
+  if (options_.conntrack) {
+    open_conntrack();
+  } else {
+    conntrack_error_ = "turned off (--no-conntrack)";
+  }
+}
+
+void Sniffer::open_conntrack() {
+  if (options_.conntrack_rule) {
+    try {
+      conntrack_rule_ = std::make_unique<ConntrackRule>();
+    } catch (const std::exception& e) {
+      conntrack_error_ = std::string("no rule keeps it live (") + e.what() + ")";
+    }
+  } else {
+    conntrack_error_ = "no rule of nabla's keeps it live (--no-conntrack-rule)";
+  }
+  try {
+    conntrack_ = std::make_unique<ConntrackListener>();
+  } catch (const std::system_error& e) {
+    conntrack_rule_.reset();
+    conntrack_error_ = e.what();
   }
 }
 
@@ -50,29 +75,61 @@ int Sniffer::conntrack_fd() const {
   return conntrack_ ? conntrack_->fd() : -1;
 }
 
+int Sniffer::destroy_fd() const {
+  return destroy_ ? destroy_->fd() : -1;
+}
+
+std::vector<SourceStatus> Sniffer::sources() const {
+  std::vector<SourceStatus> out;
+  out.push_back({"scan", true, "sock_diag dump of TCP/UDP sockets and /proc owners every scan"});
+  if (destroy_) {
+    out.push_back({"destroy", true,
+                   "sock_diag destroy notifications: final counters of every "
+                   "socket closed between scans"});
+  } else {
+    out.push_back({"destroy", false,
+                   destroy_error_ + "; connections that open and close between two scans are "
+                                    "seen only through conntrack"});
+  }
+  if (conntrack_ && conntrack_rule_) {
+    out.push_back({"conntrack", true,
+                   "NEW/DESTROY events, tracking kept on by chain " + conntrack_rule_->chain() +
+                       (conntrack_rule_->accounting() ? ", nf_conntrack_acct=1"
+                                                      : ", but nf_conntrack_acct is off: no "
+                                                        "UDP counts")});
+  } else if (conntrack_) {
+    out.push_back({"conntrack", false,
+                   "subscribed, but " + conntrack_error_ +
+                       ": events come only if another rule in this namespace uses conntrack"});
+  } else {
+    out.push_back({"conntrack", false, conntrack_error_ + "; UDP flows carry no counts"});
+  }
+  return out;
+}
+
 void Sniffer::scan(int64_t now_ns) {
   const int64_t t0 = common::monotonic_ns();
-  diag_.dump_all(sockets_, /*include_listeners=*/true);
+  // With destroy notifications, a TIME_WAIT leftover's connection was
+  // counted when it closed: under churn they outnumber live sockets, and
+  // leaving them out of the dump is most of a scan's cost.
+  diag_.dump_all(sockets_, /*include_listeners=*/true, /*include_time_wait=*/!destroy_);
   procs_.scan();
-  listener_pid_.clear();
-  tuple_owner_.clear();
   local_addrs_.clear();
   interface_addresses(local_addrs_);
-  for (const SocketRecord& s : sockets_) {
-    const ProcessInfo* owner = procs_.find(s.inode);
-    if (owner == nullptr) continue;
-    const Owner who{owner->pid, owner->comm};
-    if (s.state == kTcpListen || s.key.remote_port == 0) {
-      listener_pid_.try_emplace(s.key.local_port, who);
-    } else {
-      tuple_owner_.try_emplace(table_.flow_id(s, 0), who);
-    }
-  }
-  table_.update(now_ns, sockets_, &procs_);
+  owners_.rebuild(sockets_, procs_, table_.port_range());
+  table_.update(now_ns, sockets_, owners_);
   table_.expire(now_ns, options_.idle_expiry_ns);
   stats_.scans += 1;
   stats_.sockets_last_scan = sockets_.size();
   stats_.last_scan_ns = common::monotonic_ns() - t0;
+}
+
+size_t Sniffer::drain_destroyed(int64_t now_ns) {
+  if (!destroy_) return 0;
+  destroyed_.clear();
+  const size_t n = destroy_->read_available(destroyed_);
+  for (const SocketRecord& s : destroyed_) table_.closed(now_ns, s, owners_);
+  return n;
 }
 
 size_t Sniffer::drain_conntrack(int64_t now_ns) {
@@ -92,19 +149,19 @@ void Sniffer::resolve_initiators() {
   bool unknown = false;
   for (const ConntrackEvent& ev : events_) {
     if (ev.type != ConntrackEventType::kNew || !is_local(ev.src)) continue;
-    if (tuple_owner_.count(initiator_id(ev)) != 0) continue;
+    if (owners_.tuple_owner(initiator_id(ev)) != nullptr) continue;
     SocketRecord rec;
     if (!diag_.lookup(ev.proto, ev.src, ev.src_port, ev.dst, ev.dst_port, rec)) continue;
-    pending_inodes_.emplace_back(initiator_id(ev), rec.inode);
+    pending_sockets_.emplace_back(initiator_id(ev), rec);
     unknown = unknown || procs_.find(rec.inode) == nullptr;
   }
   if (unknown) procs_.rescan_known();
-  for (const auto& [id, inode] : pending_inodes_) {
-    if (const ProcessInfo* owner = procs_.find(inode)) {
-      tuple_owner_.try_emplace(id, Owner{owner->pid, owner->comm});
+  for (const auto& [id, rec] : pending_sockets_) {
+    if (const ProcessInfo* owner = procs_.find(rec.inode)) {
+      owners_.add_socket(rec.cookie, id, Owner{*owner, rec.cgroup_id});
     }
   }
-  pending_inodes_.clear();
+  pending_sockets_.clear();
 }
 
 FlowId Sniffer::initiator_id(const ConntrackEvent& ev) const {
@@ -139,21 +196,21 @@ void Sniffer::note_event(int64_t now_ns, const ConntrackEvent& ev) {
     id.local_port = range.fold(lport);
     id.remote = normalise(remote);
     id.remote_port = range.fold(rport);
-    Owner who;
-    if (const auto t = tuple_owner_.find(id); t != tuple_owner_.end()) {
-      who = t->second;
-    } else if (const auto l = listener_pid_.find(lport); !initiator && l != listener_pid_.end()) {
-      who = l->second;
-    }
-    id.pid = who.pid;
+    const Owner* who = owners_.tuple_owner(id);
+    if (who == nullptr && !initiator) who = owners_.listener(ev.proto, local, lport);
+    id.pid = who != nullptr ? who->process.pid : 0;
     FlowCounts counts;
-    if (ev.has_counters) {
+    // Destroy notifications count every local TCP socket exactly: with them,
+    // a TCP event marks its flow but adds no counts (they would count twice).
+    if (ev.has_counters && !(destroy_ && ev.proto == Proto::kTcp)) {
       counts.data_segs_out = initiator ? ev.orig_packets : ev.reply_packets;
       counts.data_segs_in = initiator ? ev.reply_packets : ev.orig_packets;
       counts.bytes_out = initiator ? ev.orig_bytes : ev.reply_bytes;
       counts.bytes_in = initiator ? ev.reply_bytes : ev.orig_bytes;
     }
-    table_.note(now_ns, id, direction_of(lport, rport), counts, who.comm);
+    table_.note(now_ns, id, direction_of(lport, rport), counts,
+                who != nullptr ? who->process.comm : std::string(),
+                who != nullptr ? who->process.cgroup : std::string());
   };
   if (is_local(ev.src)) record(ev.src, ev.src_port, ev.dst, ev.dst_port, true);
   if (is_local(ev.dst)) record(ev.dst, ev.dst_port, ev.src, ev.src_port, false);
@@ -182,6 +239,11 @@ SnifferStats Sniffer::stats() const {
   s.sock_diag = diag_.counters();
   s.conntrack_enabled = conntrack_ != nullptr;
   if (conntrack_) s.conntrack = conntrack_->counters();
+  s.destroy_enabled = destroy_ != nullptr;
+  if (destroy_) {
+    s.destroy = destroy_->counters();
+    s.destroy_lost = destroy_->lost();
+  }
   s.flows = table_.size();
   return s;
 }

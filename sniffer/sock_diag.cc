@@ -12,8 +12,10 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <optional>
 
 #include "nabla/common/error.hh"
+#include "nabla/sniffer/netlink_events.hh"
 
 namespace nabla::sniffer {
 namespace {
@@ -25,23 +27,47 @@ constexpr size_t kRecvBytes = 64 * 1024;
 // further on (Linux 4.6+) and are read only when present.
 constexpr size_t kMinTcpInfo = offsetof(tcp_info, tcpi_bytes_received) + sizeof(uint64_t);
 constexpr size_t kDataSegsEnd = offsetof(tcp_info, tcpi_data_segs_out) + sizeof(uint32_t);
+constexpr size_t kBytesRetransEnd = offsetof(tcp_info, tcpi_bytes_retrans) + sizeof(uint64_t);
+// Destroy notifications arrive in bursts (a server closing thousands of
+// connections at once): a large buffer keeps them from overflowing.
+constexpr int kDestroyRcvBufBytes = 8 * 1024 * 1024;
 
 struct AttrTable {
   const nlattr* info = nullptr;
+  const nlattr* protocol = nullptr;
+  const nlattr* cgroup_id = nullptr;
   bool malformed = false;
 };
+
+// The attributes read, with the type each must validate as.
+const nlattr** attr_slot(AttrTable& table, uint16_t type, mnl_attr_data_type& expected) {
+  switch (type) {
+    case INET_DIAG_INFO:
+      expected = MNL_TYPE_BINARY;
+      return &table.info;
+    case INET_DIAG_PROTOCOL:
+      expected = MNL_TYPE_U8;
+      return &table.protocol;
+    case INET_DIAG_CGROUP_ID:
+      expected = MNL_TYPE_U64;
+      return &table.cgroup_id;
+    default:
+      return nullptr;
+  }
+}
 
 int attr_cb(const nlattr* attr, void* data) {
   auto* table = static_cast<AttrTable*>(data);
   // Unknown (newer-kernel) attributes are skipped, never read.
   if (mnl_attr_type_valid(attr, INET_DIAG_MAX) < 0) return MNL_CB_OK;
-  if (mnl_attr_get_type(attr) == INET_DIAG_INFO) {
-    if (mnl_attr_validate(attr, MNL_TYPE_BINARY) < 0) {
-      table->malformed = true;
-      return MNL_CB_OK;
-    }
-    table->info = attr;
+  mnl_attr_data_type expected = MNL_TYPE_UNSPEC;
+  const nlattr** slot = attr_slot(*table, mnl_attr_get_type(attr), expected);
+  if (slot == nullptr) return MNL_CB_OK;
+  if (mnl_attr_validate(attr, expected) < 0) {
+    table->malformed = true;
+    return MNL_CB_OK;
   }
+  *slot = attr;
   return MNL_CB_OK;
 }
 
@@ -121,10 +147,34 @@ bool exchange(int fd, std::vector<std::byte>& buf, uint32_t seq, const void* req
   }
 }
 
-}  // namespace
+void copy_tcp_info(const nlattr* info, SocketRecord& out, DumpCounters& counters) {
+  const size_t len = mnl_attr_get_payload_len(info);
+  if (len < kMinTcpInfo) {
+    ++counters.short_tcp_info;
+    return;
+  }
+  tcp_info ti{};
+  std::memcpy(&ti, mnl_attr_get_payload(info), std::min(len, sizeof ti));
+  out.has_tcp_info = true;
+  out.tcp.segs_in = ti.tcpi_segs_in;
+  out.tcp.segs_out = ti.tcpi_segs_out;
+  out.tcp.bytes_acked = ti.tcpi_bytes_acked;
+  out.tcp.bytes_received = ti.tcpi_bytes_received;
+  if (len >= kDataSegsEnd) {
+    out.tcp.data_segs_in = ti.tcpi_data_segs_in;
+    out.tcp.data_segs_out = ti.tcpi_data_segs_out;
+  }
+  if (len >= kBytesRetransEnd) {
+    out.tcp.has_bytes_sent = true;
+    out.tcp.bytes_sent = ti.tcpi_bytes_sent;
+    out.tcp.bytes_retrans = ti.tcpi_bytes_retrans;
+  }
+}
 
-ParseResult parse_inet_diag(const nlmsghdr* nlh, Proto proto, SocketRecord& out,
-                            DumpCounters& counters) {
+// Parses one inet_diag_msg; `proto` is the dump's protocol, or nullopt to
+// take it from INET_DIAG_PROTOCOL (destroy notifications carry it).
+ParseResult parse_message(const nlmsghdr* nlh, std::optional<Proto> proto, SocketRecord& out,
+                          DumpCounters& counters) {
   if (nlh->nlmsg_type != SOCK_DIAG_BY_FAMILY) return ParseResult::kSkipped;
   if (nlh->nlmsg_len < NLMSG_HDRLEN + sizeof(inet_diag_msg)) {
     ++counters.malformed;
@@ -151,8 +201,13 @@ ParseResult parse_inet_diag(const nlmsghdr* nlh, Proto proto, SocketRecord& out,
     ++counters.malformed;
     return ParseResult::kMalformed;
   }
+  if (!proto) {
+    const uint8_t number = table.protocol != nullptr ? mnl_attr_get_u8(table.protocol) : 0;
+    if (number != IPPROTO_TCP && number != IPPROTO_UDP) return ParseResult::kSkipped;
+    proto = number == IPPROTO_TCP ? Proto::kTcp : Proto::kUdp;
+  }
   out = SocketRecord{};
-  out.key.proto = proto;
+  out.key.proto = *proto;
   copy_addr(msg->idiag_family, msg->id.idiag_src, out.key.local);
   copy_addr(msg->idiag_family, msg->id.idiag_dst, out.key.remote);
   out.key.local_port = ntohs(msg->id.idiag_sport);
@@ -161,25 +216,20 @@ ParseResult parse_inet_diag(const nlmsghdr* nlh, Proto proto, SocketRecord& out,
   out.uid = msg->idiag_uid;
   out.inode = msg->idiag_inode;
   out.cookie = (uint64_t{msg->id.idiag_cookie[1]} << 32) | msg->id.idiag_cookie[0];
-  if (table.info != nullptr && proto == Proto::kTcp) {
-    const size_t len = mnl_attr_get_payload_len(table.info);
-    if (len < kMinTcpInfo) {
-      ++counters.short_tcp_info;
-    } else {
-      tcp_info info{};
-      std::memcpy(&info, mnl_attr_get_payload(table.info), std::min(len, sizeof info));
-      out.has_tcp_info = true;
-      out.tcp.segs_in = info.tcpi_segs_in;
-      out.tcp.segs_out = info.tcpi_segs_out;
-      out.tcp.bytes_acked = info.tcpi_bytes_acked;
-      out.tcp.bytes_received = info.tcpi_bytes_received;
-      if (len >= kDataSegsEnd) {
-        out.tcp.data_segs_in = info.tcpi_data_segs_in;
-        out.tcp.data_segs_out = info.tcpi_data_segs_out;
-      }
-    }
-  }
+  if (table.cgroup_id != nullptr) out.cgroup_id = mnl_attr_get_u64(table.cgroup_id);
+  if (table.info != nullptr && *proto == Proto::kTcp) copy_tcp_info(table.info, out, counters);
   return ParseResult::kOk;
+}
+
+}  // namespace
+
+ParseResult parse_inet_diag(const nlmsghdr* nlh, Proto proto, SocketRecord& out,
+                            DumpCounters& counters) {
+  return parse_message(nlh, proto, out, counters);
+}
+
+ParseResult parse_destroyed_socket(const nlmsghdr* nlh, SocketRecord& out, DumpCounters& counters) {
+  return parse_message(nlh, std::nullopt, out, counters);
 }
 
 SockDiag::SockDiag()
@@ -193,11 +243,13 @@ SockDiag::SockDiag(common::FileDescriptor fd) : fd_(std::move(fd)), buf_(kRecvBy
 }
 
 bool SockDiag::dump(Proto proto, int family, std::vector<SocketRecord>& out,
-                    bool include_listeners) {
+                    bool include_listeners, bool include_time_wait) {
   DiagRequest request =
       make_request(proto, static_cast<uint8_t>(family), NLM_F_REQUEST | NLM_F_DUMP, ++seq_);
-  request.req.idiag_states =
-      include_listeners || proto == Proto::kUdp ? kAllStates : kAllStates & ~(1u << kTcpListen);
+  uint32_t states = kAllStates;
+  if (proto == Proto::kTcp && !include_listeners) states &= ~(1u << kTcpListen);
+  if (proto == Proto::kTcp && !include_time_wait) states &= ~(1u << kTcpTimeWait);
+  request.req.idiag_states = states;
   DumpContext ctx{proto, include_listeners, &out, &counters_};
   return exchange(fd_.get(), buf_, seq_, &request, sizeof request, ctx, false);
 }
@@ -223,11 +275,48 @@ bool SockDiag::lookup(Proto proto, const IpAddr& local, uint16_t local_port, con
   return true;
 }
 
-void SockDiag::dump_all(std::vector<SocketRecord>& out, bool include_listeners) {
+void SockDiag::dump_all(std::vector<SocketRecord>& out, bool include_listeners,
+                        bool include_time_wait) {
   out.clear();
   for (Proto proto : {Proto::kTcp, Proto::kUdp}) {
-    for (int family : {AF_INET, AF_INET6}) dump(proto, family, out, include_listeners);
+    for (int family : {AF_INET, AF_INET6}) {
+      dump(proto, family, out, include_listeners, include_time_wait);
+    }
   }
+}
+
+DestroyListener::DestroyListener()
+    : DestroyListener(common::FileDescriptor::socket(AF_NETLINK, SOCK_RAW, NETLINK_SOCK_DIAG)) {}
+
+DestroyListener::DestroyListener(common::FileDescriptor fd) : fd_(std::move(fd)), buf_(kRecvBytes) {
+  sockaddr_nl local{};
+  local.nl_family = AF_NETLINK;
+  common::check_syscall("bind(NETLINK_SOCK_DIAG)",
+                        ::bind(fd_.get(), reinterpret_cast<sockaddr*>(&local), sizeof local));
+  // SO_RCVBUFFORCE needs CAP_NET_ADMIN, which the groups need anyway.
+  if (::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVBUFFORCE, &kDestroyRcvBufBytes,
+                   sizeof kDestroyRcvBufBytes) != 0) {
+    ::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVBUF, &kDestroyRcvBufBytes,
+                 sizeof kDestroyRcvBufBytes);
+  }
+  for (int group : {SKNLGRP_INET_TCP_DESTROY, SKNLGRP_INET_UDP_DESTROY, SKNLGRP_INET6_TCP_DESTROY,
+                    SKNLGRP_INET6_UDP_DESTROY}) {
+    common::check_syscall(
+        "setsockopt(NETLINK_ADD_MEMBERSHIP, sock_diag destroy group)",
+        ::setsockopt(fd_.get(), SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &group, sizeof group));
+  }
+}
+
+size_t DestroyListener::read_available(std::vector<SocketRecord>& out) {
+  size_t added = 0;
+  const bool drained = drain_netlink(fd_.get(), buf_, lost_, [&](const nlmsghdr* nlh) {
+    SocketRecord rec;
+    if (parse_destroyed_socket(nlh, rec, counters_) != ParseResult::kOk) return;
+    out.push_back(rec);
+    ++added;
+  });
+  if (!drained) ++counters_.errors;
+  return added;
 }
 
 }  // namespace nabla::sniffer

@@ -99,12 +99,16 @@ inline Flow flow() {
   f.local_port = 0;
   f.pid = 812;
   f.comm = "nabla-tier";
+  f.cgroup = "/system.slice/tier.service";
+  f.cgroup_id = 4242;
+  f.owner = FlowOwner::kListener;
   f.remote_addr = "10.213.0.3";
   f.remote_port = 8081;
   f.direction = FlowDirection::kOutbound;
   f.total = {200, 200, 9400, 30000};
   f.interval = {20, 20, 940, 3000};
   f.sockets = 1;
+  f.closed_sockets = 3;
   f.first_seen_ns = 1234;
   f.last_seen_ns = 5678;
   return f;
@@ -125,6 +129,7 @@ inline SnifferInfo sniffd_info() {
   s.flows = 6;
   s.sock_diag = {480, 0, 0, 0};
   s.conntrack = {true, 30, 2, 0, 0};
+  s.destroy = {true, 31, 0, 0};
   return s;
 }
 

@@ -78,13 +78,20 @@ TEST(SniffdMessages, MissingOrMistypedFlowFieldsNameTheField) {
 TEST(SniffdMessages, FlowDiagnosticsAreOptionalForReaders) {
   json j = examples::flow().to_json();
   for (const char* key : {"direction", "control", "interval", "sockets", "conntrack_events",
-                          "first_seen_ns", "last_seen_ns"}) {
+                          "closed_sockets", "first_seen_ns", "last_seen_ns"}) {
     j.erase(key);
   }
+  for (const char* key : {"cgroup", "cgroup_id", "owner"}) j["local"].erase(key);
   const Flow f = Flow::from_json(j);
   EXPECT_EQ(f.direction, FlowDirection::kUnknown);
   EXPECT_EQ(f.total, examples::flow().total);
   EXPECT_EQ(f.interval, FlowCounts{});
+  EXPECT_EQ(f.owner, FlowOwner::kNone);
+  EXPECT_EQ(f.cgroup, "");
+  EXPECT_EQ(f.closed_sockets, 0u);
+  j["local"]["owner"] = "neighbour";
+  EXPECT_TRUE(starts_with(error_of<Flow>(j), "local.owner: must be socket|listener|tuple|none"));
+  j["local"].erase("owner");
   j["direction"] = "sideways";
   EXPECT_TRUE(starts_with(error_of<Flow>(j), "direction: must be outbound|inbound|unknown"));
 }

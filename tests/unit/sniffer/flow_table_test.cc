@@ -5,18 +5,13 @@
 
 #include <vector>
 
+#include "addresses.hh"
+
 namespace nabla::sniffer {
 namespace {
 
-IpAddr v4(uint8_t a, uint8_t b, uint8_t c, uint8_t d) {
-  IpAddr ip;
-  ip.family = AF_INET;
-  ip.bytes[0] = a;
-  ip.bytes[1] = b;
-  ip.bytes[2] = c;
-  ip.bytes[3] = d;
-  return ip;
-}
+using testing::kRange;
+using testing::v4;
 
 SocketRecord tcp(uint64_t cookie, uint16_t lport, uint16_t rport, uint32_t segs_out,
                  uint32_t segs_in, uint64_t acked, uint64_t received) {
@@ -36,8 +31,6 @@ SocketRecord tcp(uint64_t cookie, uint16_t lport, uint16_t rport, uint32_t segs_
   s.tcp.bytes_received = received;
   return s;
 }
-
-const PortRange kRange{32768, 60999};
 
 TEST(FlowTable, DeltasPerInterval) {
   FlowTable table(kRange);

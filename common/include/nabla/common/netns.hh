@@ -137,6 +137,9 @@ class ChildProcess {
   bool reaped_ = false;
 };
 
+// Whether a process with this pid exists (also one we may not signal).
+bool pid_alive(pid_t pid);
+
 // Deletes nb-<pid>-* namespaces whose creator pid is no longer alive; returns
 // how many were removed. Never throws (failures are logged).
 size_t sweep_stale_namespaces() noexcept;

@@ -1,13 +1,15 @@
 #pragma once
 // nabla-sniffd's event loop: scans at absolute deadlines (start + k·interval,
-// so a slow scan never shifts the schedule), drains conntrack events as they
-// arrive, serves flows.list / daemon.info, and stops on SIGINT/SIGTERM. All
-// on one thread (one asio io_context), so the Sniffer needs no locks.
+// so a slow scan never shifts the schedule), drains conntrack events and
+// destroy notifications as they arrive (and before each scan), logs which
+// sources are active, serves flows.list / daemon.info, and stops on
+// SIGINT/SIGTERM. All on one thread (one asio io_context), so the Sniffer needs no locks.
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "nabla/common/rpc.hh"
 #include "nabla/sniffer/sniffer.hh"
@@ -30,6 +32,12 @@ struct DaemonOptions {
 // invalid_argument). `out` receives the print-mode output and the ready
 // line ("nabla-sniffd: listening on ADDR:PORT"). Returns the exit status.
 int run_daemon(const DaemonOptions& options, std::ostream& out);
+
+// One line per source: "source NAME: active: ..." or, for an inert one,
+// "WARNING: source NAME inert: ..." (for --check and the start-up log).
+std::vector<std::string> format_sources(const std::vector<SourceStatus>& sources);
+// Logs format_sources() to stderr, inert sources as warnings.
+void log_sources(const Sniffer& sniffer);
 
 // Formats one flow as a table row (print mode).
 std::string format_flow_row(const ReportedFlow& flow);

@@ -10,9 +10,31 @@
 // contributes everything it has counted so far (its life up to now falls in
 // this interval or, at start-up, before it — for discovery that is traffic
 // worth reporting), with tcp_info's SYN byte removed from bytes_acked.
-// Sockets that vanished are forgotten at the next update. UDP sockets carry
-// no counters in sock_diag: a connected UDP socket marks its flow active when
-// first seen; its traffic is known only from conntrack accounting.
+// Bytes sent are payload bytes (tcp_info bytes_sent − bytes_retrans) where
+// the kernel reports them, else bytes_acked less the SYN byte.
+//
+// Closed sockets: a destroy notification carries a socket's final counters.
+// closed() adds what they hold beyond the last scan's baseline (all of it
+// for a socket no scan saw) and marks the socket closed; a later TIME_WAIT
+// record with the same cookie or exact tuple adds nothing and creates no flow. A socket
+// missing from a scan keeps its baseline for one more update, since its
+// notification may be read after that scan. (A received FIN counts as one
+// byte in tcp_info bytes_received; a closed socket's bytes_in may include it.)
+//
+// UDP sockets carry no counters in sock_diag: a connected UDP socket marks
+// its flow active when first seen; its traffic is known only from conntrack
+// accounting.
+//
+// Owners: each socket's flow is labelled through an Attribution (its own
+// process, else the listener on its port, ...; see attribution.hh). A flow
+// whose owner nothing names (pid 0: a client socket that opened and closed
+// before its process could be found) takes the last owner the table knew
+// for the same folded tuple; once an owner is known, what the tuple's pid-0
+// flow counted joins the owner's flow, so a link does not split in two. Like
+// that, a guessed owner (listener, tuple) of the same program as the
+// tuple's flow keeps that flow, and a socket's own process takes over what
+// a guessed owner of its program counted (a prefork server's master was
+// guessed before a scan saw the worker's accepted connection).
 #include <cstdint>
 #include <span>
 #include <string>
@@ -54,15 +76,21 @@ struct FlowCounts {
 struct FlowRecord {
   FlowId id;
   std::string comm;
+  std::string cgroup;      // the owner's cgroup path; empty when unknown
+  uint64_t cgroup_id = 0;  // the socket's cgroup id (sock_diag); 0 when unknown
+  OwnerSource owner_source = OwnerSource::kNone;  // how id.pid was found
   Direction direction = Direction::kUnknown;
   FlowCounts last_interval;       // deltas from the most recent update that saw it
   FlowCounts total;               // since first seen
   uint32_t sockets = 0;           // sockets behind it in the most recent update
   uint32_t conntrack_events = 0;  // NEW/DESTROY events attributed to it
+  uint32_t closed_sockets = 0;    // destroy notifications folded into it
   int64_t first_seen_ns = 0;
   int64_t last_seen_ns = 0;  // last update with traffic (or a conntrack event)
   uint64_t updated_seq = 0;  // table sequence number of the last change
 };
+
+class Attribution;
 
 // Normalises an address: IPv4-mapped IPv6 → IPv4.
 IpAddr normalise(const IpAddr& addr);
@@ -74,11 +102,17 @@ class FlowTable {
   // Applies one scan. `procs` may be nullptr (no process labels). Returns
   // the number of flows that saw traffic in this interval.
   size_t update(int64_t now_ns, std::span<const SocketRecord> sockets, const ProcMap* procs);
+  // The same, with owners from `owners` (rebuilt from this scan).
+  size_t update(int64_t now_ns, std::span<const SocketRecord> sockets, const Attribution& owners);
+
+  // Folds one destroy notification (a socket's final counters) into its
+  // flow, labelled through `owners`.
+  void closed(int64_t now_ns, const SocketRecord& socket, const Attribution& owners);
 
   // Records a flow seen by some other means (a conntrack event) with the
   // given counts; creates the flow if needed.
   void note(int64_t now_ns, const FlowId& id, Direction direction, const FlowCounts& counts,
-            const std::string& comm);
+            const std::string& comm, const std::string& cgroup = {});
 
   // Flows changed after `cursor` with at least `min_messages` messages in
   // total. Flows without segment counts (UDP sockets, conntrack events
@@ -100,13 +134,26 @@ class FlowTable {
  private:
   struct SocketPrev {
     TcpCounters tcp;
-    uint64_t generation = 0;
+    uint64_t generation = 0;  // last update that saw it (or its close)
+    bool closed = false;      // its destroy notification was folded in
   };
+  // The flow of `id` owned as `who` says (see the header comment).
+  FlowRecord& owned_flow(int64_t now_ns, FlowId id, const Attributed& who, Direction dir,
+                         bool& created);
+  // Moves the counts of flow `from` (if any, and not `into`) into `into`.
+  void absorb(FlowRecord& into, const FlowId& from);
+  // The flow `socket` belongs to, created if new, with its labels refreshed.
+  FlowRecord& flow_for(int64_t now_ns, const SocketRecord& socket, const Attribution& owners,
+                       bool& created);
   PortRange range_;
   uint64_t generation_ = 0;
   uint64_t seq_ = 0;
   std::unordered_map<uint64_t, SocketPrev> sockets_;  // by cookie
+  // Exact tuples (ports unfolded) of closed TCP sockets → last update that
+  // saw them or their TIME_WAIT leftover.
+  std::unordered_map<FlowId, uint64_t, FlowIdHash> closed_tuples_;
   std::unordered_map<FlowId, FlowRecord, FlowIdHash> flows_;
+  std::unordered_map<FlowId, int32_t, FlowIdHash> tuple_pid_;  // folded tuple → last owner
 };
 
 }  // namespace nabla::sniffer

@@ -1,15 +1,22 @@
 #pragma once
-// One node's sniffer: each scan dumps TCP/UDP sockets (sock_diag), maps them
-// to processes (/proc) and folds them into the flow table; conntrack events
-// in between add flows that opened and closed before the next scan.
+// One node's sniffer. Three sources feed one flow table:
+//   - scans: each dumps TCP/UDP sockets (sock_diag) with their counters and
+//     maps them to processes (/proc);
+//   - destroy notifications (sock_diag multicast): every socket freed in
+//     between, with its final tcp_info, so a connection that lives 1 ms is
+//     reported with its segments and bytes;
+//   - conntrack NEW/DESTROY events: kept live by nabla's own iptables chain
+//     (conntrack_rule.hh); they give UDP flows their packet and byte counts,
+//     and TCP flows when destroy notifications are unavailable (when they
+//     are, a TCP event marks its flow and names the connecting process but
+//     adds no counts, so nothing is counted twice).
+// sources() says which are active, and why one is inert.
 //
-// Conntrack flows are attributed to processes as far as the node can know:
-// the local end of an inbound connection is the process listening on its
-// port; an outbound one is the owner of the connecting socket, looked up by
+// Owners: see attribution.hh (the socket's process, else the listener on its
+// port, else the owner of the same tuple at the last scan). For conntrack
+// events, the connecting socket of an outbound connection is looked up by
 // its exact tuple when the NEW event arrives (the socket exists from the SYN
-// on) among processes that owned sockets at the last scan, and cached per
-// folded tuple. Otherwise (a process born since the last scan that connects
-// and closes at once) pid 0.
+// on) among processes that owned sockets at the last scan.
 //
 // nabla's own control connections (ports in `control_ports`, by default the
 // injectd and sniffd ports) are labelled `control` and left out of the link
@@ -21,11 +28,12 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "nabla/sniffer/attribution.hh"
 #include "nabla/sniffer/conntrack.hh"
+#include "nabla/sniffer/conntrack_rule.hh"
 #include "nabla/sniffer/flow_table.hh"
 #include "nabla/sniffer/proc_map.hh"
 #include "nabla/sniffer/sock_diag.hh"
@@ -37,7 +45,16 @@ struct SnifferOptions {
   uint64_t min_messages = 1;                 // default threshold for flows()
   int64_t idle_expiry_ns = 600'000'000'000;  // drop flows idle this long
   bool conntrack = true;                     // subscribe to NEW/DESTROY events
+  bool conntrack_rule = true;                // with conntrack: install the chain that keeps it live
+  bool destroy_events = true;                // subscribe to sock_diag destroy notifications
   std::vector<uint16_t> control_ports = {7311, 7312};
+};
+
+// One source of flows: whether it is active, and what it does or why not.
+struct SourceStatus {
+  std::string name;  // "scan", "destroy", "conntrack"
+  bool active = false;
+  std::string detail;
 };
 
 struct SnifferStats {
@@ -47,6 +64,9 @@ struct SnifferStats {
   DumpCounters sock_diag;
   bool conntrack_enabled = false;
   ConntrackCounters conntrack;
+  bool destroy_enabled = false;
+  DumpCounters destroy;
+  uint64_t destroy_lost = 0;  // notifications the kernel dropped (ENOBUFS)
   size_t flows = 0;
 };
 
@@ -66,8 +86,13 @@ class Sniffer {
   void scan(int64_t now_ns);
   // Reads queued conntrack events (non-blocking) into the flow table.
   size_t drain_conntrack(int64_t now_ns);
-  // The conntrack socket to wait on, or -1 when events are disabled.
+  // Reads queued destroy notifications (non-blocking) into the flow table.
+  size_t drain_destroyed(int64_t now_ns);
+  // The sockets to wait on, or -1 when that source is inactive.
   int conntrack_fd() const;
+  int destroy_fd() const;
+  // Each source's state, for --check and the start-up log.
+  std::vector<SourceStatus> sources() const;
 
   // Flows changed after `cursor` with at least `min_messages` messages
   // (std::nullopt: the configured default); control flows only on request.
@@ -83,22 +108,23 @@ class Sniffer {
   FlowId initiator_id(const ConntrackEvent& ev) const;
   bool is_local(const IpAddr& addr) const;
   bool is_control(const FlowId& id) const;
+  void open_conntrack();
 
   SnifferOptions options_;
   SockDiag diag_;
   ProcMap procs_;
   FlowTable table_;
+  Attribution owners_;
+  std::unique_ptr<DestroyListener> destroy_;
+  std::string destroy_error_;  // why destroy notifications are off
+  std::unique_ptr<ConntrackRule> conntrack_rule_;
   std::unique_ptr<ConntrackListener> conntrack_;
+  std::string conntrack_error_;        // why conntrack is off or inert
   std::vector<SocketRecord> sockets_;  // reused by every scan
+  std::vector<SocketRecord> destroyed_;
   std::vector<ConntrackEvent> events_;
   std::vector<IpAddr> local_addrs_;
-  struct Owner {
-    int32_t pid = 0;
-    std::string comm;
-  };
-  std::unordered_map<uint16_t, Owner> listener_pid_;           // listening port → owner
-  std::unordered_map<FlowId, Owner, FlowIdHash> tuple_owner_;  // folded tuple (pid 0) → owner
-  std::vector<std::pair<FlowId, uint64_t>> pending_inodes_;    // reused by resolve_initiators
+  std::vector<std::pair<FlowId, SocketRecord>> pending_sockets_;  // reused by resolve_initiators
   SnifferStats stats_;
 };
 

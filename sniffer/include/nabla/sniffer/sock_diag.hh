@@ -30,6 +30,11 @@ enum class ParseResult { kOk, kSkipped, kMalformed };
 // the dump asked for (inet_diag_msg does not carry it).
 ParseResult parse_inet_diag(const nlmsghdr* nlh, Proto proto, SocketRecord& out,
                             DumpCounters& counters);
+// Parses one socket-destroy notification: an inet_diag_msg whose protocol is
+// in INET_DIAG_PROTOCOL, with tcp_info as it was when the socket was freed.
+// The kernel sends no uid, inode or cgroup with it (the socket has no file
+// any more). kSkipped for protocols other than TCP and UDP.
+ParseResult parse_destroyed_socket(const nlmsghdr* nlh, SocketRecord& out, DumpCounters& counters);
 
 class SockDiag {
  public:
@@ -39,17 +44,20 @@ class SockDiag {
   // namespace with NetNamespace::socket); dumps then cover that namespace.
   explicit SockDiag(common::FileDescriptor fd);
 
-  // Appends every TCP (all states except LISTEN unless include_listeners)
-  // or UDP socket of `family` (AF_INET/AF_INET6) to `out`. Returns false if
-  // the dump failed (counted); what was parsed before stays in `out`.
-  bool dump(Proto proto, int family, std::vector<SocketRecord>& out, bool include_listeners);
+  // Appends every TCP (all states except LISTEN unless include_listeners,
+  // and TIME_WAIT unless include_time_wait) or UDP socket of `family`
+  // (AF_INET/AF_INET6) to `out`. Returns false if the dump failed (counted);
+  // what was parsed before stays in `out`.
+  bool dump(Proto proto, int family, std::vector<SocketRecord>& out, bool include_listeners,
+            bool include_time_wait = true);
   // Looks up the one socket with this exact local/remote tuple (a
   // non-dump SOCK_DIAG request). False when there is none (counted as
   // nothing: a closed socket is a normal outcome).
   bool lookup(Proto proto, const IpAddr& local, uint16_t local_port, const IpAddr& remote,
               uint16_t remote_port, SocketRecord& out);
   // TCP+UDP × IPv4+IPv6 into `out` (cleared first).
-  void dump_all(std::vector<SocketRecord>& out, bool include_listeners = false);
+  void dump_all(std::vector<SocketRecord>& out, bool include_listeners = false,
+                bool include_time_wait = true);
 
   const DumpCounters& counters() const { return counters_; }
 
@@ -58,6 +66,33 @@ class SockDiag {
   uint32_t seq_ = 0;
   std::vector<std::byte> buf_;
   DumpCounters counters_;
+};
+
+// The kernel's socket-destroy notifications (sock_diag multicast groups for
+// TCP and UDP over IPv4 and IPv6): one message per socket of this network
+// namespace when it is freed, so a connection that opens and closes between
+// two scans is still seen, with its final counters. Joining the groups needs
+// CAP_NET_ADMIN. Notifications the kernel drops (ENOBUFS) are counted.
+class DestroyListener {
+ public:
+  // Opens a socket in the caller's namespace and joins the groups. Throws
+  // std::system_error naming the failing call.
+  DestroyListener();
+  // Uses a NETLINK_SOCK_DIAG socket made elsewhere (e.g. in a namespace).
+  explicit DestroyListener(common::FileDescriptor fd);
+
+  int fd() const { return fd_.get(); }
+  // Reads every queued notification (non-blocking) into `out`; returns how
+  // many were appended.
+  size_t read_available(std::vector<SocketRecord>& out);
+  const DumpCounters& counters() const { return counters_; }
+  uint64_t lost() const { return lost_; }
+
+ private:
+  common::FileDescriptor fd_;
+  std::vector<std::byte> buf_;
+  DumpCounters counters_;
+  uint64_t lost_ = 0;
 };
 
 }  // namespace nabla::sniffer

@@ -11,6 +11,7 @@ enum class Proto : uint8_t { kTcp = 6, kUdp = 17 };
 
 // TCP states as sock_diag reports them (include/net/tcp_states.h).
 inline constexpr uint8_t kTcpEstablished = 1;
+inline constexpr uint8_t kTcpTimeWait = 6;
 inline constexpr uint8_t kTcpListen = 10;
 
 // An IPv4 or IPv6 address; IPv4 kept in the first 4 bytes.
@@ -40,6 +41,12 @@ struct TcpCounters {
   uint32_t data_segs_out = 0;
   uint64_t bytes_acked = 0;     // bytes we sent that the peer acked, +1 for the SYN (RFC 4898)
   uint64_t bytes_received = 0;  // bytes we received
+  // Payload bytes sent, retransmissions included, and those retransmitted
+  // (Linux 4.19+; has_bytes_sent says whether the kernel reported them).
+  // Their difference counts each payload byte once, with no SYN or FIN byte.
+  bool has_bytes_sent = false;
+  uint64_t bytes_sent = 0;
+  uint64_t bytes_retrans = 0;
 };
 
 struct SocketRecord {
@@ -47,7 +54,8 @@ struct SocketRecord {
   uint8_t state = 0;  // TCP_ESTABLISHED, TCP_LISTEN, ... (linux/tcp.h numbering)
   uint32_t uid = 0;
   uint64_t inode = 0;
-  uint64_t cookie = 0;  // kernel socket cookie: unique per socket lifetime
+  uint64_t cookie = 0;     // kernel socket cookie: unique per socket lifetime
+  uint64_t cgroup_id = 0;  // cgroup v2 id of the socket's creator (Linux 5.7+), 0 when absent
   bool has_tcp_info = false;
   TcpCounters tcp;
 };

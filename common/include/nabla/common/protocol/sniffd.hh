@@ -28,6 +28,12 @@ struct FlowsListParams {
 enum class FlowProto : uint8_t { kTcp, kUdp };
 std::string_view to_string(FlowProto proto) noexcept;
 
+// How the reporting node found the local process of a flow: its own socket,
+// the listener on its address and port (an accepted socket already gone),
+// another socket of the same tuple, or not at all.
+enum class FlowOwner : uint8_t { kNone, kSocket, kListener, kTuple };
+std::string_view to_string(FlowOwner owner) noexcept;
+
 // Who opened the flow, seen from the reporting node.
 enum class FlowDirection : uint8_t { kOutbound, kInbound, kUnknown };
 std::string_view to_string(FlowDirection direction) noexcept;
@@ -47,6 +53,9 @@ struct Flow {
   uint16_t local_port = 0;
   int32_t pid = 0;  // 0 when the owner is unknown
   std::string comm;
+  std::string cgroup;      // the owner's cgroup v2 path ("" unknown)
+  uint64_t cgroup_id = 0;  // the socket's cgroup id from sock_diag (0 unknown)
+  FlowOwner owner = FlowOwner::kNone;
   std::string remote_addr;
   uint16_t remote_port = 0;
   FlowDirection direction = FlowDirection::kUnknown;
@@ -55,14 +64,17 @@ struct Flow {
   FlowCounts interval;  // the last scan's deltas
   uint32_t sockets = 0;
   uint32_t conntrack_events = 0;
-  int64_t first_seen_ns = 0;  // the daemon's monotonic clock
+  uint32_t closed_sockets = 0;  // sockets of the flow reported by destroy notifications
+  int64_t first_seen_ns = 0;    // the daemon's monotonic clock
   int64_t last_seen_ns = 0;
   bool operator==(const Flow&) const = default;
 
   nlohmann::json to_json() const;
   // Requires what a reader joins flows by (proto, local, remote, total);
-  // direction (default unknown), control (false), interval, sockets,
-  // conntrack_events and the times (0) are checked when present.
+  // direction (default unknown), control (false), local.cgroup (""),
+  // local.cgroup_id (0), local.owner (none), interval, sockets,
+  // conntrack_events, closed_sockets and the times (0) are checked when
+  // present.
   static Flow from_json(const nlohmann::json& flow, const std::string& path = "");
 };
 
@@ -87,6 +99,11 @@ struct SnifferInfo {
     uint64_t events = 0, ignored = 0, malformed = 0, lost = 0;
     bool operator==(const Conntrack&) const = default;
   };
+  struct Destroy {  // socket-destroy notifications
+    bool enabled = false;
+    uint64_t notifications = 0, malformed = 0, lost = 0;
+    bool operator==(const Destroy&) const = default;
+  };
   std::string daemon = "nabla-sniffd";
   std::string version;
   int64_t pid = 0;
@@ -101,6 +118,7 @@ struct SnifferInfo {
   uint64_t flows = 0;
   SockDiag sock_diag;
   Conntrack conntrack;
+  Destroy destroy;
   bool operator==(const SnifferInfo&) const = default;
 
   nlohmann::json to_json() const;

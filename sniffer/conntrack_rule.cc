@@ -1,0 +1,133 @@
+// nabla-sniffd's conntrack-enabling chain; see conntrack_rule.hh.
+#include "nabla/sniffer/conntrack_rule.hh"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "nabla/common/log.hh"
+#include "nabla/common/netns.hh"
+
+namespace nabla::sniffer {
+namespace {
+
+using Argv = std::vector<std::string>;
+
+constexpr const char* kAcctPath = "/proc/sys/net/netfilter/nf_conntrack_acct";
+
+common::CommandResult iptables(bool ipv6, const Argv& args) {
+  Argv argv = {ipv6 ? "ip6tables" : "iptables", "-w", "5"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return common::run_command(argv);
+}
+
+void iptables_checked(bool ipv6, const Argv& args) {
+  Argv argv = {ipv6 ? "ip6tables" : "iptables", "-w", "5"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  common::run_checked(argv);
+}
+
+bool remove_chain(bool ipv6, const std::string& chain) noexcept {
+  try {
+    return iptables(ipv6, {"-F", chain}).exit_code == 0 &&
+           iptables(ipv6, {"-X", chain}).exit_code == 0;
+  } catch (const std::exception& e) {
+    common::log_warn("removing ", chain, ": ", e.what());
+    return false;
+  }
+}
+
+void install_chain(bool ipv6, const std::string& chain) {
+  iptables_checked(ipv6, {"-N", chain});
+  try {
+    iptables_checked(ipv6, {"-A", chain, "-m", "conntrack", "--ctstate", "NEW", "-m", "comment",
+                            "--comment", "nabla-sniffd keeps conntrack on", "-j", "RETURN"});
+  } catch (...) {
+    remove_chain(ipv6, chain);
+    throw;
+  }
+}
+
+std::string read_text(const char* path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string s = text.str();
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+bool write_text(const char* path, const std::string& value) {
+  std::ofstream out(path);
+  out << value << '\n';
+  out.flush();
+  return static_cast<bool>(out);
+}
+
+}  // namespace
+
+std::string conntrack_chain_name(pid_t pid) {
+  return std::string(kConntrackChainPrefix) + std::to_string(pid);
+}
+
+std::optional<pid_t> conntrack_chain_creator(std::string_view chain) {
+  if (chain.substr(0, kConntrackChainPrefix.size()) != kConntrackChainPrefix) return std::nullopt;
+  chain.remove_prefix(kConntrackChainPrefix.size());
+  pid_t pid = 0;
+  const auto [ptr, ec] = std::from_chars(chain.data(), chain.data() + chain.size(), pid);
+  if (ec != std::errc() || ptr != chain.data() + chain.size() || pid <= 0) return std::nullopt;
+  return pid;
+}
+
+int ConntrackRule::remove_stale() noexcept {
+  int removed = 0;
+  for (bool ipv6 : {false, true}) {
+    try {
+      const auto listing = iptables(ipv6, {"-S"});
+      std::istringstream lines(listing.stdout_text);
+      for (std::string line; std::getline(lines, line);) {
+        if (line.rfind("-N ", 0) != 0) continue;
+        const std::string chain = line.substr(3);
+        const auto creator = conntrack_chain_creator(chain);
+        if (!creator || *creator == ::getpid() || common::pid_alive(*creator)) continue;
+        if (remove_chain(ipv6, chain)) ++removed;
+      }
+    } catch (const std::exception& e) {
+      common::log_warn(ipv6 ? "ip6tables" : "iptables", ": looking for stale chains: ", e.what());
+    }
+  }
+  return removed;
+}
+
+ConntrackRule::ConntrackRule() : chain_(conntrack_chain_name(::getpid())) {
+  const int stale = remove_stale();
+  if (stale > 0) common::log_info("removed ", stale, " stale ", kConntrackChainPrefix, " chains");
+  install_chain(false, chain_);
+  try {
+    install_chain(true, chain_);
+    ipv6_ = true;
+  } catch (const std::exception& e) {
+    common::log_warn("ip6tables unusable, IPv6 connections are not tracked: ", e.what());
+  }
+  // The sysctl exists once the rule has loaded nf_conntrack.
+  const std::string before = read_text(kAcctPath);
+  if (before == "1") {
+    accounting_ = true;
+  } else if (!before.empty() && write_text(kAcctPath, "1")) {
+    saved_acct_ = before;
+    accounting_ = read_text(kAcctPath) == "1";
+  }
+}
+
+ConntrackRule::~ConntrackRule() {
+  if (saved_acct_ && !write_text(kAcctPath, *saved_acct_)) {
+    common::log_warn("could not restore ", kAcctPath, " to ", *saved_acct_);
+  }
+  remove_chain(false, chain_);
+  if (ipv6_) remove_chain(true, chain_);
+}
+
+}  // namespace nabla::sniffer
