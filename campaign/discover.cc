@@ -99,92 +99,124 @@ void merge_flows(std::vector<FlowEnd>& flows, const std::vector<FlowEnd>& update
   }
 }
 
-std::vector<Link> join_flows(const std::vector<NodeFlows>& nodes, const JoinOptions& options) {
+namespace {
+
+// The join of join_flows: every node's records, indexed once, each record
+// then adding its link(s) with the peer record of its other end.
+class FlowJoin {
+ public:
+  FlowJoin(const std::vector<NodeFlows>& nodes, const JoinOptions& options)
+      : nodes_(nodes), options_(options) {
+    index_addresses();
+    index_ends();
+  }
+
+  std::vector<Link> links() {
+    for (const NodeFlows& node : nodes_) {
+      for (const FlowEnd& f : node.flows) {
+        if (f.control && !options_.include_control) continue;
+        add_record(node, f);
+      }
+    }
+    std::vector<Link> out;
+    for (const auto& [key, t] : links_) {
+      if (t.counted && t.segments < options_.min_messages) continue;
+      out.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), t.segments, t.bytes});
+    }
+    return out;
+  }
+
+ private:
   // Address → index of the node owning it (the first node to claim it wins;
   // loopback addresses are per node and never enter the map).
-  std::unordered_map<std::string, size_t> owner;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    for (const std::string& a : nodes[i].addrs) {
-      if (!is_loopback(a)) owner.emplace(a, i);
-    }
-    for (const FlowEnd& f : nodes[i].flows) {
-      if (!is_loopback(f.local_addr)) owner.emplace(f.local_addr, i);
+  void index_addresses() {
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      for (const std::string& a : nodes_[i].addrs) {
+        if (!is_loopback(a)) owner_.emplace(a, i);
+      }
+      for (const FlowEnd& f : nodes_[i].flows) {
+        if (!is_loopback(f.local_addr)) owner_.emplace(f.local_addr, i);
+      }
     }
   }
 
   // node index | proto, local end, remote end → that node's records.
-  std::unordered_map<std::string, std::vector<const FlowEnd*>> by_end;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    for (const FlowEnd& f : nodes[i].flows) {
-      by_end[std::to_string(i) + '|' + identity(f, false)].push_back(&f);
+  void index_ends() {
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      for (const FlowEnd& f : nodes_[i].flows) {
+        by_end_[std::to_string(i) + '|' + identity(f, false)].push_back(&f);
+      }
     }
   }
 
-  std::map<LinkKey, Totals> links;
-  auto add = [&](const std::string& proto, const LinkEnd& src, const LinkEnd& dst, uint64_t segs,
-                 uint64_t bytes, bool counted) {
-    Totals& t = links[{proto, src, dst}];
+  // The node holding the other end of `f`, if any.
+  const NodeFlows* peer_node_of(const NodeFlows& node, const FlowEnd& f) const {
+    if (is_loopback(f.remote_addr)) return &node;
+    if (auto it = owner_.find(f.remote_addr); it != owner_.end()) return &nodes_[it->second];
+    return nullptr;
+  }
+
+  // The peer's matching record: prefer a known process, then the busiest.
+  const FlowEnd* peer_record(const NodeFlows& peer, const FlowEnd& f) const {
+    const auto it =
+        by_end_.find(std::to_string(&peer - nodes_.data()) + '|' +
+                     flow_key(f.proto, f.remote_addr, f.remote_port, f.local_addr, f.local_port));
+    if (it == by_end_.end()) return nullptr;
+    const FlowEnd* match = nullptr;
+    for (const FlowEnd* g : it->second) {
+      if (match == nullptr || (match->pid == 0 && g->pid != 0) ||
+          ((match->pid == 0) == (g->pid == 0) &&
+           g->segments_out + g->segments_in > match->segments_out + match->segments_in)) {
+        match = g;
+      }
+    }
+    return match;
+  }
+
+  void add_record(const NodeFlows& node, const FlowEnd& f) {
+    const NodeFlows* peer = peer_node_of(node, f);
+    const FlowEnd* match = peer != nullptr ? peer_record(*peer, f) : nullptr;
+    const LinkEnd here = local_end(node, f);
+    LinkEnd there;
+    if (match != nullptr) {
+      there = local_end(*peer, *match);
+    } else {
+      there.host = peer != nullptr ? peer->name : f.remote_addr;
+      there.port = f.remote_port;
+    }
+    if (has_counts(f)) {
+      add(f.proto, here, there, f.segments_out, f.bytes_out, true);
+      if (match == nullptr || !has_counts(*match)) {
+        add(f.proto, there, here, f.segments_in, f.bytes_in, true);
+      }
+    } else if (match != nullptr && has_counts(*match)) {
+      // The peer's counted record yields both directions.
+    } else if (f.direction == "inbound") {
+      if (match == nullptr) add(f.proto, there, here, 0, 0, false);
+    } else {
+      add(f.proto, here, there, 0, 0, false);
+    }
+  }
+
+  void add(const std::string& proto, const LinkEnd& src, const LinkEnd& dst, uint64_t segs,
+           uint64_t bytes, bool counted) {
+    Totals& t = links_[{proto, src, dst}];
     t.segments += segs;
     t.bytes += bytes;
     t.counted = t.counted || counted;
-  };
-
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    const NodeFlows& node = nodes[i];
-    for (const FlowEnd& f : node.flows) {
-      if (f.control && !options.include_control) continue;
-      // The node holding the other end, if any.
-      const NodeFlows* peer_node = nullptr;
-      if (is_loopback(f.remote_addr)) {
-        peer_node = &node;
-      } else if (auto it = owner.find(f.remote_addr); it != owner.end()) {
-        peer_node = &nodes[it->second];
-      }
-      // Its matching record: prefer a known process, then the busiest.
-      const FlowEnd* match = nullptr;
-      if (peer_node != nullptr) {
-        const auto it = by_end.find(
-            std::to_string(peer_node - nodes.data()) + '|' +
-            flow_key(f.proto, f.remote_addr, f.remote_port, f.local_addr, f.local_port));
-        if (it != by_end.end()) {
-          for (const FlowEnd* g : it->second) {
-            if (match == nullptr || (match->pid == 0 && g->pid != 0) ||
-                ((match->pid == 0) == (g->pid == 0) &&
-                 g->segments_out + g->segments_in > match->segments_out + match->segments_in)) {
-              match = g;
-            }
-          }
-        }
-      }
-      const LinkEnd here = local_end(node, f);
-      LinkEnd there;
-      if (match != nullptr) {
-        there = local_end(*peer_node, *match);
-      } else {
-        there.host = peer_node != nullptr ? peer_node->name : f.remote_addr;
-        there.port = f.remote_port;
-      }
-      if (has_counts(f)) {
-        add(f.proto, here, there, f.segments_out, f.bytes_out, true);
-        if (match == nullptr || !has_counts(*match)) {
-          add(f.proto, there, here, f.segments_in, f.bytes_in, true);
-        }
-      } else if (match != nullptr && has_counts(*match)) {
-        // The peer's counted record yields both directions.
-      } else if (f.direction == "inbound") {
-        if (match == nullptr) add(f.proto, there, here, 0, 0, false);
-      } else {
-        add(f.proto, here, there, 0, 0, false);
-      }
-    }
   }
 
-  std::vector<Link> out;
-  for (const auto& [key, t] : links) {
-    if (t.counted && t.segments < options.min_messages) continue;
-    out.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), t.segments, t.bytes});
-  }
-  return out;
+  const std::vector<NodeFlows>& nodes_;
+  const JoinOptions& options_;
+  std::unordered_map<std::string, size_t> owner_;
+  std::unordered_map<std::string, std::vector<const FlowEnd*>> by_end_;
+  std::map<LinkKey, Totals> links_;
+};
+
+}  // namespace
+
+std::vector<Link> join_flows(const std::vector<NodeFlows>& nodes, const JoinOptions& options) {
+  return FlowJoin(nodes, options).links();
 }
 
 json links_to_json(const std::vector<Link>& links) {
