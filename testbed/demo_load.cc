@@ -5,18 +5,12 @@
 #include <sstream>
 
 #include "nabla/common/netns.hh"
+#include "nabla/common/text_file.hh"
 
 namespace nabla::testbed {
 namespace {
 
 using nlohmann::json;
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::string mix_flag(const ServiceModel& model) {
   std::string s;
@@ -91,7 +85,7 @@ DemoLoadResult run_demo_load(const DemoBinaries& bin, DemoTestbed& tb, const std
       }
     }
   }
-  const std::string text = read_file(out_path);
+  const std::string text = common::read_text_file(out_path);
   { std::ofstream(err_path) << text; }
   const auto brace = text.find('{');
   json j =

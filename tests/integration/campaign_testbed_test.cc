@@ -27,6 +27,7 @@
 
 #include "nabla/common/netns.hh"
 #include "nabla/common/rpc_auth.hh"
+#include "nabla/common/text_file.hh"
 #include "nabla/db/sqlite.hh"
 #include "nabla/testbed/testbed.hh"
 #include "nabla_test_support.hh"
@@ -39,13 +40,6 @@ using nabla::testbed::Testbed;
 using nabla::testbed::TestbedSpec;
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // Rules inside the injectors' chains (an active injection), over every host.
 int injection_rules(const Testbed& tb) {
@@ -151,7 +145,7 @@ TEST(CampaignTestbed, MeasuresChainGradientsAndStopsCleanlyOnSigint) {
     code = run.wait(std::chrono::seconds(75));
     if (code == -1) run.signal(SIGKILL);
   }
-  const std::string text = read_file(out_path);
+  const std::string text = nabla::common::read_text_file(out_path);
   ASSERT_EQ(code, 0) << text;
   const std::size_t json_at = text.find("{\n  \"run_id\"");
   ASSERT_NE(json_at, std::string::npos) << text;
@@ -240,12 +234,13 @@ TEST(CampaignTestbed, MeasuresChainGradientsAndStopsCleanlyOnSigint) {
     while (injection_rules(tb) == 0 && Clock::now() < deadline && run.running()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    ASSERT_GT(injection_rules(tb), 0) << "no injection started: " << read_file(out_path);
+    ASSERT_GT(injection_rules(tb), 0)
+        << "no injection started: " << nabla::common::read_text_file(out_path);
     run.signal(SIGINT);
     const auto t_signal = Clock::now();
     code = run.wait(std::chrono::seconds(10));
     if (code == -1) run.signal(SIGKILL);
-    EXPECT_EQ(code, 1) << read_file(out_path);
+    EXPECT_EQ(code, 1) << nabla::common::read_text_file(out_path);
     // The campaign stopped its injection itself: no rule waits for the 3 s lease.
     EXPECT_EQ(injection_rules(tb), 0);
     EXPECT_LT(Clock::now() - t_signal, std::chrono::seconds(5));

@@ -37,6 +37,7 @@
 #include "nabla/common/netns.hh"
 #include "nabla/common/rpc.hh"
 #include "nabla/common/rpc_auth.hh"
+#include "nabla/common/text_file.hh"
 #include "nabla/coordinator/demo.hh"
 #include "nabla/db/sqlite.hh"
 #include "nabla/db/store.hh"
@@ -57,13 +58,6 @@ using testbed::DemoTestbedOptions;
 using testbed::kDemoInjectdPort;
 using testbed::rubis_demo_service;
 using tier::TierDef;
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::string integrity(const std::string& db_path) {
   db::Database db = db::Database::open(db_path, db::OpenMode::kReadOnly);
@@ -147,7 +141,7 @@ std::vector<pid_t> processes_mentioning(const std::string& needle) {
   for (const auto& e : fs::directory_iterator("/proc")) {
     const std::string name = e.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::string cmdline = read_file("/proc/" + name + "/cmdline");
+    std::string cmdline = common::read_text_file("/proc/" + name + "/cmdline");
     std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
     if (cmdline.find(needle) != std::string::npos) out.push_back(std::stoi(name));
   }
@@ -167,7 +161,7 @@ TEST_F(DemoAcceptance, A_QuickDemoRunsStoresAndCleansUp) {
     demo_pid = demo.pid();
     rc = demo.wait(std::chrono::seconds(170));
   }
-  const std::string text = read_file(out_path);
+  const std::string text = common::read_text_file(out_path);
   // stdout and stderr share the file: the JSON document is the last block.
   const auto brace = text.rfind("\n{");
   const json j =
@@ -348,7 +342,7 @@ TEST_F(DemoAcceptance, C_PredictionContainsTheMeasuredResponseTimeUnderAConstant
          "--for", "30s", "--json"},
         &tb.testbed().host("client").ns, inject_log);
     std::this_thread::sleep_for(std::chrono::milliseconds(800));
-    ASSERT_TRUE(inject.running()) << read_file(inject_log);
+    ASSERT_TRUE(inject.running()) << common::read_text_file(inject_log);
     Window after_window;
     after = measure_means(tb, 4, &after_window);
     quiet = shared().quiet && shared().precise && load_per_cpu() <= kQuietLoadPerCpu &&
@@ -358,13 +352,13 @@ TEST_F(DemoAcceptance, C_PredictionContainsTheMeasuredResponseTimeUnderAConstant
     if (!after_window.calm)
       std::cerr << "note: after window disturbed: " << after_window.why << "\n";
     inject.signal(SIGTERM);
-    ASSERT_EQ(inject.wait(std::chrono::seconds(10)), 0) << read_file(inject_log);
+    ASSERT_EQ(inject.wait(std::chrono::seconds(10)), 0) << common::read_text_file(inject_log);
   }
   // The paper's dl is the delay the injector actually added (its mean over
   // every delayed packet), not the one asked for: on a loaded machine the
   // release comes a little late.
   {
-    const std::string text = read_file(inject_log);
+    const std::string text = common::read_text_file(inject_log);
     const auto brace = text.find('{');
     ASSERT_NE(brace, std::string::npos) << text;
     const json stats = json::parse(text.substr(brace));
@@ -382,9 +376,9 @@ TEST_F(DemoAcceptance, C_PredictionContainsTheMeasuredResponseTimeUnderAConstant
                                       std::to_string(actual_delay_std_ns) + "ns",
                                   "--confidence", "0.9875", "--json"},
                                  nullptr, pred_path);
-    ASSERT_EQ(predict.wait(std::chrono::seconds(20)), 0) << read_file(pred_path);
+    ASSERT_EQ(predict.wait(std::chrono::seconds(20)), 0) << common::read_text_file(pred_path);
   }
-  const json pred = json::parse(read_file(pred_path));
+  const json pred = json::parse(common::read_text_file(pred_path));
   ASSERT_EQ(pred["predictions"].size(), 4u) << pred.dump(2);
   // The prediction is baseline + sum(g * dl). Its baseline is run (a)'s
   // training mean; this testbed is a fresh one minutes later, and on a shared
@@ -478,7 +472,7 @@ TEST_F(DemoAcceptance, B_KillNineMidCampaignLeavesNoInjectionAndAFailedRun) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  ASSERT_TRUE(injecting) << read_file((shared().dir / "kill-run.log").string());
+  ASSERT_TRUE(injecting) << common::read_text_file((shared().dir / "kill-run.log").string());
   EXPECT_GT(nfqueue_rules(tb), 0u);
   run.signal(SIGKILL);
   EXPECT_EQ(run.wait(std::chrono::seconds(5)), 128 + SIGKILL);

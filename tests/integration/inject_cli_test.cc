@@ -7,14 +7,13 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "cpu_steal.hh"
 #include "nabla/common/netns.hh"
+#include "nabla/common/text_file.hh"
 #include "nabla/testbed/injector_testbed.hh"
 #include "nabla_test_support.hh"
 
@@ -31,13 +30,6 @@ using testbed::run_udp_probes;
 
 using common::ChildProcess;
 constexpr std::int64_t kMs = 1'000'000;
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::string temp_path(const char* what) {
   return ::testing::TempDir() + "nabla-inject-cli-" + what + "-" + std::to_string(::getpid());
@@ -88,12 +80,12 @@ TEST(InjectCli, ConstantDelayForAFixedTimeMatchesTheReceiver) {
   ChildProcess cli(inject_argv(probe_link(9400), {"--delay", "20ms", "--for", "5s", "--lease", "3",
                                                   "--seed", "42", "--json"}),
                    &bed.sender(), out);
-  ASSERT_TRUE(wait_for_injections(bed, 1)) << read_file(out);
+  ASSERT_TRUE(wait_for_injections(bed, 1)) << common::read_text_file(out);
   // 300 probes at 100/s: 3 s, longer than one 3 s lease, so it must be renewed.
   const auto probes = run_udp_probes(bed, 9400, 300, 100.0);
-  ASSERT_EQ(cli.wait(std::chrono::seconds(15)), 0) << read_file(out);
+  ASSERT_EQ(cli.wait(std::chrono::seconds(15)), 0) << common::read_text_file(out);
 
-  const auto r = nlohmann::json::parse(read_file(out));
+  const auto r = nlohmann::json::parse(common::read_text_file(out));
   EXPECT_EQ(r["seed"].get<std::uint64_t>(), 42u);
   EXPECT_FALSE(r["interrupted"].get<bool>());
   EXPECT_GE(r["packets"].get<std::int64_t>(), 290) << r.dump();
@@ -123,15 +115,15 @@ TEST(InjectCli, SigintStopsTheInjectionAndStillReports) {
   ChildProcess cli(
       inject_argv(probe_link(9401), {"--delay", "5ms", "--square-period", "200ms", "--json"}),
       &bed.sender(), out);
-  ASSERT_TRUE(wait_for_injections(bed, 1)) << read_file(out);
+  ASSERT_TRUE(wait_for_injections(bed, 1)) << common::read_text_file(out);
   CpuSteal steal;
   const auto probes = run_udp_probes(bed, 9401, 50, 100.0);
   // A stall holds low-half packets behind high-half ones (cpu_steal.hh).
   const double low_bound = (steal.calm() ? 1.0 : 3.0) * kMs;
   std::printf("machine %s\n", steal.describe().c_str());
   cli.signal(SIGINT);
-  ASSERT_EQ(cli.wait(std::chrono::seconds(10)), 0) << read_file(out);
-  const auto r = nlohmann::json::parse(read_file(out));
+  ASSERT_EQ(cli.wait(std::chrono::seconds(10)), 0) << common::read_text_file(out);
+  const auto r = nlohmann::json::parse(common::read_text_file(out));
   EXPECT_TRUE(r["interrupted"].get<bool>());
   EXPECT_EQ(r["delay"]["kind"], "square");
   EXPECT_GE(r["halves"]["high"]["count"].get<std::int64_t>(), 10) << r.dump();
@@ -152,7 +144,7 @@ TEST(InjectCli, BadInputIsOneErrorAndNothingStarts) {
         &bed.sender(), out);
     EXPECT_EQ(cli.wait(std::chrono::seconds(10)), 1);
   }
-  const std::string err = read_file(out);
+  const std::string err = common::read_text_file(out);
   EXPECT_EQ(err.rfind("nabla: error: nabla-injectd at 127.0.0.1:7311 refused the injection: link: "
                       "bad address '10.77.0.300'",
                       0),
@@ -163,7 +155,8 @@ TEST(InjectCli, BadInputIsOneErrorAndNothingStarts) {
                      &bed.sender(), out);
     EXPECT_EQ(cli.wait(std::chrono::seconds(10)), 2);
   }
-  EXPECT_NE(read_file(out).find("--delay: "), std::string::npos) << read_file(out);
+  EXPECT_NE(common::read_text_file(out).find("--delay: "), std::string::npos)
+      << common::read_text_file(out);
   expect_nothing_left(bed, out);
 }
 

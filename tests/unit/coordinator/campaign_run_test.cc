@@ -8,22 +8,15 @@
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 
 #include "nabla/common/netns.hh"
+#include "nabla/common/text_file.hh"
 #include "nabla/db/sqlite.hh"
 
 namespace {
 
 using nabla::common::ChildProcess;
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 class CampaignRun : public ::testing::Test {
  protected:
@@ -65,7 +58,7 @@ rate = 10
 
 TEST_F(CampaignRun, UnreachableDaemonFailsTheStoredRun) {
   EXPECT_EQ(run(kUnreachable, {"--json"}), 1);
-  const std::string out = read_file(out_);
+  const std::string out = nabla::common::read_text_file(out_);
   EXPECT_NE(out.find("nabla: error: run 1 failed: node web: cannot reach nabla-injectd at "
                      "127.0.0.1:1"),
             std::string::npos)
@@ -93,7 +86,8 @@ TEST_F(CampaignRun, UnreachableDaemonFailsTheStoredRun) {
 
 TEST_F(CampaignRun, BadSpecExitsTwoAndStoresNothing) {
   EXPECT_EQ(run(std::string(kUnreachable) + "[gradient]\nbinz = 3\n"), 2);
-  EXPECT_NE(read_file(out_).find("unknown key gradient.binz"), std::string::npos);
+  EXPECT_NE(nabla::common::read_text_file(out_).find("unknown key gradient.binz"),
+            std::string::npos);
   EXPECT_NE(::access(db_.c_str(), F_OK), 0);  // not even created
   EXPECT_EQ(run(kUnreachable, {"--kind", "bogus"}), 2);
 }
