@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "nabla/common/link_spec.hh"
+#include "nabla/common/resolve.hh"
 #include "nabla/common/units.hh"
 
 namespace nabla::campaign {
@@ -147,6 +148,10 @@ bool is_address_literal(const std::string& text) {
          ::inet_pton(AF_INET6, text.c_str(), buf) == 1;
 }
 
+bool is_host(const std::string& text) {
+  return is_address_literal(text) || common::is_host_name(text);
+}
+
 common::HostPort daemon_address(const Section& s, std::string_view k, std::uint16_t port) {
   const std::string text = *s.string(k);
   try {
@@ -169,7 +174,7 @@ CampaignNode parse_node(const Section& s) {
   for (const std::string& a : s.strings("addresses")) n.addresses.push_back(a);
   if (n.addresses.empty()) fail(s.key("address"), "required (address or addresses)");
   for (const std::string& a : n.addresses) {
-    if (!is_address_literal(a)) fail(s.key("address"), "not an IP address: \"" + a + "\"");
+    if (!is_host(a)) fail(s.key("address"), "not an IP address or host name: \"" + a + "\"");
   }
   if (s.get("injectd") != nullptr) n.injectd = daemon_address(s, "injectd", 7311);
   if (s.get("sniffd") != nullptr) n.sniffd = daemon_address(s, "sniffd", 7312);
@@ -193,8 +198,8 @@ void parse_target(const std::string& key, WorkloadSpec& w) {
   if (colon == std::string::npos) fail(key, "needs a port, got \"" + t + "\"");
   w.host = rest.substr(0, colon);
   unsigned char buf[4];
-  if (::inet_pton(AF_INET, w.host.c_str(), buf) != 1) {
-    fail(key, "host must be an IPv4 address, got \"" + t + "\"");
+  if (::inet_pton(AF_INET, w.host.c_str(), buf) != 1 && !common::is_host_name(w.host)) {
+    fail(key, "host must be an IPv4 address or a host name, got \"" + t + "\"");
   }
   const std::string port = rest.substr(colon + 1);
   char* end = nullptr;
@@ -481,6 +486,13 @@ json to_json(const CampaignSpec& s) {
   if (s.seed) out["seed"] = *s.seed;
   if (s.db) out["db"] = *s.db;
   if (s.key_file) out["key_file"] = *s.key_file;
+  if (!s.resolved.empty()) {
+    json resolved = json::array();
+    for (const ResolvedName& r : s.resolved) {
+      resolved.push_back({{"key", r.key}, {"name", r.name}, {"address", r.address}});
+    }
+    out["resolved"] = std::move(resolved);
+  }
   return out;
 }
 

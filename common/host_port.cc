@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "nabla/common/ip_address.hh"
+#include "nabla/common/resolve.hh"
 
 namespace nabla::common {
 
@@ -40,6 +41,9 @@ HostPort parse(std::string_view text, std::uint16_t default_port, std::string_vi
     if (colon != std::string_view::npos) port_text = text.substr(colon + 1);
   }
   if (out.host.empty()) throw bad("has no host");
+  if (!IpAddress::parse(out.host) && !is_host_name(out.host)) {
+    throw bad("has a host that is neither an IP address nor a host name");
+  }
   if (port_text.empty()) {
     if (text.back() == ':') throw bad("has an empty port");
     out.port = default_port;

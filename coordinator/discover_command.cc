@@ -15,6 +15,7 @@
 #include "nabla/campaign/discover.hh"
 #include "nabla/common/clock.hh"
 #include "nabla/common/protocol/sniffd.hh"
+#include "nabla/common/resolve.hh"
 #include "nabla/common/rpc.hh"
 #include "nabla/common/units.hh"
 #include "nabla/coordinator/text_table.hh"
@@ -104,6 +105,13 @@ DiscoverNode parse_discover_node(const std::string& text) {
   return n;
 }
 
+void resolve_discover_nodes(std::vector<DiscoverNode>& nodes, const common::Resolver& resolver,
+                            std::ostream& log) {
+  for (DiscoverNode& n : nodes) {
+    common::resolve_host_port(n.address, resolver, "--node " + n.name, log);
+  }
+}
+
 int run_discover(const DiscoverOptions& o, std::ostream& out) {
   if (o.nodes.empty()) throw std::invalid_argument("--node: give at least one node");
   for (size_t i = 0; i < o.nodes.size(); ++i) {
@@ -152,7 +160,9 @@ int run_discover(const DiscoverOptions& o, std::ostream& out) {
     case DiscoverOptions::Format::kJson: {
       json nodes_json = json::array();
       for (const DiscoverNode& n : o.nodes) {
-        nodes_json.push_back({{"name", n.name}, {"address", n.address.to_string()}});
+        json node{{"name", n.name}, {"address", n.address.to_string()}};
+        if (!n.address.name.empty()) node["host_name"] = n.address.name;
+        nodes_json.push_back(std::move(node));
       }
       out << json{{"nodes", nodes_json},
                   {"duration_s", static_cast<double>(o.for_ns) / 1e9},
@@ -200,6 +210,9 @@ void register_discover_command(CLI::App& app) {
     o->format = *json_flag  ? DiscoverOptions::Format::kJson
                 : *dot_flag ? DiscoverOptions::Format::kDot
                             : DiscoverOptions::Format::kTable;
+    // Names are resolved after every flag has parsed, so usage errors exit 2
+    // before any lookup; a failed lookup exits 1.
+    resolve_discover_nodes(o->nodes, common::system_resolver(), std::cerr);
     const int code = run_discover(*o, std::cout);
     if (code != 0) throw CLI::RuntimeError(code);
   });

@@ -14,6 +14,7 @@
 #include "nabla/common/clock.hh"
 #include "nabla/common/json_rpc.hh"
 #include "nabla/common/protocol/injectd.hh"
+#include "nabla/common/resolve.hh"
 #include "nabla/common/rpc.hh"
 #include "nabla/common/units.hh"
 #include "nabla/coordinator/text_table.hh"
@@ -286,6 +287,7 @@ void register_inject_command(CLI::App& app) {
         throw std::invalid_argument(std::string("--for: ") + e.what());
       }
     }
+    common::resolve_host_port(o->node, common::system_resolver(), "--node", std::cerr);
     const int code = run_inject(*o, std::cout, std::cerr);
     if (code != 0) throw CLI::RuntimeError(code);
   });

@@ -26,6 +26,7 @@ nlohmann::json config_json(const LoadOptions& o, const LoadPlan& plan) {
   return {
       {"command", "load"},
       {"target", o.target},
+      {"target_address", plan.target.host},
       {"rates", plan.rates},
       {"connections", o.connections},
       {"threads", o.threads},
@@ -107,7 +108,8 @@ void require_reachable(const loadgen::ControllerResult& r, const LoadTarget& tar
 }  // namespace
 
 int run_load(const LoadOptions& o, std::ostream& out, std::ostream& err) {
-  const LoadPlan plan = parse_load_options(o);
+  LoadPlan plan = parse_load_options(o);
+  resolve_load_target(plan, common::system_resolver(), err);
   std::unique_ptr<LoadRunRecorder> recorder;
   if (!o.db.empty())
     recorder = std::make_unique<LoadRunRecorder>(o.db, config_json(o, plan), o.seed);

@@ -8,11 +8,13 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <thread>
 
 #include "nabla/common/cpu_latency.hh"
+#include "nabla/common/resolve.hh"
 #include "nabla/common/units.hh"
 
 namespace nabla::coordinator {
@@ -118,8 +120,8 @@ LoadTarget parse_target(const std::string& text) {
   std::string host = rest.substr(0, colon);
   if (host == "localhost") host = "127.0.0.1";
   in_addr a{};
-  if (::inet_pton(AF_INET, host.c_str(), &a) != 1) {
-    bad("--target", "host must be an IPv4 address (or localhost), got '" + host + "'");
+  if (::inet_pton(AF_INET, host.c_str(), &a) != 1 && !common::is_host_name(host)) {
+    bad("--target", "host must be an IPv4 address or a host name, got '" + host + "'");
   }
   t.host = host;
   if (colon == std::string::npos) {
@@ -347,6 +349,16 @@ LoadPlan parse_load_options(const LoadOptions& o) {
   c.engine.schedule.rate_per_s = plan.rates.front();
   loadgen::validate(c);
   return plan;
+}
+
+void resolve_load_target(LoadPlan& plan, const common::Resolver& resolver, std::ostream& log) {
+  const common::ResolvedHost r =
+      common::resolve_host(plan.target.host, resolver, "--target", common::AddressFamily::kIpv4);
+  if (r.name.empty()) return;
+  plan.target.host_name = r.name;
+  plan.target.host = r.address;
+  plan.controller.engine.host = r.address;
+  log << common::resolved_line(r) << '\n';
 }
 
 void apply_number_flags(const LoadNumberFlags& flags, LoadOptions& o) {

@@ -13,7 +13,9 @@
 #include <ostream>
 #include <thread>
 
+#include "nabla/campaign/hosts.hh"
 #include "nabla/common/clock.hh"
+#include "nabla/common/resolve.hh"
 #include "nabla/common/units.hh"
 #include "nabla/coordinator/text_table.hh"
 
@@ -217,10 +219,12 @@ void print_outcome_table(std::ostream& out, const CampaignSpec& spec, const Camp
 }
 
 int run_campaign_command(const RunOptions& opt, std::ostream& out, std::ostream& err) {
-  const CampaignSpec spec = campaign::load_campaign_spec(opt.campaign_path);
+  CampaignSpec spec = campaign::load_campaign_spec(opt.campaign_path);
   if (opt.kind != "run" && opt.kind != "demo") {
     throw std::invalid_argument("--kind must be run or demo, got '" + opt.kind + "'");
   }
+  // After every usage check (exit 2); a name that does not resolve exits 1.
+  campaign::resolve_campaign_hosts(spec, common::system_resolver(), err);
   const std::string db_path = opt.db_path ? *opt.db_path : spec.db.value_or("nabla.db");
   db::Store store = db::Store::open(db_path, common::realtime_ns());
   SignalWatcher signals;

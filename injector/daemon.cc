@@ -49,10 +49,11 @@ std::vector<std::string> check_environment(uint16_t queue_num) {
 }
 
 int run_daemon(const DaemonOptions& options) {
-  const auto [host, port] = common::parse_listen_address(options.listen, common::kInjectdPort);
+  const common::HostPort listen =
+      common::parse_listen_address(options.listen, common::kInjectdPort);
   common::RpcServerOptions rpc;
-  rpc.listen_address = host;
-  rpc.port = port;
+  rpc.listen_address = listen.host;
+  rpc.port = listen.port;
   if (options.key_file) rpc.key = common::load_key_file(*options.key_file);
 
   // Signals are taken synchronously by this thread; every thread started
@@ -80,8 +81,9 @@ int run_daemon(const DaemonOptions& options) {
   asio::io_context io;
   auto server = std::make_unique<common::RpcServer>(io, rpc);
   service.register_methods(*server);
-  common::log_info("listening on ", host, ":", server->port(), ", queues from ", options.queue_num);
-  std::cout << "nabla-injectd listening on " << host << ":" << server->port() << std::endl;
+  common::log_info("listening on ", listen.host, ":", server->port(), ", queues from ",
+                   options.queue_num);
+  std::cout << "nabla-injectd listening on " << listen.host << ":" << server->port() << std::endl;
   std::thread control([&io] { io.run(); });
 
   std::atomic<bool> quit{false};

@@ -41,6 +41,24 @@ TEST(DiscoverCli, UnreachableNodeIsOneLineNamingIt) {
   EXPECT_TRUE(nl == std::string::npos || nl == r.stderr_text.size() - 1) << r.stderr_text;
 }
 
+TEST(DiscoverCli, ANodeNameIsResolvedOnceAndPrinted) {
+  nabla::common::FileDescriptor holder;
+  const std::string port = std::to_string(closed_port(holder));
+  // /etc/hosts names localhost; IPv4 is preferred.
+  auto r =
+      run_command({NABLA_BINARY, "discover", "--node", "dbnode=localhost:" + port, "--for", "0s"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.stderr_text.find("resolved localhost -> 127.0.0.1\n"), std::string::npos)
+      << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("node dbnode: cannot reach nabla-sniffd at 127.0.0.1:" + port),
+            std::string::npos)
+      << r.stderr_text;
+  // A malformed name is a usage error naming the flag, before any lookup.
+  r = run_command({NABLA_BINARY, "discover", "--node", "a=web..01:7312", "--for", "0s"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.stderr_text.find("--node: 'web..01:7312'"), std::string::npos) << r.stderr_text;
+}
+
 TEST(DiscoverCli, BadNodeAndFormatFlagsAreUsageErrors) {
   auto r = run_command({NABLA_BINARY, "discover", "--node", "127.0.0.1:7312"});
   EXPECT_EQ(r.exit_code, 2);

@@ -104,6 +104,46 @@ json run_json_watched(const LoadOptions& o, bool& quiet) {
 
 // ------------------------------------------------------------------- parsing
 
+TEST(LoadFlags, ATargetNameIsResolvedOnceToIpv4AndKeptForTheHostHeader) {
+  LoadOptions o = base(8080, "/view");
+  o.target = "http://web01:8080/view";
+  LoadPlan p = parse_load_options(o);
+  EXPECT_EQ(p.target.host, "web01");
+  int lookups = 0;
+  const common::Resolver fake = [&lookups](const std::string& name) {
+    ++lookups;
+    common::Resolution r;
+    if (name == "web01") {
+      r.addresses = {common::IpAddress::parse("fd00::2").value(),
+                     common::IpAddress::parse("10.0.0.2").value()};
+    } else {
+      r.error = "Name or service not known";
+    }
+    return r;
+  };
+  std::ostringstream log;
+  resolve_load_target(p, fake, log);
+  EXPECT_EQ(lookups, 1);
+  EXPECT_EQ(p.target.host, "10.0.0.2");
+  EXPECT_EQ(p.target.host_name, "web01");
+  EXPECT_EQ(p.controller.engine.host, "10.0.0.2");
+  EXPECT_EQ(p.controller.engine.protocol.host_header, "web01");
+  EXPECT_EQ(log.str(), "resolved web01 -> 10.0.0.2\n");
+
+  o.target = "http://nosuch:8080/";
+  LoadPlan missing = parse_load_options(o);
+  try {
+    resolve_load_target(missing, fake, log);
+    ADD_FAILURE() << "resolved an unknown name";
+  } catch (const common::ResolveError& e) {
+    EXPECT_STREQ(e.what(), "--target: cannot resolve 'nosuch': Name or service not known");
+  }
+  LoadPlan literal = parse_load_options(base(8080));
+  resolve_load_target(literal, fake, log);
+  EXPECT_EQ(literal.target.host, "127.0.0.1");
+  EXPECT_EQ(lookups, 2);
+}
+
 TEST(LoadFlags, ParsesTargetsAndDefaults) {
   LoadOptions o = base(8080, "/view");
   o.mix = "/view=0.7,/bid=0.3";
@@ -197,7 +237,8 @@ TEST(LoadFlags, EveryBadValueNamesItsFlag) {
   };
   expect_bad(with([](LoadOptions& o) { o.target = ""; }), "--target");
   expect_bad(with([](LoadOptions& o) { o.target = "ftp://127.0.0.1:21"; }), "--target");
-  expect_bad(with([](LoadOptions& o) { o.target = "http://example.com:80/"; }), "--target");
+  // A name is resolved later (resolve_load_target); a malformed one is a usage error.
+  expect_bad(with([](LoadOptions& o) { o.target = "http://example..com:80/"; }), "--target");
   expect_bad(with([](LoadOptions& o) { o.target = "http://127.0.0.1:70000/"; }), "--target");
   expect_bad(with([](LoadOptions& o) { o.target = "echo://127.0.0.1"; }), "--target");
   expect_bad(with([](LoadOptions& o) { o.rate = ""; }), "--rate");

@@ -28,7 +28,7 @@ namespace nabla::campaign {
 
 struct CampaignNode {
   std::string name;                    // [a-z0-9_-]+, unique
-  std::vector<std::string> addresses;  // address literals, at least one
+  std::vector<std::string> addresses;  // address literals or names, at least one
   std::optional<common::HostPort> injectd;
   std::optional<common::HostPort> sniffd;
   std::optional<std::string> key_file;  // overrides CampaignSpec::key_file
@@ -37,8 +37,9 @@ struct CampaignNode {
 struct WorkloadSpec {
   std::string target;  // as written, "http://H:P" or "echo://H:P"
   bool http = true;    // false: echo
-  std::string host;    // IPv4 literal
+  std::string host;    // IPv4 literal, or a name until resolve_campaign_hosts()
   std::uint16_t port = 0;
+  std::string host_name;  // the DNS name `host` was resolved from (the HTTP Host header)
   double rate_rps = 0;
   int connections = 16;
   int threads = 1;
@@ -78,6 +79,14 @@ struct GradientSpec {
   double repeat_noise_ratio = 2.0;  // [0, 100]
 };
 
+// A name in the campaign file and the address it was resolved to once at
+// start (campaign/hosts.hh); `key` is where it was written ("node[0].sniffd").
+struct ResolvedName {
+  std::string key;
+  std::string name;
+  std::string address;
+};
+
 struct CampaignSpec {
   std::string name;
   std::optional<std::uint64_t> seed;  // < 2^63 (stored as SQLite INTEGER)
@@ -89,6 +98,9 @@ struct CampaignSpec {
   GradientSpec gradient;
   // link label -> type -> true gradient
   std::map<std::string, std::map<std::string, double>> truth;
+  // Filled by resolve_campaign_hosts(), in file order; empty when every host
+  // is an address literal.
+  std::vector<ResolvedName> resolved;
 
   // The node owning an address, or nullptr.
   const CampaignNode* node_by_address(std::string_view address) const;
@@ -103,7 +115,8 @@ CampaignSpec parse_campaign_spec(std::string_view toml_text);
 CampaignSpec load_campaign_spec(const std::string& path);
 
 // The parsed spec as JSON (stored in campaigns.spec and runs.config):
-// durations in ns, every default filled in.
+// durations in ns, every default filled in; "resolved" lists the names and
+// their addresses when the file used names.
 nlohmann::json to_json(const CampaignSpec& spec);
 
 }  // namespace nabla::campaign

@@ -9,8 +9,10 @@
 namespace nabla::common {
 
 struct HostPort {
-  std::string host;
+  std::string host;  // a name, or an address literal once resolved (resolve.hh)
   std::uint16_t port = 0;
+  std::string name;  // the DNS name `host` was resolved from; empty for a literal
+  // "HOST:PORT", the address in brackets for IPv6.
   std::string to_string() const;
 };
 

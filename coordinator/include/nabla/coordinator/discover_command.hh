@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "nabla/common/host_port.hh"
+#include "nabla/common/resolve.hh"
 
 namespace CLI {
 class App;
@@ -33,6 +34,12 @@ struct DiscoverOptions {
 
 // "NAME=HOST[:PORT]" (port 7312 by default); throws std::invalid_argument.
 DiscoverNode parse_discover_node(const std::string& text);
+
+// Resolves every node's host once (a name becomes its address, the name kept
+// in HostPort::name) and writes "resolved NAME -> ADDRESS" lines to `log`.
+// Throws common::ResolveError naming "--node NODE" for a name that fails.
+void resolve_discover_nodes(std::vector<DiscoverNode>& nodes, const common::Resolver& resolver,
+                            std::ostream& log);
 
 // Runs discovery; returns the exit code. Errors name the failing node.
 int run_discover(const DiscoverOptions& options, std::ostream& out);

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "nabla/common/resolve.hh"
 #include "nabla/loadgen/controller.hh"
 
 namespace CLI {
@@ -82,9 +83,10 @@ struct LoadOptions {
 
 struct LoadTarget {
   std::string scheme;  // http | memcache | redis | echo
-  std::string host;    // IPv4 literal
+  std::string host;    // IPv4 literal, or a name until resolve_load_target()
   std::uint16_t port = 0;
-  std::string path;  // http only
+  std::string path;       // http only
+  std::string host_name;  // the DNS name `host` was resolved from; empty for a literal
 };
 
 struct LoadPlan {
@@ -100,6 +102,12 @@ struct LoadPlan {
 LoadTarget parse_target(const std::string& text);
 // Throws std::invalid_argument naming the flag for any bad value.
 LoadPlan parse_load_options(const LoadOptions& options);
+
+// Resolves a --target name once to its first IPv4 address (the load engine
+// speaks IPv4), sets the engine's host to it and writes "resolved NAME ->
+// ADDRESS" to `log`; an HTTP Host header keeps the name. Throws
+// common::ResolveError naming --target. A literal is left as is.
+void resolve_load_target(LoadPlan& plan, const common::Resolver& resolver, std::ostream& log);
 
 // One rate point as JSON (the documented keys plus diagnostics).
 nlohmann::json load_result_json(const loadgen::ControllerResult& result,
