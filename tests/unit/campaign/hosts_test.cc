@@ -8,8 +8,13 @@
 #include <sstream>
 #include <string>
 
+#include "fake_resolver.hh"
+
 namespace nabla::campaign {
 namespace {
+
+using nabla::testing::FakeResolver;
+using Table = FakeResolver::Table;
 
 constexpr const char* kNamed = R"(
 name = "named"
@@ -27,29 +32,9 @@ target = "http://web01:8080"
 rate = 100
 )";
 
-struct Table {
-  std::map<std::string, std::vector<std::string>> names;
-  std::map<std::string, int>* lookups;
-  common::Resolution operator()(const std::string& name) const {
-    ++(*lookups)[name];
-    common::Resolution r;
-    const auto it = names.find(name);
-    if (it == names.end()) {
-      r.error = "Name or service not known";
-      return r;
-    }
-    for (const auto& a : it->second) r.addresses.push_back(common::IpAddress::parse(a).value());
-    return r;
-  }
-};
-
 class CampaignHosts : public ::testing::Test {
  protected:
-  std::map<std::string, int> lookups;
   std::ostringstream log;
-  common::Resolver resolver(std::map<std::string, std::vector<std::string>> names) {
-    return Table{std::move(names), &lookups};
-  }
   std::string error_of(CampaignSpec spec, const common::Resolver& r) {
     try {
       resolve_campaign_hosts(spec, r, log);
@@ -64,10 +49,12 @@ TEST_F(CampaignHosts, NamesParseAndAreResolvedOnceInPlace) {
   CampaignSpec spec = parse_campaign_spec(kNamed);
   EXPECT_EQ(spec.nodes[0].addresses.front(), "web01");
   EXPECT_TRUE(spec.resolved.empty());
-  resolve_campaign_hosts(
-      spec, resolver({{"web01", {"fd00::2", "10.213.0.2"}}, {"app01", {"10.9.0.3"}}}), log);
-  EXPECT_EQ(lookups["web01"], 1);
-  EXPECT_EQ(lookups["app01"], 1);
+  const FakeResolver fake({{"web01", {"fd00::2", "10.213.0.2"}}, {"app01", {"10.9.0.3"}}});
+  resolve_campaign_hosts(spec, fake, log);
+  // web01 is written four times (twice as a daemon, once as the IPv4-only
+  // target): one lookup, one line.
+  EXPECT_EQ(fake.lookups("web01"), 1);
+  EXPECT_EQ(fake.lookups("app01"), 1);
   EXPECT_EQ(log.str(), "resolved web01 -> 10.213.0.2\nresolved app01 -> 10.9.0.3\n");
   EXPECT_EQ(spec.nodes[0].addresses, (std::vector<std::string>{"10.213.0.2"}));
   EXPECT_EQ(spec.nodes[0].injectd->to_string(), "10.213.0.2:7311");
@@ -103,8 +90,9 @@ sniffd = "10.213.0.2"
 target = "http://10.213.0.2:8080"
 rate = 100
 )");
-  resolve_campaign_hosts(spec, resolver({}), log);
-  EXPECT_TRUE(lookups.empty());
+  const FakeResolver fake({});
+  resolve_campaign_hosts(spec, fake, log);
+  EXPECT_EQ(fake.lookups(), 0);
   EXPECT_TRUE(spec.resolved.empty());
   EXPECT_FALSE(to_json(spec).contains("resolved"));
   EXPECT_EQ(log.str(), "");
@@ -112,13 +100,13 @@ rate = 100
 
 TEST_F(CampaignHosts, FailuresNameTheKeyAndTheName) {
   const CampaignSpec spec = parse_campaign_spec(kNamed);
-  EXPECT_EQ(error_of(spec, resolver({{"web01", {"10.213.0.2"}}})),
+  EXPECT_EQ(error_of(spec, FakeResolver(Table{{"web01", {"10.213.0.2"}}})),
             "node[1].address: cannot resolve 'app01': Name or service not known");
   // The load engine speaks IPv4: a target name with only IPv6 fails.
-  EXPECT_EQ(error_of(spec, resolver({{"web01", {"fd00::2"}}, {"app01", {"10.9.0.3"}}})),
+  EXPECT_EQ(error_of(spec, FakeResolver(Table{{"web01", {"fd00::2"}}, {"app01", {"10.9.0.3"}}})),
             "workload.target: cannot resolve 'web01': has no IPv4 address (only IPv6)");
   // Two names of two nodes that turn out to be one address.
-  EXPECT_NE(error_of(spec, resolver({{"web01", {"10.213.0.3"}}, {"app01", {"10.9.0.3"}}}))
+  EXPECT_NE(error_of(spec, FakeResolver(Table{{"web01", {"10.213.0.3"}}, {"app01", {"10.9.0.3"}}}))
                 .find("belongs to two nodes (web and app)"),
             std::string::npos);
 }

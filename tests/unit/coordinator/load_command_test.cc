@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "../loadgen/controller_test_support.hh"
+#include "fake_resolver.hh"
 #include "loopback.hh"
 #include "nabla/common/clock.hh"
 #include "nabla/common/cpu_latency.hh"
@@ -109,21 +110,10 @@ TEST(LoadFlags, ATargetNameIsResolvedOnceToIpv4AndKeptForTheHostHeader) {
   o.target = "http://web01:8080/view";
   LoadPlan p = parse_load_options(o);
   EXPECT_EQ(p.target.host, "web01");
-  int lookups = 0;
-  const common::Resolver fake = [&lookups](const std::string& name) {
-    ++lookups;
-    common::Resolution r;
-    if (name == "web01") {
-      r.addresses = {common::IpAddress::parse("fd00::2").value(),
-                     common::IpAddress::parse("10.0.0.2").value()};
-    } else {
-      r.error = "Name or service not known";
-    }
-    return r;
-  };
+  const nabla::testing::FakeResolver fake({{"web01", {"fd00::2", "10.0.0.2"}}});
   std::ostringstream log;
   resolve_load_target(p, fake, log);
-  EXPECT_EQ(lookups, 1);
+  EXPECT_EQ(fake.lookups("web01"), 1);
   EXPECT_EQ(p.target.host, "10.0.0.2");
   EXPECT_EQ(p.target.host_name, "web01");
   EXPECT_EQ(p.controller.engine.host, "10.0.0.2");
@@ -141,7 +131,7 @@ TEST(LoadFlags, ATargetNameIsResolvedOnceToIpv4AndKeptForTheHostHeader) {
   LoadPlan literal = parse_load_options(base(8080));
   resolve_load_target(literal, fake, log);
   EXPECT_EQ(literal.target.host, "127.0.0.1");
-  EXPECT_EQ(lookups, 2);
+  EXPECT_EQ(fake.lookups(), 2);
 }
 
 TEST(LoadFlags, ParsesTargetsAndDefaults) {
