@@ -133,6 +133,24 @@ TEST(InjectCli, SigintStopsTheInjectionAndStillReports) {
   expect_nothing_left(bed, out);
 }
 
+TEST(InjectCli, ANodeNameIsResolvedOnceAndUsed) {
+  NABLA_REQUIRE_ROOT_OR_SKIP();
+  InjectorTestbed bed;
+  bed.start_daemon();
+  const std::string out = temp_path("name");
+  {
+    std::vector<std::string> argv =
+        inject_argv(probe_link(9000), {"--delay", "5ms", "--for", "300ms"});
+    argv[3] = "localhost:7311";  // /etc/hosts names localhost
+    ChildProcess cli(argv, &bed.sender(), out);
+    EXPECT_EQ(cli.wait(std::chrono::seconds(10)), 0);
+  }
+  const std::string text = common::read_text_file(out);
+  EXPECT_EQ(text.rfind("resolved localhost -> 127.0.0.1\n", 0), 0u) << text;
+  EXPECT_NE(text.find("\ninjection inj-"), std::string::npos) << text;
+  expect_nothing_left(bed, out);
+}
+
 TEST(InjectCli, BadInputIsOneErrorAndNothingStarts) {
   NABLA_REQUIRE_ROOT_OR_SKIP();
   InjectorTestbed bed;
