@@ -112,7 +112,7 @@ void resolve_discover_nodes(std::vector<DiscoverNode>& nodes, const common::Reso
   }
 }
 
-int run_discover(const DiscoverOptions& o, std::ostream& out) {
+void check_discover_options(const DiscoverOptions& o) {
   if (o.nodes.empty()) throw std::invalid_argument("--node: give at least one node");
   for (size_t i = 0; i < o.nodes.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
@@ -122,6 +122,10 @@ int run_discover(const DiscoverOptions& o, std::ostream& out) {
     }
   }
   if (o.for_ns < 0) throw std::invalid_argument("--for: must be >= 0");
+}
+
+int run_discover(const DiscoverOptions& o, std::ostream& out) {
+  check_discover_options(o);
   std::optional<common::Key> key;
   if (o.key_file) key = common::load_key_file(*o.key_file);
 
@@ -212,6 +216,7 @@ void register_discover_command(CLI::App& app) {
                             : DiscoverOptions::Format::kTable;
     // Names are resolved after every flag has parsed, so usage errors exit 2
     // before any lookup; a failed lookup exits 1.
+    check_discover_options(*o);
     resolve_discover_nodes(o->nodes, common::system_resolver(), std::cerr);
     const int code = run_discover(*o, std::cout);
     if (code != 0) throw CLI::RuntimeError(code);

@@ -57,6 +57,11 @@ TEST(DiscoverCli, ANodeNameIsResolvedOnceAndPrinted) {
   r = run_command({NABLA_BINARY, "discover", "--node", "a=web..01:7312", "--for", "0s"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.stderr_text.find("--node: 'web..01:7312'"), std::string::npos) << r.stderr_text;
+  // So is a node name given twice, whatever its hosts would resolve to.
+  r = run_command({NABLA_BINARY, "discover", "--node", "a=web01.invalid", "--node",
+                   "a=web02.invalid", "--for", "0s"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.stderr_text.find("given twice"), std::string::npos) << r.stderr_text;
 }
 
 TEST(DiscoverCli, BadNodeAndFormatFlagsAreUsageErrors) {

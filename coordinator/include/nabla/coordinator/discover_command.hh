@@ -35,6 +35,10 @@ struct DiscoverOptions {
 // "NAME=HOST[:PORT]" (port 7312 by default); throws std::invalid_argument.
 DiscoverNode parse_discover_node(const std::string& text);
 
+// Throws std::invalid_argument naming the flag: no node, a node name given
+// twice, a negative --for.
+void check_discover_options(const DiscoverOptions& options);
+
 // Resolves every node's host once (a name becomes its address, the name kept
 // in HostPort::name) and writes "resolved NAME -> ADDRESS" lines to `log`.
 // Throws common::ResolveError naming "--node NODE" for a name that fails.
