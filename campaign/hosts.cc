@@ -18,6 +18,9 @@ class HostResolution {
           if (it == lookups_.end()) it = lookups_.emplace(name, resolver(name)).first;
           return it->second;
         }) {}
+  // cached_ points at this object.
+  HostResolution(const HostResolution&) = delete;
+  HostResolution& operator=(const HostResolution&) = delete;
 
   void resolve(std::string& host, const std::string& key,
                common::AddressFamily family = common::AddressFamily::kAny) {
