@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace nabla::campaign {
 namespace {
@@ -89,6 +90,7 @@ void merge_flows(std::vector<FlowEnd>& flows, const std::vector<FlowEnd>& update
   std::unordered_map<std::string, size_t> index;
   index.reserve(flows.size() + update.size());
   for (size_t i = 0; i < flows.size(); ++i) index.emplace(identity(flows[i], true), i);
+  std::unordered_set<std::string> owned_tuples;
   for (const FlowEnd& u : update) {
     const auto [it, inserted] = index.emplace(identity(u, true), flows.size());
     if (inserted) {
@@ -96,7 +98,13 @@ void merge_flows(std::vector<FlowEnd>& flows, const std::vector<FlowEnd>& update
     } else {
       flows[it->second] = u;
     }
+    if (u.pid != 0) owned_tuples.insert(identity(u, false));
   }
+  // The sniffer folds a tuple's pid-0 record into its owner's once the owner
+  // is known, and reports it no more: the owner's totals now hold its counts.
+  std::erase_if(flows, [&](const FlowEnd& f) {
+    return f.pid == 0 && owned_tuples.contains(identity(f, false));
+  });
 }
 
 namespace {

@@ -184,6 +184,26 @@ TEST(DiscoverJoin, MergeReplacesCumulativeRecords) {
   EXPECT_EQ(flows[0].segments_out, 99u);
 }
 
+// nabla-sniffd folds a tuple's pid-0 record into its owner's record once the
+// owner is known; a later poll's owner record then carries both counts, and
+// the earlier pid-0 record must not count them again.
+TEST(DiscoverJoin, MergeDropsAPidZeroRecordOnceItsOwnerIsReported) {
+  NodeFlows c{"c", {"10.1.0.1"}, {}};
+  NodeFlows s{"s", {"10.1.0.2"}, {}};
+  c.flows.push_back(flow("tcp", "10.1.0.1", 0, 0, "", "10.1.0.2", 80, 3, 3, 300, 900));
+  s.flows.push_back(flow("tcp", "10.1.0.2", 80, 2, "srv", "10.1.0.1", 0, 5, 5, 1500, 500));
+  merge_flows(c.flows, {flow("tcp", "10.1.0.1", 0, 7, "cli", "10.1.0.2", 80, 5, 5, 500, 1500)});
+  ASSERT_EQ(c.flows.size(), 1u);
+  EXPECT_EQ(c.flows[0].pid, 7);
+  const auto links = join_flows({c, s});
+  ASSERT_EQ(links.size(), 2u);
+  for (const Link& l : links) EXPECT_EQ(l.segments, 5u) << l.src.comm << " -> " << l.dst.comm;
+  // Another tuple's pid-0 record stays.
+  merge_flows(c.flows, {flow("tcp", "10.1.0.1", 0, 0, "", "10.1.0.2", 81, 1, 1, 10, 10)});
+  merge_flows(c.flows, {flow("tcp", "10.1.0.1", 0, 7, "cli", "10.1.0.2", 80, 6, 6, 600, 1600)});
+  EXPECT_EQ(c.flows.size(), 2u);
+}
+
 TEST(DiscoverJoin, ParseNamesMissingField) {
   json j = {{"proto", "tcp"},
             {"local", {{"addr", "1.2.3.4"}}},

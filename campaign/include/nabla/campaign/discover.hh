@@ -89,7 +89,8 @@ std::vector<Link> join_flows(const std::vector<NodeFlows>& nodes, const JoinOpti
 
 // Merges a later flows.list answer into `flows`: a record with the same
 // identity (proto, local, remote, pid) replaces the earlier one (totals are
-// cumulative).
+// cumulative), and a held pid-0 record of a tuple the answer reports with a
+// known pid is dropped (the sniffer folded its counts into the owner's).
 void merge_flows(std::vector<FlowEnd>& flows, const std::vector<FlowEnd>& update);
 
 nlohmann::json links_to_json(const std::vector<Link>& links);
