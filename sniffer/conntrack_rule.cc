@@ -10,6 +10,7 @@
 
 #include "nabla/common/log.hh"
 #include "nabla/common/netns.hh"
+#include "nabla/common/text_file.hh"
 
 namespace nabla::sniffer {
 namespace {
@@ -18,16 +19,18 @@ using Argv = std::vector<std::string>;
 
 constexpr const char* kAcctPath = "/proc/sys/net/netfilter/nf_conntrack_acct";
 
-common::CommandResult iptables(bool ipv6, const Argv& args) {
+Argv iptables_argv(bool ipv6, const Argv& args) {
   Argv argv = {ipv6 ? "ip6tables" : "iptables", "-w", "5"};
   argv.insert(argv.end(), args.begin(), args.end());
-  return common::run_command(argv);
+  return argv;
+}
+
+common::CommandResult iptables(bool ipv6, const Argv& args) {
+  return common::run_command(iptables_argv(ipv6, args));
 }
 
 void iptables_checked(bool ipv6, const Argv& args) {
-  Argv argv = {ipv6 ? "ip6tables" : "iptables", "-w", "5"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  common::run_checked(argv);
+  common::run_checked(iptables_argv(ipv6, args));
 }
 
 bool remove_chain(bool ipv6, const std::string& chain) noexcept {
@@ -52,10 +55,7 @@ void install_chain(bool ipv6, const std::string& chain) {
 }
 
 std::string read_text(const char* path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string s = text.str();
+  std::string s = common::read_text_file(path);
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
 }
