@@ -73,28 +73,45 @@ class Spectra {
   double wave_at(std::size_t from, std::size_t bin) const { return wave_.at(from)[bin]; }
 
   const std::vector<double>& product(std::size_t a, std::size_t b) {
-    const auto key = std::minmax(a, b);
-    auto it = product_.find(key);
-    if (it != product_.end()) return it->second;
-    std::vector<double> worst(n_ / 2 + 1, 0.0);
-    for (double phase : kPhases) {
-      const auto p = square_wave_product_bin_means(n_, period(a), 0.0, period(b), phase);
-      const auto s = rfft(p);
-      for (std::size_t bin = 0; bin < s.size(); ++bin) {
-        worst[bin] = std::max(worst[bin], std::abs(s[bin]));
-      }
-    }
-    return product_.emplace(key, std::move(worst)).first->second;
+    compute_product(a, b);
+    return product_.at(std::minmax(a, b));
+  }
+
+  // How far the product's line at a's (or b's) own frequency is from half
+  // that link's wave (the other's mean), relative to the link's coefficient.
+  double own_line_deviation(std::size_t a, std::size_t b) {
+    compute_product(a, b);
+    return own_deviation_.at(std::minmax(a, b));
   }
 
  private:
   double period(std::size_t k) const { return static_cast<double>(n_) / static_cast<double>(k); }
+
+  void compute_product(std::size_t a, std::size_t b) {
+    const auto key = std::minmax(a, b);
+    if (product_.count(key) != 0) return;
+    std::vector<double> worst(n_ / 2 + 1, 0.0);
+    double deviation = 0;
+    const auto wa = rfft(square_wave_bin_means(n_, period(a), 0.0, 1.0));
+    for (double phase : kPhases) {
+      const auto p = rfft(square_wave_product_bin_means(n_, period(a), 0.0, period(b), phase));
+      for (std::size_t bin = 0; bin < p.size(); ++bin) {
+        worst[bin] = std::max(worst[bin], std::abs(p[bin]));
+      }
+      const auto wb = rfft(square_wave_bin_means(n_, period(b), phase, 1.0));
+      deviation = std::max({deviation, std::abs(p[a] - 0.5 * wa[a]) / own(a),
+                            std::abs(p[b] - 0.5 * wb[b]) / own(b)});
+    }
+    product_.emplace(key, std::move(worst));
+    own_deviation_.emplace(key, deviation);
+  }
 
   std::size_t n_;
   std::vector<std::size_t> candidates_;
   std::map<std::size_t, std::vector<double>> wave_;
   std::map<std::size_t, double> own_;
   std::map<std::pair<std::size_t, std::size_t>, std::vector<double>> product_;
+  std::map<std::pair<std::size_t, std::size_t>, double> own_deviation_;
 };
 
 // The largest leak a set gets from adding k: k's wave into every chosen
@@ -109,6 +126,7 @@ double leak_with(Spectra& s, const std::vector<std::size_t>& chosen, std::size_t
     for (std::size_t b = a + 1; b < chosen.size(); ++b) {
       worst = std::max(worst, s.product(chosen[a], chosen[b])[k] / s.own(k));
     }
+    worst = std::max(worst, s.own_line_deviation(chosen[a], k));
     const auto& with_k = s.product(chosen[a], k);
     for (std::size_t c : chosen) {
       if (c != chosen[a]) worst = std::max(worst, with_k[c] / s.own(c));
@@ -117,21 +135,31 @@ double leak_with(Spectra& s, const std::vector<std::size_t>& chosen, std::size_t
   return worst;
 }
 
+std::vector<std::size_t> occupied_bins(Spectra& s, const std::vector<std::size_t>& k,
+                                       std::size_t bins, double occupied_leak, double product_leak);
+
 struct Search {
   Spectra& spectra;
+  const FrequencyPlanOptions& options;
   std::size_t links;
-  double max_leak;
   std::size_t nodes = 0;
   std::vector<std::size_t> chosen;
   double worst = 0;
 
+  // A full set leaves room for the noise estimate.
+  bool enough_free_bins() {
+    const auto busy = occupied_bins(spectra, chosen, options.bins, options.occupied_leak,
+                                    options.occupied_product_leak);
+    return options.bins / 2 - 1 - busy.size() >= options.min_free_bins;
+  }
+
   bool extend(std::size_t from) {
-    if (chosen.size() == links) return true;
+    if (chosen.size() == links) return enough_free_bins();
     const auto& cands = spectra.candidates();
     for (std::size_t i = from; i < cands.size(); ++i) {
       if (++nodes > kMaxSearchNodes) return false;
       const double leak = leak_with(spectra, chosen, cands[i]);
-      if (leak > max_leak) continue;
+      if (leak > options.max_leak) continue;
       const double before = worst;
       chosen.push_back(cands[i]);
       worst = std::max(worst, leak);
@@ -160,7 +188,8 @@ std::vector<std::size_t> candidate_order(const FrequencyPlanOptions& o) {
 }
 
 std::vector<std::size_t> occupied_bins(Spectra& s, const std::vector<std::size_t>& k,
-                                       std::size_t bins, double occupied_leak) {
+                                       std::size_t bins, double occupied_leak,
+                                       double product_leak) {
   double weakest = s.own(k.front());
   for (std::size_t f : k) weakest = std::min(weakest, s.own(f));
   const double floor = occupied_leak * weakest;
@@ -170,7 +199,7 @@ std::vector<std::size_t> occupied_bins(Spectra& s, const std::vector<std::size_t
     for (std::size_t a = 0; a < k.size() && !busy; ++a) {
       busy = s.wave_at(k[a], bin) > floor;
       for (std::size_t b = a + 1; b < k.size() && !busy; ++b) {
-        busy = s.product(k[a], k[b])[bin] > floor;
+        busy = s.product(k[a], k[b])[bin] > product_leak * weakest;
       }
     }
     if (busy) out.push_back(bin);
@@ -201,12 +230,13 @@ std::optional<FrequencyPlan> plan_frequencies(std::size_t links,
                                               const FrequencyPlanOptions& options) {
   validate(links, options);
   Spectra spectra(options.bins, candidate_order(options));
-  Search search{spectra, links, options.max_leak, 0, {}, 0};
+  Search search{spectra, options, links, 0, {}, 0};
   if (!search.extend(0)) return std::nullopt;
   FrequencyPlan plan;
   plan.k = search.chosen;
   plan.worst_leak = search.worst;
-  plan.occupied = occupied_bins(spectra, plan.k, options.bins, options.occupied_leak);
+  plan.occupied = occupied_bins(spectra, plan.k, options.bins, options.occupied_leak,
+                                options.occupied_product_leak);
   return plan;
 }
 

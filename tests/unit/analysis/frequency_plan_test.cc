@@ -77,15 +77,20 @@ TEST(FrequencyPlan, PlannedWavesDoNotLeakIntoEachOther) {
   }
 }
 
-// Two frequencies one of which is the other's third harmonic leak 1/3 (less
-// bin averaging): never planned together.
-TEST(FrequencyPlan, NeverPairsAFrequencyWithItsOddHarmonic) {
+// Pairs that would mix: 12 is 4's third harmonic (1/3 of a wave, less bin
+// averaging); with 8 = 2 x 4 the product's line at 8 - 4 falls on 4; with
+// 6 = 3/2 x 4 the line at 3 x 4 - 6 falls on 6. None is ever planned.
+TEST(FrequencyPlan, NeverPairsFrequenciesThatMix) {
   FrequencyPlanOptions o;
   o.bins = 128;
-  o.preference = {4, 12, 6, 7};
+  for (std::size_t other : {12u, 8u, 6u}) {
+    o.preference = {4, other};
+    EXPECT_FALSE(plan_frequencies(2, o).has_value()) << other;
+  }
+  o.preference = {4, 12, 8, 6, 3, 5};
   const auto plan = plan_frequencies(2, o);
   ASSERT_TRUE(plan.has_value());
-  EXPECT_EQ(plan->k, (std::vector<std::size_t>{4, 6}));
+  EXPECT_EQ(plan->k, (std::vector<std::size_t>{3, 5}));
 }
 
 TEST(FrequencyPlan, TooFewBinsGivesNoPlanAndTheSmallestSizeIsFound) {

@@ -21,11 +21,14 @@
 // r biases a link's gradient by at most r times the other link's (or the
 // interaction's) response per unit of the link's own amplitude.
 //
-// The product x_j * x_l also has a line at k_j itself: its mean over l's
-// wave is 1/2. So with an interaction c (ns of response per ns^2 of both
-// delays), link j's simultaneous gradient is g_j + c * a_l / 2: the
+// The product x_j * x_l also has a line at k_j itself: x_j times the mean
+// of l's wave, 1/2. So with an interaction c (ns of response per ns^2 of
+// both delays), link j's simultaneous gradient is g_j + c * a_l / 2: the
 // gradient at the other links' mean injected delay. That is inherent to any
-// simultaneous schedule and is documented as the quantity measured.
+// simultaneous schedule and is documented as the quantity measured. Any
+// further line there (k_l - k_j = k_j when k_l = 2 k_j, 3k_j - k_l = k_l
+// when k_l = 3k_j / 2, ...) would change that meaning, so the planner
+// counts the product's deviation from x_j / 2 at k_j as a leak too.
 //
 // Frequencies the training found noisy (`avoid`) are never chosen, and the
 // search takes candidates in `preference` order (quietest first when the
@@ -44,6 +47,8 @@ struct FrequencyPlanOptions {
   std::size_t min_k = 2;                // lowest frequency (slow drift below)
   double max_leak = 0.01;               // see above
   double occupied_leak = 0.05;          // see FrequencyPlan::occupied
+  double occupied_product_leak = 0.1;   // the same for pair products
+  std::size_t min_free_bins = 16;       // bins left for the noise estimate
   std::vector<std::size_t> avoid;       // frequencies never chosen
   std::vector<std::size_t> preference;  // candidate order; empty: ascending k
 };
@@ -51,10 +56,12 @@ struct FrequencyPlanOptions {
 struct FrequencyPlan {
   std::vector<std::size_t> k;  // one frequency per link, in the order chosen
   double worst_leak = 0;       // the largest leak between the chosen waves
-  // Every bin where a chosen wave or pair product has energy above
-  // occupied_leak of the weakest fundamental: the noise estimate avoids
-  // them. Smaller lines left in the noise bins raise the noise estimate by
-  // their power, a fraction occupied_leak^2 * SNR^2 of a bin's.
+  // Every bin where a chosen wave has energy above occupied_leak of the
+  // weakest fundamental: the noise estimate avoids them. Smaller lines left
+  // in the noise bins raise the noise estimate by their power (a fraction
+  // occupied_leak^2 * SNR^2 of a bin's), and so widen the CI. Pair products
+  // are not counted: they carry energy only when links interact, and then
+  // their lines in the noise bins widen the CI in the same way.
   std::vector<std::size_t> occupied;
 };
 
