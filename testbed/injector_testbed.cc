@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "nabla/common/clock.hh"
+#include "nabla/common/local_keys.hh"
 #include "nabla/common/rpc.hh"
 
 namespace nabla::testbed {
@@ -130,7 +131,12 @@ nlohmann::json InjectorTestbed::call(const std::string& method, const nlohmann::
   std::thread helper([&] {
     try {
       if (::setns(ns.get(), CLONE_NEWNET) != 0) throw std::runtime_error("setns failed");
-      auto client = common::RpcClient::connect("127.0.0.1", 7311, key_, std::chrono::seconds(2));
+      // Without a client key, the daemon's own key from its run file, as the
+      // nabla CLI finds it (looked up in the daemon's namespace).
+      const auto key = key_ ? common::RpcClient::KeySource([this] { return *key_; })
+                            : common::client_key_source(std::nullopt, common::kInjectdKeyName,
+                                                        "127.0.0.1", 7311);
+      auto client = common::RpcClient::connect("127.0.0.1", 7311, key, std::chrono::seconds(2));
       result = client.call(method, params, std::chrono::seconds(5));
     } catch (...) {
       error = std::current_exception();
