@@ -105,6 +105,15 @@ void InjectorTestbed::kill_daemon_hard() {
   daemon_->signal(SIGKILL);
   daemon_->wait(std::chrono::seconds(5));
   daemon_.reset();
+  // A killed daemon leaves its run key file (/run/nabla, named after the
+  // daemon's namespace); the test removes it as it removes the namespace.
+  const common::FileDescriptor ns = daemon_ns_->open();
+  std::thread helper([&] {
+    if (::setns(ns.get(), CLONE_NEWNET) == 0) {
+      ::unlink(common::run_key_path({}, common::kInjectdKeyName, 7311).c_str());
+    }
+  });
+  helper.join();
 }
 
 void InjectorTestbed::stop_daemon() {
