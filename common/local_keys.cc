@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -39,8 +40,8 @@ bool file_exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-// RUN_DIR, mode 0750 and of `gid` when given. An existing directory this
-// process does not own is left as its owner made it.
+// RUN_DIR, mode 0750 and of `gid` when given (and allowed). An existing
+// directory this process does not own is left as its owner made it.
 void prepare_run_dir(const std::string& dir, std::optional<unsigned> gid) {
   if (::mkdir(dir.c_str(), 0750) != 0 && errno != EEXIST) {
     throw std::system_error(errno, std::generic_category(), "mkdir " + dir);
@@ -50,7 +51,10 @@ void prepare_run_dir(const std::string& dir, std::optional<unsigned> gid) {
   if (!S_ISDIR(st.st_mode)) throw std::runtime_error(dir + " is not a directory");
   if (st.st_uid != ::geteuid()) return;
   check_syscall("chmod " + dir, ::chmod(dir.c_str(), 0750));
-  if (gid) check_syscall("chown " + dir, ::chown(dir.c_str(), static_cast<uid_t>(-1), *gid));
+  if (gid && ::chown(dir.c_str(), static_cast<uid_t>(-1), *gid) != 0) {
+    log_warn("cannot give ", dir, " to the key group (", std::strerror(errno),
+             "): only its owner can use the keys in it");
+  }
 }
 
 // Writes `key` as hex to `path` by rename, so a reader never sees half a file
@@ -60,9 +64,13 @@ void write_run_key(const std::string& path, const Key& key, std::optional<unsign
   ::unlink(tmp.c_str());
   {
     FileDescriptor fd = FileDescriptor::open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
-    if (gid) {
-      check_syscall("fchown " + tmp, ::fchown(fd.get(), static_cast<uid_t>(-1), *gid));
+    // Without the right to give it to the group (no CAP_CHOWN), the file
+    // stays 0600: fewer users get in, never more.
+    if (gid && ::fchown(fd.get(), static_cast<uid_t>(-1), *gid) == 0) {
       check_syscall("fchmod " + tmp, ::fchmod(fd.get(), 0640));
+    } else if (gid) {
+      log_warn("cannot give ", path, " to the key group (", std::strerror(errno),
+               "): only its owner can read it");
     }
     std::string text = to_hex(key.bytes().data(), key.bytes().size()) + "\n";
     fd.write_all(text);
