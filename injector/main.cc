@@ -65,7 +65,8 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_option("--listen", f.options.listen, "control address ADDR:PORT")
       ->default_val("127.0.0.1:7311");
   app.add_option("--key-file", f.key_file,
-                 "HMAC key file (0600, 32+ bytes); required off loopback");
+                 "HMAC key file (one hex key per line, mode 0600); default /etc/nabla/key, "
+                 "or on loopback a fresh key in /run/nabla");
   app.add_option("--queue-num", f.options.queue_num, "first NFQUEUE number (one per injection)")
       ->default_val(0);
   app.add_option("--queue-maxlen", f.options.queue_maxlen, "kernel queue length per injection")

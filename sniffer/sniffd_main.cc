@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
 Flows are 5-tuples labelled with the local process; ports in the local
 ephemeral range (net.ipv4.ip_local_port_range) are folded to 0. Control
 methods: flows.list {since, min_messages, include_control}, daemon.info.
-Any listen address other than loopback requires --key-file.)");
+Without --key-file the key is /etc/nabla/key or, on loopback only, a fresh
+one in /run/nabla (see docs/protocol.md, "Local control").)");
   bool print = false;
   bool json = false;
   bool include_control = false;
@@ -46,7 +47,7 @@ Any listen address other than loopback requires --key-file.)");
   app.add_option("--count", count, "stop after this many scans (default 0: run until a signal)");
   app.add_option("--min-messages", min_messages, "report flows with at least this many messages");
   app.add_option("--listen", listen, "control address ADDR[:PORT] (default 127.0.0.1:7312)");
-  app.add_option("--key-file", key_file, "HMAC key file (0600, 32+ bytes)");
+  app.add_option("--key-file", key_file, "HMAC key file (one hex key per line, mode 0600)");
   if (const auto code = nabla::common::parse_command_line(app, argc, argv, "nabla-sniffd"))
     return *code;
 
@@ -72,7 +73,7 @@ Any listen address other than loopback requires --key-file.)");
     const auto address = nabla::common::parse_listen_address(listen, nabla::common::kSniffdPort);
     opts.rpc.listen_address = address.host;
     opts.rpc.port = address.port;
-    if (!key_file.empty()) opts.rpc.key = nabla::common::load_key_file(key_file);
+    if (!key_file.empty()) opts.key_file = key_file;
     opts.print = print;
     opts.print_json = json;
     opts.include_control = include_control;

@@ -18,8 +18,10 @@ namespace nabla::sniffer {
 
 struct DaemonOptions {
   SnifferOptions sniffer;
-  // Control server; ignored in print mode.
+  // Control server; ignored in print mode. Its key comes from key_file or
+  // the defaults of common::DaemonKey.
   common::RpcServerOptions rpc;
+  std::optional<std::string> key_file;
   // Print mode: a table (or JSON lines) of the flows that changed after each
   // scan, no control server.
   bool print = false;
