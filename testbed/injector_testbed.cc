@@ -23,6 +23,7 @@
 
 #include "nabla/common/clock.hh"
 #include "nabla/common/rpc.hh"
+#include "nabla/common/rpc_in_namespace.hh"
 
 namespace nabla::testbed {
 
@@ -122,23 +123,8 @@ std::string InjectorTestbed::daemon_log() const {
 }
 
 nlohmann::json InjectorTestbed::call(const std::string& method, const nlohmann::json& params) {
-  nlohmann::json result;
-  std::exception_ptr error;
-  const common::FileDescriptor ns = daemon_ns_->open();
-  // The RPC client's socket must live in the daemon's namespace (the daemon
-  // listens on its loopback): a helper thread enters it.
-  std::thread helper([&] {
-    try {
-      if (::setns(ns.get(), CLONE_NEWNET) != 0) throw std::runtime_error("setns failed");
-      auto client = common::RpcClient::connect("127.0.0.1", 7311, key_, std::chrono::seconds(2));
-      result = client.call(method, params, std::chrono::seconds(5));
-    } catch (...) {
-      error = std::current_exception();
-    }
-  });
-  helper.join();
-  if (error) std::rethrow_exception(error);
-  return result;
+  // The daemon listens on its namespace's loopback.
+  return common::call_in_namespace(*daemon_ns_, "127.0.0.1", 7311, key_, method, params);
 }
 
 std::vector<std::string> InjectorTestbed::nabla_rules() {

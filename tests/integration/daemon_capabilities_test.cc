@@ -10,14 +10,12 @@
 #include <gtest/gtest.h>
 #include <linux/capability.h>
 #include <netinet/in.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
-#include <exception>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -26,7 +24,7 @@
 
 #include "nabla/common/fd.hh"
 #include "nabla/common/netns.hh"
-#include "nabla/common/rpc.hh"
+#include "nabla/common/rpc_in_namespace.hh"
 #include "nabla/common/text_file.hh"
 #include "nabla_test_support.hh"
 #include "tier_probe.hh"
@@ -63,25 +61,8 @@ uint64_t effective_capabilities_of(pid_t pid) {
   return 0;
 }
 
-// One RPC to a daemon on the loopback of `ns` (a helper thread enters it,
-// so the client's socket lives there).
 json call_in(const NetNamespace& ns, uint16_t port, const std::string& method, json params) {
-  json result;
-  std::exception_ptr error;
-  const FileDescriptor ns_fd = ns.open();
-  std::thread helper([&] {
-    try {
-      if (::setns(ns_fd.get(), CLONE_NEWNET) != 0) throw std::runtime_error("setns failed");
-      auto client =
-          common::RpcClient::connect("127.0.0.1", port, std::nullopt, std::chrono::seconds(2));
-      result = client.call(method, params, std::chrono::seconds(5));
-    } catch (...) {
-      error = std::current_exception();
-    }
-  });
-  helper.join();
-  if (error) std::rethrow_exception(error);
-  return result;
+  return common::call_in_namespace(ns, "127.0.0.1", port, std::nullopt, method, params);
 }
 
 // Waits up to 5 s for the daemon to answer daemon.info.
