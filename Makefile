@@ -34,7 +34,6 @@ test: build
 	bash scripts/package-smoke.sh $(BUILD)/nabla_*_amd64.deb -- \
 	  sh -c 'cd $(BUILD) && ctest --output-on-failure -j $(JOBS)'
 
-
 unit: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L unit
 

@@ -159,6 +159,7 @@ std::vector<pid_t> processes_mentioning(const std::string& needle) {
 
 TEST_F(DemoAcceptance, A_QuickDemoRunsStoresAndCleansUp) {
   NABLA_REQUIRE_ROOT_OR_SKIP();
+  std::cerr << "note: running " << nabla_path() << " demo --quick\n";
   const auto t0 = Clock::now();
   const std::string out_path = (shared().dir / "demo-out.json").string();
   pid_t demo_pid = 0;
