@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "nabla/common/capabilities.hh"
 #include "nabla/common/cli_usage.hh"
 #include "nabla/common/host_port.hh"
 #include "nabla/common/log.hh"
@@ -61,14 +62,24 @@ one in /run/nabla (see docs/protocol.md, "Local control").)");
     opts.sniffer.conntrack = !no_conntrack;
     opts.sniffer.conntrack_rule = !no_conntrack_rule;
     opts.sniffer.destroy_events = !no_destroy;
+    const auto capabilities = nabla::sniffer::required_capabilities(opts.sniffer);
     if (check) {
+      const auto missing = nabla::common::missing_capabilities(
+          capabilities, nabla::common::effective_capabilities());
+      for (const auto& cap : missing) {
+        std::cout << "missing: capability " << nabla::common::describe_capability(cap) << "\n";
+      }
       const nabla::sniffer::Sniffer sniffer(opts.sniffer);
       const auto sources = sniffer.sources();
       for (const auto& line : nabla::sniffer::format_sources(sources)) std::cout << line << '\n';
       for (const auto& s : sources) {
         if (!s.active) return 1;
       }
-      return 0;
+      return missing.empty() ? 0 : 1;
+    }
+    if (const auto missing = nabla::common::check_capabilities("nabla-sniffd", capabilities)) {
+      std::fprintf(stderr, "%s\n", missing->c_str());
+      return 1;
     }
     const auto address = nabla::common::parse_listen_address(listen, nabla::common::kSniffdPort);
     opts.rpc.listen_address = address.host;

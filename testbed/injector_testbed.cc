@@ -24,6 +24,7 @@
 #include "nabla/common/clock.hh"
 #include "nabla/common/local_keys.hh"
 #include "nabla/common/rpc.hh"
+#include "nabla/common/rpc_in_namespace.hh"
 
 namespace nabla::testbed {
 
@@ -132,28 +133,12 @@ std::string InjectorTestbed::daemon_log() const {
 }
 
 nlohmann::json InjectorTestbed::call(const std::string& method, const nlohmann::json& params) {
-  nlohmann::json result;
-  std::exception_ptr error;
-  const common::FileDescriptor ns = daemon_ns_->open();
-  // The RPC client's socket must live in the daemon's namespace (the daemon
-  // listens on its loopback): a helper thread enters it.
-  std::thread helper([&] {
-    try {
-      if (::setns(ns.get(), CLONE_NEWNET) != 0) throw std::runtime_error("setns failed");
-      // Without a client key, the daemon's own key from its run file, as the
-      // nabla CLI finds it (looked up in the daemon's namespace).
-      const auto key = key_ ? common::RpcClient::KeySource([this] { return *key_; })
-                            : common::client_key_source(std::nullopt, common::kInjectdKeyName,
-                                                        "127.0.0.1", 7311);
-      auto client = common::RpcClient::connect("127.0.0.1", 7311, key, std::chrono::seconds(2));
-      result = client.call(method, params, std::chrono::seconds(5));
-    } catch (...) {
-      error = std::current_exception();
-    }
-  });
-  helper.join();
-  if (error) std::rethrow_exception(error);
-  return result;
+  // The daemon listens on its namespace's loopback. Without a client key,
+  // the daemon's own key from its run file, as the nabla CLI finds it.
+  const auto key = key_ ? common::RpcClient::KeySource([this] { return *key_; })
+                        : common::client_key_source(std::nullopt, common::kInjectdKeyName,
+                                                    "127.0.0.1", 7311);
+  return common::call_in_namespace(*daemon_ns_, "127.0.0.1", 7311, key, method, params);
 }
 
 std::vector<std::string> InjectorTestbed::nabla_rules() {
