@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "nabla/common/rpc.hh"
+
 namespace nabla::injector {
 
 struct DaemonOptions {
@@ -19,6 +21,9 @@ struct DaemonOptions {
   // PM QoS CPU latency limit (µs) held while injections run; nullopt = off,
   // the default (ServiceOptions::cpu_latency_us).
   std::optional<int32_t> cpu_latency_us;
+  // The protocol version daemon.info reports: the build's, unless a test
+  // makes the daemon claim another (--report-protocol-version, hidden).
+  int64_t report_protocol_version = common::kProtocolVersion;
 };
 
 // What --check found missing, in plain words (empty: all good).

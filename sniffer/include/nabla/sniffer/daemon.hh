@@ -26,6 +26,9 @@ struct DaemonOptions {
   bool print_json = false;
   bool include_control = false;
   uint64_t max_scans = 0;  // stop after this many scans; 0: run until a signal
+  // The protocol version daemon.info reports: the build's, unless a test
+  // makes the daemon claim another (--report-protocol-version, hidden).
+  int64_t report_protocol_version = common::kProtocolVersion;
 };
 
 // Runs until a signal or max_scans. Setup errors throw (system_error,
