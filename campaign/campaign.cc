@@ -150,8 +150,9 @@ CampaignOutcome run_campaign(const CampaignSpec& spec, db::Store& store,
   EngineLoadRunner load;
   return run_recorded(
       spec, store, options, clock, [&](CampaignRecorder& recorder, CampaignOutcome& out) {
-        // Connected inside the run, so a daemon it cannot reach fails the
-        // stored run.
+        // Checked and connected inside the run, so a node that cannot serve
+        // the campaign, or a daemon it cannot reach, fails the stored run.
+        if (options.check_nodes) options.check_nodes(spec);
         RpcDaemons daemons(spec, kConnectTimeout);
         CampaignRun run(spec, options, CampaignEnvironment{clock, load, daemons}, recorder, out);
         run_phases(run);

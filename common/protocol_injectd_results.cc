@@ -249,25 +249,27 @@ LeaseRenewResult LeaseRenewResult::from_json(const json& result) {
 
 json InjectorInfo::to_json() const {
   const Timer& t = timer;
-  return json{{"name", name},
-              {"version", version},
-              {"pid", pid},
-              {"queue_base", queue_base},
-              {"queue_maxlen", queue_maxlen},
-              {"max_injections", max_injections},
-              {"timer",
-               {{"mode", t.self_calibrated ? "self-calibrated" : "fixed"},
-                {"lead_us", t.lead_us},
-                {"wakeup_lateness_us", lateness_json(t.wakeup_lateness)},
-                {"polled_s", t.polled_s},
-                {"polled_fraction", t.polled_fraction}}},
-              {"busy_poll_us", busy_poll_us},
-              {"cpu_latency",
-               {{"limit_us", cpu_latency.limit_us ? json(*cpu_latency.limit_us) : json()},
-                {"held", cpu_latency.held},
-                {"error", cpu_latency.error}}},
-              {"injections", injections},
-              {"uptime_s", uptime_s}};
+  json out{{"name", name},
+           {"version", version},
+           {"pid", pid},
+           {"queue_base", queue_base},
+           {"queue_maxlen", queue_maxlen},
+           {"max_injections", max_injections},
+           {"timer",
+            {{"mode", t.self_calibrated ? "self-calibrated" : "fixed"},
+             {"lead_us", t.lead_us},
+             {"wakeup_lateness_us", lateness_json(t.wakeup_lateness)},
+             {"polled_s", t.polled_s},
+             {"polled_fraction", t.polled_fraction}}},
+           {"busy_poll_us", busy_poll_us},
+           {"cpu_latency",
+            {{"limit_us", cpu_latency.limit_us ? json(*cpu_latency.limit_us) : json()},
+             {"held", cpu_latency.held},
+             {"error", cpu_latency.error}}},
+           {"injections", injections},
+           {"uptime_s", uptime_s}};
+  node.write_to(out);
+  return out;
 }
 
 InjectorInfo InjectorInfo::from_json(const json& result) {
@@ -289,6 +291,7 @@ InjectorInfo InjectorInfo::from_json(const json& result) {
   info.cpu_latency.error = cpu.string("error");
   info.injections = in.unsigned_integer("injections");
   info.uptime_s = in.number("uptime_s");
+  info.node = NodeFacts::read_from(result);
   return info;
 }
 

@@ -205,33 +205,35 @@ FlowsListResult FlowsListResult::from_json(const json& result) {
 }
 
 json SnifferInfo::to_json() const {
-  return json{{"daemon", daemon},
-              {"version", version},
-              {"pid", pid},
-              {"interval_ns", interval_ns},
-              {"min_messages", min_messages},
-              {"control_ports", control_ports},
-              {"port_range", {port_range_low, port_range_high}},
-              {"scans", scans},
-              {"sockets_last_scan", sockets_last_scan},
-              {"last_scan_ns", last_scan_ns},
-              {"flows", flows},
-              {"sock_diag",
-               {{"messages", sock_diag.messages},
-                {"malformed", sock_diag.malformed},
-                {"short_tcp_info", sock_diag.short_tcp_info},
-                {"errors", sock_diag.errors}}},
-              {"conntrack",
-               {{"enabled", conntrack.enabled},
-                {"events", conntrack.events},
-                {"ignored", conntrack.ignored},
-                {"malformed", conntrack.malformed},
-                {"lost", conntrack.lost}}},
-              {"destroy",
-               {{"enabled", destroy.enabled},
-                {"notifications", destroy.notifications},
-                {"malformed", destroy.malformed},
-                {"lost", destroy.lost}}}};
+  json out{{"daemon", daemon},
+           {"version", version},
+           {"pid", pid},
+           {"interval_ns", interval_ns},
+           {"min_messages", min_messages},
+           {"control_ports", control_ports},
+           {"port_range", {port_range_low, port_range_high}},
+           {"scans", scans},
+           {"sockets_last_scan", sockets_last_scan},
+           {"last_scan_ns", last_scan_ns},
+           {"flows", flows},
+           {"sock_diag",
+            {{"messages", sock_diag.messages},
+             {"malformed", sock_diag.malformed},
+             {"short_tcp_info", sock_diag.short_tcp_info},
+             {"errors", sock_diag.errors}}},
+           {"conntrack",
+            {{"enabled", conntrack.enabled},
+             {"events", conntrack.events},
+             {"ignored", conntrack.ignored},
+             {"malformed", conntrack.malformed},
+             {"lost", conntrack.lost}}},
+           {"destroy",
+            {{"enabled", destroy.enabled},
+             {"notifications", destroy.notifications},
+             {"malformed", destroy.malformed},
+             {"lost", destroy.lost}}}};
+  node.write_to(out);
+  return out;
 }
 
 SnifferInfo SnifferInfo::from_json(const json& result) {
@@ -261,6 +263,7 @@ SnifferInfo SnifferInfo::from_json(const json& result) {
   const ObjectReader d = in.object("destroy");
   s.destroy = {d.boolean("enabled"), d.unsigned_integer("notifications"),
                d.unsigned_integer("malformed"), d.unsigned_integer("lost")};
+  s.node = NodeFacts::read_from(result);
   return s;
 }
 

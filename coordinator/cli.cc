@@ -14,6 +14,7 @@
 #include "nabla/coordinator/inject_command.hh"
 #include "nabla/coordinator/key_command.hh"
 #include "nabla/coordinator/load_command.hh"
+#include "nabla/coordinator/nodes_command.hh"
 #include "nabla/coordinator/predict.hh"
 #include "nabla/coordinator/run_command.hh"
 #include "nabla/coordinator/runs_command.hh"
@@ -191,6 +192,7 @@ int run_cli(int argc, char** argv) {
   register_runs_command(app);
   register_sql_command(app);
   register_run_command(app);
+  register_nodes_command(app);
   register_predict_command(app);
   register_demo_command(app);
   try {

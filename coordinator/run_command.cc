@@ -17,6 +17,7 @@
 #include "nabla/common/clock.hh"
 #include "nabla/common/resolve.hh"
 #include "nabla/common/units.hh"
+#include "nabla/coordinator/nodes_command.hh"
 #include "nabla/coordinator/text_table.hh"
 
 #ifndef NABLA_VERSION
@@ -233,6 +234,11 @@ int run_campaign_command(const RunOptions& opt, std::ostream& out, std::ostream&
   co.tool_version = NABLA_VERSION;
   co.cancel = &signals.flag();
   if (!opt.quiet) co.log = &err;
+  if (!opt.skip_node_check) {
+    co.check_nodes = [&err, quiet = opt.quiet](const CampaignSpec& checked) {
+      check_campaign_nodes(checked, err, quiet);
+    };
+  }
   const bool tty = !opt.quiet && ::isatty(STDERR_FILENO) == 1;
   if (tty) {
     co.progress = [&err](const CampaignProgress& p) {
@@ -265,6 +271,8 @@ void register_run_command(CLI::App& app) {
   cmd->add_option("--db", o->db_path, "SQLite run history (default: the spec's db or nabla.db)");
   cmd->add_flag("--json", o->json, "print the outcome as JSON (first key run_id)");
   cmd->add_flag("--quiet", o->quiet, "no notes or progress on stderr");
+  cmd->add_flag("--skip-node-check", o->skip_node_check,
+                "do not check the nodes first (nabla nodes check); for experts");
   cmd->add_option("--kind", o->kind, "stored run kind (run|demo)")->group("");
   cmd->callback([o] {
     const int code = run_campaign_command(*o, std::cout, std::cerr);

@@ -18,6 +18,7 @@
 #include "nabla/common/local_keys.hh"
 #include "nabla/common/log.hh"
 #include "nabla/common/netns.hh"
+#include "nabla/common/node_facts.hh"
 #include "nabla/common/rpc.hh"
 #include "nabla/injector/engine.hh"
 #include "nabla/injector/iptables_rules.hh"
@@ -49,6 +50,24 @@ std::vector<std::string> check_environment(uint16_t queue_num) {
   return missing;
 }
 
+namespace {
+
+// daemon.info's node facts: NFQUEUE (what --check finds missing) and what
+// every daemon reports.
+common::protocol::NodeFacts injector_node_facts(const DaemonOptions& options) {
+  const std::vector<std::string> missing = check_environment(options.queue_num);
+  common::protocol::FeatureState nfqueue{missing.empty(), ""};
+  if (missing.empty()) {
+    nfqueue.detail = "queue " + std::to_string(options.queue_num) + " binds; iptables works";
+  }
+  for (const std::string& m : missing) {
+    nfqueue.detail += (nfqueue.detail.empty() ? "" : "; ") + m;
+  }
+  return common::probe_node_facts(options.report_protocol_version, {{"nfqueue", nfqueue}});
+}
+
+}  // namespace
+
 int run_daemon(const DaemonOptions& options) {
   const common::HostPort listen =
       common::parse_listen_address(options.listen, common::kInjectdPort);
@@ -79,6 +98,7 @@ int run_daemon(const DaemonOptions& options) {
   so.queue_maxlen = options.queue_maxlen;
   so.busy_poll_ns = options.busy_poll_ns;
   so.cpu_latency_us = options.cpu_latency_us;
+  so.node = injector_node_facts(options);
   InjectorService service(so, engine, rules, [] { return common::monotonic_ns(); });
 
   asio::io_context io;

@@ -94,6 +94,9 @@ void add_flags(CLI::App& app, Flags& f) {
       ->default_val("off");
   app.add_option("--log-level", f.log_level, "error|warn|info|debug")->default_val("info");
   app.add_flag("--check", f.check, "verify kernel and tools, print what is missing");
+  // Test-only: claim another protocol version in daemon.info, so the
+  // version check of `nabla nodes check` can be tested against a real daemon.
+  app.add_option("--report-protocol-version", f.options.report_protocol_version)->group("");
 }
 
 // Fills f.options from the text flags; a bad value is one line naming the

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "nabla/common/log.hh"
+#include "nabla/common/node_facts.hh"
 #include "nabla/common/protocol/injectd.hh"
 #include "nabla/common/protocol/no_params.hh"
 #include "nabla/common/rpc.hh"
@@ -256,6 +257,7 @@ json InjectorService::info(const json& params) {
   info.cpu_latency = {options_.cpu_latency_us, cpu_latency_ != nullptr, cpu_latency_error_};
   info.injections = active_.size();
   info.uptime_s = static_cast<double>(clock_() - started_ns_) / 1e9;
+  info.node = options_.node;
   return info.to_json();
 }
 
@@ -288,6 +290,7 @@ void InjectorService::register_methods(common::RpcServer& server) {
   server.add_method("inject.stats", [this](const json& p) { return stats(p); });
   server.add_method("lease.renew", [this](const json& p) { return renew(p); });
   server.add_method("daemon.info", [this](const json& p) { return info(p); });
+  common::add_clock_method(server);
 }
 
 }  // namespace nabla::injector

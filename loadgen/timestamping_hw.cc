@@ -1,8 +1,7 @@
-// Hardware timestamping: detection (ETHTOOL_GET_TS_INFO), the decision on the
-// driver's answer, enabling (SIOCSHWTSTAMP) and the per-run plan.
+// Hardware timestamping: enabling (SIOCSHWTSTAMP) and the per-run plan; the
+// detection is common/hw_timestamps.cc.
 #include <arpa/inet.h>
 #include <ifaddrs.h>
-#include <linux/ethtool.h>
 #include <linux/net_tstamp.h>
 #include <linux/sockios.h>
 #include <net/if.h>
@@ -22,76 +21,10 @@
 #include "nabla/loadgen/timestamping.hh"
 
 namespace nabla::loadgen {
-namespace {
-
-common::FileDescriptor control_socket() {
-  common::FileDescriptor fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  if (!fd) throw std::system_error(errno, std::system_category(), "socket(AF_INET, SOCK_DGRAM)");
-  return fd;
-}
-
-ifreq interface_request(const std::string& interface, void* data) {
-  if (interface.empty() || interface.size() >= IFNAMSIZ) {
-    throw std::invalid_argument("invalid interface name '" + interface + "'");
-  }
-  ifreq ifr{};
-  std::memcpy(ifr.ifr_name, interface.c_str(), interface.size());
-  ifr.ifr_data = static_cast<char*>(data);
-  return ifr;
-}
-
-}  // namespace
-
-HardwareTimestampInfo assess_hardware(const DriverTimestampInfo& info,
-                                      const std::string& interface) {
-  HardwareTimestampInfo out;
-  const unsigned need =
-      SOF_TIMESTAMPING_RX_HARDWARE | SOF_TIMESTAMPING_TX_HARDWARE | SOF_TIMESTAMPING_RAW_HARDWARE;
-  if ((info.so_timestamping & need) != need) {
-    out.reason = interface + ": driver offers no hardware RX/TX timestamps (software only)";
-    return out;
-  }
-  if (info.phc_index < 0) {
-    out.reason = interface + ": no PTP hardware clock";
-    return out;
-  }
-  if ((info.tx_types & (1u << HWTSTAMP_TX_ON)) == 0) {
-    out.reason = interface + ": driver cannot stamp every transmitted packet (no HWTSTAMP_TX_ON)";
-    return out;
-  }
-  if ((info.rx_filters & (1u << HWTSTAMP_FILTER_ALL)) == 0) {
-    out.reason = interface +
-                 ": driver stamps only some received packets (no HWTSTAMP_FILTER_ALL; PTP-only "
-                 "filters cannot stamp RPC replies)";
-    return out;
-  }
-  out.available = true;
-  out.phc_index = info.phc_index;
-  return out;
-}
-
-HardwareTimestampInfo detect_hardware(const std::string& interface) {
-  try {
-    auto fd = control_socket();
-    ethtool_ts_info ts{};
-    ts.cmd = ETHTOOL_GET_TS_INFO;
-    ifreq ifr = interface_request(interface, &ts);
-    if (::ioctl(fd.get(), SIOCETHTOOL, &ifr) != 0) {
-      return {false, "ETHTOOL_GET_TS_INFO on " + interface + ": " + std::strerror(errno)};
-    }
-    DriverTimestampInfo info;
-    info.so_timestamping = ts.so_timestamping;
-    info.phc_index = ts.phc_index;
-    info.tx_types = ts.tx_types;
-    info.rx_filters = ts.rx_filters;
-    return assess_hardware(info, interface);
-  } catch (const std::exception& e) {
-    return {false, e.what()};
-  }
-}
+using common::interface_request;
 
 HardwareTimestamping::HardwareTimestamping(const std::string& interface) : interface_(interface) {
-  auto fd = control_socket();
+  auto fd = common::interface_control_socket();
   hwtstamp_config previous{};
   ifreq get = interface_request(interface, &previous);
   if (::ioctl(fd.get(), SIOCGHWTSTAMP, &get) != 0) {
@@ -110,7 +43,7 @@ HardwareTimestamping::HardwareTimestamping(const std::string& interface) : inter
 
 HardwareTimestamping::~HardwareTimestamping() {
   try {
-    auto fd = control_socket();
+    auto fd = common::interface_control_socket();
     hwtstamp_config config{};
     config.tx_type = previous_tx_;
     config.rx_filter = previous_rx_;
@@ -132,7 +65,7 @@ std::string route_interface(const std::string& ipv4_host) {
   if (::inet_pton(AF_INET, ipv4_host.c_str(), &target.sin_addr) != 1) {
     throw std::invalid_argument("not an IPv4 address: '" + ipv4_host + "'");
   }
-  auto fd = control_socket();
+  auto fd = common::interface_control_socket();
   if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&target), sizeof target) != 0) {
     throw std::system_error(errno, std::system_category(), "connect(UDP) to " + ipv4_host);
   }

@@ -3,17 +3,18 @@
 
 #include <unistd.h>
 
+#include <map>
 #include <string>
 
+#include "nabla/common/node_facts.hh"
 #include "nabla/common/protocol/no_params.hh"
 #include "nabla/common/protocol/sniffd.hh"
+#include "nabla/common/version.hh"
 
 namespace nabla::sniffer {
 namespace {
 
 namespace protocol = common::protocol;
-
-constexpr const char* kVersion = "0.1.0";
 
 protocol::FlowProto proto_of(Proto p) {
   return p == Proto::kTcp ? protocol::FlowProto::kTcp : protocol::FlowProto::kUdp;
@@ -96,11 +97,11 @@ nlohmann::json flows_list(const Sniffer& sniffer, const nlohmann::json& params) 
   return result.to_json();
 }
 
-nlohmann::json daemon_info(const Sniffer& sniffer) {
+nlohmann::json daemon_info(const Sniffer& sniffer, const protocol::NodeFacts& node) {
   const SnifferStats s = sniffer.stats();
   const SnifferOptions& o = sniffer.options();
   protocol::SnifferInfo info;
-  info.version = kVersion;
+  info.version = common::nabla_version();
   info.pid = ::getpid();
   info.interval_ns = o.interval_ns;
   info.min_messages = o.min_messages;
@@ -116,17 +117,29 @@ nlohmann::json daemon_info(const Sniffer& sniffer) {
   info.conntrack = {s.conntrack_enabled, s.conntrack.events, s.conntrack.ignored,
                     s.conntrack.malformed, s.conntrack.lost};
   info.destroy = {s.destroy_enabled, s.destroy.messages, s.destroy.malformed, s.destroy_lost};
+  info.node = node;
   return info.to_json();
 }
 
-void register_control_methods(common::RpcServer& server, const Sniffer& sniffer) {
+protocol::NodeFacts node_facts(const Sniffer& sniffer, int64_t protocol_version) {
+  std::map<std::string, protocol::FeatureState> features;
+  for (const SourceStatus& source : sniffer.sources()) {
+    const std::string name = source.name == "scan" ? "sock_diag" : source.name;
+    features[name] = {source.active, source.detail};
+  }
+  return common::probe_node_facts(protocol_version, std::move(features));
+}
+
+void register_control_methods(common::RpcServer& server, const Sniffer& sniffer,
+                              protocol::NodeFacts node) {
   server.add_method("flows.list", [&sniffer](const nlohmann::json& params) {
     return flows_list(sniffer, params);
   });
-  server.add_method("daemon.info", [&sniffer](const nlohmann::json& params) {
+  server.add_method("daemon.info", [&sniffer, node](const nlohmann::json& params) {
     protocol::require_no_params(params, "daemon.info");
-    return daemon_info(sniffer);
+    return daemon_info(sniffer, node);
   });
+  common::add_clock_method(server);
 }
 
 }  // namespace nabla::sniffer

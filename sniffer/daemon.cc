@@ -144,7 +144,8 @@ int run_daemon(const DaemonOptions& options, std::ostream& out) {
   }
   Sniffer sniffer(sniffer_options);
   if (server) {
-    register_control_methods(*server, sniffer);
+    register_control_methods(*server, sniffer,
+                             node_facts(sniffer, options.report_protocol_version));
     out << "nabla-sniffd: listening on " << options.rpc.listen_address << ":" << server->port()
         << std::endl;
   }

@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
   app.footer(R"(
 Flows are 5-tuples labelled with the local process; ports in the local
 ephemeral range (net.ipv4.ip_local_port_range) are folded to 0. Control
-methods: flows.list {since, min_messages, include_control}, daemon.info.
+methods: flows.list {since, min_messages, include_control}, daemon.info,
+clock.now.
 Without --key-file the key is /etc/nabla/key or, on loopback only, a fresh
 one in /run/nabla (see docs/protocol.md, "Local control").)");
   bool print = false;
@@ -34,6 +35,7 @@ one in /run/nabla (see docs/protocol.md, "Local control").)");
   uint64_t min_messages = 1;
   std::string listen = "127.0.0.1:7312";
   std::string key_file;
+  int64_t report_protocol_version = nabla::common::kProtocolVersion;
   app.add_flag("--print", print, "print flows after each scan instead of serving");
   app.add_flag("--json", json, "with --print: one JSON line per scan");
   app.add_flag("--include-control", include_control, "with --print: show nabla's own connections");
@@ -49,6 +51,9 @@ one in /run/nabla (see docs/protocol.md, "Local control").)");
   app.add_option("--min-messages", min_messages, "report flows with at least this many messages");
   app.add_option("--listen", listen, "control address ADDR[:PORT] (default 127.0.0.1:7312)");
   app.add_option("--key-file", key_file, "HMAC key file (one hex key per line, mode 0600)");
+  // Test-only: claim another protocol version in daemon.info, so the
+  // version check of `nabla nodes check` can be tested against a real daemon.
+  app.add_option("--report-protocol-version", report_protocol_version)->group("");
   if (const auto code = nabla::common::parse_command_line(app, argc, argv, "nabla-sniffd"))
     return *code;
 
@@ -89,6 +94,7 @@ one in /run/nabla (see docs/protocol.md, "Local control").)");
     opts.print_json = json;
     opts.include_control = include_control;
     opts.max_scans = count;
+    opts.report_protocol_version = report_protocol_version;
     return nabla::sniffer::run_daemon(opts, std::cout);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "nabla-sniffd: %s\n", e.what());

@@ -1,9 +1,12 @@
 #pragma once
 // One fixed example of every control message, shared by the protocol tests:
 // each golden file under golden/ is the JSON of one of these.
+#include <map>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "nabla/common/protocol/injectd.hh"
+#include "nabla/common/protocol/node.hh"
 #include "nabla/common/protocol/sniffd.hh"
 
 namespace nabla::common::protocol::examples {
@@ -77,6 +80,20 @@ inline InjectStatsResult inject_stats_result() {
                            KernelQueueStats{1, 0, 0, 401}};
 }
 
+// The node facts both daemons report: their own features plus the CPU
+// latency limit, and one interface without hardware timestamps.
+inline NodeFacts node_facts(std::map<std::string, FeatureState> features) {
+  NodeFacts n;
+  n.protocol_version = 1;
+  n.features = std::move(features);
+  n.features["cpu_latency"] = {true, "/dev/cpu_dma_latency writable"};
+  n.hw_timestamps = {{"eth0",
+                      {"10.213.0.2", "fe80::1"},
+                      false,
+                      "eth0: driver offers no hardware RX/TX timestamps (software only)"}};
+  return n;
+}
+
 inline InjectorInfo injectd_info() {
   InjectorInfo info;
   info.version = "0.1.0";
@@ -89,6 +106,7 @@ inline InjectorInfo injectd_info() {
   info.cpu_latency = {0, true, ""};
   info.injections = 1;
   info.uptime_s = 12.0;
+  info.node = node_facts({{"nfqueue", {true, "queue 0 binds; iptables works"}}});
   return info;
 }
 
@@ -130,6 +148,9 @@ inline SnifferInfo sniffd_info() {
   s.sock_diag = {480, 0, 0, 0};
   s.conntrack = {true, 30, 2, 0, 0};
   s.destroy = {true, 31, 0, 0};
+  s.node = node_facts({{"sock_diag", {true, "sock_diag dump"}},
+                       {"conntrack", {false, "turned off (--no-conntrack)"}},
+                       {"destroy", {true, "destroy notifications"}}});
   return s;
 }
 

@@ -138,6 +138,10 @@ struct CampaignOptions {
   const std::atomic<int>* cancel = nullptr;
   std::function<void(const CampaignProgress&)> progress;  // called every ~250 ms
   std::ostream* log = nullptr;  // one-line notes (seed, links, estimate); null = quiet
+  // Run by run_campaign(spec, store, options) once the run row exists and
+  // before the daemons are connected (`nabla run`: nabla nodes check); what
+  // it throws fails the stored run with its message. Empty: no check.
+  std::function<void(const CampaignSpec&)> check_nodes;
 };
 
 // Runs the campaign. Throws only before the run row exists (e.g. the

@@ -11,7 +11,10 @@
 // "run_id". Notes (seed, links, time estimate) go to stderr unless --quiet;
 // a progress line (phase, link i/n, bins, time left) only when stderr is a
 // TTY. The hidden `--kind demo` stores the run with kind 'demo' (used by
-// `nabla demo`).
+// `nabla demo`). Before connecting to the daemons the run checks every node
+// as `nabla nodes check` does (nodes_command.hh): a node that cannot serve
+// the campaign fails the stored run with the first error, after the table
+// on stderr; --skip-node-check leaves the check out.
 #include <iosfwd>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -30,7 +33,8 @@ struct RunOptions {
   std::optional<std::string> db_path;  // overrides the spec's db
   bool json = false;
   bool quiet = false;
-  std::string kind = "run";  // run | demo
+  std::string kind = "run";      // run | demo
+  bool skip_node_check = false;  // --skip-node-check: no `nabla nodes check` first
 };
 
 // Builds the --json document (keys in this order: run_id, status, error,

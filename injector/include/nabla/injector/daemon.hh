@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "nabla/common/capabilities.hh"
+#include "nabla/common/rpc.hh"
 
 namespace nabla::injector {
 
@@ -21,6 +22,9 @@ struct DaemonOptions {
   // PM QoS CPU latency limit (µs) held while injections run; nullopt = off,
   // the default (ServiceOptions::cpu_latency_us).
   std::optional<int32_t> cpu_latency_us;
+  // The protocol version daemon.info reports: the build's, unless a test
+  // makes the daemon claim another (--report-protocol-version, hidden).
+  int64_t report_protocol_version = common::kProtocolVersion;
 };
 
 // The capabilities the daemon needs with these options: CAP_NET_ADMIN for

@@ -24,6 +24,7 @@
 
 #include "nabla/common/cpu_latency.hh"
 #include "nabla/common/protocol/injectd.hh"
+#include "nabla/common/version.hh"
 #include "nabla/injector/engine.hh"
 #include "nabla/injector/iptables_rules.hh"
 
@@ -50,7 +51,10 @@ struct ServiceOptions {
   // services under test. Precision runs opt in.
   std::optional<int32_t> cpu_latency_us;
   std::string cpu_latency_device = common::kCpuLatencyDevice;
-  std::string version = "0.1.0";
+  std::string version = common::nabla_version();
+  // daemon.info's node facts, found once at start (features "nfqueue" and
+  // those of common/node_facts.hh).
+  common::protocol::NodeFacts node;
 };
 
 class InjectorService {

@@ -26,34 +26,18 @@
 #include <string>
 #include <vector>
 
+#include "nabla/common/hw_timestamps.hh"
+
 namespace nabla::loadgen {
 
 enum class TimestampSource { kHardware, kSoftware, kUser };
 const char* to_string(TimestampSource source);
 
-struct HardwareTimestampInfo {
-  bool available = false;
-  std::string reason;      // why not, when !available
-  int32_t phc_index = -1;  // the driver's PTP clock, when available
-};
-
-// The driver's answer to ETHTOOL_GET_TS_INFO (struct ethtool_ts_info).
-struct DriverTimestampInfo {
-  uint32_t so_timestamping = 0;  // SOF_TIMESTAMPING_* capabilities
-  int32_t phc_index = -1;        // PTP hardware clock, -1 for none
-  uint32_t tx_types = 0;         // bit (1 << HWTSTAMP_TX_*)
-  uint32_t rx_filters = 0;       // bit (1 << HWTSTAMP_FILTER_*)
-};
-
-// Hardware stamps need RX, TX and raw hardware stamping, a PTP clock, the
-// HWTSTAMP_TX_ON type and an RX filter that stamps every packet (ALL; PTP-only
-// filters, as on many Intel NICs, cannot stamp RPCs — lancet §2.1).
-HardwareTimestampInfo assess_hardware(const DriverTimestampInfo& info,
-                                      const std::string& interface);
-
-// Asks the driver of `interface` (ETHTOOL_GET_TS_INFO) and assesses the
-// answer. Never throws: failures become reasons.
-HardwareTimestampInfo detect_hardware(const std::string& interface);
+// Detection lives in common/ (daemons report it in daemon.info too).
+using common::assess_hardware;
+using common::detect_hardware;
+using common::DriverTimestampInfo;
+using common::HardwareTimestampInfo;
 
 // NIC timestamping switched on (SIOCSHWTSTAMP: TX on, RX filter ALL) for the
 // life of the object; the previous configuration (SIOCGHWTSTAMP) is restored

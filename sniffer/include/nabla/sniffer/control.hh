@@ -15,9 +15,15 @@ common::protocol::Flow flow_message(const ReportedFlow& flow);
 nlohmann::json flow_to_json(const ReportedFlow& flow);
 // Validate params (throw std::invalid_argument naming the field) and answer.
 nlohmann::json flows_list(const Sniffer& sniffer, const nlohmann::json& params);
-nlohmann::json daemon_info(const Sniffer& sniffer);
-// Registers flows.list and daemon.info. Handlers run on the server's io
-// thread: `sniffer` must only be used from that thread.
-void register_control_methods(common::RpcServer& server, const Sniffer& sniffer);
+// `node`: what the daemon found of its node at start (node_facts()).
+nlohmann::json daemon_info(const Sniffer& sniffer, const common::protocol::NodeFacts& node = {});
+// The node facts of daemon.info: the sniffer's sources as features
+// ("sock_diag", "destroy", "conntrack") plus what every daemon reports
+// (common/node_facts.hh). Probes the kernel once.
+common::protocol::NodeFacts node_facts(const Sniffer& sniffer, int64_t protocol_version);
+// Registers flows.list, daemon.info and clock.now. Handlers run on the
+// server's io thread: `sniffer` must only be used from that thread.
+void register_control_methods(common::RpcServer& server, const Sniffer& sniffer,
+                              common::protocol::NodeFacts node = {});
 
 }  // namespace nabla::sniffer

@@ -29,6 +29,9 @@ struct DaemonOptions {
   bool print_json = false;
   bool include_control = false;
   uint64_t max_scans = 0;  // stop after this many scans; 0: run until a signal
+  // The protocol version daemon.info reports: the build's, unless a test
+  // makes the daemon claim another (--report-protocol-version, hidden).
+  int64_t report_protocol_version = common::kProtocolVersion;
 };
 
 // The capabilities the daemon needs with these options: CAP_SYS_PTRACE and

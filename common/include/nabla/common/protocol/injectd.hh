@@ -18,6 +18,8 @@
 #include <string_view>
 #include <vector>
 
+#include "nabla/common/protocol/node.hh"
+
 namespace nabla::common::protocol {
 
 inline constexpr int64_t kMaxDelayNs = 60'000'000'000;          // 60 s
@@ -355,6 +357,7 @@ struct InjectorInfo {
   CpuLatency cpu_latency;
   uint64_t injections = 0;
   double uptime_s = 0.0;
+  NodeFacts node;  // features: "nfqueue", "cpu_latency"
   bool operator==(const InjectorInfo&) const = default;
 
   nlohmann::json to_json() const;

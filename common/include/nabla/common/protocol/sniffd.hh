@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "nabla/common/protocol/node.hh"
+
 namespace nabla::common::protocol {
 
 inline constexpr uint64_t kMaxMinMessages = 1'000'000'000;
@@ -119,6 +121,7 @@ struct SnifferInfo {
   SockDiag sock_diag;
   Conntrack conntrack;
   Destroy destroy;
+  NodeFacts node;  // features: "sock_diag", "conntrack", "destroy", "cpu_latency"
   bool operator==(const SnifferInfo&) const = default;
 
   nlohmann::json to_json() const;
