@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "nabla/coordinator/accel_command.hh"
 #include "nabla/coordinator/analyze.hh"
 #include "nabla/coordinator/demo.hh"
 #include "nabla/coordinator/discover_command.hh"
@@ -191,6 +192,7 @@ int run_cli(int argc, char** argv) {
   register_run_command(app);
   register_predict_command(app);
   register_demo_command(app);
+  register_accel_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

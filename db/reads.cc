@@ -283,6 +283,26 @@ std::vector<TailResultRow> run_tail_results(Database& db, std::int64_t run_id) {
   return read_rows(st, read_tail_result_row);
 }
 
+ServiceLoad run_service_load(Database& db, std::int64_t run_id) {
+  ServiceLoad load;
+  Statement service(db,
+                    "SELECT COUNT(service_ns) AS n, AVG(service_ns) AS mean FROM samples "
+                    "WHERE run_id = ?");
+  service.bind(1, run_id);
+  const Columns s(service);
+  if (service.step()) {
+    load.service_samples = s.int64("n");
+    load.mean_service_ns = s.optional_real("mean");
+  }
+  Statement throughput(db,
+                       "SELECT MAX(throughput_rps) AS x FROM tail_results "
+                       "WHERE run_id = ? AND type_id IS NULL");
+  throughput.bind(1, run_id);
+  const Columns t(throughput);
+  if (throughput.step()) load.throughput_rps = t.optional_real("x");
+  return load;
+}
+
 std::map<std::int64_t, std::string> transaction_type_names(Database& db) {
   Statement st(db, "SELECT id, name FROM transaction_types");
   const Columns c(st);
