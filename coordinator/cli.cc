@@ -14,6 +14,7 @@
 #include "nabla/coordinator/discover_command.hh"
 #include "nabla/coordinator/inject_command.hh"
 #include "nabla/coordinator/load_command.hh"
+#include "nabla/coordinator/memlat_command.hh"
 #include "nabla/coordinator/predict.hh"
 #include "nabla/coordinator/run_command.hh"
 #include "nabla/coordinator/runs_command.hh"
@@ -193,6 +194,7 @@ int run_cli(int argc, char** argv) {
   register_predict_command(app);
   register_demo_command(app);
   register_accel_command(app);
+  register_memlat_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
