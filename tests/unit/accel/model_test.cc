@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 
 namespace nabla::accel {
@@ -19,50 +20,46 @@ double truncated_percent(double ratio, int digits) {
   return std::floor((ratio - 1.0) * 100.0 * scale + 1e-9) / scale;
 }
 
-TEST(AccelCaseStudy, AesNiOnChipSyncIs15Point7Percent) {
+// One row of the paper's Table 6 / Table 7, in its column order; NA is 0
+// for an overhead and nullopt for A.
+Params table_row(double c, double alpha, double n, double o0, double q, double l, double o1,
+                 std::optional<double> a) {
   Params p;
-  p.cycles_per_s = 2.0e9;
-  p.alpha = 0.165844;
-  p.offloads_per_s = 298951;
-  p.setup_cycles = 10;
-  p.queue_cycles = 0;
-  p.transfer_cycles = 3;
-  p.accel_factor = 6;
-  const Estimate e = estimate(p, Design::kSync, Strategy::kOnChip);
+  p.cycles_per_s = c;
+  p.alpha = alpha;
+  p.offloads_per_s = n;
+  p.setup_cycles = o0;
+  p.queue_cycles = q;
+  p.transfer_cycles = l;
+  p.switch_cycles = o1;
+  p.accel_factor = a;
+  return p;
+}
+
+const Params kAesNi = table_row(2.0e9, 0.165844, 298951, 10, 0, 3, 0, 6);
+const Params kEncryption = table_row(2.3e9, 0.19154, 101863, 0, 0, 2530, 0, std::nullopt);
+const Params kInference = table_row(2.5e9, 0.52, 10, 25'000'000, 0, 0, 12'500, std::nullopt);
+
+TEST(AccelCaseStudy, AesNiOnChipSyncIs15Point7Percent) {
+  const Estimate e = estimate(kAesNi, Design::kSync, Strategy::kOnChip);
   EXPECT_DOUBLE_EQ(truncated_percent(e.speedup, 1), 15.7);
   ASSERT_TRUE(e.latency_reduction.has_value());
   EXPECT_DOUBLE_EQ(*e.latency_reduction, e.speedup);  // eqn (1) gives both
 }
 
 TEST(AccelCaseStudy, EncryptionOffChipAsyncIs8Point6Percent) {
-  Params p;
-  p.cycles_per_s = 2.3e9;
-  p.alpha = 0.19154;
-  p.offloads_per_s = 101863;
-  p.transfer_cycles = 2530;
-  const Estimate e = estimate(p, Design::kAsync, Strategy::kOffChip);
+  const Estimate e = estimate(kEncryption, Design::kAsync, Strategy::kOffChip);
   EXPECT_DOUBLE_EQ(truncated_percent(e.speedup, 1), 8.6);
   EXPECT_FALSE(e.latency_reduction.has_value());  // A is not given (NA)
 }
 
 TEST(AccelCaseStudy, InferenceRemoteAsyncDistinctIs72Point39Percent) {
-  Params p;
-  p.cycles_per_s = 2.5e9;
-  p.alpha = 0.52;
-  p.offloads_per_s = 10;
-  p.setup_cycles = 25'000'000;
-  p.switch_cycles = 12'500;
-  const Estimate e = estimate(p, Design::kAsyncDistinct, Strategy::kRemote);
+  const Estimate e = estimate(kInference, Design::kAsyncDistinct, Strategy::kRemote);
   EXPECT_DOUBLE_EQ(truncated_percent(e.speedup, 2), 72.39);
 }
 
 TEST(AccelCaseStudy, RemoteLeavesTransferOutOfSpeedupUnlessSync) {
-  Params p;
-  p.cycles_per_s = 2.5e9;
-  p.alpha = 0.52;
-  p.offloads_per_s = 10;
-  p.setup_cycles = 25'000'000;
-  p.switch_cycles = 12'500;
+  Params p = kInference;
   const double without = estimate(p, Design::kAsyncDistinct, Strategy::kRemote).speedup;
   p.transfer_cycles = 1e6;
   EXPECT_DOUBLE_EQ(estimate(p, Design::kAsyncDistinct, Strategy::kRemote).speedup, without);
@@ -75,14 +72,9 @@ TEST(AccelCaseStudy, RemoteLeavesTransferOutOfSpeedupUnlessSync) {
             estimate(no_transfer, Design::kSync, Strategy::kRemote).speedup);
 }
 
-// Table 7 with Fig. 20's estimates: on-chip sync, o0 = Q = 0.
+// Table 7 with Fig. 20's estimates: on-chip sync, o0 = Q = L = 0.
 double on_chip_sync(double c, double alpha, double n, double a) {
-  Params p;
-  p.cycles_per_s = c;
-  p.alpha = alpha;
-  p.offloads_per_s = n;
-  p.accel_factor = a;
-  return estimate(p, Design::kSync, Strategy::kOnChip).speedup;
+  return estimate(table_row(c, alpha, n, 0, 0, 0, 0, a), Design::kSync, Strategy::kOnChip).speedup;
 }
 
 TEST(AccelApplication, Table7OnChipRowsMatchFigure20) {

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -195,24 +194,9 @@ TEST_F(AccelCommand, RemoteLinkProjectsResponseTimeWithTheGradient) {
   EXPECT_NE(text.stdout_text.find("/view"), std::string::npos) << text.stdout_text;
 }
 
+// examples/accel.toml: one kernel, two strategies, all four designs.
 TEST_F(AccelCommand, ConfigPrintsEveryDesignAndStrategy) {
-  const std::string path = (dir_ / "svc.toml").string();
-  std::ofstream(path) << R"(
-cycles = 2.3e9
-[[kernel]]
-name = "compression"
-alpha = 0.15
-cycles_per_byte = 5.63
-granularity = [ { bytes = 100, per_s = 3000 }, { bytes = 1000, per_s = 2000 } ]
-[[kernel.strategy]]
-strategy = "off-chip"
-accel_factor = 27
-L = 2300
-o1 = 5750
-[[kernel.strategy]]
-strategy = "on-chip"
-accel_factor = 5
-)";
+  const std::string path = NABLA_EXAMPLES_DIR "/accel.toml";
   const CommandResult r = nabla({"accel", "--config", path, "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   EXPECT_EQ(json::parse(r.stdout_text)["rows"].size(), 8u);  // 2 strategies x 4 designs
