@@ -112,6 +112,9 @@ struct ServiceLoad {
 
 ServiceLoad run_service_load(Database& db, std::int64_t run_id);
 
+// A run's memory-latency intervals (`nabla load --memlat`) in time order.
+std::vector<MemlatSample> run_memlat(Database& db, std::int64_t run_id);
+
 // ---------------------------------------------------------------- samples
 
 // Transaction type id -> name, every type in the database.
