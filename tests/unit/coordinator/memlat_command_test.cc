@@ -96,4 +96,34 @@ TEST(MemlatCommand, UsageErrorsNameTheFlag) {
   }
 }
 
+// `nabla load --memlat` opens the counters before anything runs or is
+// stored: without them it exits 3 naming the reason; its flags are checked
+// like every other load flag.
+TEST(MemlatCommand, LoadMemlatNeedsCountersBeforeItStarts) {
+  const fs::path db =
+      fs::temp_directory_path() / ("nabla-load-memlat-" + std::to_string(::getpid()) + ".db");
+  const CommandResult r = nabla({"load", "--memlat", "--target", "echo://127.0.0.1:9", "--rate",
+                                 "100", "--max-duration", "1s", "--db", db.string()});
+  if (!fs::exists("/sys/bus/event_source/devices/cpu")) {
+    EXPECT_EQ(r.exit_code, 3) << r.stderr_text;
+    EXPECT_EQ(r.stderr_text.rfind("nabla load: --memlat: counters unavailable: no PMU exposed", 0),
+              0u)
+        << r.stderr_text;
+    EXPECT_TRUE(one_line(r.stderr_text)) << r.stderr_text;
+    EXPECT_FALSE(fs::exists(db));  // nothing stored
+  }
+  fs::remove(db);
+  for (const auto& [args, flag] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--memlat-pid", "5"}, "--memlat-pid"},
+           {{"--memlat-interval", "2s"}, "--memlat-interval"},
+           {{"--memlat", "--memlat-interval", "0s"}, "--memlat-interval"},
+       }) {
+    std::vector<std::string> argv{"load", "--target", "echo://127.0.0.1:9", "--rate", "100"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const CommandResult bad = nabla(argv);
+    EXPECT_EQ(bad.exit_code, 2) << flag << ": " << bad.stderr_text;
+    EXPECT_EQ(bad.stderr_text.rfind("nabla load: " + flag, 0), 0u) << bad.stderr_text;
+  }
+}
+
 }  // namespace
