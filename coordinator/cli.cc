@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "nabla/coordinator/accel_command.hh"
 #include "nabla/coordinator/analyze.hh"
 #include "nabla/coordinator/demo.hh"
 #include "nabla/coordinator/discover_command.hh"
@@ -15,6 +16,7 @@
 #include "nabla/coordinator/key_command.hh"
 #include "nabla/coordinator/load_command.hh"
 #include "nabla/coordinator/nodes_command.hh"
+#include "nabla/coordinator/memlat_command.hh"
 #include "nabla/coordinator/predict.hh"
 #include "nabla/coordinator/run_command.hh"
 #include "nabla/coordinator/runs_command.hh"
@@ -195,6 +197,8 @@ int run_cli(int argc, char** argv) {
   register_nodes_command(app);
   register_predict_command(app);
   register_demo_command(app);
+  register_accel_command(app);
+  register_memlat_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

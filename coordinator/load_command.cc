@@ -9,9 +9,12 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <variant>
 
+#include "load_memlat.hh"
 #include "load_options.hh"
 #include "load_report.hh"
 #include "nabla/common/clock.hh"
@@ -105,10 +108,50 @@ void require_reachable(const loadgen::ControllerResult& r, const LoadTarget& tar
       " requests answered; the server is down or refuses connections");
 }
 
+// Counters that cannot be had for --memlat (docs/memlat.md).
+constexpr int kCountersUnavailable = 3;
+
+void print_load_output(const LoadOptions& o, const LoadPlan& plan,
+                       std::vector<nlohmann::json>& points, const nlohmann::json& memlat,
+                       const LoadRunRecorder* recorder, std::ostream& out) {
+  if (o.json) {
+    if (plan.sweep) {
+      nlohmann::json doc{{"sweep", points}};
+      if (!memlat.is_null()) doc["memlat"] = memlat;
+      out << doc.dump(2) << '\n';
+    } else {
+      if (!memlat.is_null()) points.front()["memlat"] = memlat;
+      out << points.front().dump(2) << '\n';
+    }
+    return;
+  }
+  out << "nabla load " << o.target << '\n';
+  if (plan.sweep) {
+    print_load_sweep(out, points);
+  } else {
+    print_load_point(out, points.front());
+  }
+  if (!memlat.is_null()) {
+    const nlohmann::json& mean = memlat["mean_latency_ns"];
+    out << "memory latency (" << memlat["target"].get<std::string>() << ", " << memlat["intervals"]
+        << " intervals): "
+        << (mean.is_null() ? std::string("- (no LLC-miss reads)")
+                           : format_number(mean.get<double>()) + " ns mean")
+        << '\n';
+  }
+  if (recorder) out << "stored as run " << recorder->run_id() << " in " << o.db << '\n';
+}
+
 }  // namespace
 
 int run_load(const LoadOptions& o, std::ostream& out, std::ostream& err) {
   LoadPlan plan = parse_load_options(o);
+  auto memlat_opened = open_load_memlat(o);
+  if (const auto* u = std::get_if<memlat::Unavailable>(&memlat_opened)) {
+    err << "nabla load: --memlat: counters unavailable: " << u->reason << '\n';
+    return kCountersUnavailable;
+  }
+  LoadMemlat* memlat_setup = std::get_if<LoadMemlat>(&memlat_opened);
   resolve_load_target(plan, common::system_resolver(), err);
   std::unique_ptr<LoadRunRecorder> recorder;
   if (!o.db.empty())
@@ -128,6 +171,13 @@ int run_load(const LoadOptions& o, std::ostream& out, std::ostream& err) {
     }
   }
   InterruptSignals signals;
+  nlohmann::json memlat_json;  // null without --memlat
+  std::optional<MemlatSampler> sampler;
+  if (memlat_setup) {
+    memlat_setup->counters.read_delta(0);  // intervals start now
+    sampler.emplace([c = &memlat_setup->counters](std::int64_t ns) { return c->read_delta(ns); },
+                    memlat_setup->constants, memlat_setup->interval_ns, common::realtime_ns);
+  }
   try {
     // Held for the whole run: restores the NIC's setting if it was changed.
     const loadgen::TimestampPlan stamps = loadgen::plan_timestamps(plan.target.host);
@@ -159,26 +209,17 @@ int run_load(const LoadOptions& o, std::ostream& out, std::ostream& err) {
       }
       points.push_back(std::move(point));
     }
+    if (sampler) {
+      const std::vector<MemlatSampler::Interval> intervals = sampler->stop();
+      memlat_json = memlat_summary_json(*memlat_setup, intervals);
+      if (recorder) recorder->add_memlat(intervals, memlat_setup->target);
+    }
     if (recorder) recorder->complete();
   } catch (const std::exception& e) {
     if (recorder) recorder->fail(e.what());
     throw;
   }
-  if (o.json) {
-    if (plan.sweep) {
-      out << nlohmann::json{{"sweep", points}}.dump(2) << '\n';
-    } else {
-      out << points.front().dump(2) << '\n';
-    }
-  } else {
-    out << "nabla load " << o.target << '\n';
-    if (plan.sweep) {
-      print_load_sweep(out, points);
-    } else {
-      print_load_point(out, points.front());
-    }
-    if (recorder) out << "stored as run " << recorder->run_id() << " in " << o.db << '\n';
-  }
+  print_load_output(o, plan, points, memlat_json, recorder.get(), out);
   return 0;
 }
 
@@ -241,6 +282,12 @@ void register_load_command(CLI::App& app) {
   cmd->add_option("--seed", numbers->seed,
                   "seed of the arrival schedule and request mix (default 1)");
   cmd->add_flag("--json", o->json, "print the result as JSON");
+  cmd->add_flag("--memlat", o->memlat,
+                "sample memory latency from counters beside the measurement (exit 3 without "
+                "counters); stored in the memlat table with --db");
+  cmd->add_option("--memlat-pid", o->memlat_pid,
+                  "with --memlat: sample this process (the server) instead of the machine");
+  cmd->add_option("--memlat-interval", o->memlat_interval, "with --memlat: interval (1s)");
   cmd->allow_extras();
   cmd->callback([o, cmd, numbers] {
     const auto extras = cmd->remaining();

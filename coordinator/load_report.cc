@@ -369,6 +369,26 @@ std::int64_t LoadRunRecorder::add_point(const ControllerResult& r,
   return writer.rows_written();
 }
 
+void LoadRunRecorder::add_memlat(const std::vector<MemlatSampler::Interval>& intervals,
+                                 const std::string& target) {
+  for (const MemlatSampler::Interval& i : intervals) {
+    db::MemlatSample row;
+    row.run_id = run_id_;
+    row.t_ns = i.t_ns;
+    row.interval_ns = i.counters.interval_ns;
+    if (i.estimate) {
+      row.latency_ns = i.estimate->latency_ns;
+      row.frequency_ghz = i.estimate->frequency_ghz;
+    }
+    row.cycles = i.counters.cycles;
+    row.ref_cycles = i.counters.ref_cycles;
+    row.outstanding = i.counters.outstanding;
+    row.requests = i.counters.requests;
+    row.target = target;
+    store_.add_memlat_sample(row);
+  }
+}
+
 void LoadRunRecorder::complete() {
   store_.finish_run(run_id_, db::RunStatus::kComplete, common::realtime_ns());
   finished_ = true;

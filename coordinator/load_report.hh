@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "nabla/coordinator/memlat_sampler.hh"
 #include "nabla/db/store.hh"
 #include "nabla/loadgen/controller.hh"
 
@@ -33,6 +34,8 @@ class LoadRunRecorder {
   // Returns the number of samples written.
   std::int64_t add_point(const loadgen::ControllerResult& result,
                          const loadgen::ControllerConfig& config);
+  // One memlat row per interval; `target` says what was sampled.
+  void add_memlat(const std::vector<MemlatSampler::Interval>& intervals, const std::string& target);
   void complete();
   void fail(const std::string& error);
 

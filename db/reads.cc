@@ -295,6 +295,50 @@ std::vector<TailResultRow> run_tail_results(Database& db, std::int64_t run_id) {
   return read_rows(st, read_tail_result_row);
 }
 
+ServiceLoad run_service_load(Database& db, std::int64_t run_id) {
+  ServiceLoad load;
+  Statement service(db,
+                    "SELECT COUNT(service_ns) AS n, AVG(service_ns) AS mean FROM samples "
+                    "WHERE run_id = ?");
+  service.bind(1, run_id);
+  const Columns s(service);
+  if (service.step()) {
+    load.service_samples = s.int64("n");
+    load.mean_service_ns = s.optional_real("mean");
+  }
+  Statement throughput(db,
+                       "SELECT MAX(throughput_rps) AS x FROM tail_results "
+                       "WHERE run_id = ? AND type_id IS NULL");
+  throughput.bind(1, run_id);
+  const Columns t(throughput);
+  if (throughput.step()) load.throughput_rps = t.optional_real("x");
+  return load;
+}
+
+std::vector<MemlatSample> run_memlat(Database& db, std::int64_t run_id) {
+  Statement st(db,
+               "SELECT run_id, t_ns, interval_ns, latency_ns, frequency_ghz, cycles, ref_cycles, "
+               "outstanding, requests, target FROM memlat WHERE run_id = ? ORDER BY t_ns, id");
+  st.bind(1, run_id);
+  const Columns c(st);
+  std::vector<MemlatSample> rows;
+  while (st.step()) {
+    MemlatSample m;
+    m.run_id = c.int64("run_id");
+    m.t_ns = c.int64("t_ns");
+    m.interval_ns = c.int64("interval_ns");
+    m.latency_ns = c.optional_real("latency_ns");
+    m.frequency_ghz = c.optional_real("frequency_ghz");
+    m.cycles = c.real("cycles");
+    m.ref_cycles = c.real("ref_cycles");
+    m.outstanding = c.real("outstanding");
+    m.requests = c.real("requests");
+    m.target = c.text("target");
+    rows.push_back(std::move(m));
+  }
+  return rows;
+}
+
 std::map<std::int64_t, std::string> transaction_type_names(Database& db) {
   Statement st(db, "SELECT id, name FROM transaction_types");
   const Columns c(st);

@@ -170,6 +170,15 @@ std::int64_t Store::add_tail_result(const TailResult& t) {
                 t.reasons_json, t.samples, t.late_sends, source);
 }
 
+std::int64_t Store::add_memlat_sample(const MemlatSample& m) {
+  return insert(db_,
+                "INSERT INTO memlat (run_id, t_ns, interval_ns, latency_ns, frequency_ghz, "
+                "cycles, ref_cycles, outstanding, requests, target) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                m.run_id, m.t_ns, m.interval_ns, m.latency_ns, m.frequency_ghz, m.cycles,
+                m.ref_cycles, m.outstanding, m.requests, m.target);
+}
+
 std::int64_t Store::transaction_type_id(std::string_view name) {
   std::string key(name);
   if (auto it = type_ids_.find(key); it != type_ids_.end()) return it->second;

@@ -79,6 +79,11 @@ struct LoadOptions {
   std::string db;
   bool json = false;
   std::uint64_t seed = 1;
+  // Sample memory latency beside the measurement (docs/memlat.md): on the
+  // whole machine, or of one process (the server, when it runs here).
+  bool memlat = false;
+  int memlat_pid = 0;  // 0 = system-wide
+  std::string memlat_interval = "1s";
 };
 
 struct LoadTarget {

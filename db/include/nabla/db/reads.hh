@@ -100,6 +100,21 @@ struct TailResultRow {
 // percentile.
 std::vector<TailResultRow> run_tail_results(Database& db, std::int64_t run_id);
 
+// What a `nabla load` run measured of the server's work: the mean of the
+// server-reported service times (X-Service-Time-Ns) over all its samples and
+// the highest throughput it achieved over its rate points (all types). Both
+// nullopt when the run stored none.
+struct ServiceLoad {
+  std::int64_t service_samples = 0;  // requests with a service time
+  std::optional<double> mean_service_ns;
+  std::optional<double> throughput_rps;
+};
+
+ServiceLoad run_service_load(Database& db, std::int64_t run_id);
+
+// A run's memory-latency intervals (`nabla load --memlat`) in time order.
+std::vector<MemlatSample> run_memlat(Database& db, std::int64_t run_id);
+
 // ---------------------------------------------------------------- samples
 
 // Transaction type id -> name, every type in the database.

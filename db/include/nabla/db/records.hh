@@ -179,4 +179,14 @@ struct TailResult {
   std::optional<TimestampSource> source;
 };
 
+// One interval of memory latency sampled beside a run (the memlat table).
+struct MemlatSample {
+  std::int64_t run_id = 0;
+  std::int64_t t_ns = 0;  // wall clock at the interval's end
+  std::int64_t interval_ns = 0;
+  std::optional<double> latency_ns, frequency_ghz;  // nullopt: no LLC-miss reads
+  double cycles = 0, ref_cycles = 0, outstanding = 0, requests = 0;
+  std::string target = "system";
+};
+
 }  // namespace nabla::db

@@ -53,6 +53,7 @@ class Store {
   std::int64_t add_gradient(const Gradient& gradient);
   std::int64_t add_gradient_amplitude(const GradientAmplitude& amplitude);
   std::int64_t add_tail_result(const TailResult& result);
+  std::int64_t add_memlat_sample(const MemlatSample& sample);
 
   // Id of a transaction type name, inserting it on first use (cached).
   std::int64_t transaction_type_id(std::string_view name);

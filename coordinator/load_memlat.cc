@@ -1,0 +1,57 @@
+#include "load_memlat.hh"
+
+#include <stdexcept>
+
+#include "nabla/common/units.hh"
+
+namespace nabla::coordinator {
+
+std::variant<std::monostate, LoadMemlat, memlat::Unavailable> open_load_memlat(
+    const LoadOptions& o) {
+  if (!o.memlat) {
+    if (o.memlat_pid != 0) throw std::invalid_argument("--memlat-pid: only with --memlat");
+    if (o.memlat_interval != "1s") {
+      throw std::invalid_argument("--memlat-interval: only with --memlat");
+    }
+    return std::monostate{};
+  }
+  if (o.memlat_pid < 0) throw std::invalid_argument("--memlat-pid: must be > 0");
+  std::int64_t interval_ns = 0;
+  try {
+    interval_ns = common::parse_duration_ns(o.memlat_interval);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("--memlat-interval: ") + e.what());
+  }
+  if (interval_ns <= 0) throw std::invalid_argument("--memlat-interval: must be > 0");
+  auto detected = memlat::detect_event_table();
+  if (auto* u = std::get_if<memlat::Unavailable>(&detected)) return *u;
+  const memlat::EventTable& table = std::get<memlat::EventTable>(detected);
+  const std::optional<double> base_ghz = memlat::detect_base_ghz();
+  if (!base_ghz) {
+    return memlat::Unavailable{"unknown base frequency (no cpufreq base_frequency)"};
+  }
+  memlat::Target target;
+  if (o.memlat_pid > 0) {
+    target.kind = memlat::Target::Kind::kPid;
+    target.pid = o.memlat_pid;
+  }
+  auto opened = memlat::open_counters(table, target);
+  if (auto* u = std::get_if<memlat::Unavailable>(&opened)) return *u;
+  return LoadMemlat{std::move(std::get<memlat::CounterSet>(opened)),
+                    {table.default_cache_cycles, *base_ghz, table.outstanding_scale},
+                    interval_ns,
+                    o.memlat_pid > 0 ? "pid " + std::to_string(o.memlat_pid) : "system"};
+}
+
+nlohmann::json memlat_summary_json(const LoadMemlat& setup,
+                                   const std::vector<MemlatSampler::Interval>& intervals) {
+  std::vector<memlat::CounterSample> samples;
+  for (const MemlatSampler::Interval& i : intervals) samples.push_back(i.counters);
+  const std::optional<double> mean = memlat::mean_latency_ns(samples, setup.constants);
+  return {{"target", setup.target},
+          {"interval_ns", setup.interval_ns},
+          {"intervals", intervals.size()},
+          {"mean_latency_ns", mean ? nlohmann::json(*mean) : nlohmann::json(nullptr)}};
+}
+
+}  // namespace nabla::coordinator

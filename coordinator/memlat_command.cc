@@ -1,0 +1,194 @@
+#include "nabla/coordinator/memlat_command.hh"
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <thread>
+#include <variant>
+
+#include "nabla/common/units.hh"
+#include "nabla/coordinator/text_table.hh"
+#include "nabla/memlat/counters.hh"
+#include "nabla/memlat/probe.hh"
+#include "nabla/memlat/recording.hh"
+
+namespace nabla::coordinator {
+namespace {
+
+using nlohmann::json;
+
+// Counters that cannot be had: not a usage error and not a failure of the
+// command's own making.
+constexpr int kCountersUnavailable = 3;
+
+struct Options {
+  std::optional<int> pid;
+  std::string cgroup;
+  bool system = false;
+  std::string interval = "1s", duration = "30s";
+  std::optional<double> cache_cycles, base_ghz;
+  std::string record, replay;
+  bool probe = false;
+  int load = 0;
+  std::vector<std::size_t> sizes;
+  std::uint64_t seed = 1;
+  std::size_t loads = 2'000'000;
+  bool json = false;
+};
+
+std::int64_t positive_duration_ns(const std::string& text, const char* flag) {
+  std::int64_t ns = 0;
+  try {
+    ns = common::parse_duration_ns(text);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string(flag) + ": " + e.what());
+  }
+  if (ns <= 0) throw std::invalid_argument(std::string(flag) + ": must be > 0");
+  return ns;
+}
+
+memlat::Target target_of(const Options& o) {
+  const int chosen = (o.pid ? 1 : 0) + (o.cgroup.empty() ? 0 : 1) + (o.system ? 1 : 0);
+  if (chosen > 1) throw std::invalid_argument("--pid, --cgroup and --system exclude each other");
+  memlat::Target t;
+  if (o.pid) {
+    if (*o.pid <= 0) throw std::invalid_argument("--pid: must be > 0");
+    t.kind = memlat::Target::Kind::kPid;
+    t.pid = *o.pid;
+  } else if (!o.cgroup.empty()) {
+    t.kind = memlat::Target::Kind::kCgroup;
+    t.cgroup_path = o.cgroup;
+  }
+  return t;
+}
+
+[[noreturn]] void unavailable(const memlat::Unavailable& u) {
+  std::cerr << "nabla memlat: counters unavailable: " << u.reason << '\n';
+  throw CLI::RuntimeError(kCountersUnavailable);
+}
+
+void print_report(const json& report, bool as_json) {
+  if (as_json) {
+    std::cout << report.dump(2) << '\n';
+    return;
+  }
+  TextTable table({"interval", "latency ns", "core GHz", "LLC-miss reads"});
+  int i = 0;
+  for (const json& s : report["samples"]) {
+    const auto shown = [](const json& v) {
+      return v.is_null() ? std::string("-") : format_number(v.get<double>());
+    };
+    table.add_row({std::to_string(++i), shown(s["latency_ns"]), shown(s["frequency_ghz"]),
+                   format_number(s["requests"].get<double>(), 6)});
+  }
+  table.print(std::cout);
+  const json& mean = report["mean_latency_ns"];
+  std::cout << "mean memory latency: "
+            << (mean.is_null() ? std::string("- (no LLC-miss reads)")
+                               : format_number(mean.get<double>()) + " ns")
+            << '\n';
+}
+
+void run_replay(const Options& o) {
+  const memlat::Recording r = memlat::load_recording(o.replay);
+  print_report(memlat::report_json(r), o.json);
+}
+
+void run_counters(const Options& o) {
+  const memlat::Target target = target_of(o);
+  const std::int64_t interval_ns = positive_duration_ns(o.interval, "--interval");
+  const std::int64_t duration_ns = positive_duration_ns(o.duration, "--for");
+  if (o.base_ghz && !(*o.base_ghz > 0)) throw std::invalid_argument("--base-ghz: must be > 0");
+  if (o.cache_cycles && *o.cache_cycles < 0) {
+    throw std::invalid_argument("--cache-cycles: must be >= 0");
+  }
+  auto detected = memlat::detect_event_table();
+  if (auto* u = std::get_if<memlat::Unavailable>(&detected)) unavailable(*u);
+  const memlat::EventTable table = std::get<memlat::EventTable>(detected);
+  memlat::Recording recording;
+  recording.microarch = table.microarch;
+  const std::optional<double> base = o.base_ghz ? o.base_ghz : memlat::detect_base_ghz();
+  if (!base) unavailable({"unknown base frequency (no cpufreq base_frequency): give --base-ghz"});
+  recording.constants = {o.cache_cycles.value_or(table.default_cache_cycles), *base,
+                         table.outstanding_scale};
+  auto opened = memlat::open_counters(table, target);
+  if (auto* u = std::get_if<memlat::Unavailable>(&opened)) unavailable(*u);
+  memlat::CounterSet& counters = std::get<memlat::CounterSet>(opened);
+  for (std::int64_t elapsed = 0; elapsed < duration_ns; elapsed += interval_ns) {
+    std::this_thread::sleep_for(std::chrono::nanoseconds(interval_ns));
+    recording.samples.push_back(counters.read_delta(interval_ns));
+  }
+  if (!o.record.empty()) memlat::save_recording(recording, o.record);
+  print_report(memlat::report_json(recording), o.json);
+}
+
+void run_probe(const Options& o) {
+  if (o.load < 0) throw std::invalid_argument("--load: must be >= 0");
+  if (o.loads == 0) throw std::invalid_argument("--loads: must be > 0");
+  std::vector<std::size_t> sizes = o.sizes;
+  if (sizes.empty()) sizes = memlat::default_buffer_sizes(memlat::read_cache_sizes());
+  memlat::ProbeOptions options;
+  options.seed = o.seed;
+  options.loads = o.loads;
+  json points = json::array();
+  // Every size unloaded, then the largest under 1 .. N load threads.
+  std::vector<memlat::ProbePoint> measured;
+  for (std::size_t bytes : sizes) measured.push_back(memlat::chase(bytes, 0, options));
+  const std::size_t largest = *std::max_element(sizes.begin(), sizes.end());
+  for (int n = 1; n <= o.load; ++n) measured.push_back(memlat::chase(largest, n, options));
+  TextTable table({"buffer bytes", "load threads", "latency ns", "huge pages"});
+  for (const memlat::ProbePoint& p : measured) {
+    points.push_back({{"buffer_bytes", p.buffer_bytes},
+                      {"latency_ns", p.latency_ns},
+                      {"load_threads", p.load_threads},
+                      {"huge_pages", p.huge_pages}});
+    table.add_row({std::to_string(p.buffer_bytes), std::to_string(p.load_threads),
+                   format_number(p.latency_ns), p.huge_pages ? "yes" : "no"});
+  }
+  if (o.json) {
+    std::cout << json{{"seed", o.seed}, {"loads", o.loads}, {"points", points}}.dump(2) << '\n';
+  } else {
+    table.print(std::cout);
+  }
+}
+
+}  // namespace
+
+void register_memlat_command(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd =
+      app.add_subcommand("memlat", "Memory latency at run time from counters, or a pointer chase");
+  cmd->add_option("--pid", o->pid, "Sample this process and its threads");
+  cmd->add_option("--cgroup", o->cgroup, "Sample this cgroup (a cgroup v2 directory)");
+  cmd->add_flag("--system", o->system, "Sample every CPU (the default)");
+  cmd->add_option("--interval", o->interval, "Sampling interval (1s)");
+  cmd->add_option("--for", o->duration, "How long to sample (30s)");
+  cmd->add_option("--cache-cycles", o->cache_cycles,
+                  "c_cache: core cycles a request spends in the caches (per-platform default)");
+  cmd->add_option("--base-ghz", o->base_ghz, "f_base: the reference cycles' frequency");
+  cmd->add_option("--record", o->record, "Also write the counter samples to FILE");
+  cmd->add_option("--replay", o->replay, "Recompute the estimates of a recording");
+  cmd->add_flag("--probe", o->probe, "Pointer chase: ns per dependent load per buffer size");
+  cmd->add_option("--load", o->load, "With --probe: also under 1 .. N bandwidth threads");
+  cmd->add_option("--sizes", o->sizes, "With --probe: buffer sizes in bytes (from the caches)");
+  cmd->add_option("--seed", o->seed, "With --probe: seed of the random cycle (1)");
+  cmd->add_option("--loads", o->loads, "With --probe: dependent loads timed per point");
+  cmd->add_flag("--json", o->json, "Print JSON");
+  cmd->callback([o] {
+    if (o->probe && !o->replay.empty()) {
+      throw std::invalid_argument("--probe and --replay exclude each other");
+    }
+    if (o->probe) {
+      run_probe(*o);
+    } else if (!o->replay.empty()) {
+      run_replay(*o);
+    } else {
+      run_counters(*o);
+    }
+  });
+}
+
+}  // namespace nabla::coordinator
