@@ -202,7 +202,7 @@ void parse_target(const std::string& key, WorkloadSpec& w) {
     authority = common::parse_host_port(rest, 0, key);
   } catch (const std::invalid_argument&) {
     fail(key, "bad HOST:PORT in \"" + t +
-                  "\" (an IPv6 address goes in brackets: " + "http://[fd00::2]:8080)");
+                  "\" (an IPv6 address goes in brackets: http://[fd00::2]:8080)");
   }
   if (authority.port == 0) fail(key, "needs a port, got \"" + t + "\"");
   w.host = canonical_host(authority.host);

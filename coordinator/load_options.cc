@@ -117,13 +117,9 @@ LoadTarget parse_target(const std::string& text) {
   } else if (t.scheme == "http") {
     t.path = "/";
   }
-  common::HostPort authority;
-  try {
-    authority = common::parse_host_port(rest, 0, "--target");
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(std::string(e.what()) + "; an IPv6 address goes in brackets, " +
-                                "http://[fd00::2]:8080/");
-  }
+  // Port 0: none given, the scheme's default below. The message of a bad
+  // authority shows the bracketed IPv6 form.
+  const common::HostPort authority = common::parse_host_port(rest, 0, "--target");
   t.host = authority.host == "localhost" ? "127.0.0.1" : authority.host;
   t.port = authority.port;
   if (t.port == 0) {

@@ -149,10 +149,10 @@ std::string route_interface(const std::string& host) {
   std::string name;
   for (ifaddrs* a = list; a != nullptr && source; a = a->ifa_next) {
     if (a->ifa_addr == nullptr) continue;
+    const int family = a->ifa_addr->sa_family;
+    if (family != AF_INET && family != AF_INET6) continue;
     sockaddr_storage held{};
-    const socklen_t held_len =
-        a->ifa_addr->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
-    std::memcpy(&held, a->ifa_addr, held_len);
+    std::memcpy(&held, a->ifa_addr, family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6));
     const auto held_endpoint = common::endpoint_of(held);
     if (held_endpoint && held_endpoint->address == source->address) {
       name = a->ifa_name;
