@@ -22,9 +22,8 @@ class HostResolution {
   HostResolution(const HostResolution&) = delete;
   HostResolution& operator=(const HostResolution&) = delete;
 
-  void resolve(std::string& host, const std::string& key,
-               common::AddressFamily family = common::AddressFamily::kAny) {
-    const common::ResolvedHost r = common::resolve_host(host, cached_, key, family);
+  void resolve(std::string& host, const std::string& key) {
+    const common::ResolvedHost r = common::resolve_host(host, cached_, key);
     if (r.name.empty()) return;
     if (printed_.insert(r.name).second) log_ << common::resolved_line(r) << '\n';
     spec_.resolved.push_back({key, r.name, r.address});
@@ -75,7 +74,7 @@ void resolve_campaign_hosts(CampaignSpec& spec, const common::Resolver& resolver
   }
   WorkloadSpec& w = spec.workload;
   const std::string target_name = w.host;
-  names.resolve(w.host, "workload.target", common::AddressFamily::kIpv4);
+  names.resolve(w.host, "workload.target");
   if (w.host != target_name) w.host_name = target_name;
   require_distinct_addresses(spec);
 }

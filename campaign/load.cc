@@ -24,7 +24,7 @@ loadgen::EngineConfig engine_config(const WorkloadSpec& w, std::int64_t duration
     c.protocol.kind = loadgen::ProtocolSpec::Kind::kHttp;
     c.protocol.urls.clear();
     for (const auto& [url, weight] : w.mix) c.protocol.urls.push_back({url, weight});
-    c.protocol.host_header = w.host_name.empty() ? w.host : w.host_name;
+    c.protocol.host_header = loadgen::http_host_header(w.host_name.empty() ? w.host : w.host_name);
   } else {
     c.protocol.kind = loadgen::ProtocolSpec::Kind::kEcho;
   }

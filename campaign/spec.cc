@@ -1,7 +1,6 @@
 // Campaign file parsing; see spec.hh.
 #include "nabla/campaign/spec.hh"
 
-#include <arpa/inet.h>
 #include <toml++/toml.h>
 
 #include <cmath>
@@ -11,6 +10,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "nabla/common/host_port.hh"
+#include "nabla/common/ip_address.hh"
 #include "nabla/common/link_spec.hh"
 #include "nabla/common/resolve.hh"
 #include "nabla/common/units.hh"
@@ -142,14 +143,15 @@ bool valid_node_name(std::string_view s) {
   return true;
 }
 
-bool is_address_literal(const std::string& text) {
-  unsigned char buf[16];
-  return ::inet_pton(AF_INET, text.c_str(), buf) == 1 ||
-         ::inet_pton(AF_INET6, text.c_str(), buf) == 1;
+bool is_host(const std::string& text) {
+  return common::IpAddress::parse(text).has_value() || common::is_host_name(text);
 }
 
-bool is_host(const std::string& text) {
-  return is_address_literal(text) || common::is_host_name(text);
+// An address literal as inet_ntop prints it ("fd00:0::2" -> "fd00::2"), the
+// form the sniffers report, so the two compare as strings; names as given.
+std::string canonical_host(const std::string& text) {
+  const auto address = common::IpAddress::parse(text);
+  return address ? address->to_string() : text;
 }
 
 common::HostPort daemon_address(const Section& s, std::string_view k, std::uint16_t port) {
@@ -173,8 +175,9 @@ CampaignNode parse_node(const Section& s) {
   if (const auto a = s.string("address")) n.addresses.push_back(*a);
   for (const std::string& a : s.strings("addresses")) n.addresses.push_back(a);
   if (n.addresses.empty()) fail(s.key("address"), "required (address or addresses)");
-  for (const std::string& a : n.addresses) {
+  for (std::string& a : n.addresses) {
     if (!is_host(a)) fail(s.key("address"), "not an IP address or host name: \"" + a + "\"");
+    a = canonical_host(a);
   }
   if (s.get("injectd") != nullptr) n.injectd = daemon_address(s, "injectd", 7311);
   if (s.get("sniffd") != nullptr) n.sniffd = daemon_address(s, "sniffd", 7312);
@@ -194,20 +197,16 @@ void parse_target(const std::string& key, WorkloadSpec& w) {
   w.http = scheme == "http";
   std::string rest = t.substr(sep + 3);
   if (!rest.empty() && rest.back() == '/') rest.pop_back();
-  const std::size_t colon = rest.rfind(':');
-  if (colon == std::string::npos) fail(key, "needs a port, got \"" + t + "\"");
-  w.host = rest.substr(0, colon);
-  unsigned char buf[4];
-  if (::inet_pton(AF_INET, w.host.c_str(), buf) != 1 && !common::is_host_name(w.host)) {
-    fail(key, "host must be an IPv4 address or a host name, got \"" + t + "\"");
+  common::HostPort authority;
+  try {
+    authority = common::parse_host_port(rest, 0, key);
+  } catch (const std::invalid_argument&) {
+    fail(key, "bad HOST:PORT in \"" + t +
+                  "\" (an IPv6 address goes in brackets: http://[fd00::2]:8080)");
   }
-  const std::string port = rest.substr(colon + 1);
-  char* end = nullptr;
-  const long p = std::strtol(port.c_str(), &end, 10);
-  if (port.empty() || *end != '\0' || p < 1 || p > 65535) {
-    fail(key, "port must be 1..65535, got \"" + t + "\"");
-  }
-  w.port = static_cast<std::uint16_t>(p);
+  if (authority.port == 0) fail(key, "needs a port, got \"" + t + "\"");
+  w.host = canonical_host(authority.host);
+  w.port = authority.port;
 }
 
 WorkloadSpec parse_workload(const Section& s) {

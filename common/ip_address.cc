@@ -1,6 +1,7 @@
 #include "nabla/common/ip_address.hh"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <cstring>
 
@@ -65,6 +66,36 @@ std::string to_string(const Endpoint& endpoint) {
   const std::string port = std::to_string(endpoint.port);
   if (endpoint.address.is_v6()) return "[" + endpoint.address.to_string() + "]:" + port;
   return endpoint.address.to_string() + ":" + port;
+}
+
+socklen_t to_sockaddr(const Endpoint& endpoint, sockaddr_storage& out) noexcept {
+  out = sockaddr_storage{};
+  if (endpoint.address.is_v4()) {
+    auto* sa = reinterpret_cast<sockaddr_in*>(&out);
+    sa->sin_family = AF_INET;
+    sa->sin_port = htons(endpoint.port);
+    std::memcpy(&sa->sin_addr, endpoint.address.data(), 4);
+    return sizeof(sockaddr_in);
+  }
+  auto* sa = reinterpret_cast<sockaddr_in6*>(&out);
+  sa->sin6_family = AF_INET6;
+  sa->sin6_port = htons(endpoint.port);
+  std::memcpy(&sa->sin6_addr, endpoint.address.data(), 16);
+  return sizeof(sockaddr_in6);
+}
+
+std::optional<Endpoint> endpoint_of(const sockaddr_storage& address) noexcept {
+  if (address.ss_family == AF_INET) {
+    const auto* sa = reinterpret_cast<const sockaddr_in*>(&address);
+    return Endpoint{IpAddress::v4_from_network_order(sa->sin_addr.s_addr), ntohs(sa->sin_port)};
+  }
+  if (address.ss_family == AF_INET6) {
+    const auto* sa = reinterpret_cast<const sockaddr_in6*>(&address);
+    std::array<uint8_t, 16> bytes{};
+    std::memcpy(bytes.data(), &sa->sin6_addr, 16);
+    return Endpoint{IpAddress::v6(bytes), ntohs(sa->sin6_port)};
+  }
+  return std::nullopt;
 }
 
 }  // namespace nabla::common

@@ -2,15 +2,30 @@
 
 namespace nabla::common {
 
+namespace {
+
+// A host name as is; an IPv6 address (an end no campaign node owns) in
+// brackets, so its port cannot be read as part of it.
+void append_end(std::string& s, std::string_view host, int port) {
+  if (host.find(':') == std::string_view::npos) {
+    s += host;
+  } else {
+    s += '[';
+    s += host;
+    s += ']';
+  }
+  if (port != 0) s += ':' + std::to_string(port);
+}
+
+}  // namespace
+
 std::string campaign_link_label(std::string_view proto, std::string_view src_host, int src_port,
                                 std::string_view dst_host, int dst_port) {
   std::string s(proto);
   s += ' ';
-  s += src_host;
-  if (src_port != 0) s += ':' + std::to_string(src_port);
+  append_end(s, src_host, src_port);
   s += " -> ";
-  s += dst_host;
-  if (dst_port != 0) s += ':' + std::to_string(dst_port);
+  append_end(s, dst_host, dst_port);
   return s;
 }
 

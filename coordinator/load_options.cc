@@ -2,7 +2,6 @@
 // one std::invalid_argument naming its flag.
 #include "load_options.hh"
 
-#include <arpa/inet.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -14,8 +13,10 @@
 #include <thread>
 
 #include "nabla/common/cpu_latency.hh"
+#include "nabla/common/host_port.hh"
 #include "nabla/common/resolve.hh"
 #include "nabla/common/units.hh"
+#include "nabla/loadgen/protocol.hh"
 
 namespace nabla::coordinator {
 namespace {
@@ -116,15 +117,12 @@ LoadTarget parse_target(const std::string& text) {
   } else if (t.scheme == "http") {
     t.path = "/";
   }
-  const auto colon = rest.rfind(':');
-  std::string host = rest.substr(0, colon);
-  if (host == "localhost") host = "127.0.0.1";
-  in_addr a{};
-  if (::inet_pton(AF_INET, host.c_str(), &a) != 1 && !common::is_host_name(host)) {
-    bad("--target", "host must be an IPv4 address or a host name, got '" + host + "'");
-  }
-  t.host = host;
-  if (colon == std::string::npos) {
+  // Port 0: none given, the scheme's default below. The message of a bad
+  // authority shows the bracketed IPv6 form.
+  const common::HostPort authority = common::parse_host_port(rest, 0, "--target");
+  t.host = authority.host == "localhost" ? "127.0.0.1" : authority.host;
+  t.port = authority.port;
+  if (t.port == 0) {
     if (t.scheme == "http")
       t.port = 80;
     else if (t.scheme == "memcache")
@@ -133,10 +131,6 @@ LoadTarget parse_target(const std::string& text) {
       t.port = 6379;
     else
       bad("--target", t.scheme + " needs a port (" + t.scheme + "://H:P)");
-  } else {
-    const double p = parse_number("--target", rest.substr(colon + 1));
-    if (!(p >= 1 && p <= 65535) || p != std::floor(p)) bad("--target", "port must be in 1..65535");
-    t.port = static_cast<std::uint16_t>(p);
   }
   return t;
 }
@@ -230,7 +224,7 @@ void apply_protocol_kind(const LoadTarget& target, ProtocolSpec& protocol) {
   if (target.scheme == "http") {
     protocol.kind = ProtocolSpec::Kind::kHttp;
     protocol.urls = {{target.path, 1.0}};
-    protocol.host_header = target.host;
+    protocol.host_header = loadgen::http_host_header(target.host);
   } else if (target.scheme == "memcache") {
     protocol.kind = ProtocolSpec::Kind::kMemcached;
   } else if (target.scheme == "redis") {
@@ -352,8 +346,7 @@ LoadPlan parse_load_options(const LoadOptions& o) {
 }
 
 void resolve_load_target(LoadPlan& plan, const common::Resolver& resolver, std::ostream& log) {
-  const common::ResolvedHost r =
-      common::resolve_host(plan.target.host, resolver, "--target", common::AddressFamily::kIpv4);
+  const common::ResolvedHost r = common::resolve_host(plan.target.host, resolver, "--target");
   if (r.name.empty()) return;
   plan.target.host_name = r.name;
   plan.target.host = r.address;

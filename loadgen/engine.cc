@@ -22,6 +22,7 @@
 
 #include "nabla/common/clock.hh"
 #include "nabla/common/fd.hh"
+#include "nabla/common/ip_address.hh"
 #include "nabla/loadgen/phc_clock.hh"
 
 namespace nabla::loadgen {
@@ -191,11 +192,11 @@ class Worker {
     if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, timer_.get(), &ev) != 0) {
       throw std::system_error(errno, std::system_category(), "epoll_ctl(timerfd)");
     }
-    addr_.sin_family = AF_INET;
-    addr_.sin_port = htons(config.port);
-    if (::inet_pton(AF_INET, config.host.c_str(), &addr_.sin_addr) != 1) {
-      throw std::invalid_argument("engine: host must be an IPv4 literal: " + config.host);
+    const auto address = common::IpAddress::parse(config.host);
+    if (!address) {
+      throw std::invalid_argument("engine: host must be an IPv4 or IPv6 literal: " + config.host);
     }
+    addr_len_ = common::to_sockaddr({*address, config.port}, addr_);
     result_.samples.reserve(reserved_);
     if (config.software_rx_timestamps) offset_ns_ = clock_offset_ns();
     if (config.software_rx_timestamps && config.phc_index >= 0) {
@@ -413,7 +414,8 @@ class Worker {
   void open(size_t i, int64_t now) {
     auto& c = conns_[i];
     c = Connection{};
-    common::FileDescriptor fd(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    common::FileDescriptor fd(
+        ::socket(addr_.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!fd) {
       ++result_.errors.connect;
       c.retry_at_ns = now + kReconnectBackoffNs;
@@ -421,7 +423,7 @@ class Worker {
     }
     int one = 1;
     ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    int rc = ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr_), sizeof addr_);
+    int rc = ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr_), addr_len_);
     if (rc != 0 && errno != EINPROGRESS) {
       ++result_.errors.connect;
       c.retry_at_ns = now + kReconnectBackoffNs;
@@ -670,7 +672,8 @@ class Worker {
   int64_t end_ns_;
   common::FileDescriptor epoll_;
   common::FileDescriptor timer_;
-  sockaddr_in addr_{};
+  sockaddr_storage addr_{};
+  socklen_t addr_len_ = 0;
   int64_t offset_ns_ = 0;
   std::unique_ptr<PhcClock> phc_;  // the NIC's clock when hardware stamps are on
   PhcMapping phc_map_;

@@ -404,6 +404,11 @@ uint64_t ZipfSampler::operator()(std::mt19937_64& rng) const {
   return std::min<uint64_t>(static_cast<uint64_t>(it - cdf_.begin()), cdf_.size() - 1);
 }
 
+std::string http_host_header(std::string_view host) {
+  if (host.find(':') == std::string_view::npos) return std::string(host);
+  return "[" + std::string(host) + "]";
+}
+
 std::unique_ptr<Codec> make_codec(const ProtocolSpec& spec) {
   switch (spec.kind) {
     case ProtocolSpec::Kind::kHttp:

@@ -17,6 +17,7 @@
 #include <system_error>
 
 #include "nabla/common/fd.hh"
+#include "nabla/common/ip_address.hh"
 #include "nabla/loadgen/phc_clock.hh"
 #include "nabla/loadgen/timestamping.hh"
 
@@ -58,30 +59,35 @@ HardwareTimestamping::~HardwareTimestamping() {
   }
 }
 
-std::string route_interface(const std::string& ipv4_host) {
-  sockaddr_in target{};
-  target.sin_family = AF_INET;
-  target.sin_port = htons(9);  // connect() on UDP sends nothing; any port will do
-  if (::inet_pton(AF_INET, ipv4_host.c_str(), &target.sin_addr) != 1) {
-    throw std::invalid_argument("not an IPv4 address: '" + ipv4_host + "'");
+std::string route_interface(const std::string& host) {
+  const auto address = common::IpAddress::parse(host);
+  if (!address) throw std::invalid_argument("not an IP address: '" + host + "'");
+  sockaddr_storage target{};
+  // connect() on UDP sends nothing; any port will do.
+  const socklen_t target_len = common::to_sockaddr({*address, 9}, target);
+  common::FileDescriptor fd(::socket(target.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!fd) throw std::system_error(errno, std::system_category(), "socket(SOCK_DGRAM)");
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&target), target_len) != 0) {
+    throw std::system_error(errno, std::system_category(), "connect(UDP) to " + host);
   }
-  auto fd = common::interface_control_socket();
-  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&target), sizeof target) != 0) {
-    throw std::system_error(errno, std::system_category(), "connect(UDP) to " + ipv4_host);
-  }
-  sockaddr_in local{};
+  sockaddr_storage local{};
   socklen_t len = sizeof local;
   if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&local), &len) != 0) {
     throw std::system_error(errno, std::system_category(), "getsockname");
   }
+  const auto source = common::endpoint_of(local);
   ifaddrs* list = nullptr;
   if (::getifaddrs(&list) != 0)
     throw std::system_error(errno, std::system_category(), "getifaddrs");
   std::string name;
-  for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
-    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
-    const auto* in = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
-    if (in->sin_addr.s_addr == local.sin_addr.s_addr) {
+  for (ifaddrs* a = list; a != nullptr && source; a = a->ifa_next) {
+    if (a->ifa_addr == nullptr) continue;
+    const int family = a->ifa_addr->sa_family;
+    if (family != AF_INET && family != AF_INET6) continue;
+    sockaddr_storage held{};
+    std::memcpy(&held, a->ifa_addr, family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6));
+    const auto held_endpoint = common::endpoint_of(held);
+    if (held_endpoint && held_endpoint->address == source->address) {
       name = a->ifa_name;
       break;
     }
@@ -91,11 +97,11 @@ std::string route_interface(const std::string& ipv4_host) {
   return name;
 }
 
-TimestampPlan plan_timestamps(const std::string& ipv4_host) {
+TimestampPlan plan_timestamps(const std::string& host) {
   TimestampPlan plan;
   plan.source = TimestampSource::kSoftware;
   try {
-    plan.interface = route_interface(ipv4_host);
+    plan.interface = route_interface(host);
   } catch (const std::exception& e) {
     plan.note = std::string("hardware timestamps not used: route lookup failed (") + e.what() + ")";
     return plan;

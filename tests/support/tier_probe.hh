@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "nabla/common/fd.hh"
+#include "nabla/common/ip_address.hh"
 #include "nabla/common/netns.hh"
 
 namespace nabla::testing {
@@ -26,19 +27,30 @@ inline sockaddr_in ipv4_address(const std::string& ip, uint16_t port) {
   return sa;
 }
 
-// Connects inside `ns` to ip:port (optionally from `source`), retrying for up
-// to 5 s until something listens; a test failure (and an invalid fd) after.
+// Connects inside `ns` to ip:port (IPv4 or IPv6; optionally from `source`,
+// of the same family), retrying for up to 5 s until something listens; a test
+// failure (and an invalid fd) after.
 inline common::FileDescriptor connect_in(const common::NetNamespace& ns, const std::string& ip,
                                          uint16_t port, const char* source = nullptr) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  const sockaddr_in sa = ipv4_address(ip, port);
+  const auto address = common::IpAddress::parse(ip);
+  if (!address) {
+    ADD_FAILURE() << "not an address: " << ip;
+    return common::FileDescriptor();
+  }
+  sockaddr_storage sa{};
+  const socklen_t sa_len = common::to_sockaddr({*address, port}, sa);
   while (std::chrono::steady_clock::now() < deadline) {
-    common::FileDescriptor fd = ns.socket(AF_INET, SOCK_STREAM, 0);
+    common::FileDescriptor fd = ns.socket(sa.ss_family, SOCK_STREAM, 0);
     if (source != nullptr) {
-      const sockaddr_in src = ipv4_address(source, 0);
-      ::bind(fd.get(), reinterpret_cast<const sockaddr*>(&src), sizeof src);
+      sockaddr_storage src{};
+      const auto source_address = common::IpAddress::parse(source);
+      if (!source_address) ADD_FAILURE() << "not an address: " << source;
+      const socklen_t src_len =
+          common::to_sockaddr({source_address.value_or(common::IpAddress()), 0}, src);
+      ::bind(fd.get(), reinterpret_cast<const sockaddr*>(&src), src_len);
     }
-    if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&sa), sizeof sa) == 0) return fd;
+    if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&sa), sa_len) == 0) return fd;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   ADD_FAILURE() << "cannot connect to " << ip << ":" << port;

@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "fake_resolver.hh"
 
@@ -102,13 +103,23 @@ TEST_F(CampaignHosts, FailuresNameTheKeyAndTheName) {
   const CampaignSpec spec = parse_campaign_spec(kNamed);
   EXPECT_EQ(error_of(spec, FakeResolver(Table{{"web01", {"10.213.0.2"}}})),
             "node[1].address: cannot resolve 'app01': Name or service not known");
-  // The load engine speaks IPv4: a target name with only IPv6 fails.
-  EXPECT_EQ(error_of(spec, FakeResolver(Table{{"web01", {"fd00::2"}}, {"app01", {"10.9.0.3"}}})),
-            "workload.target: cannot resolve 'web01': has no IPv4 address (only IPv6)");
   // Two names of two nodes that turn out to be one address.
   EXPECT_NE(error_of(spec, FakeResolver(Table{{"web01", {"10.213.0.3"}}, {"app01", {"10.9.0.3"}}}))
                 .find("belongs to two nodes (web and app)"),
             std::string::npos);
+}
+
+// The load engine speaks IPv6 too: a name with only an IPv6 address is
+// used (an IPv4 one is preferred when there is one).
+TEST_F(CampaignHosts, ANameWithOnlyIpv6ResolvesToIt) {
+  CampaignSpec spec = parse_campaign_spec(kNamed);
+  const FakeResolver fake(Table{{"web01", {"fd00::2"}}, {"app01", {"fd00::3", "10.9.0.3"}}});
+  resolve_campaign_hosts(spec, fake, log);
+  EXPECT_EQ(spec.workload.host, "fd00::2");
+  EXPECT_EQ(spec.workload.host_name, "web01");
+  EXPECT_EQ(spec.nodes[0].addresses, std::vector<std::string>{"fd00::2"});
+  EXPECT_EQ(spec.nodes[1].addresses, (std::vector<std::string>{"10.213.0.3", "10.9.0.3"}));
+  EXPECT_EQ(spec.nodes[0].injectd->to_string(), "[fd00::2]:7311");
 }
 
 TEST(CampaignSpecNames, MalformedNamesAreSpecErrors) {

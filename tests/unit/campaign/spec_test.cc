@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -205,6 +206,39 @@ TEST(CampaignSpec, BadValuesNameKeyAndValue) {
             std::string::npos);
   EXPECT_NE(error_of("seed = -1\n" + base).find("seed: must be in [0,"), std::string::npos);
   EXPECT_NE(error_of("name = \n").find("at line 1"), std::string::npos);
+}
+
+// IPv6 everywhere an address goes: node addresses (kept as inet_ntop prints
+// them, the sniffers' form), bracketed daemon addresses and target.
+TEST(CampaignSpec, Ipv6AddressesDaemonsAndTarget) {
+  const CampaignSpec s = parse_campaign_spec(R"(
+name = "v6"
+[[node]]
+name = "web"
+addresses = ["FD00:0:0::2", "10.213.0.2"]
+injectd = "[fd00::2]:7311"
+sniffd = "[fd00::2]"
+[workload]
+target = "http://[fd00::2]:8080/"
+rate = 400
+)");
+  EXPECT_EQ(s.nodes[0].addresses, (std::vector<std::string>{"fd00::2", "10.213.0.2"}));
+  EXPECT_EQ(s.nodes[0].injectd->host, "fd00::2");
+  EXPECT_EQ(s.nodes[0].injectd->port, 7311);
+  EXPECT_EQ(s.nodes[0].sniffd->to_string(), "[fd00::2]:7312");
+  EXPECT_EQ(s.workload.host, "fd00::2");
+  EXPECT_EQ(s.workload.port, 8080);
+
+  std::string unbracketed = kMinimal;
+  unbracketed.replace(unbracketed.find("10.213.0.2:8080"), 15, "fd00::2:8080");
+  EXPECT_NE(error_of(unbracketed)
+                .find("workload.target: bad HOST:PORT in \"http://fd00::2:8080\" "
+                      "(an IPv6 address goes in brackets"),
+            std::string::npos)
+      << error_of(unbracketed);
+  std::string no_port = kMinimal;
+  no_port.replace(no_port.find("10.213.0.2:8080"), 15, "[fd00::2]");
+  EXPECT_NE(error_of(no_port).find("workload.target: needs a port"), std::string::npos);
 }
 
 TEST(CampaignSpec, DiscoveryNeedsASniffer) {

@@ -46,6 +46,20 @@ TEST(Endpoint, ToString) {
   EXPECT_EQ(to_string(Endpoint{ip("fd00::1"), 9000}), "[fd00::1]:9000");
 }
 
+TEST(Endpoint, SockaddrRoundTripsForBothFamilies) {
+  for (const char* text : {"10.0.0.1", "fd00::1", "::ffff:10.0.0.1"}) {
+    const Endpoint e{ip(text), 7311};
+    sockaddr_storage sa{};
+    const socklen_t len = to_sockaddr(e, sa);
+    EXPECT_EQ(len, e.address.is_v4() ? sizeof(sockaddr_in) : sizeof(sockaddr_in6)) << text;
+    EXPECT_EQ(sa.ss_family, e.address.af()) << text;
+    EXPECT_EQ(endpoint_of(sa), e) << text;
+  }
+  sockaddr_storage unix_socket{};
+  unix_socket.ss_family = AF_UNIX;
+  EXPECT_FALSE(endpoint_of(unix_socket).has_value());
+}
+
 TEST(LinkSpec, ParsesTheDocumentedExamples) {
   const LinkSpec a = parse_link_spec("tcp 10.0.0.1:* -> 10.0.0.2:5432");
   EXPECT_EQ(a.protocol, Protocol::kTcp);

@@ -157,6 +157,17 @@ TEST(LoadFlags, ParsesTargetsAndDefaults) {
   EXPECT_EQ(parse_target("redis://localhost").host, "127.0.0.1");
   EXPECT_EQ(parse_target("http://127.0.0.1").path, "/");
   EXPECT_EQ(parse_target("echo://127.0.0.1:9").port, 9);
+  // IPv6 in brackets, as in URLs; the HTTP Host header keeps them.
+  EXPECT_EQ(parse_target("http://[fd00::2]:8080/x").host, "fd00::2");
+  EXPECT_EQ(parse_target("http://[fd00::2]:8080/x").port, 8080);
+  EXPECT_EQ(parse_target("memcache://[::1]").port, 11211);
+  LoadOptions v6 = base(1);
+  v6.target = "http://[::1]:8080/";
+  const LoadPlan v6_plan = parse_load_options(v6);
+  EXPECT_EQ(v6_plan.controller.engine.host, "::1");
+  EXPECT_EQ(v6_plan.controller.engine.protocol.host_header, "[::1]");
+  EXPECT_THROW(parse_target("http://fd00::2:8080/"), std::invalid_argument);
+  EXPECT_THROW(parse_target("http://[fd00::2:8080/"), std::invalid_argument);
 
   LoadOptions m = base(1);
   m.target = "memcache://127.0.0.1:11211";

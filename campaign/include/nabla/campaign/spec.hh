@@ -37,7 +37,7 @@ struct CampaignNode {
 struct WorkloadSpec {
   std::string target;  // as written, "http://H:P" or "echo://H:P"
   bool http = true;    // false: echo
-  std::string host;    // IPv4 literal, or a name until resolve_campaign_hosts()
+  std::string host;    // IPv4/IPv6 literal, or a name until resolve_campaign_hosts()
   std::uint16_t port = 0;
   std::string host_name;  // the DNS name `host` was resolved from (the HTTP Host header)
   double rate_rps = 0;

@@ -62,4 +62,12 @@ struct Endpoint {
 // "10.0.0.1:80", "[fd00::1]:80".
 std::string to_string(const Endpoint& endpoint);
 
+// The sockaddr_in (IPv4) or sockaddr_in6 (IPv6) of `endpoint` written into
+// `out`; returns its length, for bind/connect.
+socklen_t to_sockaddr(const Endpoint& endpoint, sockaddr_storage& out) noexcept;
+
+// The endpoint of a sockaddr_in/sockaddr_in6 (as getsockname/accept give
+// them); nullopt for any other family.
+std::optional<Endpoint> endpoint_of(const sockaddr_storage& address) noexcept;
+
 }  // namespace nabla::common

@@ -3,7 +3,8 @@
 // built from host names (campaign nodes, testbed hosts), a port written only
 // when it is fixed (non-zero; ephemeral ports are folded to 0), e.g.
 // "tcp web -> app:9002" (the request direction) and "tcp app:9002 -> web"
-// (the response direction). Campaign results, [truth] tables, the demo's
+// (the response direction). An end no node owns is its address, an IPv6
+// one in brackets: "tcp [fd00::1] -> [fd00::2]:8080". Campaign results, [truth] tables, the demo's
 // truth and `nabla predict --set` all key links by it; the database's
 // links.label is the longer form with the processes (docs/schema.md).
 #include <string>

@@ -58,7 +58,7 @@
 namespace nabla::loadgen {
 
 struct EngineConfig {
-  std::string host = "127.0.0.1";  // IPv4 literal
+  std::string host = "127.0.0.1";  // IPv4 or IPv6 literal (no brackets)
   uint16_t port = 0;
   int threads = 1;
   int connections = 1;      // total, spread over threads (>= threads)

@@ -86,6 +86,10 @@ struct ProtocolSpec {
 // zero keys, or a ratio outside [0,1].
 std::unique_ptr<Codec> make_codec(const ProtocolSpec& spec);
 
+// The HTTP Host header's value for a host: a name or an IPv4 address as is,
+// an IPv6 address in brackets (RFC 7230, 5.4): "[fd00::2]".
+std::string http_host_header(std::string_view host);
+
 // Echo helpers shared with the test echo server.
 inline constexpr uint8_t kEchoHasServiceTime = 1;
 inline constexpr size_t kEchoMaxFrame = 1 << 20;

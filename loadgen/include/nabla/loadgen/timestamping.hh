@@ -56,10 +56,11 @@ class HardwareTimestamping {
   int previous_rx_ = 0;
 };
 
-// The interface the kernel routes `ipv4_host` through (a connected UDP
-// socket's local address, matched with getifaddrs). Throws std::system_error
-// or std::invalid_argument for an address that is not an IPv4 literal.
-std::string route_interface(const std::string& ipv4_host);
+// The interface the kernel routes `host` (an IPv4 or IPv6 literal) through
+// (a connected UDP socket's local address, matched with getifaddrs). Throws
+// std::system_error, or std::invalid_argument for text that is not an
+// address literal.
+std::string route_interface(const std::string& host);
 
 struct TimestampPlan {
   TimestampSource source = TimestampSource::kSoftware;
@@ -69,11 +70,11 @@ struct TimestampPlan {
   int phc_index = -1;                              // the NIC's PTP clock when hardware
 };
 
-// Which timestamps a run against `ipv4_host` uses: hardware when the
+// Which timestamps a run against `host` uses: hardware when the
 // interface's driver offers them and SIOCSHWTSTAMP and the PHC (/dev/ptpN)
 // both work (the engine maps PHC time to CLOCK_MONOTONIC, phc_clock.hh),
 // else kernel software stamps, with the reason in `note`.
-TimestampPlan plan_timestamps(const std::string& ipv4_host);
+TimestampPlan plan_timestamps(const std::string& host);
 
 // Enables software RX/TX timestamping on a socket; throws std::system_error
 // naming setsockopt(SO_TIMESTAMPING) on failure.
