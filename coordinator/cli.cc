@@ -14,6 +14,7 @@
 #include "nabla/coordinator/inject_command.hh"
 #include "nabla/coordinator/load_command.hh"
 #include "nabla/coordinator/predict.hh"
+#include "nabla/coordinator/report_command.hh"
 #include "nabla/coordinator/run_command.hh"
 #include "nabla/coordinator/runs_command.hh"
 #include "nabla/coordinator/sql_command.hh"
@@ -190,6 +191,7 @@ int run_cli(int argc, char** argv) {
   register_sql_command(app);
   register_run_command(app);
   register_predict_command(app);
+  register_report_command(app);
   register_demo_command(app);
   try {
     app.parse(argc, argv);

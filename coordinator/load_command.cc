@@ -16,6 +16,7 @@
 #include "load_report.hh"
 #include "nabla/common/clock.hh"
 #include "nabla/common/cpu_latency.hh"
+#include "nabla/coordinator/report_command.hh"
 #include "nabla/coordinator/text_table.hh"
 #include "nabla/loadgen/timestamping.hh"
 
@@ -177,7 +178,11 @@ int run_load(const LoadOptions& o, std::ostream& out, std::ostream& err) {
     } else {
       print_load_point(out, points.front());
     }
-    if (recorder) out << "stored as run " << recorder->run_id() << " in " << o.db << '\n';
+    if (recorder) {
+      const std::int64_t ids[] = {recorder->run_id()};
+      out << "stored as run " << ids[0] << " in " << o.db << '\n'
+          << "report: " << report_command_line(ids, o.db) << '\n';
+    }
   }
   return 0;
 }
