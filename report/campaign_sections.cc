@@ -63,8 +63,10 @@ json graph_edges(const StoredRun& run, const std::map<std::string, std::pair<dou
                      {"y2", y2},
                      {"arrow_x", x1 + 0.8 * (x2 - x1)},
                      {"arrow_y", y1 + 0.8 * (y2 - y1)},
-                     {"label_x", x1 + 0.5 * (x2 - x1) + 1.5 * ox},
-                     {"label_y", y1 + 0.5 * (y2 - y1) + 1.5 * oy},
+                     {"label_x", x1 + 0.5 * (x2 - x1) + ox},
+                     {"label_y", y1 + 0.5 * (y2 - y1) + oy},
+                     // The label starts at the link and runs away from it.
+                     {"label_align", ox >= 0 ? "left" : "right"},
                      {"angle", 90.0 - std::atan2(dy, dx) * 180.0 / std::numbers::pi},
                      {"magnitude", m == magnitude.end() ? json(nullptr) : json(m->second)},
                      {"gradients", gradient_labels(run, l.id)}});
@@ -92,7 +94,7 @@ json graph_spec(const json& nodes, const json& edges,
   const json color{{"field", "magnitude"},
                    {"type", "quantitative"},
                    {"title", "max |gradient|"},
-                   {"scale", {{"scheme", "orangered"}}}};
+                   {"scale", {{"range", json::array({"#b0b0b0", "#c0392b"})}}}};
   const json tip = json::array(
       {channel("link", "nominal", "link"), channel("gradients", "nominal", "gradients")});
   json rules{{"data", {{"values", edges}}},
@@ -109,19 +111,29 @@ json graph_spec(const json& nodes, const json& edges,
                  {"legend", nullptr},
                  {"scale", {{"range", json::array({1.5, 8})}}}}},
                {"tooltip", tip}}}};
-  json arrows{
-      {"data", {{"values", edges}}},
-      {"mark", {{"type", "point"}, {"shape", "triangle-up"}, {"filled", true}, {"size", 120}}},
-      {"encoding",
-       {{"x", pos("arrow_x")},
-        {"y", pos("arrow_y")},
-        {"color", color},
-        {"angle", {{"field", "angle"}, {"type", "quantitative"}, {"scale", nullptr}}},
-        {"tooltip", tip}}}};
-  json labels{{"data", {{"values", edges}}},
-              {"mark", {{"type", "text"}, {"fontSize", 10}}},
+  json arrows{{"data", {{"values", edges}}},
+              {"mark",
+               {{"type", "point"},
+                {"shape", "triangle-up"},
+                {"filled", true},
+                {"size", 260},
+                {"opacity", 1}}},
               {"encoding",
-               {{"x", pos("label_x")}, {"y", pos("label_y")}, {"text", {{"field", "gradients"}}}}}};
+               {{"x", pos("arrow_x")},
+                {"y", pos("arrow_y")},
+                {"color", color},
+                {"angle", {{"field", "angle"}, {"type", "quantitative"}, {"scale", nullptr}}},
+                {"tooltip", tip}}}};
+  auto labels = [&](const char* align) {
+    return json{
+        {"data", {{"values", edges}}},
+        {"transform",
+         json::array({{{"filter", std::string("datum.label_align == '") + align + "'"}}})},
+        {"mark",
+         {{"type", "text"}, {"fontSize", 10}, {"align", align}, {"dx", align[0] == 'l' ? 4 : -4}}},
+        {"encoding",
+         {{"x", pos("label_x")}, {"y", pos("label_y")}, {"text", {{"field", "gradients"}}}}}};
+  };
   json hosts{{"data", {{"values", points}}},
              {"mark", {{"type", "circle"}, {"size", 900}, {"color", "#2c7fb8"}}},
              {"encoding",
@@ -137,7 +149,8 @@ json graph_spec(const json& nodes, const json& edges,
              {"encoding", {{"x", pos("x")}, {"y", pos("y")}, {"text", {{"field", "processes"}}}}}};
   return {{"width", 560},
           {"height", 560},
-          {"layer", json::array({rules, arrows, labels, hosts, names, procs})}};
+          {"layer",
+           json::array({rules, arrows, labels("left"), labels("right"), hosts, names, procs})}};
 }
 
 double quantile(std::vector<std::int64_t>& v, double q) {

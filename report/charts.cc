@@ -1,6 +1,14 @@
 #include "charts.hh"
 
+#include <cstdio>
+
 namespace nabla::report::detail {
+
+std::string short_number(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
 
 json chart(const std::string& kind, const std::string& title, json spec) {
   return {{"kind", kind}, {"title", title}, {"spec", std::move(spec)}};

@@ -25,6 +25,9 @@ json layered(json values, json layers, int width = 640, int height = 240);
 json estimate_with_ci_layers(const std::string& category, const std::string& category_title,
                              const std::string& value_title, const std::string& color);
 
+// A number for a label: "50", "99.9", "4000" (printf %g).
+std::string short_number(double v);
+
 // ns -> ms and ns -> µs for axes (the stored values stay in ns in the data).
 inline double ms(double ns) {
   return ns / 1e6;

@@ -80,7 +80,7 @@ json compare_percentiles(const StoredRun& a, const StoredRun& b, json& chart_row
             overlap(x.ci_low_ns.value_or(*x.value_ns), x.ci_high_ns.value_or(*x.value_ns),
                     y.ci_low_ns.value_or(*y.value_ns), y.ci_high_ns.value_or(*y.value_ns));
         const std::string key = std::get<0>(tail_key(ta)) + " " + x.metric + " p" +
-                                json(x.percentile).dump() + " @" + json(x.rate_rps).dump();
+                                short_number(x.percentile) + " @" + short_number(x.rate_rps);
         for (const auto& [run, r] : {std::pair{&a, &x}, std::pair{&b, &y}}) {
           chart_rows.push_back({{"key", key},
                                 {"run", "run " + std::to_string(run->info.id)},

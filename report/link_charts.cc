@@ -218,13 +218,13 @@ json gradient_chart(const StoredRun& run, const db::LinkRow& link) {
       truth.push_back({{"type", g.type}, {"truth", *t}});
     }
   }
-  json layers =
-      estimate_with_ci_layers("type", "type", "gradient (ns of response per ns of delay)", "");
+  const std::string axis = "gradient (ns of response per ns of delay)";
+  json layers = estimate_with_ci_layers("type", "type", axis, "");
   layers.push_back({{"data", {{"values", truth}}},
                     {"mark", {{"type", "tick"}, {"color", "#c0392b"}, {"thickness", 2}}},
                     {"encoding",
                      {{"y", channel("type", "nominal", "type")},
-                      {"x", channel("truth", "quantitative", "gradient")},
+                      {"x", channel("truth", "quantitative", axis)},
                       {"tooltip", json::array({number_channel("truth", "truth")})}}}});
   return layered(rows, layers, 640, 40 + 28 * static_cast<int>(rows.size()));
 }

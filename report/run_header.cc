@@ -2,6 +2,7 @@
 // the campaign file's truth.
 #include <set>
 
+#include "charts.hh"
 #include "nabla/common/link_label.hh"
 #include "nabla/db/records.hh"
 #include "page_model.hh"
@@ -56,8 +57,8 @@ std::vector<std::string> warnings(const StoredRun& run) {
   if (run.info.status == db::RunStatus::kComplete && run.info.error) out.push_back(*run.info.error);
   for (const db::TailResultRow& t : run.tail_results) {
     if (t.result.ok) continue;
-    out.push_back("rate " + json(t.result.rate_rps).dump() + " rps, p" +
-                  json(t.result.percentile).dump() + " " + t.result.metric + ": n/a " +
+    out.push_back("rate " + short_number(t.result.rate_rps) + " rps, p" +
+                  short_number(t.result.percentile) + " " + t.result.metric + ": n/a " +
                   t.result.reasons_json);
     break;  // the tail section lists every one
   }

@@ -29,7 +29,7 @@ json tail_rows(const StoredRun& run) {
                     {"rate_rps", r.rate_rps},
                     {"throughput_rps", or_null(r.throughput_rps)},
                     {"percentile", r.percentile},
-                    {"p", "p" + json(r.percentile).dump()},
+                    {"p", "p" + short_number(r.percentile)},
                     {"value_ns", or_null(r.value_ns)},
                     {"ci_low_ns", or_null(r.ci_low_ns)},
                     {"ci_high_ns", or_null(r.ci_high_ns)},
@@ -54,7 +54,7 @@ json percentile_chart(const json& rows) {
     v["low"] = r["low_us"].is_null() ? r["value_us"] : r["low_us"];
     v["high"] = r["high_us"].is_null() ? r["value_us"] : r["high_us"];
     v["series"] = r["type"].get<std::string>() + " " + r["metric"].get<std::string>() + " @" +
-                  json(r["rate_rps"]).dump() + " rps";
+                  short_number(r["rate_rps"].get<double>()) + " rps";
     values.push_back(std::move(v));
   }
   return layered(values,
@@ -151,8 +151,8 @@ json histogram_chart(db::Database& db, const StoredRun& run) {
           {"title", "latency (µs, log scale)"},
           {"scale", {{"type", "log"}}}}},
         {"x2", {{"field", "to_us"}}},
-        {"y",
-         {{"field", "count"}, {"type", "quantitative"}, {"title", "requests"}, {"stack", nullptr}}},
+        {"y", {{"field", "count"}, {"type", "quantitative"}, {"title", "requests"}}},
+        {"y2", {{"datum", 0}}},
         {"color", channel("metric", "nominal", "time")},
         {"tooltip",
          json::array({channel("metric", "nominal", "time"), number_channel("from_us", "from (µs)"),
@@ -202,8 +202,8 @@ json tail_section(db::Database& db, const StoredRun& run) {
           {"turns_na", turns_na},
           {"lateness", lateness_table(rows)},
           {"not_stored",
-           "in-flight times and the lateness quantiles are printed by nabla load "
-           "but not stored; the late-send counts are"},
+           "nabla load prints in-flight times and lateness quantiles but does not store them; "
+           "the table shows the stored late-send counts"},
           {"charts", charts}};
 }
 
