@@ -10,8 +10,6 @@
 namespace nabla::report::testing {
 namespace {
 
-using campaign::FlowEnd;
-
 // Two hosts, both directions of one connection, two transaction types.
 std::string spec_text(std::int64_t seed) {
   return R"(
@@ -46,29 +44,15 @@ lease = "1s"
 )";
 }
 
-FlowEnd flow_end(const std::string& local, std::uint16_t lport, int pid, const std::string& comm,
-                 const std::string& remote, std::uint16_t rport, const std::string& direction) {
-  FlowEnd f;
-  f.proto = "tcp";
-  f.local_addr = local;
-  f.local_port = lport;
-  f.pid = pid;
-  f.comm = comm;
-  f.remote_addr = remote;
-  f.remote_port = rport;
-  f.direction = direction;
-  f.segments_out = f.segments_in = 50;
-  f.bytes_out = f.bytes_in = 5'000;
-  return f;
-}
-
 }  // namespace
 
 std::int64_t store_fake_campaign_run(const std::string& db_path, std::int64_t seed) {
   campaign::fake::FakeClock clock;
   campaign::fake::FakeDaemons daemons{clock};
-  daemons.flows["web"] = {flow_end("10.0.0.1", 0, 10, "client", "10.0.0.2", 9002, "outbound")};
-  daemons.flows["app"] = {flow_end("10.0.0.2", 9002, 20, "tier", "10.0.0.1", 0, "inbound")};
+  daemons.flows["web"] = {
+      campaign::fake::tcp_flow_end("10.0.0.1", 0, 10, "client", "10.0.0.2", 9002, "outbound")};
+  daemons.flows["app"] = {
+      campaign::fake::tcp_flow_end("10.0.0.2", 9002, 20, "tier", "10.0.0.1", 0, "inbound")};
   campaign::fake::FakeServiceModel model;
   model.base_ns = {2'000'000, 3'000'000};
   model.noise_ns = 300'000;
