@@ -60,6 +60,7 @@ bench: build
 
 # The end-to-end demo (docs/cli.md, "nabla demo"): needs root for namespaces,
 # iptables and NFQUEUE. DEMO_FLAGS passes flags through, e.g. DEMO_FLAGS=--quick.
+# It writes the campaign run's HTML report (nabla report) into $(BUILD).
 DEMO_FLAGS ?=
 demo:
 	@if [ "$$(id -u)" -ne 0 ]; then \
@@ -72,14 +73,17 @@ demo:
 	   cmake --build $(BUILD) -j $(JOBS) --target nabla nabla-tier nabla-injectd nabla-sniffd; \
 	 } >$(BUILD)/make-demo-build.log 2>&1 || \
 	  { tail -n 40 $(BUILD)/make-demo-build.log >&2; echo "make demo: the build failed (log above)" >&2; exit 1; }
-	$(BUILD)/coordinator/nabla demo $(DEMO_FLAGS)
+	@rm -f $(BUILD)/nabla-demo-report.html
+	$(BUILD)/coordinator/nabla demo --report $(abspath $(BUILD))/nabla-demo-report.html $(DEMO_FLAGS)
+	@if [ -f $(BUILD)/nabla-demo-report.html ]; then \
+	  echo "make demo: report at $(abspath $(BUILD))/nabla-demo-report.html (open it in a browser; it needs no network)"; fi
 
 format:
-	find common analysis db injector sniffer loadgen tier testbed coordinator tests bench \
+	find common analysis db injector sniffer loadgen report tier testbed coordinator tests bench \
 	  \( -name '*.cc' -o -name '*.hh' \) -print0 | xargs -0 -r clang-format -i
 
 format-check:
-	find common analysis db injector sniffer loadgen tier testbed coordinator tests bench \
+	find common analysis db injector sniffer loadgen report tier testbed coordinator tests bench \
 	  \( -name '*.cc' -o -name '*.hh' \) -print0 | xargs -0 -r clang-format --dry-run --Werror
 
 clean:

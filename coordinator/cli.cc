@@ -18,6 +18,7 @@
 #include "nabla/coordinator/nodes_command.hh"
 #include "nabla/coordinator/memlat_command.hh"
 #include "nabla/coordinator/predict.hh"
+#include "nabla/coordinator/report_command.hh"
 #include "nabla/coordinator/run_command.hh"
 #include "nabla/coordinator/runs_command.hh"
 #include "nabla/coordinator/sql_command.hh"
@@ -196,6 +197,7 @@ int run_cli(int argc, char** argv) {
   register_run_command(app);
   register_nodes_command(app);
   register_predict_command(app);
+  register_report_command(app);
   register_demo_command(app);
   register_accel_command(app);
   register_memlat_command(app);

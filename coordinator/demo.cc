@@ -15,6 +15,7 @@
 #include "nabla/common/clock.hh"
 #include "nabla/common/link_label.hh"
 #include "nabla/common/netns.hh"
+#include "nabla/coordinator/report_command.hh"
 #include "nabla/coordinator/text_table.hh"
 #include "nabla/db/reads.hh"
 #include "nabla/db/store.hh"
@@ -323,6 +324,16 @@ void run_load_step(DemoRun& d, const testbed::DemoBinaries& bin, testbed::DemoTe
   if (!load.ran) d.exit_code = d.exit_code ? d.exit_code : 1;
 }
 
+// --report FILE: the campaign run's page. A page that cannot be written is
+// reported and leaves the demo's result as it is.
+void write_demo_report(DemoRun& d, std::int64_t run_id) {
+  try {
+    d.result["report"] = write_report({{run_id}, d.db_path, *d.opt.report_path}, d.log);
+  } catch (const std::exception& e) {
+    d.err << "nabla demo: cannot write the report: " << e.what() << "\n";
+  }
+}
+
 // Steps 1 to 4 of demo.hh; the testbed goes (step 5) when this returns or
 // throws.
 void run_demo_steps(DemoRun& d) {
@@ -345,8 +356,11 @@ void run_demo_steps(DemoRun& d) {
   const std::int64_t run_id = run_campaign(d, bin, tb, campaign);
   check_gradients(d, tb, campaign, run_id);
   run_load_step(d, bin, tb);
+  const std::int64_t ids[] = {run_id};
+  if (d.opt.report_path) write_demo_report(d, run_id);
   d.log << "\nnabla demo: stored in " << d.db_path << " (run " << run_id << "). Try:\n"
         << "  nabla runs show " << run_id << " --db " << d.db_path << "\n"
+        << "  " << report_command_line(ids, d.db_path) << "\n"
         << "  nabla predict --run " << run_id << " --db " << d.db_path
         << " --set \"app->db=+10ms\"\n"
         << "nabla demo: removing the testbed (namespaces, daemons, tiers, key)...\n"
@@ -426,6 +440,8 @@ void register_demo_command(CLI::App& app) {
                   "Measure the links one after another or all at once (docs/method.md)")
       ->check(CLI::IsMember({"sequential", "simultaneous"}))
       ->capture_default_str();
+  cmd->add_option("--report", opts->report_path,
+                  "Also write the campaign run's HTML report (nabla report) to FILE");
   cmd->callback([opts, code] {
     *code = run_demo(*opts, std::cout, std::cerr);
     if (*code != 0) throw CLI::RuntimeError(*code);

@@ -19,6 +19,7 @@
 #include "load_report.hh"
 #include "nabla/common/clock.hh"
 #include "nabla/common/cpu_latency.hh"
+#include "nabla/coordinator/report_command.hh"
 #include "nabla/coordinator/text_table.hh"
 #include "nabla/loadgen/timestamping.hh"
 
@@ -139,7 +140,11 @@ void print_load_output(const LoadOptions& o, const LoadPlan& plan,
                            : format_number(mean.get<double>()) + " ns mean")
         << '\n';
   }
-  if (recorder) out << "stored as run " << recorder->run_id() << " in " << o.db << '\n';
+  if (recorder) {
+    const std::int64_t ids[] = {recorder->run_id()};
+    out << "stored as run " << ids[0] << " in " << o.db << '\n'
+        << "report: " << report_command_line(ids, o.db) << '\n';
+  }
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "nabla/common/resolve.hh"
 #include "nabla/common/units.hh"
 #include "nabla/coordinator/nodes_command.hh"
+#include "nabla/coordinator/report_command.hh"
 #include "nabla/coordinator/text_table.hh"
 
 #ifndef NABLA_VERSION
@@ -255,6 +256,8 @@ int run_campaign_command(const RunOptions& opt, std::ostream& out, std::ostream&
     out << outcome_to_json(spec, o).dump(2) << '\n';
   } else {
     print_outcome_table(out, spec, o);
+    const std::int64_t ids[] = {o.run_id};
+    out << "report: " << report_command_line(ids, db_path) << '\n';
   }
   if (!o.complete) {
     err << "nabla: error: run " << o.run_id << " failed: " << o.error << '\n';

@@ -206,6 +206,35 @@ TailResultRow read_tail_result_row(const Columns& c) {
   return row;
 }
 
+InjectionRow read_injection_row(const Columns& c) {
+  InjectionRow row;
+  row.id = c.int64("id");
+  row.link_label = c.optional_text("link_label");
+  Injection& i = row.injection;
+  i.run_id = c.int64("run_id");
+  i.phase_id = c.optional_int64("phase_id");
+  i.link_id = c.optional_int64("link_id");
+  i.node = c.optional_text("node");
+  i.waveform = c.text("waveform");
+  i.spec_json = c.text("spec");
+  i.requested_delay_ns = c.int64("requested_delay_ns");
+  i.period_ns = c.optional_int64("period_ns");
+  i.duty = c.optional_real("duty");
+  i.seed = c.optional_int64("seed");
+  i.started_ns = c.int64("started_ns");
+  i.ended_ns = c.optional_int64("ended_ns");
+  i.packets = c.int64("packets");
+  i.bytes = c.int64("bytes");
+  i.delayed = c.int64("delayed");
+  i.dropped = c.int64("dropped");
+  i.actual_mean_ns = c.optional_real("actual_mean_ns");
+  i.actual_std_ns = c.optional_real("actual_std_ns");
+  i.actual_p50_ns = c.optional_real("actual_p50_ns");
+  i.actual_p99_ns = c.optional_real("actual_p99_ns");
+  i.actual_max_ns = c.optional_real("actual_max_ns");
+  return row;
+}
+
 }  // namespace
 
 std::vector<RunSummary> list_run_summaries(Database& db, int limit) {
@@ -240,6 +269,25 @@ std::optional<RunInfo> newest_run_of_kind(Database& db, RunKind kind,
   return read_first(st, read_run);
 }
 
+std::optional<Campaign> find_campaign(Database& db, std::int64_t campaign_id) {
+  Statement st(db, "SELECT name, spec, created_ns FROM campaigns WHERE id = ?");
+  st.bind(1, campaign_id);
+  return read_first(st, [](const Columns& c) {
+    return Campaign{c.text("name"), c.text("spec"), c.int64("created_ns")};
+  });
+}
+
+std::vector<Node> run_nodes(Database& db, std::int64_t run_id) {
+  Statement st(db,
+               "SELECT run_id, name, address, injectd_addr, sniffd_addr FROM nodes "
+               "WHERE run_id = ? ORDER BY id");
+  st.bind(1, run_id);
+  return read_rows(st, [](const Columns& c) {
+    return Node{c.int64("run_id"), c.text("name"), c.optional_text("address"),
+                c.optional_text("injectd_addr"), c.optional_text("sniffd_addr")};
+  });
+}
+
 std::vector<LinkRow> run_links(Database& db, std::int64_t run_id) {
   Statement st(
       db, std::string("SELECT ") + kLinkColumns + " FROM links l WHERE l.run_id = ? ORDER BY l.id");
@@ -258,6 +306,23 @@ std::vector<PhaseRow> run_phases(Database& db, std::int64_t run_id) {
                "WHERE p.run_id = ? GROUP BY p.id ORDER BY p.id");
   st.bind(1, run_id);
   return read_rows(st, read_phase_row);
+}
+
+std::vector<InjectionRow> run_injections(Database& db, std::int64_t run_id) {
+  Statement st(db,
+               "SELECT i.id AS id, l.label AS link_label, i.run_id AS run_id, "
+               "i.phase_id AS phase_id, i.link_id AS link_id, i.node AS node, "
+               "i.waveform AS waveform, i.spec AS spec, "
+               "i.requested_delay_ns AS requested_delay_ns, i.period_ns AS period_ns, "
+               "i.duty AS duty, i.seed AS seed, i.started_ns AS started_ns, "
+               "i.ended_ns AS ended_ns, i.packets AS packets, i.bytes AS bytes, "
+               "i.delayed AS delayed, i.dropped AS dropped, i.actual_mean_ns AS actual_mean_ns, "
+               "i.actual_std_ns AS actual_std_ns, i.actual_p50_ns AS actual_p50_ns, "
+               "i.actual_p99_ns AS actual_p99_ns, i.actual_max_ns AS actual_max_ns "
+               "FROM injections i LEFT JOIN links l ON l.id = i.link_id "
+               "WHERE i.run_id = ? ORDER BY i.id");
+  st.bind(1, run_id);
+  return read_rows(st, read_injection_row);
 }
 
 std::vector<GradientRow> run_gradients(Database& db, std::int64_t run_id) {
@@ -362,6 +427,23 @@ std::map<std::string, std::vector<std::int64_t>> latencies_by_type(
   std::map<std::string, std::vector<std::int64_t>> latencies;
   while (st.step()) latencies[c.text("type")].push_back(c.int64("latency_ns"));
   return latencies;
+}
+
+std::vector<Sample> phase_samples(Database& db, std::int64_t phase_id) {
+  Statement st(db,
+               "SELECT phase_id, send_ns, latency_ns, service_ns, type_id, ts_source FROM samples "
+               "WHERE phase_id = ? ORDER BY send_ns, rowid");
+  st.bind(1, phase_id);
+  return read_rows(st, [](const Columns& c) {
+    Sample s;
+    s.phase_id = c.optional_int64("phase_id");
+    s.send_ns = c.int64("send_ns");
+    s.latency_ns = c.int64("latency_ns");
+    s.service_ns = c.optional_int64("service_ns");
+    s.type_id = c.int64("type_id");
+    s.source = static_cast<TimestampSource>(c.int64("ts_source"));
+    return s;
+  });
 }
 
 }  // namespace nabla::db

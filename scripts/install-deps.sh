@@ -28,6 +28,10 @@ packages=(
   memcached redis-server
   # taskset: the loadgen bench puts nginx and the load generators on separate cores
   util-linux
+  # nabla report's browser test: headless Chromium renders a page offline,
+  # a font for its text, zlib to decode its screenshot (about a minute to
+  # install on a fresh machine)
+  chromium fonts-liberation zlib1g-dev
 )
 
 missing=()

@@ -8,6 +8,23 @@
 
 namespace nabla::campaign::fake {
 
+FlowEnd tcp_flow_end(const std::string& local, std::uint16_t lport, int pid,
+                     const std::string& comm, const std::string& remote, std::uint16_t rport,
+                     const std::string& direction) {
+  FlowEnd f;
+  f.proto = "tcp";
+  f.local_addr = local;
+  f.local_port = lport;
+  f.pid = pid;
+  f.comm = comm;
+  f.remote_addr = remote;
+  f.remote_port = rport;
+  f.direction = direction;
+  f.segments_out = f.segments_in = 100;
+  f.bytes_out = f.bytes_in = 10'000;
+  return f;
+}
+
 void FakeClock::sleep_until(std::int64_t t_ns) {
   now_ns_ = std::max(now_ns_, t_ns);
   while (!actions_.empty() && actions_.begin()->first <= now_ns_) {

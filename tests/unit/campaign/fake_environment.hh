@@ -51,6 +51,12 @@ struct FakeInjection {
   std::vector<std::int64_t> renewals_ns;
 };
 
+// A sniffer's record of one end of a TCP connection with 100 segments and
+// 10 kB each way, as FakeDaemons::flows holds them.
+FlowEnd tcp_flow_end(const std::string& local, std::uint16_t lport, int pid,
+                     const std::string& comm, const std::string& remote, std::uint16_t rport,
+                     const std::string& direction);
+
 class FakeDaemons final : public Daemons {
  public:
   explicit FakeDaemons(Clock& clock) : clock_(clock) {}

@@ -62,31 +62,18 @@ const std::string kAppToWeb = "tcp 10.0.0.2:9002 -> 10.0.0.1:*";
 const std::string kAppToDb = "tcp 10.0.0.2:* -> 10.0.0.3:5432";
 const std::string kDbToApp = "tcp 10.0.0.3:5432 -> 10.0.0.2:*";
 
-FlowEnd flow(const std::string& local, std::uint16_t lport, int pid, const std::string& comm,
-             const std::string& remote, std::uint16_t rport, const std::string& direction) {
-  FlowEnd f;
-  f.proto = "tcp";
-  f.local_addr = local;
-  f.local_port = lport;
-  f.pid = pid;
-  f.comm = comm;
-  f.remote_addr = remote;
-  f.remote_port = rport;
-  f.direction = direction;
-  f.segments_out = f.segments_in = 100;
-  f.bytes_out = f.bytes_in = 10'000;
-  return f;
-}
-
 class CampaignFakes : public ::testing::Test {
  protected:
   void SetUp() override {
     db_path_ = ::testing::TempDir() + "campaign-fakes-" + std::to_string(::getpid()) + "-" +
                ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db";
-    daemons_.flows["web"] = {flow("10.0.0.1", 0, 10, "client", "10.0.0.2", 9002, "outbound")};
-    daemons_.flows["app"] = {flow("10.0.0.2", 9002, 20, "app", "10.0.0.1", 0, "inbound"),
-                             flow("10.0.0.2", 0, 20, "app", "10.0.0.3", 5432, "outbound")};
-    daemons_.flows["db"] = {flow("10.0.0.3", 5432, 30, "db", "10.0.0.2", 0, "inbound")};
+    daemons_.flows["web"] = {
+        fake::tcp_flow_end("10.0.0.1", 0, 10, "client", "10.0.0.2", 9002, "outbound")};
+    daemons_.flows["app"] = {
+        fake::tcp_flow_end("10.0.0.2", 9002, 20, "app", "10.0.0.1", 0, "inbound"),
+        fake::tcp_flow_end("10.0.0.2", 0, 20, "app", "10.0.0.3", 5432, "outbound")};
+    daemons_.flows["db"] = {
+        fake::tcp_flow_end("10.0.0.3", 5432, 30, "db", "10.0.0.2", 0, "inbound")};
   }
   void TearDown() override {
     for (const std::string& f : {db_path_, db_path_ + "-wal", db_path_ + "-shm"}) {

@@ -290,6 +290,61 @@ TEST_F(ReadsTest, LatenciesByTypeInSendOrderOptionallyOfOnePhaseKind) {
   EXPECT_TRUE(latencies_by_type(db(), load_).empty());
 }
 
+TEST_F(ReadsTest, PhaseSamplesInSendOrderWithEveryField) {
+  const std::vector<Sample> training = phase_samples(db(), training_);
+  ASSERT_EQ(training.size(), 3u);
+  EXPECT_EQ(training[0].send_ns, kT0 + 100);
+  EXPECT_EQ(training[0].latency_ns, 1000);
+  EXPECT_EQ(training[0].service_ns, 50);
+  EXPECT_EQ(training[0].type_id, view_);
+  EXPECT_EQ(training[0].phase_id, training_);
+  EXPECT_EQ(training[1].type_id, auth_);
+  EXPECT_EQ(training[2].service_ns, std::nullopt);
+  EXPECT_EQ(phase_samples(db(), active_).size(), 2u);
+  EXPECT_TRUE(phase_samples(db(), empty_active_).empty());
+}
+
+TEST_F(ReadsTest, NodesInjectionsAndTheCampaignRow) {
+  Store& s = *store_;
+  const std::int64_t campaign = s.create_campaign({"c1", R"({"name":"c1"})", kT0});
+  s.add_node({run_, "app", "10.0.0.2", "10.0.0.2:7311", std::nullopt});
+  Injection inj;
+  inj.run_id = run_;
+  inj.phase_id = active_;
+  inj.link_id = app_db_;
+  inj.node = "app";
+  inj.requested_delay_ns = 4'000'000;
+  inj.period_ns = 100'000'000;
+  inj.duty = 0.5;
+  inj.started_ns = kT0 + 2 * kS;
+  inj.actual_mean_ns = 3'900'000.5;
+  s.add_injection(inj);
+  Injection unlinked = inj;
+  unlinked.link_id.reset();
+  unlinked.actual_mean_ns.reset();
+  s.add_injection(unlinked);
+
+  const auto c = find_campaign(db(), campaign);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->name, "c1");
+  EXPECT_EQ(c->spec_json, R"({"name":"c1"})");
+  EXPECT_FALSE(find_campaign(db(), campaign + 1));
+  const auto nodes = run_nodes(db(), run_);
+  ASSERT_EQ(nodes.size(), 1u);
+  EXPECT_EQ(nodes[0].injectd_addr, "10.0.0.2:7311");
+  EXPECT_EQ(nodes[0].sniffd_addr, std::nullopt);
+  const auto injections = run_injections(db(), run_);
+  ASSERT_EQ(injections.size(), 2u);
+  EXPECT_EQ(injections[0].link_label, "tcp app/nabla-tier:0 -> db/nabla-tier:8082");
+  EXPECT_EQ(injections[0].injection.requested_delay_ns, 4'000'000);
+  EXPECT_EQ(injections[0].injection.period_ns, 100'000'000);
+  EXPECT_EQ(injections[0].injection.actual_mean_ns, 3'900'000.5);
+  EXPECT_EQ(injections[1].link_label, std::nullopt);
+  EXPECT_EQ(injections[1].injection.actual_mean_ns, std::nullopt);
+  EXPECT_TRUE(run_injections(db(), load_).empty());
+  EXPECT_TRUE(run_nodes(db(), load_).empty());
+}
+
 TEST_F(ReadsTest, TransactionTypeNamesById) {
   const auto names = transaction_type_names(db());
   ASSERT_EQ(names.size(), 2u);

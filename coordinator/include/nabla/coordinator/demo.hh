@@ -1,5 +1,5 @@
 #pragma once
-// `nabla demo [--quick] [--db ./nabla-demo.db] [--json] [--keep-logs DIR]`:
+// `nabla demo [--quick] [--db ./nabla-demo.db] [--json] [--keep-logs DIR] [--report FILE]`:
 // the whole tool on this machine in one command (needs root).
 //
 //   1. build the namespace testbed with the RUBiS-like service and both
@@ -10,7 +10,8 @@
 //   3. read the run's gradients back and print them beside the truth with a
 //      PASS/FAIL column (check_gradient);
 //   4. one `nabla load` tail measurement against the same service
-//      (testbed/demo_load.hh);
+//      (testbed/demo_load.hh); with --report, the campaign run's HTML page
+//      (nabla report);
 //   5. remove everything (RAII), also on Ctrl-C/SIGTERM/SIGHUP and errors.
 //
 // Simultaneous confidence. A 95% CI misses its truth 5% of the time, so with
@@ -53,6 +54,7 @@ struct DemoOptions {
   std::optional<std::string> keep_logs;
   std::uint64_t seed = 42;
   std::string schedule = "sequential";  // the campaign's [gradient] schedule
+  std::optional<std::string> report_path;  // --report FILE: the campaign run's page
 };
 
 // The campaign parameters of the full demo and of --quick (fewer links,

@@ -51,6 +51,14 @@ std::vector<RunInfo> list_runs(Database& db, int limit);
 std::optional<RunInfo> newest_run_of_kind(Database& db, RunKind kind,
                                           std::int64_t started_since_ns);
 
+// The campaign row a run refers to (runs.campaign_id).
+std::optional<Campaign> find_campaign(Database& db, std::int64_t campaign_id);
+
+// ---------------------------------------------------------------- nodes
+
+// A run's nodes by id.
+std::vector<Node> run_nodes(Database& db, std::int64_t run_id);
+
 // ---------------------------------------------------------------- links
 
 struct LinkRow {
@@ -75,6 +83,17 @@ struct PhaseRow {
 
 // A run's phases by id (repeated active phases of a link are separate rows).
 std::vector<PhaseRow> run_phases(Database& db, std::int64_t run_id);
+
+// ---------------------------------------------------------------- injections
+
+struct InjectionRow {
+  std::int64_t id = 0;
+  std::optional<std::string> link_label;  // nullopt: an injection on no stored link
+  Injection injection;
+};
+
+// A run's injections by id.
+std::vector<InjectionRow> run_injections(Database& db, std::int64_t run_id);
 
 // ---------------------------------------------------------------- gradients
 
@@ -126,5 +145,8 @@ std::map<std::int64_t, std::string> transaction_type_names(Database& db);
 // are then left out.
 std::map<std::string, std::vector<std::int64_t>> latencies_by_type(
     Database& db, std::int64_t run_id, std::optional<PhaseKind> phase_kind = std::nullopt);
+
+// The samples of one phase in send order (ties by insertion order).
+std::vector<Sample> phase_samples(Database& db, std::int64_t phase_id);
 
 }  // namespace nabla::db

@@ -1,0 +1,172 @@
+// The report page: reads the data block (id "nabla-data") that `nabla report`
+// wrote and renders the header, tables and Vega-Lite charts. When every chart
+// has rendered it sets data-nabla-render on <html> to "ok", or to "error"
+// with the messages in #nabla-errors, so a headless browser can tell.
+(function () {
+  'use strict';
+  const errors = [];
+  window.addEventListener('error', (e) => errors.push('error: ' + e.message));
+  window.addEventListener('unhandledrejection', (e) => errors.push('rejection: ' + e.reason));
+  const consoleError = console.error.bind(console);
+  console.error = (...args) => { errors.push('console: ' + args.join(' ')); consoleError(...args); };
+
+  const pending = [];
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
+    for (const c of children) {
+      if (c === null || c === undefined) continue;
+      node.append(c instanceof Node ? c : String(c));
+    }
+    return node;
+  }
+
+  function fmt(v) {
+    if (v === null || v === undefined) return '–';
+    if (typeof v === 'number') return Number.isInteger(v) ? String(v) : Number(v.toPrecision(6)).toString();
+    if (typeof v === 'boolean') return v ? 'yes' : 'no';
+    if (Array.isArray(v)) return v.join('; ');
+    return String(v);
+  }
+
+  function renderTable(t) {
+    const head = el('tr', {}, ...t.columns.map((c) => el('th', {}, c)));
+    const rows = t.rows.map((r) => el('tr', {}, ...r.map((v) =>
+      el('td', typeof v === 'number' ? { class: 'num' } : {}, fmt(v)))));
+    return el('table', {}, el('thead', {}, head), el('tbody', {}, ...rows));
+  }
+
+  function objectTable(rows, columns) {
+    return renderTable({ columns: columns, rows: rows.map((r) => columns.map((c) => r[c])) });
+  }
+
+  function renderChart(c) {
+    const plot = el('div', { class: 'plot' });
+    const box = el('div', { class: 'nabla-chart', 'data-kind': c.kind }, el('h4', {}, c.title), plot);
+    const options = { actions: false, renderer: 'svg', mode: 'vega-lite' };
+    pending.push(vegaEmbed(plot, c.spec, options).then(() => box.setAttribute('data-rendered', '1'))
+      .catch((e) => { errors.push(c.kind + ': ' + e); box.setAttribute('data-rendered', 'error'); }));
+    return box;
+  }
+
+  function charts(list) { return (list || []).map(renderChart); }
+
+  function headerSection(h, missing) {
+    const statusCell = el('span', { class: 'status-' + h.status }, h.status);
+    const nodes = (h.nodes || []).map((n) => n.name + (n.processes.length ? ' (' + n.processes.join(', ') + ')' : ''));
+    const rows = [['run', h.run_id], ['kind', h.kind], ['status', statusCell], ['campaign', h.campaign],
+      ['seed', h.seed], ['started', h.started], ['duration (s)', h.duration_s], ['samples', h.samples],
+      ['nodes', nodes.join(', ')], ['nabla version', h.tool_version]];
+    const table = el('table', { class: 'header' }, ...rows.map(([k, v]) =>
+      el('tr', {}, el('th', {}, k), el('td', {}, v instanceof Node ? v : fmt(v)))));
+    const out = [table];
+    if (h.error) out.push(el('p', { class: 'error' }, 'failed: ' + h.error));
+    for (const w of h.warnings || []) out.push(el('p', { class: 'warning' }, 'warning: ' + w));
+    if (missing.length) {
+      out.push(el('div', { class: 'missing' }, el('strong', {}, 'not in the database for this run:'),
+        el('ul', {}, ...missing.map((m) => el('li', {}, m)))));
+    }
+    if (h.campaign_file) {
+      out.push(el('details', {}, el('summary', {}, 'campaign file (as stored)'), el('pre', {}, h.campaign_file)));
+    }
+    return out;
+  }
+
+  function linkSection(link, gradients) {
+    const own = gradients.filter((g) => g.link_id === link.link_id);
+    const parts = [el('h3', {}, link.label)];
+    if (link.note) parts.push(el('p', { class: 'note' }, link.note));
+    parts.push(...charts(link.charts));
+    if (own.length) {
+      parts.push(objectTable(own, ['type', 'value', 'ci_low', 'ci_high', 'confidence', 'time_domain',
+        'actual_amplitude_ns', 'truth']));
+    }
+    return el('section', { class: 'link', 'data-link-id': link.link_id }, ...parts);
+  }
+
+  function campaignSections(run) {
+    const out = [];
+    if (run.graph) out.push(el('h2', {}, 'Link graph'), ...charts(run.graph.charts));
+    if (run.links.length) {
+      out.push(el('h2', {}, 'Links'), ...run.links.map((l) => linkSection(l, run.gradients)));
+    }
+    if (run.training) {
+      const t = run.training;
+      out.push(el('h2', {}, 'Training'), objectTable([t], ['bin_width_ns', 'bins', 'chunks', 'k_d', 'amplitude_ns', 'samples']),
+        renderTable(t.by_type));
+    }
+    if (run.injections) {
+      out.push(el('h2', {}, 'Injections'), ...charts(run.injections.charts), renderTable(run.injections.table));
+    }
+    if (run.links.length) out.push(el('h2', {}, 'Predictions'), el('p', { class: 'note' }, run.predictions));
+    return out;
+  }
+
+  function tailSections(tail) {
+    const out = [el('h2', {}, 'Tail latency'), ...charts(tail.charts)];
+    if (tail.turns_na) {
+      out.push(el('p', { class: 'warning' }, 'the verdict turns n/a at ' + fmt(tail.turns_na.rate_rps) +
+        ' rps (p' + fmt(tail.turns_na.percentile) + '): ' + fmt(tail.turns_na.reasons)));
+    }
+    out.push(objectTable(tail.results, ['type', 'metric', 'rate_rps', 'throughput_rps', 'percentile',
+      'value_ns', 'ci_low_ns', 'ci_high_ns', 'verdict', 'reasons', 'samples']));
+    out.push(el('h4', {}, 'Lateness'), renderTable(tail.lateness), el('p', { class: 'note' }, tail.not_stored));
+    return out;
+  }
+
+  function runSection(run) {
+    const h = run.header;
+    const parts = [el('h2', {}, 'Run ' + h.run_id + ' (' + h.kind + ')'), ...headerSection(h, run.missing)];
+    parts.push(...campaignSections(run));
+    if (run.tail) parts.push(...tailSections(run.tail));
+    return el('section', { class: 'run', id: 'run-' + h.run_id }, ...parts);
+  }
+
+  function comparisonSection(c) {
+    const out = [el('h2', {}, 'Comparison: run ' + c.a + ' (A) and run ' + c.b + ' (B)'), ...charts(c.charts)];
+    if (c.gradients.length) {
+      out.push(el('h4', {}, 'gradients'), objectTable(c.gradients, ['link', 'type', 'a', 'a_ci_low', 'a_ci_high',
+        'b', 'b_ci_low', 'b_ci_high', 'delta', 'cis_overlap']));
+    }
+    if (c.percentiles.length) {
+      out.push(el('h4', {}, 'percentiles'), objectTable(c.percentiles, ['type', 'metric', 'rate_rps',
+        'percentile', 'a_ns', 'b_ns', 'delta_ns', 'cis_overlap']));
+    }
+    if (!c.gradients.length && !c.percentiles.length) out.push(el('p', { class: 'note' }, 'the two runs share no gradient or percentile'));
+    return el('section', { class: 'comparison' }, ...out);
+  }
+
+  function finish(status) {
+    const root = document.documentElement;
+    const charts = document.querySelectorAll('.nabla-chart').length;
+    if (errors.length) {
+      const box = document.getElementById('nabla-errors');
+      box.hidden = false;
+      box.textContent = errors.join('\n');
+      root.setAttribute('data-nabla-render', 'error');
+      status.textContent = 'rendering failed: ' + errors.length + ' error(s)';
+    } else {
+      root.setAttribute('data-nabla-render', 'ok');
+      status.textContent = charts + ' chart(s)';
+    }
+  }
+
+  function main() {
+    const status = document.getElementById('nabla-status');
+    const data = JSON.parse(document.getElementById('nabla-data').textContent);
+    const main = document.getElementById('nabla-report');
+    document.getElementById('nabla-footer').textContent = 'generated ' + data.generated + ' from ' + data.db +
+      ' · plots: vega ' + vega.version + ', vega-lite ' + vegaLite.version + ', vega-embed ' + vegaEmbed.version;
+    for (const run of data.runs) main.append(runSection(run));
+    if (data.comparison) main.append(comparisonSection(data.comparison));
+    Promise.allSettled(pending).then(() => finish(status));
+  }
+
+  try {
+    main();
+  } catch (e) {
+    errors.push('page: ' + e);
+    finish(document.getElementById('nabla-status'));
+  }
+})();

@@ -1,0 +1,68 @@
+#pragma once
+// The parts of a report page's data model, one builder per section; shared
+// by the files of report/ only. Every builder reads through db/reads.hh and
+// returns JSON: plain values (the numbers as stored), Vega-Lite specs
+// (charts.hh) and tables the page script renders.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nabla/db/reads.hh"
+
+namespace nabla::db {
+class Database;
+}
+
+namespace nabla::report::detail {
+
+using nlohmann::json;
+
+// What one run stored, read once and shared by the section builders.
+struct StoredRun {
+  db::RunInfo info;
+  std::optional<db::RunSummary> summary;
+  std::optional<db::Campaign> campaign;
+  std::vector<db::Node> nodes;
+  std::vector<db::LinkRow> links;
+  std::vector<db::PhaseRow> phases;
+  std::vector<db::InjectionRow> injections;
+  std::vector<db::GradientRow> gradients;
+  std::vector<db::TailResultRow> tail_results;
+  std::map<std::int64_t, std::string> type_names;  // every type in the database
+};
+
+StoredRun read_stored_run(db::Database& db, std::int64_t run_id);
+
+template <typename T>
+json or_null(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+// A table the page renders: {"columns": [...], "rows": [[...], ...]}.
+json table(std::vector<std::string> columns, json rows);
+
+// The run's header: status, seed, duration, nodes, campaign file, warnings.
+json run_header(const StoredRun& run);
+// Sentences naming what a run that stopped early did not store.
+std::vector<std::string> missing_parts(const StoredRun& run);
+
+// The campaign sections: link graph, per-link charts, training, injections.
+json link_graph_section(const StoredRun& run);
+json link_sections(db::Database& db, const StoredRun& run);
+json training_section(db::Database& db, const StoredRun& run);
+json injections_section(const StoredRun& run);
+// The tail-latency sections: percentiles, load curve, histogram, lateness.
+json tail_section(db::Database& db, const StoredRun& run);
+// Two runs side by side.
+json comparison_section(const StoredRun& a, const StoredRun& b);
+
+// The gradients as stored, one object per (link, type), with the truth the
+// campaign file gives when it has one.
+json gradients_json(const StoredRun& run);
+// The campaign file's truth for a link label and type, when it has one.
+std::optional<double> truth_for(const StoredRun& run, const std::string& link_label,
+                                const std::string& type);
+
+}  // namespace nabla::report::detail

@@ -1,0 +1,221 @@
+// `nabla report` in a real browser: a page of two stored runs (a campaign
+// against the campaign's fakes and a load sweep, tests/unit/report/
+// stored_runs.hh) written by the nabla binary, loaded from file:// by
+// headless Chromium with the network disabled. Checks: the page's script
+// reports success and no error reaches the console; one rendered chart per
+// link and per expected plot; and a screenshot that is not blank.
+//
+// Needs no root; needs `chromium` (scripts/install-deps.sh). Without it the
+// test skips, unless NABLA_REQUIRE_ROOT=1 (CI), where it fails.
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "nabla/common/netns.hh"
+#include "nabla_test_support.hh"
+#include "stored_runs.hh"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nabla::common::CommandResult;
+
+// ---------------------------------------------------------------- PNG
+
+std::uint32_t be32(const std::string& s, std::size_t at) {
+  return (static_cast<std::uint32_t>(static_cast<unsigned char>(s[at])) << 24) |
+         (static_cast<std::uint32_t>(static_cast<unsigned char>(s[at + 1])) << 16) |
+         (static_cast<std::uint32_t>(static_cast<unsigned char>(s[at + 2])) << 8) |
+         static_cast<std::uint32_t>(static_cast<unsigned char>(s[at + 3]));
+}
+
+int paeth(int a, int b, int c) {
+  const int p = a + b - c, pa = std::abs(p - a), pb = std::abs(p - b), pc = std::abs(p - c);
+  return pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
+}
+
+struct Image {
+  std::uint32_t width = 0, height = 0, channels = 0;
+  std::vector<std::uint8_t> pixels;  // rows of width * channels bytes
+};
+
+// Reverses the per-row filters of a non-interlaced 8-bit PNG (spec 9.2).
+void unfilter(const std::vector<std::uint8_t>& raw, Image& img) {
+  const std::size_t stride = img.width * img.channels;
+  img.pixels.assign(stride * img.height, 0);
+  for (std::size_t y = 0; y < img.height; ++y) {
+    const std::uint8_t filter = raw[y * (stride + 1)];
+    const std::uint8_t* in = &raw[y * (stride + 1) + 1];
+    std::uint8_t* out = &img.pixels[y * stride];
+    const std::uint8_t* up = y > 0 ? out - stride : nullptr;
+    for (std::size_t x = 0; x < stride; ++x) {
+      const int a = x >= img.channels ? out[x - img.channels] : 0;
+      const int b = up ? up[x] : 0;
+      const int c = up && x >= img.channels ? up[x - img.channels] : 0;
+      const int predictor = filter == 1   ? a
+                            : filter == 2 ? b
+                            : filter == 3 ? (a + b) / 2
+                            : filter == 4 ? paeth(a, b, c)
+                                          : 0;
+      out[x] = static_cast<std::uint8_t>(in[x] + predictor);
+    }
+  }
+}
+
+// Chromium's screenshots: 8-bit RGB or RGBA, not interlaced.
+Image decode_png(const std::string& file) {
+  if (file.size() < 8 || file.compare(0, 8, "\x89PNG\r\n\x1a\n") != 0) {
+    throw std::runtime_error("not a PNG");
+  }
+  Image img;
+  std::string idat;
+  for (std::size_t at = 8; at + 8 <= file.size();) {
+    const std::uint32_t length = be32(file, at);
+    const std::string type = file.substr(at + 4, 4);
+    if (type == "IHDR") {
+      img.width = be32(file, at + 8);
+      img.height = be32(file, at + 12);
+      const int depth = file[at + 16], color = file[at + 17], interlace = file[at + 20];
+      if (depth != 8 || (color != 2 && color != 6) || interlace != 0) {
+        throw std::runtime_error("unsupported PNG format");
+      }
+      img.channels = color == 6 ? 4 : 3;
+    } else if (type == "IDAT") {
+      idat += file.substr(at + 8, length);
+    }
+    at += 12 + length;
+  }
+  std::vector<std::uint8_t> raw((img.width * img.channels + 1) * img.height);
+  uLongf raw_size = raw.size();
+  if (::uncompress(raw.data(), &raw_size, reinterpret_cast<const Bytef*>(idat.data()),
+                   idat.size()) != Z_OK ||
+      raw_size != raw.size()) {
+    throw std::runtime_error("PNG data does not inflate to its size");
+  }
+  unfilter(raw, img);
+  return img;
+}
+
+// Standard deviation of the grey level (0-255) over the image.
+double grey_stddev(const Image& img) {
+  double sum = 0, sum_sq = 0;
+  const std::size_t n = static_cast<std::size_t>(img.width) * img.height;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint8_t* p = &img.pixels[i * img.channels];
+    const double grey = 0.299 * p[0] + 0.587 * p[1] + 0.114 * p[2];
+    sum += grey;
+    sum_sq += grey * grey;
+  }
+  const double mean = sum / static_cast<double>(n);
+  return std::sqrt(std::max(0.0, sum_sq / static_cast<double>(n) - mean * mean));
+}
+
+// ---------------------------------------------------------------- browser
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::size_t count_of(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+class ReportInBrowser : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/nabla-report-browser-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Headless Chromium with no network: every host resolves to nothing and
+  // any request would go to a proxy on a closed port. A throwaway profile.
+  CommandResult chromium(std::vector<std::string> args) {
+    std::vector<std::string> argv{nabla::testing::program_on_path("chromium"),
+                                  "--headless=new",
+                                  "--no-sandbox",
+                                  "--disable-gpu",
+                                  "--no-first-run",
+                                  "--disable-extensions",
+                                  "--disable-background-networking",
+                                  "--disable-component-update",
+                                  "--disable-sync",
+                                  "--proxy-server=127.0.0.1:9",
+                                  "--host-resolver-rules=MAP * ~NOTFOUND",
+                                  "--user-data-dir=" + (dir_ / "profile").string(),
+                                  "--enable-logging=stderr",
+                                  "--v=0",
+                                  "--virtual-time-budget=30000",
+                                  "--window-size=1200,2000"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return nabla::common::run_command(argv, nullptr, std::chrono::seconds(60));
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(ReportInBrowser, RendersEveryChartOfAStoredRunOfflineWithoutErrors) {
+  NABLA_REQUIRE_PROGRAM_OR_SKIP("chromium");
+  const std::string db = (dir_ / "runs.db").string();
+  const std::int64_t campaign = nabla::report::testing::store_fake_campaign_run(db);
+  const std::int64_t load = nabla::report::testing::store_load_sweep_run(db);
+  const std::string page = (dir_ / "report.html").string();
+  const CommandResult wrote =
+      nabla::common::run_command({NABLA_PATH, "report", std::to_string(campaign),
+                                  std::to_string(load), "--db", db, "-o", page});
+  ASSERT_EQ(wrote.exit_code, 0) << wrote.stderr_text;
+  ASSERT_NE(wrote.stdout_text.find("wrote " + page), std::string::npos) << wrote.stdout_text;
+
+  const auto started = std::chrono::steady_clock::now();
+  const CommandResult dom = chromium({"--dump-dom", "file://" + page});
+  ASSERT_EQ(dom.exit_code, 0) << dom.stderr_text;
+  const std::string& html = dom.stdout_text;
+  // The page's own verdict: every chart rendered, nothing thrown or logged.
+  EXPECT_NE(html.find("data-nabla-render=\"ok\""), std::string::npos) << html.substr(
+      html.find("nabla-errors") == std::string::npos ? 0 : html.find("nabla-errors"), 2000);
+  EXPECT_EQ(count_of(dom.stderr_text, "Uncaught"), 0u) << dom.stderr_text;
+  EXPECT_EQ(count_of(dom.stderr_text, ":CONSOLE"), 0u) << dom.stderr_text;
+  // Two links: a series, a spectrum and a gradient chart each; one graph,
+  // one injections chart; a load sweep: percentiles, load curve, histogram.
+  const std::pair<const char*, std::size_t> expected[] = {
+      {"graph", 1},      {"link-series", 2},      {"link-spectrum", 2},   {"link-gradients", 2},
+      {"injections", 1}, {"tail-percentiles", 1}, {"tail-load-curve", 1}, {"tail-histogram", 1}};
+  std::size_t charts = 0;
+  for (const auto& [kind, n] : expected) {
+    EXPECT_EQ(count_of(html, std::string("data-kind=\"") + kind + "\""), n) << kind;
+    charts += n;
+  }
+  EXPECT_EQ(count_of(html, "data-rendered=\"1\""), charts);
+  EXPECT_GE(count_of(html, "<svg"), charts);
+
+  const fs::path shot = dir_ / "shot.png";
+  const CommandResult screenshot = chromium({"--screenshot=" + shot.string(), "file://" + page});
+  ASSERT_EQ(screenshot.exit_code, 0) << screenshot.stderr_text;
+  const Image img = decode_png(read_file(shot));
+  EXPECT_EQ(img.width, 1200u);
+  EXPECT_EQ(img.height, 2000u);
+  // A blank (or single-colour) page has a deviation of 0; text and charts on
+  // white give tens of grey levels.
+  EXPECT_GT(grey_stddev(img), 8.0);
+  std::cout << "chromium: two loads and renders in "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - started)
+                   .count()
+            << " ms\n";
+}
+
+}  // namespace

@@ -1,0 +1,197 @@
+// The report's data model against real stored runs (stored_runs.hh): the
+// page embeds the run's numbers exactly (the JSON block read back out of the
+// HTML gives the database's doubles), has the sections and charts the run's
+// rows call for, says what a failed run is missing, and refuses an unknown
+// run id.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <set>
+#include <string>
+
+#include "nabla/db/reads.hh"
+#include "nabla/db/store.hh"
+#include "nabla/report/report.hh"
+#include "stored_runs.hh"
+
+namespace nabla::report {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// The page's data block, parsed back out of the HTML.
+json data_block(const std::string& html) {
+  const std::string open = R"(<script type="application/json" id="nabla-data">)";
+  const auto start = html.find(open);
+  EXPECT_NE(start, std::string::npos);
+  const auto end = html.find("</script>", start);
+  EXPECT_NE(end, std::string::npos);
+  return json::parse(html.substr(start + open.size(), end - start - open.size()));
+}
+
+std::set<std::string> chart_kinds(const json& charts) {
+  std::set<std::string> kinds;
+  for (const json& c : charts) kinds.insert(c["kind"].get<std::string>());
+  return kinds;
+}
+
+class ReportData : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    db_path_ = ::testing::TempDir() + "report-data-" + std::to_string(::getpid()) + "-" +
+               ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db";
+  }
+  void TearDown() override {
+    for (const std::string& f : {db_path_, db_path_ + "-wal", db_path_ + "-shm"}) fs::remove(f);
+  }
+
+  json page_data(std::vector<std::int64_t> ids) {
+    db::Store store = db::Store::open_read_only(db_path_);
+    return data_block(render_report_html(
+        build_report_data(store.database(), ids, {"2026-01-01T00:00:00Z", db_path_})));
+  }
+
+  std::string db_path_;
+};
+
+TEST_F(ReportData, EmbedsTheStoredGradientsExactly) {
+  const std::int64_t run = testing::store_fake_campaign_run(db_path_);
+  const json data = page_data({run});
+  ASSERT_EQ(data["runs"].size(), 1u);
+  const json& page = data["runs"][0];
+  db::Store store = db::Store::open_read_only(db_path_);
+  const auto stored = db::run_gradients(store.database(), run);
+  ASSERT_EQ(stored.size(), 4u);  // two links x two types
+  ASSERT_EQ(page["gradients"].size(), stored.size());
+  for (std::size_t i = 0; i < stored.size(); ++i) {
+    const json& g = page["gradients"][i];
+    EXPECT_EQ(g["link"], stored[i].link.label);
+    EXPECT_EQ(g["type"], stored[i].type);
+    EXPECT_EQ(g["value"].get<double>(), stored[i].gradient.value);
+    ASSERT_TRUE(stored[i].gradient.ci_low && stored[i].gradient.ci_high);
+    EXPECT_EQ(g["ci_low"].get<double>(), *stored[i].gradient.ci_low);
+    EXPECT_EQ(g["ci_high"].get<double>(), *stored[i].gradient.ci_high);
+    EXPECT_EQ(g["confidence"].get<double>(), stored[i].gradient.confidence);
+  }
+  // The campaign file's truth is carried beside the measured value.
+  bool truth_seen = false;
+  for (const json& g : page["gradients"]) {
+    if (g["type"] == "/a" && g["link"] == "tcp web/client:0 -> app/tier:9002") {
+      EXPECT_EQ(g["truth"].get<double>(), testing::kTruthWebToAppA);
+      truth_seen = true;
+    }
+  }
+  EXPECT_TRUE(truth_seen) << page["gradients"].dump();
+}
+
+TEST_F(ReportData, CampaignPageHasTheGraphAndThreeChartsPerLink) {
+  const std::int64_t run = testing::store_fake_campaign_run(db_path_);
+  const json page = page_data({run})["runs"][0];
+  EXPECT_EQ(page["header"]["status"], "complete");
+  EXPECT_EQ(page["header"]["seed"], 7);
+  EXPECT_EQ(page["header"]["nodes"].size(), 2u);
+  EXPECT_TRUE(page["header"]["campaign_file"].get<std::string>().find("report-fake") !=
+              std::string::npos);
+  EXPECT_TRUE(page["missing"].empty()) << page["missing"].dump();
+  EXPECT_EQ(chart_kinds(page["graph"]["charts"]), std::set<std::string>{"graph"});
+  EXPECT_EQ(page["graph"]["edges"].size(), 2u);
+  ASSERT_EQ(page["links"].size(), 2u);
+  for (const json& link : page["links"]) {
+    EXPECT_EQ(chart_kinds(link["charts"]),
+              (std::set<std::string>{"link-series", "link-spectrum", "link-gradients"}));
+    const json& series = link["charts"][0]["spec"]["layer"];
+    // 64 bins per type, two types; the wave, requested and actual.
+    EXPECT_EQ(series[0]["data"]["values"].size(), 128u);
+    std::set<std::string> waves;
+    for (const json& p : series[1]["data"]["values"]) waves.insert(p["wave"].get<std::string>());
+    EXPECT_EQ(waves, (std::set<std::string>{"requested", "actual (Δl)"}));
+    // The spectrum marks f_d first, and the training band has a row per bin.
+    const json& spectrum = link["charts"][1]["spec"]["layer"];
+    EXPECT_EQ(spectrum[2]["data"]["values"][0]["harmonic"], "f_d");
+    EXPECT_EQ(spectrum[0]["data"]["values"].size(), 2u * 32u);
+  }
+  ASSERT_FALSE(page["training"].is_null());
+  EXPECT_EQ(page["training"]["bins"], 64);
+  EXPECT_EQ(page["training"]["chunks"], 4);
+  EXPECT_EQ(page["injections"]["table"]["rows"].size(), 4u);  // adaptive + active per link
+  EXPECT_TRUE(page["tail"].is_null());
+}
+
+TEST_F(ReportData, LoadSweepPageHasPercentilesCurveHistogramAndWhereItTurnsNa) {
+  const std::int64_t run = testing::store_load_sweep_run(db_path_);
+  const json page = page_data({run})["runs"][0];
+  const json& tail = page["tail"];
+  ASSERT_FALSE(tail.is_null());
+  EXPECT_EQ(chart_kinds(tail["charts"]),
+            (std::set<std::string>{"tail-percentiles", "tail-load-curve", "tail-histogram"}));
+  db::Store store = db::Store::open_read_only(db_path_);
+  const auto stored = db::run_tail_results(store.database(), run);
+  ASSERT_EQ(tail["results"].size(), stored.size());
+  for (std::size_t i = 0; i < stored.size(); ++i) {
+    const json& r = tail["results"][i];
+    EXPECT_EQ(r["verdict"], stored[i].result.ok ? "ok" : "n/a");
+    if (!stored[i].result.ok) continue;
+    EXPECT_EQ(r["value_ns"].get<double>(), *stored[i].result.value_ns);
+    EXPECT_EQ(r["ci_low_ns"].get<double>(), *stored[i].result.ci_low_ns);
+    EXPECT_EQ(r["ci_high_ns"].get<double>(), *stored[i].result.ci_high_ns);
+  }
+  EXPECT_EQ(tail["turns_na"]["rate_rps"], 4000.0);
+  EXPECT_EQ(tail["turns_na"]["reasons"][0], "not iid: lag-1 correlation 0.4");
+  EXPECT_EQ(tail["lateness"]["rows"].size(), 2u);
+  EXPECT_EQ(tail["lateness"]["rows"][1][3], 12);
+}
+
+TEST_F(ReportData, FailedRunSaysWhatIsMissing) {
+  const std::int64_t run = testing::store_failed_campaign_run(db_path_);
+  const json page = page_data({run})["runs"][0];
+  EXPECT_EQ(page["header"]["status"], "failed");
+  EXPECT_EQ(page["header"]["error"], "node app: inject.start refused");
+  const std::string missing = page["missing"].dump();
+  EXPECT_NE(missing.find("no training phase"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("no gradients"), std::string::npos) << missing;
+  ASSERT_EQ(page["links"].size(), 1u);
+  EXPECT_EQ(page["links"][0]["note"], "no active phase stored for this link");
+}
+
+TEST_F(ReportData, TwoRunsAreComparedWithDeltasAndCiOverlap) {
+  const std::int64_t a = testing::store_fake_campaign_run(db_path_, 7);
+  const std::int64_t b = testing::store_fake_campaign_run(db_path_, 8);
+  const json data = page_data({a, b});
+  ASSERT_EQ(data["runs"].size(), 2u);
+  const json& c = data["comparison"];
+  EXPECT_EQ(c["a"], a);
+  EXPECT_EQ(c["b"], b);
+  ASSERT_EQ(c["gradients"].size(), 4u);
+  for (const json& g : c["gradients"]) {
+    EXPECT_EQ(g["delta"].get<double>(), g["b"].get<double>() - g["a"].get<double>());
+    const bool overlap = g["a_ci_low"].get<double>() <= g["b_ci_high"].get<double>() &&
+                         g["b_ci_low"].get<double>() <= g["a_ci_high"].get<double>();
+    EXPECT_EQ(g["cis_overlap"].get<bool>(), overlap);
+  }
+  EXPECT_EQ(chart_kinds(c["charts"]), std::set<std::string>{"compare-gradients"});
+}
+
+TEST_F(ReportData, UnknownRunIsRefusedNamingIt) {
+  testing::store_load_sweep_run(db_path_);
+  db::Store store = db::Store::open_read_only(db_path_);
+  const std::vector<std::int64_t> ids{99};
+  try {
+    build_report_data(store.database(), ids, {"", "x.db"});
+    FAIL() << "no exception";
+  } catch (const NoSuchRun& e) {
+    EXPECT_STREQ(e.what(), "no run 99 in 'x.db'");
+  }
+}
+
+TEST(ScriptSafeJson, NoStringCanEndTheScriptElement) {
+  const json data{{"note", "</script><script>alert(1)</script><!-- x"}};
+  const std::string text = script_safe_json(data);
+  EXPECT_EQ(text.find("</"), std::string::npos);
+  EXPECT_EQ(text.find("<!"), std::string::npos);
+  EXPECT_EQ(json::parse(text), data);
+}
+
+}  // namespace
+}  // namespace nabla::report
