@@ -145,28 +145,41 @@ WaveFlag parse_trace_flag(std::string_view text) {
   return w;
 }
 
+// A flag whose value is a number with a unit of `units`.
+struct UnitFlag {
+  const char* flag;
+  const char* what;      // "rate"
+  const char* accepted;  // the forms, for the error
+  double min;
+  double max;
+  const char* range;  // "1kbit .. 1tbit"
+};
+
+template <size_t N>
+double scaled_flag(std::string_view text, const Unit (&units)[N], const UnitFlag& f) {
+  const std::optional<double> value = scaled(text, units);
+  if (!value)
+    bad_flag(f.flag, std::string("bad ") + f.what + " '" + std::string(text) + "'; " + f.accepted);
+  if (*value < f.min || *value > f.max) bad_flag(f.flag, std::string("must be within ") + f.range);
+  return *value;
+}
+
 }  // namespace
 
 double parse_rate_bps(std::string_view text) {
-  const std::optional<double> bps = scaled(text, kRateUnits);
-  if (!bps) {
-    bad_flag("--rate", "bad rate '" + std::string(text) +
-                           "'; use a number with a unit: bit kbit mbit gbit tbit (x1000), "
-                           "kibit mibit gibit tibit (x1024), bps kbps mbps gbps tbps (bytes/s)");
-  }
-  if (*bps < 1000.0 || *bps > 1e12) bad_flag("--rate", "must be within 1kbit .. 1tbit");
-  return *bps;
+  return scaled_flag(text, kRateUnits,
+                     {"--rate", "rate",
+                      "use a number with a unit: bit kbit mbit gbit tbit (x1000), kibit mibit "
+                      "gibit tibit (x1024), bps kbps mbps gbps tbps (bytes/s)",
+                      1000.0, 1e12, "1kbit .. 1tbit"});
 }
 
 int64_t parse_size_bytes(std::string_view text) {
-  const std::optional<double> bytes = scaled(text, kSizeUnits);
-  if (!bytes) {
-    bad_flag("--burst", "bad size '" + std::string(text) +
-                            "'; use bytes or a number with b, k|kb, m|mb, g|gb (x1024) or "
-                            "kbit, mbit, gbit");
-  }
-  if (*bytes > 1e9) bad_flag("--burst", "must be at most 1e9 bytes");
-  return static_cast<int64_t>(std::llround(*bytes));
+  return std::llround(
+      scaled_flag(text, kSizeUnits,
+                  {"--burst", "size",
+                   "use bytes or a number with b, k|kb, m|mb, g|gb (x1024) or kbit, mbit, gbit",
+                   0.0, 1e9, "0 .. 1e9 bytes"}));
 }
 
 protocol::LossFault parse_loss_flag(std::string_view text) {

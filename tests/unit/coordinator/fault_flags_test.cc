@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <CLI/CLI.hpp>
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -33,18 +35,12 @@ std::string error_of(F&& f) {
 }
 
 TEST(FaultFlags, RatesInIproute2Units) {
-  EXPECT_DOUBLE_EQ(parse_rate_bps("10mbit"), 10e6);
-  EXPECT_DOUBLE_EQ(parse_rate_bps("10Mbit"), 10e6);
-  EXPECT_DOUBLE_EQ(parse_rate_bps("1.5gbit"), 1.5e9);
-  EXPECT_DOUBLE_EQ(parse_rate_bps("100kbit"), 100e3);
-  EXPECT_DOUBLE_EQ(parse_rate_bps("2000bit"), 2000.0);
-  EXPECT_DOUBLE_EQ(parse_rate_bps("1mibit"), 1048576.0);
-  EXPECT_DOUBLE_EQ(parse_rate_bps("1kibit"), 1024.0);
-  // bps is bytes per second, as in tc.
-  EXPECT_DOUBLE_EQ(parse_rate_bps("1000bps"), 8000.0);
-  EXPECT_DOUBLE_EQ(parse_rate_bps("1mbps"), 8e6);
-  EXPECT_DOUBLE_EQ(parse_rate_bps("1MBps"), 8e6);
-  EXPECT_DOUBLE_EQ(parse_rate_bps("1kibps"), 8192.0);
+  // bps is bytes per second, as in tc; units are case-insensitive.
+  const std::vector<std::pair<const char*, double>> rates = {
+      {"10mbit", 10e6}, {"10Mbit", 10e6},    {"1.5gbit", 1.5e9}, {"100kbit", 100e3},
+      {"2000bit", 2e3}, {"1mibit", 1048576}, {"1kibit", 1024},   {"1000bps", 8000},
+      {"1mbps", 8e6},   {"1MBps", 8e6},      {"1kibps", 8192},   {"1tbit", 1e12}};
+  for (const auto& [text, bps] : rates) EXPECT_DOUBLE_EQ(parse_rate_bps(text), bps) << text;
   for (const char* bad : {"10", "10mb", "fast", "-1mbit", "mbit", "10 furlongs", "100bit"}) {
     SCOPED_TRACE(bad);
     const std::string e = error_of([&] { parse_rate_bps(bad); });
@@ -149,21 +145,41 @@ FaultRequest request(const FaultFlags& flags, const std::string& trace_text = ""
   return build_fault_request(flags, [&](const std::string&) { return trace_text; });
 }
 
-TEST(FaultFlags, EveryFaultAtOnce) {
+// The flags as `nabla inject` registers them, parsed from `args`.
+FaultFlags parsed(std::vector<std::string> args) {
+  CLI::App app;
   FaultFlags f;
-  f.delay = "10ms";
-  f.jitter = "1ms";
-  f.jitter_distribution = "paretonormal";
-  f.jitter_correlation = "25%";
-  f.loss = "gemodel:1%,30%";
-  f.reorder = "10%";
-  f.reorder_gap = 5;
-  f.corrupt = "0.1%";
-  f.corrupt_fix_checksum = true;
-  f.duplicate = "1%";
-  f.rate = "10mbit";
-  f.burst = "32kb";
-  f.partition = true;
+  register_fault_flags(app, f);
+  std::reverse(args.begin(), args.end());  // CLI11 takes them last first
+  app.parse(args);
+  return f;
+}
+
+TEST(FaultFlags, EveryFaultAtOnce) {
+  const FaultFlags f = parsed({"--delay",
+                               "10ms",
+                               "--jitter",
+                               "1ms",
+                               "--jitter-dist",
+                               "paretonormal",
+                               "--jitter-correlation",
+                               "25%",
+                               "--loss",
+                               "gemodel:1%,30%",
+                               "--reorder",
+                               "10%",
+                               "--reorder-gap",
+                               "5",
+                               "--corrupt",
+                               "0.1%",
+                               "--corrupt-fix-checksum",
+                               "--duplicate",
+                               "1%",
+                               "--rate",
+                               "10mbit",
+                               "--burst",
+                               "32kb",
+                               "--partition"});
   const FaultRequest r = request(f);
   ASSERT_TRUE(r.delay);
   EXPECT_EQ(*r.delay, protocol::Wave::constant(10'000'000));
@@ -187,17 +203,12 @@ TEST(FaultFlags, EveryFaultAtOnce) {
 }
 
 TEST(FaultFlags, CorruptionLeavesTheChecksumBadUnlessAsked) {
-  FaultFlags f;
-  f.corrupt = "1%";
-  EXPECT_FALSE(request(f).faults.corrupt->fix_checksum);
+  EXPECT_FALSE(request(parsed({"--corrupt", "1%"})).faults.corrupt->fix_checksum);
 }
 
 TEST(FaultFlags, OneWaveShapesTheDelayAndEveryFault) {
-  FaultFlags f;
-  f.delay = "10ms";
-  f.loss = "5%";
-  f.rate = "1mbit";
-  f.wave = "sine:2s";
+  FaultFlags f =
+      parsed({"--delay", "10ms", "--loss", "5%", "--rate", "1mbit", "--wave", "sine:2s"});
   const FaultRequest r = request(f);
   EXPECT_EQ(*r.delay, protocol::Wave::sine(10'000'000, 2'000'000'000));
   EXPECT_EQ(*r.faults.loss->wave, protocol::Wave::sine(0, 2'000'000'000));
@@ -216,56 +227,46 @@ TEST(FaultFlags, OneWaveShapesTheDelayAndEveryFault) {
   EXPECT_EQ(protocol::Wave::from_json(t.delay->to_json(), "delay"), *t.delay);
 
   // --square-period is --wave square: with --duty, for faults too.
-  FaultFlags s;
-  s.delay = "5ms";
-  s.loss = "1%";
-  s.square_period = "1s";
-  s.duty = 0.25;
+  const FaultFlags s =
+      parsed({"--delay", "5ms", "--loss", "1%", "--square-period", "1s", "--duty", "0.25"});
   const FaultRequest q = request(s);
   EXPECT_EQ(*q.delay, protocol::Wave::square(5'000'000, 1'000'000'000, 0.25));
   EXPECT_EQ(*q.faults.loss->wave, protocol::Wave::square(0, 1'000'000'000, 0.25));
 }
 
 TEST(FaultFlags, RefinementsNeedTheirFault) {
-  const std::vector<std::pair<std::function<void(FaultFlags&)>, std::string>> cases = {
-      {[](FaultFlags& f) { f.jitter_distribution = "normal"; }, "--jitter-dist: needs --jitter"},
-      {[](FaultFlags& f) { f.jitter_correlation = "5%"; }, "--jitter-correlation: needs --jitter"},
-      {[](FaultFlags& f) { f.reorder_gap = 3; }, "--reorder-gap: needs --reorder"},
-      {[](FaultFlags& f) { f.reorder = "5%"; }, "--reorder: needs --delay"},
-      {[](FaultFlags& f) { f.corrupt_fix_checksum = true; }, "--corrupt-fix-checksum: needs"},
-      {[](FaultFlags& f) { f.burst = "1kb"; }, "--burst: needs --rate"},
-      {[](FaultFlags& f) { f.wave = "sine:1s"; }, "--wave: needs --delay or a fault"},
-      {[](FaultFlags& f) {
-         f.delay = "1ms";
-         f.wave = "sine:1s";
-         f.square_period = "1s";
-       },
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--jitter-dist", "normal"}, "--jitter-dist: needs --jitter"},
+      {{"--jitter-correlation", "5%"}, "--jitter-correlation: needs --jitter"},
+      {{"--reorder-gap", "3"}, "--reorder-gap: needs --reorder"},
+      {{"--reorder", "5%"}, "--reorder: needs --delay"},
+      {{"--corrupt-fix-checksum"}, "--corrupt-fix-checksum: needs"},
+      {{"--burst", "1kb"}, "--burst: needs --rate"},
+      {{"--wave", "sine:1s"}, "--wave: needs --delay or a fault"},
+      {{"--delay", "1ms", "--wave", "sine:1s", "--square-period", "1s"},
        "--square-period: give either"},
-      {[](FaultFlags& f) {
-         f.jitter = "1ms";
-         f.jitter_distribution = "cauchy";
-       },
+      {{"--jitter", "1ms", "--jitter-dist", "cauchy"},
        "--jitter-dist: must be uniform|normal|pareto|paretonormal"},
-      {[](FaultFlags& f) {
-         f.jitter = "1ms";
-         f.jitter_correlation = "100%";
-       },
+      {{"--jitter", "1ms", "--jitter-correlation", "100%"},
        "--jitter-correlation: must be at most"},
-      {[](FaultFlags& f) {
-         f.delay = "1ms";
-         f.reorder = "5%";
-         f.reorder_gap = 0;
-       },
-       "--reorder-gap: must be"},
-      {[](FaultFlags& f) { f.delay = "2m"; }, "--delay: must be at most 60s"},
-      {[](FaultFlags& f) { f.duplicate = "1"; }, "--duplicate: "},
+      {{"--delay", "1ms", "--reorder", "5%", "--reorder-gap", "0"}, "--reorder-gap: must be"},
+      {{"--delay", "2m"}, "--delay: must be at most 60s"},
+      {{"--duplicate", "1"}, "--duplicate: "},
   };
-  for (const auto& [set, message] : cases) {
-    FaultFlags f;
-    set(f);
+  for (const auto& [args, message] : cases) {
+    const FaultFlags f = parsed(args);
     const std::string e = error_of([&] { request(f); });
     EXPECT_EQ(e.rfind(message, 0), 0u) << e;
   }
+  // Every flag reaches its field.
+  const FaultFlags all =
+      parsed({"--delay", "1ms", "--partition", "--rate", "1mbit", "--burst", "2k", "--corrupt",
+              "1%", "--corrupt-fix-checksum", "--duplicate", "2%", "--loss", "3%"});
+  const FaultRequest r = request(all);
+  EXPECT_TRUE(r.faults.partition && r.faults.corrupt->fix_checksum);
+  EXPECT_EQ(r.faults.rate_limit->burst_bytes, 2048);
+  EXPECT_DOUBLE_EQ(r.faults.duplicate->probability, 0.02);
+  EXPECT_DOUBLE_EQ(r.faults.loss->p, 0.03);
 }
 
 // The binary: --dry-run prints the request without a daemon, and a bad
