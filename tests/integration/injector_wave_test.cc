@@ -390,6 +390,30 @@ TEST(InjectorWave, SineDelayIsFollowedWithin100usByMediansPerBin) {
   EXPECT_LT(best.offset_ns, kMs);
 }
 
+// Per trace segment (a cycle of inject.stats), the daemon's mean actual
+// delay minus the segment's requested delay (4 ms × level). Checks that a
+// segment's packets all sit in the half its level belongs to.
+std::vector<int64_t> accounted_minus_requested(const nlohmann::json& stats,
+                                               const std::vector<double>& levels) {
+  std::vector<int64_t> daemon_offset;
+  for (const auto& c : stats.at("cycles")) {
+    const auto segment = c.at("cycle").get<int64_t>();
+    if (segment < 0 || segment >= std::ssize(levels)) continue;
+    const double level = levels[static_cast<size_t>(segment)];
+    const auto& high = c.at("high");
+    const auto& low = c.at("low");
+    const double count = high.at("count").get<double>() + low.at("count").get<double>();
+    EXPECT_GT(count, 50.0) << segment;
+    const double mean = (high.at("mean").get<double>() * high.at("count").get<double>() +
+                         low.at("mean").get<double>() * low.at("count").get<double>()) /
+                        count;
+    // Levels >= 1/2 are the high half, the others the low half.
+    EXPECT_EQ((level >= 0.5 ? low : high).at("count").get<double>(), 0.0) << segment;
+    daemon_offset.push_back(std::llround(mean - 4.0 * kMs * level));
+  }
+  return daemon_offset;
+}
+
 TEST(InjectorWave, StepTraceIsFollowedPerSegmentAndAccountedPerSegment) {
   NABLA_REQUIRE_ROOT_OR_SKIP();
   InjectorTestbed bed;
@@ -442,25 +466,7 @@ TEST(InjectorWave, StepTraceIsFollowedPerSegmentAndAccountedPerSegment) {
   EXPECT_LT(f.offset_ns, kMs);
   // The daemon's accounting: one cycle per segment, its mean the level's
   // delay (the same common offset aside).
-  const auto& cycles = stats.at("cycles");
-  std::vector<int64_t> daemon_offset;
-  for (const auto& c : cycles) {
-    const auto segment = c.at("cycle").get<int64_t>();
-    if (segment < 0 || segment >= std::ssize(levels)) continue;
-    const auto& high = c.at("high");
-    const auto& low = c.at("low");
-    const double count = high.at("count").get<double>() + low.at("count").get<double>();
-    ASSERT_GT(count, 50.0) << segment;
-    const double mean = (high.at("mean").get<double>() * high.at("count").get<double>() +
-                         low.at("mean").get<double>() * low.at("count").get<double>()) /
-                        count;
-    // Levels >= 1/2 are the high half, the others the low half.
-    EXPECT_EQ(levels[static_cast<size_t>(segment)] >= 0.5 ? low.at("count").get<double>()
-                                                          : high.at("count").get<double>(),
-              0.0)
-        << segment;
-    daemon_offset.push_back(std::llround(mean - 4.0 * kMs * levels[static_cast<size_t>(segment)]));
-  }
+  const std::vector<int64_t> daemon_offset = accounted_minus_requested(stats, levels);
   ASSERT_EQ(daemon_offset.size(), levels.size());
   const int64_t common_offset = median_of(daemon_offset);
   for (size_t i = 0; i < daemon_offset.size(); ++i) {
