@@ -202,7 +202,11 @@ TEST(InjectorFaults, ReorderSendsEveryGapthCandidateAtOnce) {
     if (arrival < latest_arrival) ++overtaken;
     latest_arrival = std::max(latest_arrival, arrival);
   }
-  EXPECT_EQ(static_cast<double>(early.size()), stats.at("reordered").get<double>());
+  // A delayed packet never arrives early; a packet sent at once arrives late
+  // only when a stall of the loaded machine held it over 2.5 ms.
+  const auto reordered = stats.at("reordered").get<double>();
+  EXPECT_LE(static_cast<double>(early.size()), reordered);
+  EXPECT_GE(static_cast<double>(early.size()), reordered - std::max(3.0, 0.01 * reordered));
   // The gap: after one is sent at once, the next 4 are always delayed.
   for (size_t k = 1; k < early.size(); ++k) EXPECT_GE(early[k] - early[k - 1], 5u) << k;
   // A renewal process: cycles of 4 + Geometric(0.5) packets, mean 6, variance
