@@ -99,10 +99,10 @@ void print_final(std::ostream& out, const InjectOutcome& o) {
   const protocol::InjectionStats s = o.stopped.stats.value_or(protocol::InjectionStats{});
   const protocol::PacketCounters& c = s.counters;
   TextTable counters({"packets", "bytes", "delayed", "dropped", "corrupted", "duplicated",
-                      "queue_full", "enobufs"});
+                      "reordered", "queue_full", "enobufs"});
   auto n = [](uint64_t v) { return std::to_string(v); };
   counters.add_row({n(c.packets), n(c.bytes), n(c.delayed), n(c.dropped), n(c.corrupted),
-                    n(c.duplicated), n(c.queue_full), n(c.enobufs)});
+                    n(c.duplicated), n(c.reordered), n(c.queue_full), n(c.enobufs)});
   counters.print(out);
   out << '\n';
   TextTable delay({"actual added delay", "count", "mean", "std", "p50", "p99", "max"});
