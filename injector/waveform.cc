@@ -1,5 +1,10 @@
 #include "nabla/injector/waveform.hh"
 
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <numbers>
+
 namespace nabla::injector {
 
 namespace {

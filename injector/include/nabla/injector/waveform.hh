@@ -16,11 +16,8 @@
 // least 1/2 (for a square wave exactly its high part); its cycle is the
 // period index, and for a trace the segment index (segment i runs from point
 // i to point i+1, counted on across loops).
-#include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <memory>
-#include <numbers>
 #include <vector>
 
 #include "nabla/common/protocol/injectd.hh"
