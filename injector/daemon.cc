@@ -15,6 +15,7 @@
 
 #include "nabla/common/clock.hh"
 #include "nabla/common/host_port.hh"
+#include "nabla/common/local_keys.hh"
 #include "nabla/common/log.hh"
 #include "nabla/common/netns.hh"
 #include "nabla/common/rpc.hh"
@@ -54,7 +55,9 @@ int run_daemon(const DaemonOptions& options) {
   common::RpcServerOptions rpc;
   rpc.listen_address = listen.host;
   rpc.port = listen.port;
-  if (options.key_file) rpc.key = common::load_key_file(*options.key_file);
+  common::DaemonKey key =
+      common::DaemonKey::choose(options.key_file, common::kInjectdKeyName, listen.host);
+  key.apply(rpc);
 
   // Signals are taken synchronously by this thread; every thread started
   // below inherits the block.
@@ -81,6 +84,8 @@ int run_daemon(const DaemonOptions& options) {
   asio::io_context io;
   auto server = std::make_unique<common::RpcServer>(io, rpc);
   service.register_methods(*server);
+  key.publish(server->port());
+  common::log_info("control key: ", key.describe());
   common::log_info("listening on ", listen.host, ":", server->port(), ", queues from ",
                    options.queue_num);
   std::cout << "nabla-injectd listening on " << listen.host << ":" << server->port() << std::endl;

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "nabla/common/capabilities.hh"
+
 namespace nabla::injector {
 
 struct DaemonOptions {
@@ -20,6 +22,10 @@ struct DaemonOptions {
   // the default (ServiceOptions::cpu_latency_us).
   std::optional<int32_t> cpu_latency_us;
 };
+
+// The capabilities the daemon needs with these options: CAP_NET_ADMIN for
+// NFQUEUE and iptables, CAP_SYS_NICE when a SCHED_FIFO priority is asked for.
+std::vector<common::RequiredCapability> required_capabilities(const DaemonOptions& options);
 
 // What --check found missing, in plain words (empty: all good).
 std::vector<std::string> check_environment(uint16_t queue_num);
