@@ -17,16 +17,23 @@ const char* kind_name(WaveKind kind) {
     case WaveKind::kConstant:
       return "constant";
     case WaveKind::kSquare:
+      return "square";
+    case WaveKind::kSine:
+      return "sine";
+    case WaveKind::kTrace:
       break;
   }
-  return "square";
+  return "trace";
 }
 
-// The square-only fields, shared by both forms; `suffix` is "" or "_ns".
-void read_square(const ObjectReader& in, Wave& w, const std::string& suffix) {
+constexpr const char* kKinds = "constant|square|sine|trace|off";
+
+// The periodic fields (square and sine), shared by both forms; `suffix` is
+// "" or "_ns".
+void read_periodic(const ObjectReader& in, Wave& w, const std::string& suffix) {
   const std::string period_key = "period" + suffix;
   const std::string phase_key = "phase" + suffix;
-  const json& period = in.require(period_key.c_str(), "required for a square wave");
+  const json& period = in.require(period_key.c_str(), "required for a square or sine wave");
   w.period_ns = read_duration_ns(period, in.path(period_key.c_str()), kMaxWavePeriodNs);
   if (w.period_ns < kMinWavePeriodNs)
     bad_field(in.path(period_key.c_str()), "must be at least 1ms");
@@ -42,14 +49,49 @@ void read_square(const ObjectReader& in, Wave& w, const std::string& suffix) {
   }
 }
 
+// A trace's points: 2 .. kMaxTracePoints pairs [t, level], t a duration
+// (the first 0, strictly increasing, the last at most an hour), level 0 .. 1.
+std::vector<TracePoint> read_trace_points(const json& points, const std::string& path) {
+  if (!points.is_array() || points.size() < 2 || points.size() > kMaxTracePoints) {
+    bad_field(path,
+              "must be an array of 2 .. " + std::to_string(kMaxTracePoints) + " points [t, level]");
+  }
+  std::vector<TracePoint> out;
+  out.reserve(points.size());
+  for (size_t i = 0; i < points.size(); ++i) {
+    const std::string at = path + "[" + std::to_string(i) + "]";
+    const json& p = points[i];
+    if (!p.is_array() || p.size() != 2) bad_field(at, "must be a pair [t, level]");
+    TracePoint point{read_duration_ns(p[0], at + "[0]", kMaxWavePeriodNs),
+                     read_number_within(p[1], at + "[1]", 0.0, 1.0)};
+    if (i == 0 && point.t_ns != 0) bad_field(at + "[0]", "the first point must be at 0");
+    if (i > 0 && point.t_ns <= out.back().t_ns) {
+      bad_field(at + "[0]", "must be later than the point before");
+    }
+    out.push_back(point);
+  }
+  return out;
+}
+
+void read_trace(const ObjectReader& in, Wave& w) {
+  w.trace = read_trace_points(in.require("points", "required for a trace wave"), in.path("points"));
+  w.trace_loop = in.boolean_or("loop", true);
+  const std::string interpolation = in.string_or("interpolation", "linear");
+  if (interpolation == "step") {
+    w.interpolation = TraceInterpolation::kStep;
+  } else if (interpolation != "linear") {
+    bad_field(in.path("interpolation"), "must be linear|step, got '" + interpolation + "'");
+  }
+}
+
 Wave read_wave(const json& value, const std::string& path, const std::string& suffix) {
   const ObjectReader in(value, path);
   const std::string amplitude_key = "amplitude" + suffix;
   in.reject_unknown({"kind", amplitude_key.c_str(), ("period" + suffix).c_str(), "duty",
-                     ("phase" + suffix).c_str(), "cycles"});
+                     ("phase" + suffix).c_str(), "cycles", "points", "loop", "interpolation"});
   const json* kind = in.find("kind");
   if (kind == nullptr || !kind->is_string())
-    bad_field(in.path("kind"), "must be constant|square|off");
+    bad_field(in.path("kind"), std::string("must be ") + kKinds);
   const std::string k = kind->get<std::string>();
   Wave w;
   if (const json* amplitude = in.find(amplitude_key.c_str())) {
@@ -57,9 +99,15 @@ Wave read_wave(const json& value, const std::string& path, const std::string& su
   }
   if (k == "off") return Wave{};
   if (k == "constant") return Wave::constant(w.amplitude_ns);
-  if (k != "square") bad_field(in.path("kind"), "must be constant|square|off, got '" + k + "'");
-  w.kind = WaveKind::kSquare;
-  read_square(in, w, suffix);
+  if (k == "square" || k == "sine") {
+    w.kind = k == "square" ? WaveKind::kSquare : WaveKind::kSine;
+    read_periodic(in, w, suffix);
+    return w;
+  }
+  if (k != "trace")
+    bad_field(in.path("kind"), std::string("must be ") + kKinds + ", got '" + k + "'");
+  w.kind = WaveKind::kTrace;
+  read_trace(in, w);
   return w;
 }
 
@@ -68,6 +116,14 @@ json wave_json(const Wave& w, const std::string& suffix) {
   if (w.kind == WaveKind::kOff) return out;
   out["amplitude" + suffix] = w.amplitude_ns;
   if (w.kind == WaveKind::kConstant) return out;
+  if (w.kind == WaveKind::kTrace) {
+    json points = json::array();
+    for (const TracePoint& p : w.trace) points.push_back({p.t_ns, p.level});
+    out["points"] = std::move(points);
+    out["loop"] = w.trace_loop;
+    out["interpolation"] = w.interpolation == TraceInterpolation::kStep ? "step" : "linear";
+    return out;
+  }
   out["period" + suffix] = w.period_ns;
   out["duty"] = w.duty;
   out["phase" + suffix] = w.phase_ns;

@@ -100,10 +100,10 @@ void print_final(std::ostream& out, const InjectOutcome& o) {
   const protocol::InjectionStats s = o.stopped.stats.value_or(protocol::InjectionStats{});
   const protocol::PacketCounters& c = s.counters;
   TextTable counters({"packets", "bytes", "delayed", "dropped", "corrupted", "duplicated",
-                      "queue_full", "enobufs"});
+                      "reordered", "queue_full", "enobufs"});
   auto n = [](uint64_t v) { return std::to_string(v); };
   counters.add_row({n(c.packets), n(c.bytes), n(c.delayed), n(c.dropped), n(c.corrupted),
-                    n(c.duplicated), n(c.queue_full), n(c.enobufs)});
+                    n(c.duplicated), n(c.reordered), n(c.queue_full), n(c.enobufs)});
   counters.print(out);
   out << '\n';
   TextTable delay({"actual added delay", "count", "mean", "std", "p50", "p99", "max"});
@@ -118,45 +118,10 @@ void print_final(std::ostream& out, const InjectOutcome& o) {
   delay.print(out);
 }
 
-// A duration flag's value in ns; a typo fails before anything is started.
-int64_t flag_duration_ns(const char* flag, const std::string& text) {
-  try {
-    return common::parse_duration_ns(text);
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(std::string(flag) + ": " + e.what());
-  }
-}
-
-std::optional<protocol::Wave> delay_wave(const InjectOptions& o) {
-  if (o.square_period && !o.delay) {
-    throw std::invalid_argument("--square-period needs --delay (the square wave's amplitude)");
-  }
-  if (!o.delay) return std::nullopt;
-  const int64_t amplitude_ns = flag_duration_ns("--delay", *o.delay);
-  if (!o.square_period) return protocol::Wave::constant(amplitude_ns);
-  if (!(o.duty > 0.0 && o.duty < 1.0)) throw std::invalid_argument("--duty must be in (0, 1)");
-  return protocol::Wave::square(amplitude_ns, flag_duration_ns("--square-period", *o.square_period),
-                                o.duty);
-}
-
-protocol::Faults faults_of(const InjectOptions& o) {
-  protocol::Faults faults;
-  if (o.jitter) faults.jitter = protocol::JitterFault{{}, flag_duration_ns("--jitter", *o.jitter)};
-  if (o.loss) {
-    protocol::LossFault loss;
-    try {
-      loss.p = common::parse_percent(*o.loss);
-    } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument(std::string("--loss: ") + e.what());
-    }
-    faults.loss = loss;
-  }
-  return faults;
-}
-
 }  // namespace
 
-protocol::InjectStartParams build_inject_params(const InjectOptions& o) {
+protocol::InjectStartParams build_inject_params(const InjectOptions& o,
+                                                const FileReader& read_file) {
   protocol::InjectStartParams p;
   try {
     p.direction = protocol::parse_direction(o.direction);
@@ -169,10 +134,13 @@ protocol::InjectStartParams build_inject_params(const InjectOptions& o) {
   // The daemon checks the link, so a bad one is its one error naming the field.
   p.link = o.link;
   p.settings.lease_s = o.lease_s;
-  p.settings.delay = delay_wave(o);
-  p.settings.faults = faults_of(o);
+  FaultRequest request = build_fault_request(o.faults, read_file);
+  p.settings.delay = std::move(request.delay);
+  p.settings.faults = std::move(request.faults);
   if (!p.settings.delay && p.settings.faults.empty()) {
-    throw std::invalid_argument("nothing to inject: give --delay, --jitter or --loss");
+    throw std::invalid_argument(
+        "nothing to inject: give --delay, --jitter, --loss, --reorder, --corrupt, --duplicate, "
+        "--rate or --partition");
   }
   p.settings.seed = o.seed;
   return p;
@@ -180,6 +148,10 @@ protocol::InjectStartParams build_inject_params(const InjectOptions& o) {
 
 int run_inject(const InjectOptions& o, std::ostream& out, std::ostream& err) {
   const protocol::InjectStartParams params = build_inject_params(o);
+  if (o.dry_run) {
+    out << json{{"method", params.kMethod}, {"params", params.to_json()}}.dump(2) << '\n';
+    return 0;
+  }
   const auto key =
       common::client_key_source(o.key_file, common::kInjectdKeyName, o.node.host, o.node.port);
   const std::string where = "nabla-injectd at " + o.node.to_string();
@@ -267,18 +239,13 @@ void register_inject_command(CLI::App& app) {
   cmd->add_option("--link", o->link, "link spec, e.g. \"udp 10.1.0.1 -> 10.1.0.2:9000\"")
       ->required();
   cmd->add_option("--dir", o->direction, "where on the node: out, in or fwd")->default_val("out");
-  cmd->add_option("--delay", o->delay,
-                  "added delay, e.g. 20ms (the amplitude with --square-period)");
-  cmd->add_option("--square-period", o->square_period,
-                  "make the delay a square wave of this period");
-  cmd->add_option("--duty", o->duty, "square-wave duty cycle")->default_val(0.5);
-  cmd->add_option("--jitter", o->jitter, "uniform jitter of this size, e.g. 1ms");
-  cmd->add_option("--loss", o->loss, "Bernoulli loss, e.g. 5%");
+  register_fault_flags(*cmd, o->faults);
   cmd->add_option("--for", *for_text, "duration, e.g. 30s (default: until Ctrl-C)");
   cmd->add_option("--lease", o->lease_s, "lease in seconds; renewed every third of it")
       ->default_val(10.0);
   cmd->add_option("--seed", o->seed, "seed for the fault generators (default: random, reported)");
   cmd->add_flag("--json", o->json, "print the final statistics as JSON");
+  cmd->add_flag("--dry-run", o->dry_run, "print the inject.start request as JSON, send nothing");
   cmd->callback([o, node, for_text] {
     o->node = common::parse_host_port(*node, common::kInjectdPort);
     if (!for_text->empty()) {
@@ -288,7 +255,9 @@ void register_inject_command(CLI::App& app) {
         throw std::invalid_argument(std::string("--for: ") + e.what());
       }
     }
-    common::resolve_host_port(o->node, common::system_resolver(), "--node", std::cerr);
+    if (!o->dry_run) {
+      common::resolve_host_port(o->node, common::system_resolver(), "--node", std::cerr);
+    }
     const int code = run_inject(*o, std::cout, std::cerr);
     if (code != 0) throw CLI::RuntimeError(code);
   });

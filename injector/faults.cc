@@ -65,8 +65,9 @@ double Jitter::correlated_uniform() {
 }
 
 int64_t Jitter::offset_ns(int64_t now_ns) {
-  if (!spec_.wave.high(now_ns) || spec_.jitter_ns <= 0) return 0;
-  const double sigma = static_cast<double>(spec_.jitter_ns);
+  const double level = spec_.wave.level(now_ns);
+  if (level <= 0.0 || spec_.jitter_ns <= 0) return 0;
+  const double sigma = static_cast<double>(spec_.jitter_ns) * level;
   double x = 0.0;
   switch (spec_.distribution) {
     case JitterDistribution::kUniform:
@@ -91,10 +92,11 @@ int64_t Jitter::offset_ns(int64_t now_ns) {
 Loss::Loss(const LossSpec& spec, uint64_t seed) : spec_(spec), rng_(seed) {}
 
 bool Loss::drop(int64_t now_ns) {
-  if (!spec_.wave.high(now_ns)) return false;
-  if (spec_.model == LossModel::kBernoulli) return unit_(rng_) < spec_.p;
+  const double level = spec_.wave.level(now_ns);
+  if (level <= 0.0) return false;
+  if (spec_.model == LossModel::kBernoulli) return unit_(rng_) < spec_.p * level;
   const double transition = unit_(rng_);
-  const bool lost = unit_(rng_) < (bad_ ? spec_.one_minus_h : spec_.one_minus_k);
+  const bool lost = unit_(rng_) < level * (bad_ ? spec_.one_minus_h : spec_.one_minus_k);
   bad_ = bad_ ? !(transition < spec_.r) : transition < spec_.p;
   return lost;
 }
@@ -102,8 +104,9 @@ bool Loss::drop(int64_t now_ns) {
 Reorder::Reorder(const ReorderSpec& spec, uint64_t seed) : spec_(spec), rng_(seed) {}
 
 bool Reorder::send_now(int64_t now_ns) {
-  if (!spec_.wave.high(now_ns) || spec_.gap <= 0) return false;
-  if (counter_ >= spec_.gap - 1 && unit_(rng_) < spec_.probability) {
+  const double level = spec_.wave.level(now_ns);
+  if (level <= 0.0 || spec_.gap <= 0) return false;
+  if (counter_ >= spec_.gap - 1 && unit_(rng_) < spec_.probability * level) {
     counter_ = 0;
     return true;
   }
@@ -115,7 +118,8 @@ GatedCoin::GatedCoin(const Waveform& wave, double probability, uint64_t seed)
     : wave_(wave), probability_(probability), rng_(seed) {}
 
 bool GatedCoin::flip(int64_t now_ns) {
-  return wave_.high(now_ns) && unit_(rng_) < probability_;
+  const double level = wave_.level(now_ns);
+  return level > 0.0 && unit_(rng_) < probability_ * level;
 }
 
 RateLimit::RateLimit(const RateLimitSpec& spec) : spec_(spec), tokens_bytes_(spec.burst_bytes) {}
@@ -125,11 +129,15 @@ int64_t RateLimit::delay_ns(int64_t now_ns, int64_t bytes) {
     last_departure_ns_ = now_ns;
     started_ = true;
   }
-  const double bytes_per_ns = spec_.rate_bps / 8e9;
+  // The level scales the limit's strength: the bucket fills at rate / level,
+  // so level 1 is the requested rate and a level near 0 hardly limits; at
+  // level 0 it does not limit and the bucket refills at the requested rate.
+  const double level = spec_.wave.level(now_ns);
+  const double bytes_per_ns = spec_.rate_bps / 8e9 / (level > 0.0 ? level : 1.0);
   const int64_t t = std::max(now_ns, last_departure_ns_);
   const double refill = static_cast<double>(t - last_departure_ns_) * bytes_per_ns;
   double tokens = std::min(static_cast<double>(spec_.burst_bytes), tokens_bytes_ + refill);
-  if (!spec_.wave.high(now_ns) || spec_.rate_bps <= 0.0) {
+  if (level <= 0.0 || spec_.rate_bps <= 0.0) {
     // Not limiting: keep refilling, do not queue.
     tokens_bytes_ = tokens;
     last_departure_ns_ = t;

@@ -55,6 +55,10 @@ Waveform waveform_of(const protocol::Wave& w) {
       return Waveform::off();
     case WaveKind::kConstant:
       return Waveform::constant(amplitude);
+    case WaveKind::kSine:
+      return Waveform::sine(amplitude, w.period_ns, w.phase_ns, w.cycles);
+    case WaveKind::kTrace:
+      return Waveform::from_trace(amplitude, TraceShape{w.trace, w.trace_loop, w.interpolation});
     case WaveKind::kSquare:
       break;
   }
@@ -62,8 +66,16 @@ Waveform waveform_of(const protocol::Wave& w) {
 }
 
 protocol::Wave wave_of(const Waveform& w) {
-  return protocol::Wave{w.kind,  std::llround(w.amplitude), w.period_ns, w.duty, w.phase_ns,
-                        w.cycles};
+  protocol::Wave out =
+      protocol::Wave::square(std::llround(w.amplitude), w.period_ns, w.duty, w.cycles);
+  out.kind = w.kind;
+  out.phase_ns = w.phase_ns;
+  if (w.trace) {
+    out.trace = w.trace->points;
+    out.trace_loop = w.trace->loop;
+    out.interpolation = w.trace->interpolation;
+  }
+  return out;
 }
 
 InjectionConfig injection_config(const protocol::InjectStartParams& params, uint64_t default_seed) {

@@ -178,5 +178,28 @@ TEST(InjectCli, BadInputIsOneErrorAndNothingStarts) {
   expect_nothing_left(bed, out);
 }
 
+TEST(InjectCli, NetemStyleFaultFlagsReachTheDaemonAndTheReceiver) {
+  NABLA_REQUIRE_ROOT_OR_SKIP();
+  InjectorTestbed bed;
+  bed.start_daemon();
+  const std::string out = temp_path("faults");
+  ChildProcess cli(inject_argv(probe_link(9401), {"--loss", "gemodel:5%,50%", "--duplicate", "20%",
+                                                  "--for", "3s", "--seed", "7", "--json"}),
+                   &bed.sender(), out);
+  ASSERT_TRUE(wait_for_injections(bed, 1)) << common::read_text_file(out);
+  const auto probes = run_udp_probes(bed, 9401, 1000, 1000.0);
+  ASSERT_EQ(cli.wait(std::chrono::seconds(15)), 0) << common::read_text_file(out);
+  const auto r = nlohmann::json::parse(common::read_text_file(out));
+  std::size_t twice = 0;
+  for (const auto& p : probes) twice += p.copies == 2 ? 1 : 0;
+  // Every probe crossed the injection, so its counters are the receiver's.
+  EXPECT_EQ(r["packets"].get<std::size_t>(), probes.size()) << r.dump();
+  EXPECT_EQ(r["dropped"].get<std::size_t>(), lost(probes));
+  EXPECT_EQ(r["duplicated"].get<std::size_t>(), twice);
+  EXPECT_GT(lost(probes), 0u);
+  EXPECT_GT(twice, 0u);
+  expect_nothing_left(bed, out);
+}
+
 }  // namespace
 }  // namespace nabla::testing

@@ -1,9 +1,14 @@
-// nabla-injectd faults end to end: Bernoulli loss, partition, corruption
-// (with and without checksum fix) and duplication, each checked at the
-// receiver against the binomial law or the daemon's own counters.
+// nabla-injectd faults end to end: Bernoulli and Gilbert–Elliott loss,
+// partition, corruption (with and without checksum fix), duplication,
+// reordering, the rate limit and the jitter's distribution, each checked at
+// the receiver against its law (binomial, geometric bursts, renewal counts,
+// a Kolmogorov–Smirnov test) or the daemon's own counters.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <vector>
 
 #include "nabla/testbed/injector_testbed.hh"
 #include "nabla_test_support.hh"
@@ -133,6 +138,158 @@ TEST(InjectorFaults, DuplicatesArriveTwiceOnIpv6) {
   EXPECT_EQ(static_cast<double>(twice), stats.at("duplicated").get<double>());
   EXPECT_NEAR(static_cast<double>(twice), 200.0, 3.2905 * std::sqrt(1000 * 0.2 * 0.8));
   EXPECT_EQ(stats.at("packets").get<double>(), 1000.0);  // copies are not queued again
+}
+
+TEST(InjectorFaults, GilbertElliottMeanLossBurstIsOneOverR) {
+  NABLA_REQUIRE_ROOT_OR_SKIP();
+  InjectorTestbed bed;
+  bed.start_daemon();
+  // netem's gemodel 5%, 25%, 100%, 0%: bursts are geometric with mean 1/r = 4
+  // and standard deviation sqrt(1 - r) / r.
+  const auto id = start(bed, {{"loss",
+                               {{"model", "gilbert_elliott"},
+                                {"p", 0.05},
+                                {"r", 0.25},
+                                {"one_minus_h", 1.0},
+                                {"one_minus_k", 0.0}}}})
+                      .at("id");
+  const auto probes = run_udp_probes(bed, 9000, 10'000, 10'000.0);
+  const auto stats = bed.call("inject.stats", {{"id", id}});
+  std::vector<double> bursts;
+  size_t run = 0;
+  for (const auto& p : probes) {
+    if (p.copies == 0) {
+      ++run;
+      continue;
+    }
+    if (run > 0) bursts.push_back(static_cast<double>(run));
+    run = 0;
+  }
+  if (run > 0) bursts.push_back(static_cast<double>(run));
+  EXPECT_EQ(stats.at("dropped").get<double>(), static_cast<double>(lost(probes)));
+  ASSERT_GT(bursts.size(), 200u);
+  double mean = 0.0;
+  for (double b : bursts) mean += b;
+  mean /= static_cast<double>(bursts.size());
+  const double sd = std::sqrt(1.0 - 0.25) / 0.25;
+  // The 99.9% interval of the mean burst length.
+  EXPECT_NEAR(mean, 4.0, 3.2905 * sd / std::sqrt(static_cast<double>(bursts.size())))
+      << bursts.size() << " bursts";
+  std::printf("GE: %zu bursts, mean %.3f packets (expected 4)\n", bursts.size(), mean);
+}
+
+TEST(InjectorFaults, ReorderSendsEveryGapthCandidateAtOnce) {
+  NABLA_REQUIRE_ROOT_OR_SKIP();
+  InjectorTestbed bed;
+  bed.start_daemon();
+  // 5 ms delay at 2000 packets/s: a packet sent at once overtakes about ten.
+  const auto id =
+      bed.call("inject.start", {{"link", "udp 10.77.0.1 -> 10.77.0.2:9000"},
+                                {"delay", "5ms"},
+                                {"faults", {{"reorder", {{"probability", 0.5}, {"gap", 5}}}}},
+                                {"lease_s", 30},
+                                {"seed", 2026}})
+          .at("id");
+  const auto probes = run_udp_probes(bed, 9000, 3000, 2000.0);
+  const auto stats = bed.call("inject.stats", {{"id", id}});
+  EXPECT_EQ(lost(probes), 0u);
+  std::vector<size_t> early;  // sent at once: well under the 5 ms delay
+  size_t overtaken = 0;       // arrived after a later-sent probe
+  int64_t latest_arrival = 0;
+  for (size_t i = 0; i < probes.size(); ++i) {
+    const int64_t arrival = probes[i].send_ns + probes[i].delay_ns;
+    if (probes[i].delay_ns < 2'500'000) early.push_back(i);
+    if (arrival < latest_arrival) ++overtaken;
+    latest_arrival = std::max(latest_arrival, arrival);
+  }
+  // A delayed packet never arrives early; a packet sent at once arrives late
+  // only when a stall of the loaded machine held it over 2.5 ms.
+  const auto reordered = stats.at("reordered").get<double>();
+  EXPECT_LE(static_cast<double>(early.size()), reordered);
+  EXPECT_GE(static_cast<double>(early.size()), reordered - std::max(3.0, 0.01 * reordered));
+  // The gap: after one is sent at once, the next 4 are always delayed.
+  for (size_t k = 1; k < early.size(); ++k) EXPECT_GE(early[k] - early[k - 1], 5u) << k;
+  // A renewal process: cycles of 4 + Geometric(0.5) packets, mean 6, variance
+  // (1 - p) / p^2 = 2, so the count of n / 6 has variance n * 2 / 6^3.
+  const double n = 3000.0;
+  EXPECT_NEAR(static_cast<double>(early.size()), n / 6.0, 3.2905 * std::sqrt(n * 2.0 / 216.0));
+  EXPECT_GT(overtaken, 0u);
+}
+
+TEST(InjectorFaults, RateLimitHoldsTheRequestedBitsPerSecond) {
+  NABLA_REQUIRE_ROOT_OR_SKIP();
+  InjectorTestbed bed;
+  bed.start_daemon();
+  // 4 Mbit/s, offered 600 datagrams/s of 1000 bytes (1028 on the wire, as
+  // IP packets: 4.93 Mbit/s), for 2 s: the queue builds, and the receiver
+  // sees packets leave one serialisation time apart.
+  bed.call("inject.start", {{"link", "udp 10.77.0.1 -> 10.77.0.2:9000"},
+                            {"faults", {{"rate_limit", {{"rate_bps", 4e6}}}}},
+                            {"lease_s", 30}});
+  const auto probes = run_udp_probes(bed, 9000, 1200, 600.0, 1000, std::chrono::milliseconds(800));
+  EXPECT_EQ(lost(probes), 0u);
+  int64_t first = INT64_MAX;
+  int64_t last = 0;
+  for (const auto& p : probes) {
+    if (p.delay_ns < 0) continue;
+    first = std::min(first, p.send_ns + p.delay_ns);
+    last = std::max(last, p.send_ns + p.delay_ns);
+  }
+  ASSERT_GT(last, first);
+  // n packets, n - 1 serialisation times between the first and last arrival.
+  const double bits = (static_cast<double>(probes.size() - lost(probes)) - 1.0) * 1028.0 * 8.0;
+  const double rate_bps = bits / (static_cast<double>(last - first) / 1e9);
+  std::printf("rate limit: %.0f bit/s received over %.3f s (asked 4000000)\n", rate_bps,
+              static_cast<double>(last - first) / 1e9);
+  EXPECT_NEAR(rate_bps / 4e6, 1.0, 0.03);
+}
+
+// The largest gap between the sample's empirical CDF and `cdf`.
+template <typename Cdf>
+double ks_distance(std::vector<double> sample, Cdf cdf) {
+  std::sort(sample.begin(), sample.end());
+  double d = 0.0;
+  const auto n = static_cast<double>(sample.size());
+  for (size_t i = 0; i < sample.size(); ++i) {
+    const double f = cdf(sample[i]);
+    d = std::max({d, static_cast<double>(i + 1) / n - f, f - static_cast<double>(i) / n});
+  }
+  return d;
+}
+
+TEST(InjectorFaults, NormalJitterPassesAKolmogorovSmirnovTest) {
+  NABLA_REQUIRE_ROOT_OR_SKIP();
+  InjectorTestbed bed;
+  bed.start_daemon();
+  // 5 ms ± N(0, 0.5 ms) at 400 packets/s: a packet waits behind the one
+  // before (the per-flow FIFO) only when it draws 2.5 ms (5 sigma) less.
+  bed.call("inject.start",
+           {{"link", "udp 10.77.0.1 -> 10.77.0.2:9000"},
+            {"delay", "5ms"},
+            {"faults", {{"jitter", {{"amount", "500us"}, {"distribution", "normal"}}}}},
+            {"lease_s", 30},
+            {"seed", 2026}});
+  const auto probes = run_udp_probes(bed, 9000, 1000, 400.0);
+  EXPECT_EQ(lost(probes), 0u);
+  std::vector<double> delays;
+  for (const auto& p : probes) {
+    if (p.delay_ns >= 0) delays.push_back(static_cast<double>(p.delay_ns));
+  }
+  ASSERT_GT(delays.size(), 900u);
+  // The path adds a near-constant offset (the wake-up lateness, tens of µs):
+  // centre on the sample median, the normal's median.
+  std::vector<double> sorted = delays;
+  std::sort(sorted.begin(), sorted.end());
+  const double centre = sorted[sorted.size() / 2];
+  const double sigma = 500'000.0;
+  const double d = ks_distance(
+      delays, [&](double x) { return 0.5 * std::erfc(-(x - centre) / (sigma * std::sqrt(2.0))); });
+  // The 99.9% critical value 1.949 / sqrt(n); a uniform jitter of the same
+  // width (±0.5 ms) would sit at D = 0.16.
+  const double critical = 1.949 / std::sqrt(static_cast<double>(delays.size()));
+  std::printf("jitter KS: D = %.4f, critical %.4f, centre %.0f ns\n", d, critical, centre);
+  EXPECT_LT(d, critical);
+  EXPECT_NEAR(centre, 5e6, 1e6);
 }
 
 }  // namespace

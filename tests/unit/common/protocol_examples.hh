@@ -13,7 +13,8 @@ namespace nabla::common::protocol::examples {
 
 inline InjectionSettings settings() {
   InjectionSettings s;
-  s.delay = Wave{WaveKind::kSquare, 5'000'000, 1'000'000'000, 0.25, 250'000'000, 10};
+  s.delay = Wave::square(5'000'000, 1'000'000'000, 0.25, 10);
+  s.delay->phase_ns = 250'000'000;
   s.faults.jitter = JitterFault{std::nullopt, 1'000'000, JitterDistribution::kNormal, 0.5};
   s.faults.loss = LossFault{
       Wave::square(0, 10'000'000'000, 0.5), LossModel::kGilbertElliott, 0.0625, 0.25, 0.5, 0.125};

@@ -6,6 +6,7 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <numbers>
 #include <vector>
 
 namespace nabla::injector {
@@ -185,6 +186,54 @@ TEST(RateLimit, BurstPassesThenQueues) {
   EXPECT_EQ(limit.delay_ns(1000 * kMs, 1500), 0);
   EXPECT_EQ(limit.delay_ns(1000 * kMs, 1500), 0);
   EXPECT_EQ(limit.delay_ns(1000 * kMs, 750), kMs / 2);
+}
+
+// A trace that holds level 1/2 for ever (two points, step, looped).
+Waveform half_level() {
+  return Waveform::from_trace(
+      1.0, TraceShape{{{0, 0.5}, {1000 * kMs, 0.5}}, true, TraceInterpolation::kStep});
+}
+
+TEST(WaveLevel, ScalesLossJitterCoinsAndRate) {
+  Loss loss(LossSpec{half_level(), LossModel::kBernoulli, 0.2}, 11);
+  int lost = 0;
+  for (int i = 0; i < 100'000; ++i) lost += loss.drop(i * 1000) ? 1 : 0;
+  // 0.2 x 1/2: binomial 99.9% interval around 10'000.
+  EXPECT_NEAR(lost, 10'000, 3.2905 * std::sqrt(100'000 * 0.1 * 0.9));
+
+  Jitter jitter(JitterSpec{half_level(), 2 * kMs, JitterDistribution::kUniform, 0.0}, 12);
+  int64_t widest = 0;
+  for (int i = 0; i < 10'000; ++i) widest = std::max(widest, std::abs(jitter.offset_ns(i)));
+  EXPECT_LE(widest, kMs);
+  EXPECT_GT(widest, kMs * 9 / 10);
+
+  GatedCoin coin(half_level(), 0.5, 13);
+  int heads = 0;
+  for (int i = 0; i < 100'000; ++i) heads += coin.flip(i) ? 1 : 0;
+  EXPECT_NEAR(heads, 25'000, 3.2905 * std::sqrt(100'000 * 0.25 * 0.75));
+
+  // 12 Mbit/s at level 1/2 fills at 24 Mbit/s: 1500 bytes take 0.5 ms.
+  RateLimit limit(RateLimitSpec{half_level(), 12e6, 0});
+  EXPECT_EQ(limit.delay_ns(0, 1500), kMs / 2);
+  EXPECT_EQ(limit.delay_ns(0, 1500), kMs);
+}
+
+TEST(WaveLevel, SineMovesTheLossRateWithItsLevel) {
+  // Over a sine's peak quarter-periods the level averages 0.818, over its
+  // trough quarters 0.182 (1/2 ± 1/π).
+  const Waveform sine = Waveform::sine(1.0, 1000 * kMs);
+  Loss loss(LossSpec{sine, LossModel::kBernoulli, 0.5}, 14);
+  int near_peak = 0;
+  int near_trough = 0;
+  for (int64_t t = 0; t < 100 * 1000 * kMs; t += kMs / 4) {
+    const int64_t within = t % (1000 * kMs);
+    const bool dropped = loss.drop(t);
+    if (within < 250 * kMs || within >= 750 * kMs) near_peak += dropped ? 1 : 0;
+    if (within >= 250 * kMs && within < 750 * kMs) near_trough += dropped ? 1 : 0;
+  }
+  const double per_half = 100 * 500 * 4;  // draws in the peak (or trough) halves
+  EXPECT_NEAR(near_peak / per_half, 0.5 * (0.5 + 1.0 / std::numbers::pi), 0.005);
+  EXPECT_NEAR(near_trough / per_half, 0.5 * (0.5 - 1.0 / std::numbers::pi), 0.005);
 }
 
 // An IPv4/UDP packet 10.0.0.1:1000 -> 10.0.0.2:2000 with a 12-byte payload.

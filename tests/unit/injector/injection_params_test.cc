@@ -68,6 +68,60 @@ TEST(InjectionParams, DefaultsAndShorthand) {
   EXPECT_EQ(parse_lease_s(json::object()), kDefaultLeaseS);
 }
 
+TEST(InjectionParams, SineAndTraceWaves) {
+  const InjectionConfig c = parse_injection_config(
+      {{"link", "udp 10.0.0.1 -> 10.0.0.2:9000"},
+       {"delay", {{"kind", "sine"}, {"amplitude", "10ms"}, {"period", "2s"}}},
+       {"faults",
+        {{"loss",
+          {{"p", 0.5},
+           {"wave",
+            {{"kind", "trace"},
+             {"points", {{0, 0.0}, {"1s", 1.0}, {2'000'000'000, 0.25}}},
+             {"loop", false},
+             {"interpolation", "step"}}}}}}}},
+      nullptr, 1);
+  EXPECT_EQ(c.delay.kind, WaveKind::kSine);
+  EXPECT_DOUBLE_EQ(c.delay.value(0), 1e7);
+  ASSERT_TRUE(c.loss);
+  EXPECT_EQ(c.loss->wave.kind, WaveKind::kTrace);
+  EXPECT_DOUBLE_EQ(c.loss->wave.level(1'500'000'000), 1.0);
+  EXPECT_TRUE(c.loss->wave.at(2'000'000'000).finished);
+  // Described back as requested.
+  const auto described = wave_of(c.loss->wave);
+  EXPECT_EQ(described.trace.size(), 3u);
+  EXPECT_FALSE(described.trace_loop);
+
+  const json link = "udp 10.0.0.1 -> 10.0.0.2:9000";
+  auto trace_error = [&](const json& wave) {
+    return error_of({{"link", link}, {"faults", {{"loss", {{"p", 0.1}, {"wave", wave}}}}}});
+  };
+  EXPECT_EQ(trace_error({{"kind", "trace"}}).rfind("faults.loss.wave.points:", 0), 0u);
+  EXPECT_EQ(
+      trace_error({{"kind", "trace"}, {"points", {{0, 0.5}}}}).rfind("faults.loss.wave.points:", 0),
+      0u);
+  EXPECT_EQ(trace_error({{"kind", "trace"}, {"points", {{5, 0.5}, {10, 1}}}})
+                .rfind("faults.loss.wave.points[0][0]:", 0),
+            0u);
+  EXPECT_EQ(trace_error({{"kind", "trace"}, {"points", {{0, 0.5}, {0, 1}}}})
+                .rfind("faults.loss.wave.points[1][0]:", 0),
+            0u);
+  EXPECT_EQ(trace_error({{"kind", "trace"}, {"points", {{0, 0.5}, {10, 1.5}}}})
+                .rfind("faults.loss.wave.points[1][1]:", 0),
+            0u);
+  EXPECT_EQ(
+      trace_error({{"kind", "trace"}, {"points", {{0, 0.5}, {10, 1}}}, {"interpolation", "cubic"}})
+          .rfind("faults.loss.wave.interpolation:", 0),
+      0u);
+  json many = json::array();
+  for (int i = 0; i <= 2000; ++i) many.push_back({i, 0.5});
+  EXPECT_EQ(trace_error({{"kind", "trace"}, {"points", many}}).rfind("faults.loss.wave.points:", 0),
+            0u);
+  EXPECT_EQ(error_of({{"link", link}, {"delay", {{"kind", "sine"}, {"amplitude", "1ms"}}}})
+                .rfind("delay.period:", 0),
+            0u);
+}
+
 TEST(InjectionParams, ErrorsNameTheField) {
   const json link = "udp 10.0.0.1 -> 10.0.0.2:9000";
   EXPECT_EQ(error_of(json::object()).rfind("link:", 0), 0u);
@@ -78,7 +132,8 @@ TEST(InjectionParams, ErrorsNameTheField) {
   EXPECT_EQ(error_of({{"link", link}, {"delay", {{"kind", "square"}, {"amplitude", "1ms"}}}})
                 .rfind("delay.period:", 0),
             0u);
-  EXPECT_EQ(error_of({{"link", link}, {"delay", {{"kind", "sine"}}}}).rfind("delay.kind:", 0), 0u);
+  EXPECT_EQ(error_of({{"link", link}, {"delay", {{"kind", "triangle"}}}}).rfind("delay.kind:", 0),
+            0u);
   EXPECT_EQ(
       error_of({{"link", link}, {"faults", {{"loss", {{"p", 1.5}}}}}}).rfind("faults.loss.p:", 0),
       0u);

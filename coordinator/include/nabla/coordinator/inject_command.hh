@@ -16,6 +16,7 @@
 
 #include "nabla/common/host_port.hh"
 #include "nabla/common/protocol/injectd.hh"
+#include "nabla/coordinator/fault_flags.hh"
 
 namespace CLI {
 class App;
@@ -28,20 +29,19 @@ struct InjectOptions {
   std::optional<std::string> key_file;
   std::string link;
   std::string direction = "out";
-  std::optional<std::string> delay;          // e.g. "20ms"
-  std::optional<std::string> square_period;  // makes the delay a square wave
-  double duty = 0.5;
-  std::optional<std::string> jitter;   // e.g. "1ms", uniform
-  std::optional<std::string> loss;     // e.g. "5%", Bernoulli
+  FaultFlags faults;                   // --delay, --wave, --loss, ...
   std::optional<std::int64_t> for_ns;  // run until Ctrl-C when absent
   double lease_s = 10.0;
   std::optional<std::uint64_t> seed;
   bool json = false;
+  bool dry_run = false;  // print the inject.start request, send nothing
 };
 
-// The inject.start params for these options. Throws std::invalid_argument
-// naming the flag for a bad duration, percentage, --dir, --lease or --duty.
-common::protocol::InjectStartParams build_inject_params(const InjectOptions& options);
+// The inject.start params for these options (a trace file is read with
+// `read_file`). Throws std::invalid_argument naming the flag for a bad
+// value of any flag.
+common::protocol::InjectStartParams build_inject_params(
+    const InjectOptions& options, const FileReader& read_file = read_trace_file);
 
 // Runs the injection; returns the process exit code.
 int run_inject(const InjectOptions& options, std::ostream& out, std::ostream& err);

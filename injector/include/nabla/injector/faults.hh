@@ -1,9 +1,11 @@
 #pragma once
 // Fault models. Each is deterministic given its seed and inputs (seeded
-// std::mt19937_64, now passed in) and gated by its own waveform: a fault acts
-// only while its waveform is high (the waveform's amplitude is not used by
-// faults; the fault's own parameters set its strength). netem is the yardstick
-// for the semantics; differences are noted per model.
+// std::mt19937_64, now passed in) and scaled by its own waveform: the fault's
+// magnitude is its parameter times the waveform's level (0 .. 1; a square
+// wave switches it fully on and off, a sine or trace varies it smoothly).
+// The waveform's amplitude is not used by faults. At level 0 a fault draws
+// no random numbers, so a stretch of level 0 never shifts its pattern. netem
+// is the yardstick for the semantics; differences are noted per model.
 #include <cstdint>
 #include <random>
 #include <span>
@@ -58,7 +60,8 @@ struct LossSpec {
 
 // Gilbert–Elliott as netem's gemodel: the loss draw uses the state the packet
 // arrives in, then the state transitions. With 1-h = 1 and 1-k = 0 the mean
-// loss burst is 1/r packets.
+// loss burst is 1/r packets. The waveform's level scales the two loss
+// probabilities (1-h, 1-k), not the transitions.
 class Loss {
  public:
   Loss(const LossSpec& spec, uint64_t seed);
@@ -72,7 +75,7 @@ class Loss {
   bool bad_ = false;
 };
 
-// Drops everything while its waveform is high.
+// Drops everything while its waveform is high (level at least 1/2).
 struct Partition {
   Waveform wave;
   bool drop(int64_t now_ns) const { return wave.high(now_ns); }
@@ -99,7 +102,7 @@ class Reorder {
   int64_t counter_ = 0;
 };
 
-// A Bernoulli decision gated by a waveform (corruption, duplication).
+// A Bernoulli decision, probability × level (corruption, duplication).
 class GatedCoin {
  public:
   GatedCoin(const Waveform& wave, double probability, uint64_t seed);
@@ -144,8 +147,10 @@ struct RateLimitSpec {
 // Token bucket: packets leave in arrival order; a packet that finds fewer
 // tokens than its size waits until enough have accumulated at rate_bps. The
 // return value is the wait (departure minus arrival), the delay to add.
-// While the waveform is low packets pass with no wait (the bucket keeps
-// refilling, capped at burst_bytes).
+// The waveform's level L scales the limit's strength: the bucket fills at
+// rate_bps / L, so L = 1 is the requested rate and a small L hardly limits.
+// At level 0 packets pass with no wait (the bucket keeps refilling at
+// rate_bps, capped at burst_bytes).
 class RateLimit {
  public:
   explicit RateLimit(const RateLimitSpec& spec);

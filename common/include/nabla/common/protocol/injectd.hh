@@ -11,6 +11,7 @@
 // 0 .. 1"). to_json writes durations as integer nanoseconds and
 // probabilities as numbers; from_json also takes the shorthands people type
 // ("20ms", "5%"). The fields are documented in docs/protocol.md.
+#include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -34,10 +35,26 @@ std::string_view to_string(Direction direction) noexcept;
 // "out" | "in" | "fwd"; throws std::invalid_argument otherwise.
 Direction parse_direction(std::string_view text);
 
-enum class WaveKind : uint8_t { kOff, kConstant, kSquare };
+enum class WaveKind : uint8_t { kOff, kConstant, kSquare, kSine, kTrace };
 
-// A waveform as requested: the delay's shape, or the gate of a fault. Only
-// a square wave uses period, duty, phase and cycles.
+inline constexpr size_t kMaxTracePoints = 2000;  // a trace's samples travel in the request
+
+enum class TraceInterpolation : uint8_t { kLinear, kStep };
+
+// One sample of a trace wave: from t_ns after the trace's start the wave's
+// level (a fraction 0 .. 1 of the magnitude it scales).
+struct TracePoint {
+  int64_t t_ns = 0;
+  double level = 0.0;
+  bool operator==(const TracePoint&) const = default;
+};
+
+// A waveform as requested: the delay's shape, or the level of a fault (its
+// magnitude times a level between 0 and 1). Square and sine use period,
+// phase and cycles (duty: square only); a trace uses its points (the first
+// at 0, strictly increasing; the last one's time is the trace's length),
+// plays them looped or once, and interpolates linearly or holds each level
+// until the next point (step).
 struct Wave {
   WaveKind kind = WaveKind::kOff;
   int64_t amplitude_ns = 0;
@@ -45,16 +62,35 @@ struct Wave {
   double duty = 0.5;
   int64_t phase_ns = 0;
   int64_t cycles = 0;  // 0 = forever
+  std::vector<TracePoint> trace;
+  bool trace_loop = true;
+  TraceInterpolation interpolation = TraceInterpolation::kLinear;
   bool operator==(const Wave&) const = default;
 
-  static Wave constant(int64_t amplitude_ns) { return Wave{WaveKind::kConstant, amplitude_ns}; }
+  static Wave constant(int64_t amplitude_ns) {
+    Wave w;
+    w.kind = WaveKind::kConstant;
+    w.amplitude_ns = amplitude_ns;
+    return w;
+  }
   static Wave square(int64_t amplitude_ns, int64_t period_ns, double duty = 0.5,
                      int64_t cycles = 0) {
-    return Wave{WaveKind::kSquare, amplitude_ns, period_ns, duty, 0, cycles};
+    Wave w = constant(amplitude_ns);
+    w.kind = WaveKind::kSquare;
+    w.period_ns = period_ns;
+    w.duty = duty;
+    w.cycles = cycles;
+    return w;
+  }
+  static Wave sine(int64_t amplitude_ns, int64_t period_ns) {
+    Wave w = square(amplitude_ns, period_ns);
+    w.kind = WaveKind::kSine;
+    return w;
   }
 
-  // Params form: {"kind", "amplitude", "period", "duty", "phase", "cycles"};
-  // a bare duration is a constant wave.
+  // Params form: {"kind", "amplitude", "period", "duty", "phase", "cycles"}
+  // (a trace: {"kind", "amplitude", "points": [[t, level], ...], "loop",
+  // "interpolation"}); a bare duration is a constant wave.
   nlohmann::json to_json() const;
   static Wave from_json(const nlohmann::json& value, const std::string& path);
   // Result form (an injection's description): the same with "_ns" keys.
