@@ -32,6 +32,7 @@ Any listen address other than loopback requires --key-file.)");
   uint64_t min_messages = 1;
   std::string listen = "127.0.0.1:7312";
   std::string key_file;
+  std::string netns = "auto";
   app.add_flag("--print", print, "print flows after each scan instead of serving");
   app.add_flag("--json", json, "with --print: one JSON line per scan");
   app.add_flag("--include-control", include_control, "with --print: show nabla's own connections");
@@ -47,9 +48,25 @@ Any listen address other than loopback requires --key-file.)");
   app.add_option("--min-messages", min_messages, "report flows with at least this many messages");
   app.add_option("--listen", listen, "control address ADDR[:PORT] (default 127.0.0.1:7312)");
   app.add_option("--key-file", key_file, "HMAC key file (0600, 32+ bytes)");
+  app.add_option("--netns", netns,
+                 "network namespaces to scan besides its own: all (every named one and every "
+                 "process's), self, or NAME,... under /run/netns (default auto: all when started "
+                 "in the host's root namespace, else self)");
   if (const auto code = nabla::common::parse_command_line(app, argc, argv, "nabla-sniffd"))
     return *code;
 
+  // auto: a node's sniffer runs in the host's root namespace and sees every
+  // other; one started inside a namespace (a testbed host) sees only its own.
+  nabla::sniffer::NamespaceSelection namespaces;
+  try {
+    namespaces = netns != "auto" ? nabla::sniffer::parse_namespace_selection(netns)
+                 : nabla::sniffer::in_root_namespace()
+                     ? nabla::sniffer::NamespaceSelection{true, {}}
+                     : nabla::sniffer::NamespaceSelection{};
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "nabla-sniffd: %s\n", e.what());
+    return 2;
+  }
   try {
     nabla::sniffer::DaemonOptions opts;
     opts.sniffer.interval_ns = nabla::common::parse_duration_ns(interval);
@@ -60,6 +77,7 @@ Any listen address other than loopback requires --key-file.)");
     opts.sniffer.conntrack = !no_conntrack;
     opts.sniffer.conntrack_rule = !no_conntrack_rule;
     opts.sniffer.destroy_events = !no_destroy;
+    opts.sniffer.namespaces = namespaces;
     if (check) {
       const nabla::sniffer::Sniffer sniffer(opts.sniffer);
       const auto sources = sniffer.sources();
