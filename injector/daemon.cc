@@ -64,6 +64,14 @@ int run_daemon(const DaemonOptions& options) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  asio::io_context io;
+  auto server = std::make_unique<common::RpcServer>(io, rpc);  // listens where started
+  ServiceOptions so;
+  if (options.netns) {
+    common::enter_netns(common::netns_path(*options.netns));
+    so.netns_description = "namespace " + *options.netns;
+    common::log_info("injecting in namespace ", *options.netns);
+  }
   IptablesBackend rules;  // removes stale chains of a crashed run first
   EngineOptions engine_options;
   engine_options.spin_ns = options.spin_ns;
@@ -71,15 +79,12 @@ int run_daemon(const DaemonOptions& options) {
   engine_options.realtime_priority = options.realtime_priority;
   DelayEngine engine(engine_options);
   engine.start();
-  ServiceOptions so;
   so.queue_base = options.queue_num;
   so.queue_maxlen = options.queue_maxlen;
   so.busy_poll_ns = options.busy_poll_ns;
   so.cpu_latency_us = options.cpu_latency_us;
   InjectorService service(so, engine, rules, [] { return common::monotonic_ns(); });
 
-  asio::io_context io;
-  auto server = std::make_unique<common::RpcServer>(io, rpc);
   service.register_methods(*server);
   common::log_info("listening on ", listen.host, ":", server->port(), ", queues from ",
                    options.queue_num);

@@ -37,10 +37,12 @@ struct InjectOptions {
   double lease_s = 10.0;
   std::optional<std::uint64_t> seed;
   bool json = false;
+  std::optional<std::string> netns;  // NAME, /path or pid:N on the node
 };
 
 // The inject.start params for these options. Throws std::invalid_argument
-// naming the flag for a bad duration, percentage, --dir, --lease or --duty.
+// naming the flag for a bad duration, percentage, --dir, --lease, --duty or
+// --netns.
 common::protocol::InjectStartParams build_inject_params(const InjectOptions& options);
 
 // Runs the injection; returns the process exit code.

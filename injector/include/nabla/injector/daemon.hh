@@ -19,13 +19,19 @@ struct DaemonOptions {
   // PM QoS CPU latency limit (µs) held while injections run; nullopt = off,
   // the default (ServiceOptions::cpu_latency_us).
   std::optional<int32_t> cpu_latency_us;
+  // The network namespace to inject in (NAME, /path or pid:N); nullopt: the
+  // one it was started in. The control socket stays where it was started.
+  std::optional<std::string> netns;
 };
 
 // What --check found missing, in plain words (empty: all good).
 std::vector<std::string> check_environment(uint16_t queue_num);
 
 // Runs the daemon; returns the process exit code. Blocks SIGINT/SIGTERM and
-// waits for one; on it, stops every injection and removes every rule.
+// waits for one; on it, stops every injection and removes every rule. With
+// `netns`, the control socket is opened first, then the daemon moves into
+// the namespace: its chains, queues and raw sockets all live there, and the
+// threads started afterwards (packet loop, control, leases) inherit it.
 int run_daemon(const DaemonOptions& options);
 
 }  // namespace nabla::injector

@@ -51,6 +51,10 @@ struct ServiceOptions {
   std::optional<int32_t> cpu_latency_us;
   std::string cpu_latency_device = common::kCpuLatencyDevice;
   std::string version = "0.1.0";
+  // Where the daemon injects, for the error that refuses an inject.start
+  // naming another namespace. Its rules and queues are made by the thread
+  // serving the request, so that thread's namespace is the one compared.
+  std::string netns_description = "its own network namespace";
 };
 
 class InjectorService {
