@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "nabla/common/netns.hh"
@@ -86,6 +87,16 @@ std::vector<double> connect_times_ms(const ContainerNode& n, int count) {
   for (int i = 0; i < count; ++i) ms.push_back(connect_ms(n));
   std::sort(ms.begin(), ms.end());
   return ms;
+}
+
+// Waits up to 10 s for `text` to appear in the file at `path`.
+bool wait_for_text(const std::string& path, const std::string& text) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (common::read_text_file(path).find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
 }
 
 const json* find_link(const json& links, pid_t src_pid, pid_t dst_pid) {
@@ -158,7 +169,9 @@ TEST(NetnsContainers, AnInjectorStartedWithNetnsDelaysThatContainerOnly) {
       std::vector<std::string>{NABLA_INJECTD_PATH, "--listen", "127.0.0.1:7311", "--key-file",
                                key.path(), "--netns", n.client.name()},
       &n.node, daemon_log);
-  connect_in(n.node, "127.0.0.1", 7311);
+  // The line comes once the chains are made and the methods registered.
+  ASSERT_TRUE(wait_for_text(daemon_log, "nabla-injectd listening on"))
+      << common::read_text_file(daemon_log);
   EXPECT_EQ(nabla_chains(n.node), "");  // the chains live in the container
   EXPECT_NE(nabla_chains(n.client), "");
 
@@ -182,7 +195,11 @@ TEST(NetnsContainers, AnInjectorStartedWithNetnsDelaysThatContainerOnly) {
   auto cli = inject(n.client.name(), out);
   // The first connect that takes the delay shows the injection is in place.
   bool delayed = false;
-  for (int i = 0; i < 100 && !delayed; ++i) delayed = connect_ms(n) >= 30.0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!delayed && std::chrono::steady_clock::now() < deadline) {
+    delayed = connect_ms(n) >= 30.0;
+    if (!delayed) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   ASSERT_TRUE(delayed) << common::read_text_file(out) << common::read_text_file(daemon_log);
   const std::vector<double> during = connect_times_ms(n, 5);
   EXPECT_EQ(cli->wait(std::chrono::seconds(10)), 0) << common::read_text_file(out);

@@ -147,14 +147,27 @@ TEST(NamespaceSelection, AllSelfOrNames) {
 
 TEST(RootNamespace, SameNamespaceAsPidOne) {
   FakeTree tree;
-  EXPECT_FALSE(in_root_namespace(tree.roots().proc));  // no pid 1
+  const std::string self = tree.roots().proc + "/thread-self/ns/net";
+  EXPECT_FALSE(in_root_namespace(tree.roots()));  // nothing to compare
   tree.process(1, "/init.scope");
   fs::create_directories(tree.roots().proc + "/thread-self/ns");
-  fs::create_hard_link(tree.ns_path(1), tree.roots().proc + "/thread-self/ns/net");
-  EXPECT_TRUE(in_root_namespace(tree.roots().proc));
-  fs::remove(tree.roots().proc + "/thread-self/ns/net");
-  std::ofstream(tree.roots().proc + "/thread-self/ns/net") << "other";
-  EXPECT_FALSE(in_root_namespace(tree.roots().proc));
+  fs::create_hard_link(tree.ns_path(1), self);
+  EXPECT_TRUE(in_root_namespace(tree.roots()));
+  fs::remove(self);
+  std::ofstream(self) << "other";
+  EXPECT_FALSE(in_root_namespace(tree.roots()));
+}
+
+TEST(RootNamespace, WithPidOneHiddenANamedNamespaceIsNotTheRoot) {
+  FakeTree tree;
+  const std::string self = tree.roots().proc + "/thread-self/ns/net";
+  fs::create_directories(tree.roots().proc + "/thread-self/ns");
+  std::ofstream(self) << "self";
+  tree.named("web");
+  EXPECT_TRUE(in_root_namespace(tree.roots()));
+  fs::remove(self);
+  fs::create_hard_link(tree.roots().run_netns + "/web", self);
+  EXPECT_FALSE(in_root_namespace(tree.roots()));
 }
 
 }  // namespace

@@ -54,8 +54,9 @@ struct NamespaceSelection {
 // /run/netns (which may include "self"). Throws std::invalid_argument.
 NamespaceSelection parse_namespace_selection(std::string_view text);
 
-// Whether the calling thread runs in the same namespace as pid 1 of `proc`
-// (the host's root namespace).
-bool in_root_namespace(const std::string& proc = "/proc");
+// Whether the calling thread runs in the host's root namespace: the one of
+// pid 1, or, when pid 1's cannot be read, one without a name under
+// run_netns (testbed hosts and `ip netns` namespaces have one).
+bool in_root_namespace(const NamespaceRoots& roots = {});
 
 }  // namespace nabla::sniffer
