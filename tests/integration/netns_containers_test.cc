@@ -49,6 +49,7 @@ struct ContainerNode {
   NetNamespace server{"ctr-server"};
   std::unique_ptr<VethPair> client_link;
   std::unique_ptr<VethPair> server_link;
+  std::unique_ptr<ChildProcess> tier;  // the server, in its container
 
   ContainerNode() {
     node.run_checked({"ip", "link", "add", "br0", "type", "bridge"});
@@ -63,6 +64,10 @@ struct ContainerNode {
     client.set_up("eth0");
     server.add_address("eth0", std::string(kServerIp) + "/24");
     server.set_up("eth0");
+    tier = std::make_unique<ChildProcess>(
+        std::vector<std::string>{NABLA_TIER_PATH, "--listen", std::string(kServerIp) + ":8080",
+                                 "--workers", "1", "--url", "* service=fixed:100us"},
+        &server);
   }
 };
 
@@ -119,9 +124,6 @@ TEST(NetnsContainers, OneSnifferOnTheNodeLabelsEachEndWithItsContainer) {
   NABLA_REQUIRE_ROOT_OR_SKIP();
   ContainerNode n;
   const KeyFile key("netns-sniff");
-  ChildProcess tier({NABLA_TIER_PATH, "--listen", std::string(kServerIp) + ":8080", "--workers",
-                     "1", "--url", "* service=fixed:100us"},
-                    &n.server);
   ChildProcess resident({"sleep", "60"}, &n.client);  // a process living in the client container
   const std::string log = temp_path("sniffd");
   ChildProcess sniffd(
@@ -138,7 +140,7 @@ TEST(NetnsContainers, OneSnifferOnTheNodeLabelsEachEndWithItsContainer) {
       "netns-discover");
   ASSERT_TRUE(result.has_value());
   const json& links = (*result)["links"];
-  const json* request = find_link(links, ::getpid(), tier.pid());
+  const json* request = find_link(links, ::getpid(), n.tier->pid());
   ASSERT_NE(request, nullptr) << links.dump(2) << common::read_text_file(log);
   EXPECT_EQ((*request)["dst"]["comm"], "nabla-tier");
   EXPECT_EQ((*request)["dst"]["port"], kServerPort);
@@ -146,7 +148,7 @@ TEST(NetnsContainers, OneSnifferOnTheNodeLabelsEachEndWithItsContainer) {
   EXPECT_EQ((*request)["src"]["netns"]["name"], n.client.name());
   EXPECT_EQ((*request)["dst"]["netns"]["name"], n.server.name());
   EXPECT_NE((*request)["src"]["netns"]["inode"], (*request)["dst"]["netns"]["inode"]);
-  const json* response = find_link(links, tier.pid(), ::getpid());
+  const json* response = find_link(links, n.tier->pid(), ::getpid());
   ASSERT_NE(response, nullptr) << links.dump(2);
   EXPECT_EQ((*response)["src"]["netns"]["name"], n.server.name());
   sniffd.signal(SIGTERM);
@@ -160,9 +162,6 @@ TEST(NetnsContainers, AnInjectorStartedWithNetnsDelaysThatContainerOnly) {
   NABLA_REQUIRE_ROOT_OR_SKIP();
   ContainerNode n;
   const KeyFile key("netns-inject");
-  ChildProcess tier({NABLA_TIER_PATH, "--listen", std::string(kServerIp) + ":8080", "--workers",
-                     "1", "--url", "* service=fixed:100us"},
-                    &n.server);
   connect_in(n.client, kServerIp, kServerPort);  // the server listens
   const std::string daemon_log = temp_path("injectd");
   auto injectd = std::make_unique<ChildProcess>(
