@@ -2,6 +2,8 @@
 #   make demo   install deps, build, run the end-to-end demo (as root; DEMO_FLAGS=--quick)
 #   make test   install deps, build (warnings as errors under CI), run every test
 #   make bench  build and run the benchmarks (ratios against peers, same run)
+#   make package        the Debian package, $(BUILD)/nabla_<version>_amd64.deb
+#   make package-smoke  install it, run nabla demo --quick from /usr/bin, remove it (root)
 BUILD      ?= build
 FUZZ_BUILD ?= build-fuzz
 JOBS       ?= $(shell nproc)
@@ -9,7 +11,7 @@ WERROR     ?= $(if $(CI),ON,OFF)
 FUZZ_SECONDS ?= 30
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test unit fuzz bench demo format format-check clean
+.PHONY: all deps build test unit fuzz bench demo package package-smoke format format-check clean
 
 all: build
 
@@ -22,11 +24,15 @@ build: deps
 
 # The fuzzers for a bounded time (when clang is present), then the unit and
 # integration tests (root-labelled tests need root; with NABLA_REQUIRE_ROOT=1
-# they fail instead of skipping). CTest runs last so its summary line closes
-# the output.
+# they fail instead of skipping) with the Debian package installed: the
+# demo's acceptance test runs the installed programs, so `nabla demo --quick`
+# runs from /usr/bin (scripts/package-smoke.sh; it removes the package
+# after). The CTest summary is the output's last block.
 test: build
 	@$(MAKE) --no-print-directory fuzz
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@$(MAKE) --no-print-directory package
+	bash scripts/package-smoke.sh $(BUILD)/nabla_*_amd64.deb -- \
+	  sh -c 'cd $(BUILD) && ctest --output-on-failure -j $(JOBS)'
 
 unit: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L unit
@@ -38,6 +44,16 @@ fuzz:
 	  cmake --build $(FUZZ_BUILD) -j $(JOBS) --target nabla_fuzz_targets && \
 	  bash tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS); \
 	else echo "fuzz: clang++ not found, fuzzers not run"; fi
+
+# CPack DEB from the same build, installed under /usr (cmake/NablaPackage.cmake).
+package: build
+	cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=/usr >/dev/null
+	rm -f $(BUILD)/nabla_*.deb
+	cd $(BUILD) && cpack -G DEB >/dev/null
+	@ls $(BUILD)/nabla_*.deb
+
+package-smoke: package
+	bash scripts/package-smoke.sh $(BUILD)/nabla_*_amd64.deb
 
 bench: build
 	bash bench/run.sh $(BUILD)

@@ -34,9 +34,14 @@ void validate(std::size_t n, int k_d, double delta_l_ns, const GradientOptions& 
 }
 
 // The noise bins: the `wanted` bins nearest to k_d among 1 .. N/2-1 that are
-// not k_d and not an odd harmonic of k_d or an alias of one (N - h).
-std::vector<std::size_t> pick_noise_bins(std::size_t n, std::size_t k_d, std::size_t wanted) {
+// not k_d, not an odd harmonic of k_d or an alias of one (N - h), and not
+// one of `exclude`.
+std::vector<std::size_t> pick_noise_bins(std::size_t n, std::size_t k_d, std::size_t wanted,
+                                         const std::vector<std::size_t>& exclude) {
   std::vector<bool> excluded(n, false);
+  for (std::size_t k : exclude) {
+    if (k < n) excluded[k] = excluded[(n - k) % n] = true;
+  }
   for (std::size_t m = 1; m < 2 * n; m += 2) {
     const std::size_t h = (m * k_d) % n;
     excluded[h] = true;
@@ -157,7 +162,8 @@ GradientEstimate estimate_gradient_with_baseline_spectrum(
   out.period_bins = static_cast<double>(n) / k_d;
   out.coefficient = spectrum[static_cast<std::size_t>(k_d)];
 
-  const auto noise = pick_noise_bins(n, static_cast<std::size_t>(k_d), options.noise_bins);
+  const auto noise =
+      pick_noise_bins(n, static_cast<std::size_t>(k_d), options.noise_bins, options.exclude_bins);
   if (noise.size() < 2) throw std::invalid_argument("gradient: fewer than 2 noise bins available");
   double power = 0;
   for (std::size_t k : noise) power += std::norm(spectrum[k]);

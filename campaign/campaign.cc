@@ -87,6 +87,14 @@ void run_phases(CampaignRun& run) {
   train(run);
   std::size_t measurable = 0;
   for (const CampaignLink& l : run.out.links) measurable += l.measurable ? 1 : 0;
+  if (run.spec.gradient.schedule == Schedule::kSimultaneous) {
+    std::vector<CampaignLink*> links;
+    for (CampaignLink& l : run.out.links) {
+      if (l.measurable) links.push_back(&l);
+    }
+    measure_links_simultaneously(run, links);
+    return;
+  }
   std::size_t index = 0;
   for (CampaignLink& l : run.out.links) {
     if (l.measurable) measure_link(run, l, ++index, measurable);

@@ -2,7 +2,9 @@
 #include "nabla/campaign/daemons.hh"
 
 #include <stdexcept>
+#include <string_view>
 
+#include "nabla/common/local_keys.hh"
 #include "nabla/common/log.hh"
 #include "nabla/common/protocol/injectd.hh"
 #include "nabla/common/protocol/sniffd.hh"
@@ -26,11 +28,19 @@ std::optional<common::Key> key_for(const CampaignSpec& spec, const CampaignNode&
   }
 }
 
+// The node's key file when the campaign names one, else the client defaults
+// of local_keys.hh ($NABLA_KEY_FILE, the daemon's run file on loopback,
+// /etc/nabla/key), looked up only if the daemon asks for a key.
 common::RpcClient connect_daemon(const CampaignNode& node, const char* what,
                                  const common::HostPort& at, const std::optional<common::Key>& key,
                                  milliseconds timeout) {
+  const char* key_name =
+      std::string_view(what) == "nabla-injectd" ? common::kInjectdKeyName : common::kSniffdKeyName;
+  common::RpcClient::KeySource source =
+      key ? common::RpcClient::KeySource([key] { return *key; })
+          : common::client_key_source(std::nullopt, key_name, at.host, at.port);
   try {
-    return common::RpcClient::connect(at.host, at.port, key, timeout);
+    return common::RpcClient::connect(at.host, at.port, source, timeout);
   } catch (const std::exception& e) {
     throw std::runtime_error("node " + node.name + ": cannot reach " + what + " at " +
                              at.to_string() + ": " + e.what());

@@ -83,15 +83,21 @@ void plan(CampaignRun& run) {
   }
   if (measurable == 0) throw std::runtime_error("no measurable link (see the notes above)");
   const GradientSpec& g = run.spec.gradient;
-  run.out.budget_ns = campaign_budget_ns(run.out.bin_width_ns, g.bins, g.chunks, measurable,
+  const bool together = g.schedule == Schedule::kSimultaneous;
+  // Simultaneous: two phases of (at least) N bins for all the links.
+  const std::size_t phases = together ? 2 : measurable;
+  run.out.budget_ns = campaign_budget_ns(run.out.bin_width_ns, g.bins, g.chunks, phases,
                                          static_cast<double>(g.min_bins_per_period),
                                          run.spec.workload.warmup_ns, 0);
   run.deadline_ns = run.now_ns() + run.out.budget_ns;
+  const std::string measuring =
+      together ? "2 simultaneous phases of " + std::to_string(g.bins) + "+ bins"
+               : std::to_string(measurable) + " links x (" + std::to_string(g.bins) +
+                     " bins + one cycle)";
   run.note(
       "estimated time: " + common::format_duration_ns(run.out.budget_ns / 1'000'000 * 1'000'000) +
-      " (training " + std::to_string(g.chunks * g.bins) + " bins, then " +
-      std::to_string(measurable) + " links x (" + std::to_string(g.bins) +
-      " bins + one cycle), a warm-up before each phase)");
+      " (training " + std::to_string(g.chunks * g.bins) + " bins, then " + measuring +
+      ", a warm-up before each phase)");
 }
 
 }  // namespace

@@ -95,16 +95,16 @@ struct ActiveAttempt {
   std::vector<std::string> noise_warnings;
 };
 
-// Each type's series of the active window; throws when a type has none.
+}  // namespace
+
 std::vector<analysis::BinnedSeries> bin_types(CampaignRun& run, const CampaignLink& l,
                                               const std::vector<analysis::LatencyRecord>& records,
-                                              std::int64_t start_ns) {
+                                              const GradientWindow& window) {
   std::vector<analysis::BinnedSeries> series;
   for (std::size_t t = 0; t < run.out.types.size(); ++t) {
     try {
       series.push_back(analysis::bin_latencies(of_type(records, static_cast<std::int32_t>(t)),
-                                               start_ns, run.out.bin_width_ns,
-                                               run.spec.gradient.bins));
+                                               window.start_ns, run.out.bin_width_ns, window.bins));
     } catch (const std::invalid_argument&) {
       throw std::runtime_error(l.label + ": no " + run.out.types[t] +
                                " request completed during the active phase");
@@ -112,6 +112,43 @@ std::vector<analysis::BinnedSeries> bin_types(CampaignRun& run, const CampaignLi
   }
   return series;
 }
+
+std::span<const std::complex<double>> training_baseline(const CampaignRun& run, std::size_t t,
+                                                        const GradientWindow& window) {
+  if (window.bins != run.spec.gradient.bins) return {};
+  return run.trainings[t].fft0_mean;
+}
+
+TypeGradient type_gradient(CampaignRun& run, const CampaignLink& l, std::size_t t,
+                           const analysis::BinnedSeries& series,
+                           const std::vector<analysis::LatencyRecord>& records,
+                           const GradientWindow& window, const analysis::GradientOptions& go,
+                           double delta_l_ns) {
+  const std::int64_t end_ns =
+      window.start_ns + static_cast<std::int64_t>(window.bins) * run.out.bin_width_ns;
+  const auto type = static_cast<std::int32_t>(t);
+  TypeGradient tg;
+  tg.type = run.out.types[t];
+  tg.estimate = analysis::estimate_gradient_with_baseline_spectrum(
+      series.mean_latency_ns, training_baseline(run, t, window), window.k_d, delta_l_ns, go);
+  tg.actual_amplitude_ns = delta_l_ns;
+  tg.reliable = series.reliable;
+  tg.perturbation_ns = window_stats(records, type, window.start_ns, end_ns).mean_latency_ns -
+                       run.out.training_mean_ns[t];
+  const double ratio = completion_ratio(records, type, window.start_ns, end_ns);
+  const double trained = run.out.training_completion[t];
+  tg.throughput_change = trained > 0 ? ratio / trained - 1.0 : 0.0;
+  if (auto it = run.spec.truth.find(l.label); it != run.spec.truth.end()) {
+    if (auto jt = it->second.find(tg.type); jt != it->second.end()) tg.truth = jt->second;
+  }
+  if (!tg.reliable) {
+    run.out.warnings.push_back(l.label + " " + tg.type + ": " + std::to_string(series.filled_bins) +
+                               " empty bins; the gradient may be low");
+  }
+  return tg;
+}
+
+namespace {
 
 // The wave's phase in bins: estimated (phase unknown) on every type, that of
 // the type with the highest SNR if any detected the wave, else 0. Notes the
@@ -144,37 +181,6 @@ double wave_phase_bins(CampaignRun& run, const CampaignLink& l,
   return best ? first[*best].phase_bins : 0.0;
 }
 
-// One type's gradient of an active phase, with its perturbation and
-// throughput change against the training and its truth from the spec.
-TypeGradient type_gradient(CampaignRun& run, const CampaignLink& l, std::size_t t,
-                           const analysis::BinnedSeries& series,
-                           const std::vector<analysis::LatencyRecord>& records,
-                           std::int64_t start_ns, const analysis::GradientOptions& go,
-                           double delta_l_ns) {
-  const std::int64_t end_ns =
-      start_ns + static_cast<std::int64_t>(run.spec.gradient.bins) * run.out.bin_width_ns;
-  const auto type = static_cast<std::int32_t>(t);
-  TypeGradient tg;
-  tg.type = run.out.types[t];
-  tg.estimate = analysis::estimate_gradient_with_baseline_spectrum(
-      series.mean_latency_ns, run.trainings[t].fft0_mean, run.kd.k_d, delta_l_ns, go);
-  tg.actual_amplitude_ns = delta_l_ns;
-  tg.reliable = series.reliable;
-  tg.perturbation_ns =
-      window_stats(records, type, start_ns, end_ns).mean_latency_ns - run.out.training_mean_ns[t];
-  const double ratio = completion_ratio(records, type, start_ns, end_ns);
-  const double trained = run.out.training_completion[t];
-  tg.throughput_change = trained > 0 ? ratio / trained - 1.0 : 0.0;
-  if (auto it = run.spec.truth.find(l.label); it != run.spec.truth.end()) {
-    if (auto jt = it->second.find(tg.type); jt != it->second.end()) tg.truth = jt->second;
-  }
-  if (!tg.reliable) {
-    run.out.warnings.push_back(l.label + " " + tg.type + ": " + std::to_string(series.filled_bins) +
-                               " empty bins; the gradient may be low");
-  }
-  return tg;
-}
-
 // One active phase at m.amplitude_ns: injects, bins each type, estimates
 // the gradients (phase from the type with the highest SNR) and stores the
 // phase with its injection and samples.
@@ -203,11 +209,11 @@ ActiveAttempt active_attempt(CampaignRun& run, const CampaignLink& l, const Link
   }
   analysis::GradientOptions go;
   go.confidence = g.confidence;
-  const auto series = bin_types(run, l, records, act.anchor_ns);
+  const GradientWindow gw{act.anchor_ns, g.bins, run.kd.k_d};
+  const auto series = bin_types(run, l, records, gw);
   go.phase_bins = wave_phase_bins(run, l, series, go, out);
   for (std::size_t t = 0; t < run.out.types.size(); ++t) {
-    out.gradients.push_back(
-        type_gradient(run, l, t, series[t], records, act.anchor_ns, go, out.delta_l_ns));
+    out.gradients.push_back(type_gradient(run, l, t, series[t], records, gw, go, out.delta_l_ns));
   }
   db::Transaction tx(run.recorder.store_database());
   out.phase_id = store_injected_phase(run, db::PhaseKind::kActive, l, act, m.amplitude_ns,
@@ -245,16 +251,34 @@ std::vector<ActiveAttempt> active_phases(CampaignRun& run, const CampaignLink& l
   return attempts;
 }
 
-// Type t's gradient over every attempt: the estimates combined by inverse
-// variance, and amplitude, perturbation and throughput change weighted like
-// them, so they describe the same measurement.
+// Type t's gradient over every attempt (combine_type_gradients), with each
+// phase's own estimate in the log when there was more than one.
 TypeGradient combine_attempts(CampaignRun& run, const CampaignLink& l,
                               const std::vector<ActiveAttempt>& attempts, std::size_t t) {
+  std::vector<TypeGradient> phases;
+  for (const ActiveAttempt& a : attempts) phases.push_back(a.gradients[t]);
+  const TypeGradient tg = combine_type_gradients(phases);
+  if (attempts.size() == 1) return tg;
+  // Each phase's own estimate next to the combination, so a user can see
+  // whether the phases agreed.
+  std::string each;
+  for (const TypeGradient& x : phases) {
+    each += (each.empty() ? "" : ", ") + common::format_number(x.estimate.value, 3) + " ± " +
+            common::format_number(x.estimate.standard_error, 2);
+  }
+  run.note(l.label + " " + tg.type + ": phases " + each + " -> " +
+           common::format_number(tg.estimate.value, 3) + " ± " +
+           common::format_number(tg.estimate.standard_error, 2) + " (value ± standard error)");
+  return tg;
+}
+
+}  // namespace
+
+TypeGradient combine_type_gradients(const std::vector<TypeGradient>& phases) {
   std::vector<analysis::GradientEstimate> estimates;
   std::vector<double> errors, amplitudes, perturbations, throughputs;
-  TypeGradient tg = attempts.back().gradients[t];
-  for (const ActiveAttempt& a : attempts) {
-    const TypeGradient& x = a.gradients[t];
+  TypeGradient tg = phases.back();
+  for (const TypeGradient& x : phases) {
     estimates.push_back(x.estimate);
     errors.push_back(x.estimate.standard_error);
     amplitudes.push_back(x.actual_amplitude_ns);
@@ -263,17 +287,7 @@ TypeGradient combine_attempts(CampaignRun& run, const CampaignLink& l,
     tg.reliable = tg.reliable && x.reliable;
   }
   tg.estimate = combine_estimates(estimates);
-  if (attempts.size() == 1) return tg;
-  // Each phase's own estimate next to the combination, so a user can see
-  // whether the phases agreed.
-  std::string phases;
-  for (const analysis::GradientEstimate& e : estimates) {
-    phases += (phases.empty() ? "" : ", ") + common::format_number(e.value, 3) + " ± " +
-              common::format_number(e.standard_error, 2);
-  }
-  run.note(l.label + " " + tg.type + ": phases " + phases + " -> " +
-           common::format_number(tg.estimate.value, 3) + " ± " +
-           common::format_number(tg.estimate.standard_error, 2) + " (value ± standard error)");
+  if (phases.size() == 1) return tg;
   tg.actual_amplitude_ns =
       inverse_variance_mean(amplitudes, errors).value_or(tg.actual_amplitude_ns);
   tg.perturbation_ns = inverse_variance_mean(perturbations, errors).value_or(tg.perturbation_ns);
@@ -281,12 +295,12 @@ TypeGradient combine_attempts(CampaignRun& run, const CampaignLink& l,
   return tg;
 }
 
-}  // namespace
-
 void measure_link(CampaignRun& run, CampaignLink& l, std::size_t index, std::size_t count) {
   LinkMeasurement m;
   m.label = l.label;
   m.training_amplitude_ns = run.out.training_amplitude_ns;
+  m.k_d = run.kd.k_d;
+  m.bins = run.spec.gradient.bins;
   run.note("link " + std::to_string(index) + "/" + std::to_string(count) + ": " + l.label +
            " (inject on " + l.src_node + ": " + l.spec + ")");
   adaptive_phase(run, l, m, index, count);

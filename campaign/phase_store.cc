@@ -24,8 +24,10 @@ std::optional<std::int64_t> sending_link(const CampaignRun& run, const std::stri
   return std::nullopt;
 }
 
+}  // namespace
+
 std::int64_t store_injection(CampaignRun& run, std::int64_t phase_id, const CampaignLink& l,
-                             const Injected& inj, double amplitude_ns) {
+                             const Injected& inj, double amplitude_ns, std::int64_t period_ns) {
   db::Injection row;
   row.phase_id = phase_id;
   row.link_id = l.link_id;
@@ -34,10 +36,10 @@ std::int64_t store_injection(CampaignRun& run, std::int64_t phase_id, const Camp
   row.spec_json =
       nlohmann::json{{"link", l.spec},
                      {"id", inj.id},
-                     {"delay", square_wave_json(std::llround(amplitude_ns), run.out.period_ns, 0)}}
+                     {"delay", square_wave_json(std::llround(amplitude_ns), period_ns, 0)}}
           .dump();
   row.requested_delay_ns = std::llround(amplitude_ns);
-  row.period_ns = run.out.period_ns;
+  row.period_ns = period_ns;
   row.duty = 0.5;
   row.started_ns = inj.anchor_ns;
   row.ended_ns = inj.ended_ns;
@@ -53,8 +55,6 @@ std::int64_t store_injection(CampaignRun& run, std::int64_t phase_id, const Camp
   row.actual_max_ns = s.actual_max_ns;
   return run.recorder.add_injection(row);
 }
-
-}  // namespace
 
 void store_links(CampaignRun& run, const std::vector<NodeFlows>& nodes, std::int64_t first_seen_ns,
                  std::int64_t last_seen_ns) {
@@ -99,7 +99,7 @@ std::int64_t store_injected_phase(CampaignRun& run, db::PhaseKind kind, const Ca
   p.k_d = run.kd.k_d;
   p.amplitude_ns = std::llround(amplitude_ns);
   const std::int64_t id = run.recorder.add_phase(p);
-  store_injection(run, id, l, inj, amplitude_ns);
+  store_injection(run, id, l, inj, amplitude_ns, run.out.period_ns);
   run.recorder.add_samples(id, records, run.out.types, db_source(result), inj.anchor_ns,
                            inj.anchor_ns + window_ns);
   return id;
@@ -123,8 +123,9 @@ void store_gradients(CampaignRun& run, const CampaignLink& l, const LinkMeasurem
     row.actual_amplitude_ns = tg.actual_amplitude_ns;
     row.perturbation_ns = tg.perturbation_ns;
     row.throughput_change = tg.throughput_change;
-    row.k_d = run.kd.k_d;
-    row.bins = static_cast<std::int64_t>(g.bins);
+    row.k_d = m.k_d;
+    row.bins = static_cast<std::int64_t>(m.bins);
+    row.schedule = m.simultaneous ? "simultaneous" : "sequential";
     run.recorder.add_gradient(row);
   }
 }

@@ -43,6 +43,11 @@ std::int64_t store_injected_phase(CampaignRun& run, db::PhaseKind kind, const Ca
                                   const std::vector<analysis::LatencyRecord>& records,
                                   std::int64_t window_ns);
 
+// One injection of a phase (its wave's period given), with what the daemon
+// reported. Returns the injection id.
+std::int64_t store_injection(CampaignRun& run, std::int64_t phase_id, const CampaignLink& link,
+                             const Injected& injected, double amplitude_ns, std::int64_t period_ns);
+
 // One gradient row per type of `measurement`, on phase `phase_id`.
 void store_gradients(CampaignRun& run, const CampaignLink& link, const LinkMeasurement& measurement,
                      std::int64_t phase_id);

@@ -1,8 +1,14 @@
 #pragma once
 // The phases of a campaign, in the order campaign.cc runs them (private to
 // campaign/; the design is in nabla/campaign/campaign.hh).
+#include <complex>
 #include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
 
+#include "nabla/analysis/binning.hh"
+#include "nabla/analysis/gradient.hh"
 #include "run_state.hh"
 
 namespace nabla::campaign {
@@ -20,5 +26,45 @@ void train(CampaignRun& run);
 // The adaptive sub-phase and the active phase(s) of one link (index of
 // count), each stored in its own transaction, the gradients with the last.
 void measure_link(CampaignRun& run, CampaignLink& link, std::size_t index, std::size_t count);
+
+// Every measurable link in the same phases, each at its own frequency
+// (analysis/frequency_plan.hh): a first phase at the training amplitude, a
+// second at the amplitudes its estimates call for (their sum within the
+// perturbation budget), the two combined by inverse variance per link and
+// type; stored like measure_link's, under `simultaneous` phases.
+void measure_links_simultaneously(CampaignRun& run, const std::vector<CampaignLink*>& links);
+
+// ---- shared by the sequential and simultaneous measurements
+
+// Where a link's gradient is read: the series' first bin, its length, the
+// link's injection frequency in it.
+struct GradientWindow {
+  std::int64_t start_ns = 0;
+  std::size_t bins = 0;
+  int k_d = 0;
+};
+
+// Each type's series over the window; throws when a type has none.
+std::vector<analysis::BinnedSeries> bin_types(CampaignRun& run, const CampaignLink& link,
+                                              const std::vector<analysis::LatencyRecord>& records,
+                                              const GradientWindow& window);
+
+// Type t's training spectrum as the baseline FFT^0 when the window has the
+// training's N bins, else none (FFT^0 = 0).
+std::span<const std::complex<double>> training_baseline(const CampaignRun& run, std::size_t t,
+                                                        const GradientWindow& window);
+
+// One type's gradient over the window, with its perturbation and throughput
+// change against the training and its truth from the spec.
+TypeGradient type_gradient(CampaignRun& run, const CampaignLink& link, std::size_t t,
+                           const analysis::BinnedSeries& series,
+                           const std::vector<analysis::LatencyRecord>& records,
+                           const GradientWindow& window, const analysis::GradientOptions& options,
+                           double delta_l_ns);
+
+// Type t's gradient over several phases: the estimates combined by inverse
+// variance, and amplitude, perturbation and throughput change weighted like
+// them.
+TypeGradient combine_type_gradients(const std::vector<TypeGradient>& phases);
 
 }  // namespace nabla::campaign

@@ -325,8 +325,14 @@ LinksSpec parse_links(const Section& s) {
 GradientSpec parse_gradient(const Section& s) {
   s.allow_only({"bins", "chunks", "requests_per_bin", "delay_scale", "min_bins_per_period",
                 "max_amplitude", "min_amplitude", "confidence", "lease", "repeats",
-                "repeat_noise_ratio"});
+                "repeat_noise_ratio", "schedule", "perturbation_budget"});
   GradientSpec g;
+  const std::string schedule = s.string("schedule").value_or("sequential");
+  if (schedule == "simultaneous") {
+    g.schedule = Schedule::kSimultaneous;
+  } else if (schedule != "sequential") {
+    fail(s.key("schedule"), "must be \"sequential\" or \"simultaneous\", got \"" + schedule + "\"");
+  }
   g.bins = static_cast<std::size_t>(s.integer("bins", 8, 1 << 20).value_or(128));
   if ((g.bins & (g.bins - 1)) != 0) {
     fail(s.key("bins"), "must be a power of two >= 8, got " + std::to_string(g.bins));
@@ -358,6 +364,10 @@ GradientSpec parse_gradient(const Section& s) {
   g.lease_ns = s.duration("lease").value_or(g.lease_ns);
   if (g.lease_ns < 1'000'000'000 || g.lease_ns > 3'600'000'000'000) {
     fail(s.key("lease"), "must be in [1s, 1h]");
+  }
+  g.perturbation_budget_ns = s.duration("perturbation_budget").value_or(4 * g.max_amplitude_ns);
+  if (g.perturbation_budget_ns < g.min_amplitude_ns || g.perturbation_budget_ns > 60'000'000'000) {
+    fail(s.key("perturbation_budget"), "must be in [min_amplitude, 60s]");
   }
   g.repeats = static_cast<std::size_t>(s.integer("repeats", 0, 5).value_or(1));
   g.repeat_noise_ratio = s.number("repeat_noise_ratio").value_or(g.repeat_noise_ratio);
@@ -496,7 +506,9 @@ json to_json(const CampaignSpec& s) {
              {"exclude", s.links.exclude},
              {"min_messages", s.links.min_messages}}},
            {"gradient",
-            {{"bins", g.bins},
+            {{"schedule", g.schedule == Schedule::kSimultaneous ? "simultaneous" : "sequential"},
+             {"perturbation_budget_ns", g.perturbation_budget_ns},
+             {"bins", g.bins},
              {"chunks", g.chunks},
              {"requests_per_bin", g.requests_per_bin},
              {"delay_scale", g.delay_scale},

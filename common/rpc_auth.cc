@@ -1,6 +1,7 @@
 #include "nabla/common/rpc_auth.hh"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -9,6 +10,8 @@
 
 #include <array>
 #include <cstdio>
+#include <optional>
+#include <span>
 #include <stdexcept>
 
 #include "nabla/common/error.hh"
@@ -17,7 +20,7 @@
 namespace nabla::common {
 namespace {
 
-// Key files are tiny; anything larger is not a key file.
+// Key files hold a few keys; anything larger is not a key file.
 constexpr std::size_t kMaxKeyFileBytes = 4096;
 
 int hex_value(char c) {
@@ -64,21 +67,26 @@ bool from_hex(std::string_view hex, std::vector<uint8_t>& out) {
   return true;
 }
 
-Key load_key_file(const std::string& path) {
-  // O_NOFOLLOW is not used: a symlink to a 0600 file is fine; fstat checks
-  // the file itself.
-  FileDescriptor fd = FileDescriptor::open(path, O_RDONLY | O_NOCTTY);
-  struct stat st {};
-  check_syscall("fstat " + path, ::fstat(fd.get(), &st));
-  if (!S_ISREG(st.st_mode)) throw std::runtime_error("key file " + path + " is not a regular file");
-  if ((st.st_mode & 077) != 0) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    throw std::runtime_error("key file " + path + " has mode " + mode +
-                             " (readable or writable by group/others); run: chmod 600 " + path);
-  }
-  if (st.st_size > static_cast<off_t>(kMaxKeyFileBytes)) {
-    throw std::runtime_error("key file " + path + " is too large to be a key (over " +
+namespace {
+
+// Others never; the group may read only when it is the key group.
+void check_key_file_mode(const std::string& path, const struct stat& st,
+                         std::string_view key_group) {
+  const mode_t mode = st.st_mode & 07777;
+  const bool group_read_only = (mode & 070) == 040;
+  const bool group_ok = (mode & 070) == 0 || (group_read_only && group_id(key_group) == st.st_gid);
+  if ((mode & 07) == 0 && group_ok) return;
+  char text[8];
+  std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode));
+  throw std::runtime_error("key file " + path + " has mode " + text +
+                           " (readable or writable by group/others); run: chmod 600 " + path +
+                           " (or chgrp " + std::string(key_group) + " and chmod 640 to let group " +
+                           std::string(key_group) + " use it)");
+}
+
+std::string read_key_text(const FileDescriptor& fd, const std::string& path, off_t size) {
+  if (size > static_cast<off_t>(kMaxKeyFileBytes)) {
+    throw std::runtime_error("key file " + path + " is too large to be a key file (over " +
                              std::to_string(kMaxKeyFileBytes) + " bytes)");
   }
   std::string text(kMaxKeyFileBytes + 1, '\0');
@@ -86,28 +94,84 @@ Key load_key_file(const std::string& path) {
   for (;;) {
     const std::size_t n =
         fd.read_some(std::as_writable_bytes(std::span<char>(text.data() + got, text.size() - got)));
-    if (n == 0 || got + n >= text.size()) {
-      got += n;
-      break;
-    }
     got += n;
+    if (n == 0 || got >= text.size()) break;
   }
   text.resize(got);
+  return text;
+}
+
+Key parse_key_line(const std::string& path, std::size_t line_number, std::string_view line) {
+  const std::string where = "key file " + path + " line " + std::to_string(line_number);
   std::vector<uint8_t> bytes;
-  const bool ok = from_hex(trim(text), bytes);
-  OPENSSL_cleanse(text.data(), text.size());
-  if (!ok) {
-    throw std::runtime_error("key file " + path +
-                             " must contain only hex digits, e.g. the output of: head -c 32 "
-                             "/dev/urandom | xxd -p -c 64");
+  if (!from_hex(line, bytes)) {
+    OPENSSL_cleanse(bytes.data(), bytes.size());
+    throw std::runtime_error(where +
+                             ": a key must be only hex digits (make one with: nabla key new FILE)");
   }
   if (bytes.size() < kMinKeyBytes) {
-    throw std::runtime_error("key file " + path + " holds " + std::to_string(bytes.size()) +
+    throw std::runtime_error(where + " holds " + std::to_string(bytes.size()) +
                              " bytes; at least " + std::to_string(kMinKeyBytes) +
                              " random bytes (" + std::to_string(2 * kMinKeyBytes) +
                              " hex digits) are required");
   }
   return Key(std::move(bytes));
+}
+
+std::vector<Key> parse_key_text(const std::string& path, std::string_view text) {
+  std::vector<Key> keys;
+  std::size_t line_number = 0;
+  while (!text.empty()) {
+    const std::size_t end = text.find('\n');
+    const std::string_view line = trim(text.substr(0, end));
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+    ++line_number;
+    if (line.empty() || line.front() == '#') continue;
+    keys.push_back(parse_key_line(path, line_number, line));
+  }
+  if (keys.empty()) {
+    throw std::runtime_error("key file " + path +
+                             " holds no key (one hex key per line; make one with: nabla key new "
+                             "FILE)");
+  }
+  return keys;
+}
+
+}  // namespace
+
+std::optional<unsigned> group_id(std::string_view name) {
+  std::array<char, 16384> buf{};
+  struct group entry {};
+  struct group* found = nullptr;
+  const std::string name_text(name);
+  if (::getgrnam_r(name_text.c_str(), &entry, buf.data(), buf.size(), &found) != 0 ||
+      found == nullptr) {
+    return std::nullopt;
+  }
+  return found->gr_gid;
+}
+
+std::vector<Key> load_keys(const std::string& path, std::string_view key_group) {
+  // O_NOFOLLOW is not used: a symlink to a 0600 file is fine; fstat checks
+  // the file itself.
+  FileDescriptor fd = FileDescriptor::open(path, O_RDONLY | O_NOCTTY);
+  struct stat st {};
+  check_syscall("fstat " + path, ::fstat(fd.get(), &st));
+  if (!S_ISREG(st.st_mode)) throw std::runtime_error("key file " + path + " is not a regular file");
+  check_key_file_mode(path, st, key_group);
+  std::string text = read_key_text(fd, path, st.st_size);
+  try {
+    std::vector<Key> keys = parse_key_text(path, text);
+    OPENSSL_cleanse(text.data(), text.size());
+    return keys;
+  } catch (...) {
+    OPENSSL_cleanse(text.data(), text.size());
+    throw;
+  }
+}
+
+Key load_key_file(const std::string& path, std::string_view key_group) {
+  return std::move(load_keys(path, key_group).front());
 }
 
 Key generate_key_file(const std::string& path) {

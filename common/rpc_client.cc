@@ -10,8 +10,10 @@
 #include <vector>
 
 #include "nabla/common/fd.hh"
+#include "nabla/common/host_port.hh"
 #include "nabla/common/ip_address.hh"
 #include "nabla/common/rpc.hh"
+#include "nabla/common/rpc_session.hh"
 
 namespace nabla::common {
 
@@ -24,6 +26,7 @@ struct RpcClient::Impl {
   tcp::socket socket{io};
   std::string where;  // "host:port" for messages
   FrameDecoder decoder;
+  std::optional<FrameSealer> sealer;  // set once authenticated with a key
   std::array<char, 64 * 1024> buf{};
   int64_t next_id = 1;
 
@@ -114,8 +117,11 @@ struct RpcClient::Impl {
     throw RpcConnectionError("cannot connect to " + where + ": " + last_error);
   }
 
-  void write_frame(const std::string& frame, Clock::time_point deadline,
-                   std::chrono::milliseconds timeout, std::string_view what) {
+  // Frames the payload (sealed once authenticated) and sends it.
+  void write_message(const json& message, Clock::time_point deadline,
+                     std::chrono::milliseconds timeout, std::string_view what) {
+    const std::string payload = dump_json(message);
+    const std::string frame = sealer ? sealer->seal(payload) : encode_frame(payload);
     bool done = false;
     std::error_code ec;
     asio::async_write(socket, asio::buffer(frame), [&](const std::error_code& e, std::size_t) {
@@ -129,12 +135,13 @@ struct RpcClient::Impl {
     }
   }
 
+  // The next payload, its seal checked once authenticated.
   std::string read_frame(Clock::time_point deadline, std::chrono::milliseconds timeout,
                          std::string_view what) {
     std::string frame;
     for (;;) {
       const auto status = decoder.next(frame);
-      if (status == FrameDecoder::Status::kFrame) return frame;
+      if (status == FrameDecoder::Status::kFrame) return opened(frame);
       if (status == FrameDecoder::Status::kOversize) {
         close();
         throw RpcConnectionError(where + " sent a frame of " +
@@ -159,6 +166,18 @@ struct RpcClient::Impl {
     }
   }
 
+  std::string opened(const std::string& frame) {
+    if (!sealer) return frame;
+    std::string payload;
+    const FrameSealer::Verdict verdict = sealer->open(frame, payload);
+    if (verdict != FrameSealer::Verdict::kOk) {
+      close();
+      throw RpcConnectionError("closed the connection to " + where + ": " +
+                               FrameSealer::describe(verdict));
+    }
+    return payload;
+  }
+
   // Waits for the response with `id`, skipping notifications and stale
   // responses to earlier timed-out calls.
   RpcResponse read_response(const json& id, Clock::time_point deadline,
@@ -178,8 +197,9 @@ struct RpcClient::Impl {
     }
   }
 
-  void handshake(const std::optional<Key>& key, Clock::time_point deadline,
-                 std::chrono::milliseconds timeout) {
+  // The challenge's nonce, after checking its shape and version.
+  Nonce read_challenge(Clock::time_point deadline, std::chrono::milliseconds timeout,
+                       bool& auth_required) {
     const std::string frame = read_frame(deadline, timeout, "waiting for the challenge from");
     const json challenge = json::parse(frame, nullptr, false);
     const auto bad = [&](const std::string& why) {
@@ -191,28 +211,65 @@ struct RpcClient::Impl {
       throw bad("not an auth.challenge");
     }
     const json& params = challenge["params"];
-    if (params.value("version", 0) != kProtocolVersion) {
-      throw bad("unsupported protocol version " + dump_json(params.value("version", json())));
-    }
-    if (!params.value("auth_required", true)) return;
-    std::vector<uint8_t> nonce;
-    if (!params.contains("nonce") || !params["nonce"].is_string() ||
-        !from_hex(params["nonce"].get<std::string>(), nonce) || nonce.size() != kNonceBytes) {
-      throw bad("missing or malformed nonce");
-    }
-    if (!key) {
+    const json version = params.value("version", json());
+    if (version != kProtocolVersion) {
       close();
-      throw RpcConnectionError(where + " requires authentication: give a key file (--key-file)");
+      throw RpcConnectionError(where + " speaks control protocol version " + dump_json(version) +
+                               ", this nabla speaks version " + std::to_string(kProtocolVersion) +
+                               "; use the same nabla release on both ends");
     }
-    const auto mac = hmac_sha256(*key, nonce.data(), nonce.size());
-    write_frame(encode_frame(dump_json(
-                    make_request(0, "auth.response", {{"hmac", to_hex(mac.data(), mac.size())}}))),
-                deadline, timeout, "authenticating with");
+    auth_required = params.value("auth_required", true);
+    std::vector<uint8_t> bytes;
+    Nonce nonce{};
+    if (auth_required) {
+      if (!params.contains("nonce") || !params["nonce"].is_string() ||
+          !from_hex(params["nonce"].get<std::string>(), bytes) || bytes.size() != kNonceBytes) {
+        throw bad("missing or malformed nonce");
+      }
+      std::copy(bytes.begin(), bytes.end(), nonce.begin());
+    }
+    return nonce;
+  }
+
+  void handshake(const KeySource& key_source, Clock::time_point deadline,
+                 std::chrono::milliseconds timeout) {
+    bool auth_required = true;
+    const Nonce server_nonce = read_challenge(deadline, timeout, auth_required);
+    if (!auth_required) return;
+    std::optional<Key> key;
+    try {
+      key.emplace(key_source());
+    } catch (...) {
+      close();
+      throw;
+    }
+    const Nonce client_nonce = random_nonce();
+    const Mac mac = client_proof(*key, server_nonce, client_nonce);
+    write_message(make_request(0, "auth.response",
+                               {{"version", kProtocolVersion},
+                                {"nonce", to_hex(client_nonce.data(), client_nonce.size())},
+                                {"hmac", to_hex(mac.data(), mac.size())}}),
+                  deadline, timeout, "authenticating with");
     const RpcResponse response = read_response(0, deadline, timeout, "authenticating with");
     if (!response.result) {
       close();
       throw RpcError(response.error_code, response.error_message + " (" + where + ")");
     }
+    Key session = derive_session_key(*key, server_nonce, client_nonce);
+    const Mac expected = server_proof(session);
+    std::vector<uint8_t> proof;
+    if (!response.result->is_object() || !response.result->contains("proof") ||
+        !(*response.result)["proof"].is_string() ||
+        !from_hex((*response.result)["proof"].get<std::string>(), proof) ||
+        proof.size() != kHmacBytes ||
+        !constant_time_equal(proof.data(), expected.data(), kHmacBytes)) {
+      close();
+      throw RpcConnectionError(where +
+                               " accepted the key but could not prove it holds it: not a nabla "
+                               "daemon, or the connection is tampered with");
+    }
+    sealer.emplace(std::move(session), FrameSealer::Peer::kClient);
+    decoder.expect_sealed();
   }
 };
 
@@ -223,12 +280,23 @@ RpcClient::~RpcClient() = default;
 
 RpcClient RpcClient::connect(const std::string& host, uint16_t port, std::optional<Key> key,
                              std::chrono::milliseconds timeout) {
+  const std::string where = HostPort{host, port, {}}.to_string();
+  return connect(
+      host, port,
+      [&]() -> Key {
+        if (key) return *key;
+        throw RpcConnectionError(where + " requires authentication: give a key file (--key-file)");
+      },
+      timeout);
+}
+
+RpcClient RpcClient::connect(const std::string& host, uint16_t port, const KeySource& key_source,
+                             std::chrono::milliseconds timeout) {
   auto impl = std::make_unique<Impl>();
-  impl->where =
-      (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  impl->where = HostPort{host, port, {}}.to_string();
   const auto deadline = Clock::now() + timeout;
   impl->connect(host, port, deadline, timeout);
-  impl->handshake(key, deadline, timeout);
+  impl->handshake(key_source, deadline, timeout);
   return RpcClient(std::move(impl));
 }
 
@@ -242,8 +310,7 @@ json RpcClient::call(const std::string& method, json params, std::chrono::millis
   const auto deadline = Clock::now() + timeout;
   const json id = impl_->next_id++;
   const std::string what = "waiting for '" + method + "' from";
-  impl_->write_frame(encode_frame(dump_json(make_request(id, method, std::move(params)))), deadline,
-                     timeout, what);
+  impl_->write_message(make_request(id, method, std::move(params)), deadline, timeout, what);
   RpcResponse response = impl_->read_response(id, deadline, timeout, what);
   if (!response.result) throw RpcError(response.error_code, response.error_message);
   return std::move(*response.result);

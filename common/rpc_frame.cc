@@ -4,18 +4,19 @@
 
 namespace nabla::common {
 
-std::string encode_frame(std::string_view payload, std::size_t max_frame_bytes) {
-  if (payload.size() > max_frame_bytes) {
-    throw std::length_error("frame of " + std::to_string(payload.size()) + " bytes exceeds the " +
+std::string encode_frame_header(std::size_t payload_bytes, std::size_t max_frame_bytes) {
+  if (payload_bytes > max_frame_bytes) {
+    throw std::length_error("frame of " + std::to_string(payload_bytes) + " bytes exceeds the " +
                             std::to_string(max_frame_bytes) + "-byte limit");
   }
-  const auto n = static_cast<uint32_t>(payload.size());
-  std::string out;
+  const auto n = static_cast<uint32_t>(payload_bytes);
+  return {static_cast<char>((n >> 24) & 0xff), static_cast<char>((n >> 16) & 0xff),
+          static_cast<char>((n >> 8) & 0xff), static_cast<char>(n & 0xff)};
+}
+
+std::string encode_frame(std::string_view payload, std::size_t max_frame_bytes) {
+  std::string out = encode_frame_header(payload.size(), max_frame_bytes);
   out.reserve(kFrameHeaderBytes + payload.size());
-  out.push_back(static_cast<char>((n >> 24) & 0xff));
-  out.push_back(static_cast<char>((n >> 16) & 0xff));
-  out.push_back(static_cast<char>((n >> 8) & 0xff));
-  out.push_back(static_cast<char>(n & 0xff));
   out.append(payload);
   return out;
 }
@@ -44,9 +45,10 @@ FrameDecoder::Status FrameDecoder::next(std::string& frame) {
     pos_ = 0;
     return Status::kOversize;
   }
-  if (buffered() - kFrameHeaderBytes < length) return Status::kNeedMore;
-  frame.assign(buffer_, pos_ + kFrameHeaderBytes, length);
-  pos_ += kFrameHeaderBytes + length;
+  const std::size_t body = length + (sealed_ ? kSealOverheadBytes : 0);
+  if (buffered() - kFrameHeaderBytes < body) return Status::kNeedMore;
+  frame.assign(buffer_, pos_ + kFrameHeaderBytes, body);
+  pos_ += kFrameHeaderBytes + body;
   if (pos_ == buffer_.size()) {
     buffer_.clear();
     pos_ = 0;

@@ -1,6 +1,7 @@
 // RpcServer: Asio-based control server. One Connection object per client,
 // all running on the caller's io_context; see rpc.hh for the protocol.
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <array>
 #include <asio/ip/tcp.hpp>
@@ -15,10 +16,12 @@
 #include <set>
 #include <system_error>
 
+#include "nabla/common/error.hh"
 #include "nabla/common/fd.hh"
 #include "nabla/common/ip_address.hh"
 #include "nabla/common/log.hh"
 #include "nabla/common/rpc.hh"
+#include "nabla/common/rpc_session.hh"
 
 namespace nabla::common {
 namespace detail {
@@ -34,9 +37,63 @@ constexpr std::size_t kReadChunk = 64 * 1024;
 
 class Connection;
 
+// The keys a server accepts: the fixed ones plus those of its key file,
+// reloaded when the file changes. io thread only.
+class KeyRing {
+ public:
+  KeyRing(std::vector<Key> fixed, std::optional<std::string> file)
+      : fixed_(std::move(fixed)), file_(std::move(file)) {
+    if (file_)
+      load(stat_of(*file_));
+    else
+      keys_ = fixed_;
+  }
+  const std::vector<Key>& keys() const noexcept { return keys_; }
+  bool empty() const noexcept { return keys_.empty(); }
+
+  // Reloads the key file if it changed since it was last read.
+  void refresh() noexcept {
+    if (!file_) return;
+    try {
+      const struct stat now = stat_of(*file_);
+      if (now.st_ino == seen_.st_ino && now.st_dev == seen_.st_dev &&
+          now.st_size == seen_.st_size && now.st_mtim.tv_sec == seen_.st_mtim.tv_sec &&
+          now.st_mtim.tv_nsec == seen_.st_mtim.tv_nsec && now.st_mode == seen_.st_mode) {
+        return;
+      }
+      load(now);
+      log_info("control: reloaded ", keys_.size() - fixed_.size(), " key(s) from ", *file_);
+    } catch (const std::exception& e) {
+      log_warn("control: keeping the keys loaded before: ", e.what());
+    }
+  }
+
+ private:
+  static struct stat stat_of(const std::string& path) {
+    struct stat st {};
+    check_syscall("stat " + path, ::stat(path.c_str(), &st));
+    return st;
+  }
+  void load(const struct stat& st) {
+    std::vector<Key> keys = fixed_;
+    for (Key& k : load_keys(*file_)) keys.push_back(std::move(k));
+    keys_ = std::move(keys);
+    seen_ = st;
+  }
+
+  std::vector<Key> fixed_;
+  std::optional<std::string> file_;
+  std::vector<Key> keys_;
+  struct stat seen_ {};
+};
+
 struct ServerState : std::enable_shared_from_this<ServerState> {
   ServerState(asio::io_context& io_in, RpcServerOptions options_in)
-      : io(io_in), options(std::move(options_in)), acceptor(io_in), retry_timer(io_in) {}
+      : io(io_in),
+        options(std::move(options_in)),
+        key_ring(options.keys, options.key_file),
+        acceptor(io_in),
+        retry_timer(io_in) {}
 
   void accept();
   void on_acceptable(const std::error_code& ec);
@@ -51,6 +108,7 @@ struct ServerState : std::enable_shared_from_this<ServerState> {
 
   asio::io_context& io;
   const RpcServerOptions options;
+  KeyRing key_ring;  // io thread only
   tcp::acceptor acceptor;
   tcp protocol = tcp::v4();
   asio::steady_timer retry_timer;
@@ -76,8 +134,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
  private:
   void read();
   void on_read(const std::error_code& ec, std::size_t n);
-  void handle_frame(const std::string& payload);
+  void handle_frame(const std::string& frame);
+  void handle_payload(const std::string& payload);
   void handle_auth(const RpcRequest& request);
+  void refuse_auth(const nlohmann::json& id, const std::string& why);
+  std::string peer_text() const;
   void dispatch(const RpcRequest& request);
   json call_handler(const RpcServer::Handler& handler, const RpcRequest& request);
   void send(const json& message);
@@ -92,7 +153,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   FrameDecoder decoder_;
   std::array<char, kReadChunk> read_buf_{};
   std::deque<std::string> out_;
-  std::array<uint8_t, kNonceBytes> nonce_{};
+  Nonce nonce_{};
+  std::optional<FrameSealer> sealer_;  // set once authenticated with a key
   bool authenticated_ = false;
   bool writing_ = false;
   bool reading_ = false;
@@ -103,7 +165,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
 void Connection::start() {
   nonce_ = random_nonce();
-  const bool auth_required = server_->options.key.has_value();
+  const bool auth_required = !server_->key_ring.empty();
   send(make_notification("auth.challenge", {{"version", kProtocolVersion},
                                             {"nonce", to_hex(nonce_.data(), nonce_.size())},
                                             {"auth_required", auth_required}}));
@@ -162,7 +224,7 @@ void Connection::on_read(const std::error_code& ec, std::size_t n) {
   }
   decoder_.feed(std::string_view(read_buf_.data(), n));
   std::string frame;
-  while (!finishing_) {
+  while (!finishing_ && !closed_) {
     const FrameDecoder::Status status = decoder_.next(frame);
     if (status == FrameDecoder::Status::kNeedMore) break;
     if (status == FrameDecoder::Status::kOversize) {
@@ -175,12 +237,35 @@ void Connection::on_read(const std::error_code& ec, std::size_t n) {
     }
     handle_frame(frame);
   }
-  if (finishing_) return;
+  if (finishing_ || closed_) return;
   // Backpressure: read more only once the answers so far are written.
   if (!writing_) read();
 }
 
-void Connection::handle_frame(const std::string& payload) {
+std::string Connection::peer_text() const {
+  std::error_code ec;
+  const auto peer = socket_.remote_endpoint(ec);
+  return ec ? std::string("unknown peer") : peer.address().to_string();
+}
+
+void Connection::handle_frame(const std::string& frame) {
+  if (!sealer_) {
+    handle_payload(frame);
+    return;
+  }
+  std::string payload;
+  const FrameSealer::Verdict verdict = sealer_->open(frame, payload);
+  if (verdict != FrameSealer::Verdict::kOk) {
+    // Nothing from this peer can be trusted any more; others are unaffected.
+    log_warn("control: closing connection from ", peer_text(), ": ", FrameSealer::describe(verdict),
+             " at client frame ", sealer_->next_receive_seq());
+    close();
+    return;
+  }
+  handle_payload(payload);
+}
+
+void Connection::handle_payload(const std::string& payload) {
   ParsedRequest parsed = parse_request(payload);
   if (auto* error = std::get_if<json>(&parsed)) {
     send(*error);
@@ -201,32 +286,70 @@ void Connection::handle_frame(const std::string& payload) {
   dispatch(request);
 }
 
+namespace {
+
+// A hex field of exactly N bytes.
+template <std::size_t N>
+bool hex_field(const json& params, const char* name, std::array<uint8_t, N>& out) {
+  const auto it = params.find(name);
+  std::vector<uint8_t> bytes;
+  if (it == params.end() || !it->is_string() ||
+      !from_hex(it->get_ref<const std::string&>(), bytes) || bytes.size() != N) {
+    return false;
+  }
+  std::copy(bytes.begin(), bytes.end(), out.begin());
+  return true;
+}
+
+}  // namespace
+
+void Connection::refuse_auth(const json& id, const std::string& why) {
+  log_warn("control: authentication failed from ", peer_text(), ": ", why);
+  send(make_error(id, rpc_code::kAuthFailed, "authentication failed: " + why));
+  finish();
+}
+
 void Connection::handle_auth(const RpcRequest& request) {
   const json id = request.id.value_or(nullptr);
-  bool ok = false;
-  const auto hmac = request.params.is_object() ? request.params.find("hmac") : request.params.end();
-  std::vector<uint8_t> answer;
-  if (hmac != request.params.end() && hmac->is_string() &&
-      from_hex(hmac->get_ref<const std::string&>(), answer) && answer.size() == kHmacBytes) {
-    const auto expected = hmac_sha256(*server_->options.key, nonce_.data(), nonce_.size());
-    ok = constant_time_equal(expected.data(), answer.data(), kHmacBytes);
-  }
-  if (!ok) {
-    std::error_code ep_ec;
-    const auto peer = socket_.remote_endpoint(ep_ec);
-    log_warn("control: authentication failed from ",
-             ep_ec ? std::string("unknown peer") : peer.address().to_string());
-    send(make_error(id, rpc_code::kAuthFailed, "authentication failed"));
-    finish();
+  const json& params = request.params.is_object() ? request.params : json::object();
+  const auto version = params.find("version");
+  if (version == params.end() || !version->is_number_integer() || *version != kProtocolVersion) {
+    refuse_auth(id, "client speaks control protocol version " +
+                        (version == params.end() ? std::string("1") : dump_json(*version)) +
+                        ", this server speaks version " + std::to_string(kProtocolVersion) +
+                        "; use the same nabla release on both ends");
     return;
   }
+  Nonce client_nonce{};
+  Mac answer{};
+  if (!hex_field(params, "nonce", client_nonce) || !hex_field(params, "hmac", answer)) {
+    refuse_auth(id, "auth.response needs nonce and hmac, 64 hex digits each");
+    return;
+  }
+  // Every key is tried, so the time taken does not tell which one matched.
+  const Key* matched = nullptr;
+  for (const Key& key : server_->key_ring.keys()) {
+    const Mac expected = client_proof(key, nonce_, client_nonce);
+    if (constant_time_equal(expected.data(), answer.data(), kHmacBytes) && matched == nullptr) {
+      matched = &key;
+    }
+  }
+  if (matched == nullptr) {
+    refuse_auth(id, "wrong key");
+    return;
+  }
+  Key session = derive_session_key(*matched, nonce_, client_nonce);
+  const Mac proof = server_proof(session);
   authenticated_ = true;
   if (server_->options.idle_timeout.count() > 0) {
     arm_timer(server_->options.idle_timeout);
   } else {
     timer_.cancel();
   }
-  send(make_result(id, {{"authenticated", true}}));
+  send(make_result(id, {{"authenticated", true}, {"proof", to_hex(proof.data(), proof.size())}}));
+  // The result above is the last plain frame in either direction.
+  sealer_.emplace(std::move(session), FrameSealer::Peer::kServer);
+  decoder_.expect_sealed();
 }
 
 json Connection::call_handler(const RpcServer::Handler& handler, const RpcRequest& request) {
@@ -266,12 +389,16 @@ void Connection::dispatch(const RpcRequest& request) {
 
 void Connection::send(const json& message) {
   if (closed_ || finishing_) return;
+  const auto frame = [this](const std::string& payload) {
+    const std::size_t limit = server_->options.max_frame_bytes;
+    return sealer_ ? sealer_->seal(payload, limit) : encode_frame(payload, limit);
+  };
   try {
-    out_.push_back(encode_frame(dump_json(message), server_->options.max_frame_bytes));
+    out_.push_back(frame(dump_json(message)));
   } catch (const std::length_error& e) {
-    out_.push_back(encode_frame(
-        dump_json(make_error(message.value("id", json(nullptr)), rpc_code::kInternalError,
-                             std::string("response too large: ") + e.what()))));
+    out_.push_back(
+        frame(dump_json(make_error(message.value("id", json(nullptr)), rpc_code::kInternalError,
+                                   std::string("response too large: ") + e.what()))));
   }
   if (!writing_) write_next();
 }
@@ -363,6 +490,7 @@ void ServerState::on_acceptable(const std::error_code& ec) {
       // Small request/response frames: never wait for Nagle.
       socket.set_option(tcp::no_delay(true), assign_ec);
       auto connection = std::make_shared<Connection>(shared_from_this(), std::move(socket));
+      key_ring.refresh();
       connections.insert(connection);
       ++connection_count;
       try {
@@ -394,7 +522,7 @@ RpcServer::RpcServer(asio::io_context& io, RpcServerOptions options) {
     throw std::invalid_argument("bad listen address '" + options.listen_address +
                                 "': expected an IPv4 or IPv6 address");
   }
-  if (!address->is_loopback() && !options.key) {
+  if (!address->is_loopback() && options.keys.empty() && !options.key_file) {
     throw std::invalid_argument(
         "refusing to listen on " + options.listen_address +
         " without a key: a non-loopback control port needs --key-file (mode 0600, 32+ random "

@@ -12,6 +12,7 @@
 #include "nabla/coordinator/demo.hh"
 #include "nabla/coordinator/discover_command.hh"
 #include "nabla/coordinator/inject_command.hh"
+#include "nabla/coordinator/key_command.hh"
 #include "nabla/coordinator/load_command.hh"
 #include "nabla/coordinator/predict.hh"
 #include "nabla/coordinator/run_command.hh"
@@ -183,6 +184,7 @@ int run_cli(int argc, char** argv) {
   app.require_subcommand(1);
   register_analyze_command(app);
   register_inject_command(app);
+  register_key_command(app);
   register_load_command(app);
   register_discover_command(app);
   register_testbed_command(app);

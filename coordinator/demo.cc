@@ -340,7 +340,8 @@ void run_demo_steps(DemoRun& d) {
     d.log << "  tier " << t.name << " on " << t.host << " " << tb.address(t.host) << ":" << t.port
           << "\n";
   }
-  const testbed::DemoCampaign campaign = demo_campaign(tb.model(), d.opt.quick, d.opt.seed);
+  testbed::DemoCampaign campaign = demo_campaign(tb.model(), d.opt.quick, d.opt.seed);
+  campaign.schedule = d.opt.schedule;
   const std::int64_t run_id = run_campaign(d, bin, tb, campaign);
   check_gradients(d, tb, campaign, run_id);
   run_load_step(d, bin, tb);
@@ -420,6 +421,10 @@ void register_demo_command(CLI::App& app) {
   cmd->add_option("--keep-logs", opts->keep_logs,
                   "Keep the daemons', tiers' and nabla run's logs and the campaign file in DIR");
   cmd->add_option("--seed", opts->seed, "Master seed of the campaign and the tiers")
+      ->capture_default_str();
+  cmd->add_option("--schedule", opts->schedule,
+                  "Measure the links one after another or all at once (docs/method.md)")
+      ->check(CLI::IsMember({"sequential", "simultaneous"}))
       ->capture_default_str();
   cmd->callback([opts, code] {
     *code = run_demo(*opts, std::cout, std::cerr);

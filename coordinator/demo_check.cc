@@ -122,13 +122,18 @@ std::vector<GradientCheck> check_run_gradients(db::Database& db, std::int64_t ru
   const std::vector<db::PhaseRow> phases = db::run_phases(db, run_id);
   const auto training = phase_rates(phases, db::PhaseKind::kTraining);
   const auto active = phase_rates(phases, db::PhaseKind::kActive);
+  // A simultaneous schedule measures every link in the same phases (no link
+  // id): their rate is each link's.
+  const auto together = phase_rates(phases, db::PhaseKind::kSimultaneous);
   std::vector<GradientCheck> out;
   std::set<std::pair<std::string, std::string>> seen;
   for (const db::GradientRow& row : db::run_gradients(db, run_id)) {
     const db::Link& l = row.link.link;
     const std::string label =
         common::campaign_link_label(l.proto, l.src_host, l.src_port, l.dst_host, l.dst_port);
-    const ThroughputChange tc = link_throughput_change(training, active, row.link.id);
+    const bool alone = active.count(row.link.id) != 0;
+    const ThroughputChange tc =
+        link_throughput_change(training, alone ? active : together, alone ? row.link.id : 0);
     const db::Gradient& g = row.gradient;
     seen.insert({label, row.type});
     GradientCheck c = check_gradient(label, row.type, truth_of(truth, label, row.type), g.value,

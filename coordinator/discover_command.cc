@@ -14,6 +14,7 @@
 
 #include "nabla/campaign/discover.hh"
 #include "nabla/common/clock.hh"
+#include "nabla/common/local_keys.hh"
 #include "nabla/common/protocol/sniffd.hh"
 #include "nabla/common/resolve.hh"
 #include "nabla/common/rpc.hh"
@@ -127,13 +128,12 @@ void check_discover_options(const DiscoverOptions& o) {
 
 int run_discover(const DiscoverOptions& o, std::ostream& out) {
   check_discover_options(o);
-  std::optional<common::Key> key;
-  if (o.key_file) key = common::load_key_file(*o.key_file);
 
   std::vector<NodeState> states(o.nodes.size());
   for (size_t i = 0; i < o.nodes.size(); ++i) {
     states[i].node = &o.nodes[i];
     const common::HostPort& a = o.nodes[i].address;
+    const auto key = common::client_key_source(o.key_file, common::kSniffdKeyName, a.host, a.port);
     try {
       states[i].client.emplace(common::RpcClient::connect(a.host, a.port, key, kCallTimeout));
     } catch (const std::exception& e) {
@@ -195,7 +195,7 @@ void register_discover_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("discover", "find the links between nodes from their sniffers");
   cmd->add_option("--node", *nodes, "NAME=HOST[:PORT] of a nabla-sniffd (port 7312 by default)")
       ->required();
-  cmd->add_option("--key-file", o->key_file, "HMAC key file (hex, mode 0600)")
+  cmd->add_option("--key-file", o->key_file, "key file (default: $NABLA_KEY_FILE, /etc/nabla/key)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--for", *for_text, "how long to watch, e.g. 5s")->default_val("5s");
   cmd->add_option("--min-messages", o->min_messages, "drop one-way links with fewer messages")

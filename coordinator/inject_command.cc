@@ -13,6 +13,7 @@
 
 #include "nabla/common/clock.hh"
 #include "nabla/common/json_rpc.hh"
+#include "nabla/common/local_keys.hh"
 #include "nabla/common/netns.hh"
 #include "nabla/common/protocol/injectd.hh"
 #include "nabla/common/resolve.hh"
@@ -188,8 +189,8 @@ protocol::InjectStartParams build_inject_params(const InjectOptions& o) {
 
 int run_inject(const InjectOptions& o, std::ostream& out, std::ostream& err) {
   const protocol::InjectStartParams params = build_inject_params(o);
-  std::optional<common::Key> key;
-  if (o.key_file) key = common::load_key_file(*o.key_file);
+  const auto key =
+      common::client_key_source(o.key_file, common::kInjectdKeyName, o.node.host, o.node.port);
   const std::string where = "nabla-injectd at " + o.node.to_string();
 
   BlockedSignals signals;
@@ -270,7 +271,7 @@ void register_inject_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("inject", "inject delay and faults into one link for a while");
   cmd->add_option("--node", *node, "nabla-injectd address HOST:PORT (port 7311 by default)")
       ->required();
-  cmd->add_option("--key-file", o->key_file, "HMAC key file (hex, mode 0600)")
+  cmd->add_option("--key-file", o->key_file, "key file (default: $NABLA_KEY_FILE, /etc/nabla/key)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--link", o->link, "link spec, e.g. \"udp 10.1.0.1 -> 10.1.0.2:9000\"")
       ->required();

@@ -36,6 +36,36 @@ void check_known(Database& db, std::int64_t version, std::int64_t known) {
   }
 }
 
+// Foreign keys are off while migrating (a PRAGMA that has no effect inside a
+// transaction, so it is set around them): a step that rebuilds a table
+// drops the old one, and with foreign keys on that drop would first delete
+// every row that references it. Each step checks the keys before it commits.
+class ForeignKeysOffWhileMigrating {
+ public:
+  explicit ForeignKeysOffWhileMigrating(Database& db) : db_(db) {
+    db_.exec("PRAGMA foreign_keys = OFF");
+  }
+  ~ForeignKeysOffWhileMigrating() {
+    try {
+      db_.exec("PRAGMA foreign_keys = ON");
+    } catch (...) {  // the connection is unusable anyway; its next use says why
+    }
+  }
+  ForeignKeysOffWhileMigrating(const ForeignKeysOffWhileMigrating&) = delete;
+  ForeignKeysOffWhileMigrating& operator=(const ForeignKeysOffWhileMigrating&) = delete;
+
+ private:
+  Database& db_;
+};
+
+void check_foreign_keys(Database& db, std::int64_t version) {
+  Statement st(db, "PRAGMA foreign_key_check");
+  if (st.step()) {
+    refuse("migration to schema version " + std::to_string(version) +
+           " left a broken reference in table " + st.column_text(0));
+  }
+}
+
 }  // namespace
 
 std::span<const std::string_view> builtin_migrations() {
@@ -53,6 +83,7 @@ int migrate(Database& db) {
 int migrate(Database& db, std::span<const std::string_view> steps) {
   const auto target = static_cast<std::int64_t>(steps.size());
   check_known(db, db.user_version(), target);
+  ForeignKeysOffWhileMigrating keys_off(db);
   int applied = 0;
   for (;;) {
     // Re-read the version under the write lock: another process may have
@@ -66,6 +97,7 @@ int migrate(Database& db, std::span<const std::string_view> steps) {
       db.exec("PRAGMA application_id = " + std::to_string(kApplicationId));
     }
     db.exec(steps[static_cast<std::size_t>(version)]);
+    check_foreign_keys(db, version + 1);
     db.set_user_version(version + 1);
     tx.commit();
     ++applied;

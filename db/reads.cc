@@ -171,6 +171,13 @@ GradientRow read_gradient_row(const Columns& c) {
   g.throughput_change = c.optional_real("throughput_change");
   g.k_d = c.optional_int64("k_d");
   g.bins = c.optional_int64("bins");
+  g.schedule = c.optional_text("schedule");
+  g.step_value = c.optional_real("step_value");
+  g.step_ci_low = c.optional_real("step_ci_low");
+  g.step_ci_high = c.optional_real("step_ci_high");
+  g.messages_per_txn = c.optional_real("messages_per_txn");
+  g.messages_ci_low = c.optional_real("messages_ci_low");
+  g.messages_ci_high = c.optional_real("messages_ci_high");
   return row;
 }
 
@@ -254,16 +261,21 @@ std::vector<PhaseRow> run_phases(Database& db, std::int64_t run_id) {
 }
 
 std::vector<GradientRow> run_gradients(Database& db, std::int64_t run_id) {
-  Statement st(db, std::string("SELECT g.id AS gradient_id, ") + kLinkColumns +
-                       ", g.type_id AS type_id, tt.name AS type, g.phase_id AS phase_id, "
-                       "g.value AS value, g.ci_low AS ci_low, g.ci_high AS ci_high, "
-                       "g.confidence AS confidence, g.time_domain AS time_domain, "
-                       "g.actual_amplitude_ns AS actual_amplitude_ns, "
-                       "g.perturbation_ns AS perturbation_ns, "
-                       "g.throughput_change AS throughput_change, g.k_d AS k_d, g.bins AS bins "
-                       "FROM gradients g JOIN links l ON l.id = g.link_id "
-                       "JOIN transaction_types tt ON tt.id = g.type_id "
-                       "WHERE g.run_id = ? ORDER BY l.label, tt.name");
+  Statement st(db,
+               std::string("SELECT g.id AS gradient_id, ") + kLinkColumns +
+                   ", g.type_id AS type_id, tt.name AS type, g.phase_id AS phase_id, "
+                   "g.value AS value, g.ci_low AS ci_low, g.ci_high AS ci_high, "
+                   "g.confidence AS confidence, g.time_domain AS time_domain, "
+                   "g.actual_amplitude_ns AS actual_amplitude_ns, "
+                   "g.perturbation_ns AS perturbation_ns, "
+                   "g.throughput_change AS throughput_change, g.k_d AS k_d, g.bins AS bins, "
+                   "g.schedule AS schedule, g.step_value AS step_value, "
+                   "g.step_ci_low AS step_ci_low, g.step_ci_high AS step_ci_high, "
+                   "g.messages_per_txn AS messages_per_txn, "
+                   "g.messages_ci_low AS messages_ci_low, g.messages_ci_high AS messages_ci_high "
+                   "FROM gradients g JOIN links l ON l.id = g.link_id "
+                   "JOIN transaction_types tt ON tt.id = g.type_id "
+                   "WHERE g.run_id = ? ORDER BY l.label, tt.name");
   st.bind(1, run_id);
   return read_rows(st, read_gradient_row);
 }

@@ -9,8 +9,8 @@ namespace {
 
 constexpr std::array<std::string_view, 5> kRunKinds = {"run", "load", "demo", "analyze", "inject"};
 constexpr std::array<std::string_view, 3> kRunStatuses = {"running", "complete", "failed"};
-constexpr std::array<std::string_view, 4> kPhaseKinds = {"training", "adaptive", "active",
-                                                         "baseline"};
+constexpr std::array<std::string_view, 6> kPhaseKinds = {"training", "adaptive",     "active",
+                                                         "baseline", "simultaneous", "step"};
 constexpr std::array<std::string_view, 3> kSources = {"user", "software", "hardware"};
 
 template <typename Enum, std::size_t N>

@@ -140,10 +140,21 @@ std::int64_t Store::add_gradient(const Gradient& g) {
   return insert(db_,
                 "INSERT INTO gradients (run_id, link_id, type_id, phase_id, value, ci_low, "
                 "ci_high, confidence, time_domain, actual_amplitude_ns, perturbation_ns, "
-                "throughput_change, k_d, bins) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "throughput_change, k_d, bins, schedule, step_value, step_ci_low, step_ci_high, "
+                "messages_per_txn, messages_ci_low, messages_ci_high) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 g.run_id, g.link_id, g.type_id, g.phase_id, g.value, g.ci_low, g.ci_high,
                 g.confidence, g.time_domain, g.actual_amplitude_ns, g.perturbation_ns,
-                g.throughput_change, g.k_d, g.bins);
+                g.throughput_change, g.k_d, g.bins, g.schedule, g.step_value, g.step_ci_low,
+                g.step_ci_high, g.messages_per_txn, g.messages_ci_low, g.messages_ci_high);
+}
+
+std::int64_t Store::add_gradient_amplitude(const GradientAmplitude& a) {
+  return insert(db_,
+                "INSERT INTO gradient_amplitudes (run_id, gradient_id, phase_id, amplitude_ns, "
+                "actual_amplitude_ns, value, ci_low, ci_high) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                a.run_id, a.gradient_id, a.phase_id, a.amplitude_ns, a.actual_amplitude_ns, a.value,
+                a.ci_low, a.ci_high);
 }
 
 std::int64_t Store::add_tail_result(const TailResult& t) {

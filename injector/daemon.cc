@@ -15,6 +15,7 @@
 
 #include "nabla/common/clock.hh"
 #include "nabla/common/host_port.hh"
+#include "nabla/common/local_keys.hh"
 #include "nabla/common/log.hh"
 #include "nabla/common/netns.hh"
 #include "nabla/common/rpc.hh"
@@ -54,7 +55,9 @@ int run_daemon(const DaemonOptions& options) {
   common::RpcServerOptions rpc;
   rpc.listen_address = listen.host;
   rpc.port = listen.port;
-  if (options.key_file) rpc.key = common::load_key_file(*options.key_file);
+  common::DaemonKey key =
+      common::DaemonKey::choose(options.key_file, common::kInjectdKeyName, listen.host);
+  key.apply(rpc);
 
   // Signals are taken synchronously by this thread; every thread started
   // below inherits the block.
@@ -66,6 +69,7 @@ int run_daemon(const DaemonOptions& options) {
 
   asio::io_context io;
   auto server = std::make_unique<common::RpcServer>(io, rpc);  // listens where started
+  key.publish(server->port());  // beside the control socket, before --netns moves the daemon
   ServiceOptions so;
   if (options.netns) {
     common::enter_netns(common::netns_path(*options.netns));
@@ -86,6 +90,7 @@ int run_daemon(const DaemonOptions& options) {
   InjectorService service(so, engine, rules, [] { return common::monotonic_ns(); });
 
   service.register_methods(*server);
+  common::log_info("control key: ", key.describe());
   common::log_info("listening on ", listen.host, ":", server->port(), ", queues from ",
                    options.queue_num);
   std::cout << "nabla-injectd listening on " << listen.host << ":" << server->port() << std::endl;

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "nabla/common/capabilities.hh"
 #include "nabla/common/cli_usage.hh"
 #include "nabla/common/cpu_latency.hh"
 #include "nabla/common/log.hh"
@@ -69,7 +70,8 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_option("--listen", f.options.listen, "control address ADDR:PORT")
       ->default_val("127.0.0.1:7311");
   app.add_option("--key-file", f.key_file,
-                 "HMAC key file (0600, 32+ bytes); required off loopback");
+                 "HMAC key file (one hex key per line, mode 0600); default /etc/nabla/key, "
+                 "or on loopback a fresh key in /run/nabla");
   app.add_option("--queue-num", f.options.queue_num, "first NFQUEUE number (one per injection)")
       ->default_val(0);
   app.add_option("--queue-maxlen", f.options.queue_maxlen, "kernel queue length per injection")
@@ -136,7 +138,12 @@ std::optional<int> apply_flags(Flags& f) {
 
 // --check: what is missing on this host, the timer, the CPU latency limit.
 int run_check(const nabla::injector::DaemonOptions& options) {
-  const auto missing = nabla::injector::check_environment(options.queue_num);
+  auto missing = nabla::injector::check_environment(options.queue_num);
+  const auto capabilities = nabla::common::missing_capabilities(
+      nabla::injector::required_capabilities(options), nabla::common::effective_capabilities());
+  for (const auto& cap : capabilities) {
+    missing.push_back("capability " + nabla::common::describe_capability(cap));
+  }
   for (const auto& m : missing) std::cout << "missing: " << m << "\n";
   if (missing.empty()) std::cout << "ok: root, iptables, ip6tables, NFQUEUE usable\n";
   print_timer_check(options.spin_ns);
@@ -165,6 +172,11 @@ int main(int argc, char** argv) {
   try {
     if (const auto usage_error = apply_flags(flags)) return *usage_error;
     if (flags.check) return run_check(flags.options);
+    if (const auto missing = nabla::common::check_capabilities(
+            "nabla-injectd", nabla::injector::required_capabilities(flags.options))) {
+      std::cerr << *missing << "\n";
+      return 1;
+    }
     return nabla::injector::run_daemon(flags.options);
   } catch (const std::exception& e) {
     std::cerr << "nabla-injectd: " << e.what() << "\n";

@@ -12,6 +12,7 @@
 #include <ostream>
 
 #include "nabla/common/clock.hh"
+#include "nabla/common/local_keys.hh"
 #include "nabla/common/log.hh"
 #include "nabla/sniffer/control.hh"
 
@@ -136,9 +137,16 @@ std::string format_flow_row(const ReportedFlow& flow) {
 int run_daemon(const DaemonOptions& options, std::ostream& out) {
   asio::io_context io;
   std::unique_ptr<common::RpcServer> server;
+  std::optional<common::DaemonKey> key;
   SnifferOptions sniffer_options = options.sniffer;
   if (!options.print) {
-    server = std::make_unique<common::RpcServer>(io, options.rpc);
+    key.emplace(common::DaemonKey::choose(options.key_file, common::kSniffdKeyName,
+                                          options.rpc.listen_address));
+    common::RpcServerOptions rpc = options.rpc;
+    key->apply(rpc);
+    server = std::make_unique<common::RpcServer>(io, rpc);
+    key->publish(server->port());
+    common::log_info("control key: ", key->describe());
     // Our own control port is a control connection whatever its number.
     sniffer_options.control_ports.push_back(server->port());
   }

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "nabla/common/capabilities.hh"
 #include "nabla/common/cli_usage.hh"
 #include "nabla/common/host_port.hh"
 #include "nabla/common/log.hh"
@@ -19,7 +20,8 @@ int main(int argc, char** argv) {
 Flows are 5-tuples labelled with the local process; ports in the local
 ephemeral range (net.ipv4.ip_local_port_range) are folded to 0. Control
 methods: flows.list {since, min_messages, include_control}, daemon.info.
-Any listen address other than loopback requires --key-file.)");
+Without --key-file the key is /etc/nabla/key or, on loopback only, a fresh
+one in /run/nabla (see docs/protocol.md, "Local control").)");
   bool print = false;
   bool json = false;
   bool include_control = false;
@@ -47,7 +49,7 @@ Any listen address other than loopback requires --key-file.)");
   app.add_option("--count", count, "stop after this many scans (default 0: run until a signal)");
   app.add_option("--min-messages", min_messages, "report flows with at least this many messages");
   app.add_option("--listen", listen, "control address ADDR[:PORT] (default 127.0.0.1:7312)");
-  app.add_option("--key-file", key_file, "HMAC key file (0600, 32+ bytes)");
+  app.add_option("--key-file", key_file, "HMAC key file (one hex key per line, mode 0600)");
   app.add_option("--netns", netns,
                  "network namespaces to scan besides its own: all (every named one and every "
                  "process's), self, or NAME,... under /run/netns (default auto: all when started "
@@ -78,19 +80,29 @@ Any listen address other than loopback requires --key-file.)");
     opts.sniffer.conntrack_rule = !no_conntrack_rule;
     opts.sniffer.destroy_events = !no_destroy;
     opts.sniffer.namespaces = namespaces;
+    const auto capabilities = nabla::sniffer::required_capabilities(opts.sniffer);
     if (check) {
+      const auto missing = nabla::common::missing_capabilities(
+          capabilities, nabla::common::effective_capabilities());
+      for (const auto& cap : missing) {
+        std::cout << "missing: capability " << nabla::common::describe_capability(cap) << "\n";
+      }
       const nabla::sniffer::Sniffer sniffer(opts.sniffer);
       const auto sources = sniffer.sources();
       for (const auto& line : nabla::sniffer::format_sources(sources)) std::cout << line << '\n';
       for (const auto& s : sources) {
         if (!s.active) return 1;
       }
-      return 0;
+      return missing.empty() ? 0 : 1;
+    }
+    if (const auto missing = nabla::common::check_capabilities("nabla-sniffd", capabilities)) {
+      std::fprintf(stderr, "%s\n", missing->c_str());
+      return 1;
     }
     const auto address = nabla::common::parse_listen_address(listen, nabla::common::kSniffdPort);
     opts.rpc.listen_address = address.host;
     opts.rpc.port = address.port;
-    if (!key_file.empty()) opts.rpc.key = nabla::common::load_key_file(key_file);
+    if (!key_file.empty()) opts.key_file = key_file;
     opts.print = print;
     opts.print_json = json;
     opts.include_control = include_control;

@@ -218,8 +218,9 @@ std::string demo_campaign_toml(const ServiceModel& model,
     if (!first) o << "\n";
   }
   o << "]\n";
-  o << "\n[gradient]\nbins = " << c.bins << "\nchunks = " << c.chunks
-    << "\nrequests_per_bin = " << c.requests_per_bin << "\ndelay_scale = " << c.delay_scale
+  o << "\n[gradient]\nschedule = " << toml_string(c.schedule) << "\nbins = " << c.bins
+    << "\nchunks = " << c.chunks << "\nrequests_per_bin = " << c.requests_per_bin
+    << "\ndelay_scale = " << c.delay_scale
     << "\nmin_bins_per_period = 8\nmax_amplitude = " << toml_string(c.max_amplitude)
     << "\nmin_amplitude = " << toml_string(c.min_amplitude) << "\nconfidence = " << c.confidence
     << "\nlease = " << toml_string(c.lease) << "\nrepeats = " << c.repeats << "\n";

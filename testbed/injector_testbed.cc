@@ -22,7 +22,9 @@
 #include <thread>
 
 #include "nabla/common/clock.hh"
+#include "nabla/common/local_keys.hh"
 #include "nabla/common/rpc.hh"
+#include "nabla/common/rpc_in_namespace.hh"
 
 namespace nabla::testbed {
 
@@ -104,6 +106,15 @@ void InjectorTestbed::kill_daemon_hard() {
   daemon_->signal(SIGKILL);
   daemon_->wait(std::chrono::seconds(5));
   daemon_.reset();
+  // A killed daemon leaves its run key file (/run/nabla, named after the
+  // daemon's namespace); the test removes it as it removes the namespace.
+  const common::FileDescriptor ns = daemon_ns_->open();
+  std::thread helper([&] {
+    if (::setns(ns.get(), CLONE_NEWNET) == 0) {
+      ::unlink(common::run_key_path({}, common::kInjectdKeyName, 7311).c_str());
+    }
+  });
+  helper.join();
 }
 
 void InjectorTestbed::stop_daemon() {
@@ -122,23 +133,12 @@ std::string InjectorTestbed::daemon_log() const {
 }
 
 nlohmann::json InjectorTestbed::call(const std::string& method, const nlohmann::json& params) {
-  nlohmann::json result;
-  std::exception_ptr error;
-  const common::FileDescriptor ns = daemon_ns_->open();
-  // The RPC client's socket must live in the daemon's namespace (the daemon
-  // listens on its loopback): a helper thread enters it.
-  std::thread helper([&] {
-    try {
-      if (::setns(ns.get(), CLONE_NEWNET) != 0) throw std::runtime_error("setns failed");
-      auto client = common::RpcClient::connect("127.0.0.1", 7311, key_, std::chrono::seconds(2));
-      result = client.call(method, params, std::chrono::seconds(5));
-    } catch (...) {
-      error = std::current_exception();
-    }
-  });
-  helper.join();
-  if (error) std::rethrow_exception(error);
-  return result;
+  // The daemon listens on its namespace's loopback. Without a client key,
+  // the daemon's own key from its run file, as the nabla CLI finds it.
+  const auto key = key_ ? common::RpcClient::KeySource([this] { return *key_; })
+                        : common::client_key_source(std::nullopt, common::kInjectdKeyName,
+                                                    "127.0.0.1", 7311);
+  return common::call_in_namespace(*daemon_ns_, "127.0.0.1", 7311, key, method, params);
 }
 
 std::vector<std::string> InjectorTestbed::nabla_rules() {

@@ -14,6 +14,9 @@
 //       lapses no daemon lists an injection and no NFQUEUE rule remains in any
 //       host namespace; the database passes integrity_check and shows the run
 //       as 'failed' once reopened.
+// Under scripts/package-smoke.sh (CI) every case drives the installed
+// package's programs (NABLA_TEST_BIN_DIR), so case (a) is `nabla demo
+// --quick` run from /usr/bin.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -103,12 +106,18 @@ Shared& shared() {
 // The testbed of cases C and B (torn down by B, or at the end of the suite).
 std::unique_ptr<DemoTestbed> g_testbed;
 
+// The installed package's programs under scripts/package-smoke.sh (CI), else
+// this build's.
+std::string nabla_path() {
+  return nabla::testing::program_under_test("nabla", NABLA_PATH);
+}
+
 DemoBinaries binaries() {
   DemoBinaries b;
-  b.nabla = NABLA_PATH;
-  b.tier = NABLA_TIER_PATH;
-  b.injectd = NABLA_INJECTD_PATH;
-  b.sniffd = NABLA_SNIFFD_PATH;
+  b.nabla = nabla_path();
+  b.tier = nabla::testing::program_under_test("nabla-tier", NABLA_TIER_PATH);
+  b.injectd = nabla::testing::program_under_test("nabla-injectd", NABLA_INJECTD_PATH);
+  b.sniffd = nabla::testing::program_under_test("nabla-sniffd", NABLA_SNIFFD_PATH);
   return b;
 }
 
@@ -150,13 +159,14 @@ std::vector<pid_t> processes_mentioning(const std::string& needle) {
 
 TEST_F(DemoAcceptance, A_QuickDemoRunsStoresAndCleansUp) {
   NABLA_REQUIRE_ROOT_OR_SKIP();
+  std::cerr << "note: running " << nabla_path() << " demo --quick\n";
   const auto t0 = Clock::now();
   const std::string out_path = (shared().dir / "demo-out.json").string();
   pid_t demo_pid = 0;
   int rc = -1;
   const double load_before = load_per_cpu();
   {
-    common::ChildProcess demo({NABLA_PATH, "demo", "--quick", "--json", "--db", shared().demo_db},
+    common::ChildProcess demo({nabla_path(), "demo", "--quick", "--json", "--db", shared().demo_db},
                               nullptr, out_path);
     demo_pid = demo.pid();
     rc = demo.wait(std::chrono::seconds(170));
@@ -337,7 +347,7 @@ TEST_F(DemoAcceptance, C_PredictionContainsTheMeasuredResponseTimeUnderAConstant
   std::map<std::string, MeanSe> after;
   {
     common::ChildProcess inject(
-        {NABLA_PATH, "inject", "--node", tb.injectd("app"), "--key-file", tb.key_file(), "--link",
+        {nabla_path(), "inject", "--node", tb.injectd("app"), "--key-file", tb.key_file(), "--link",
          "tcp " + app + ":* -> " + db + ":8082", "--delay", std::to_string(kDelayMs) + "ms",
          "--for", "30s", "--json"},
         &tb.testbed().host("client").ns, inject_log);
@@ -370,7 +380,7 @@ TEST_F(DemoAcceptance, C_PredictionContainsTheMeasuredResponseTimeUnderAConstant
 
   const std::string pred_path = (shared().dir / "predict.json").string();
   {
-    common::ChildProcess predict({NABLA_PATH, "predict", "--db", shared().demo_db, "--run",
+    common::ChildProcess predict({nabla_path(), "predict", "--db", shared().demo_db, "--run",
                                   std::to_string(shared().demo_run), "--set",
                                   "tcp app -> db:8082=+" + std::to_string(actual_delay_ns) + "ns~" +
                                       std::to_string(actual_delay_std_ns) + "ns",
@@ -461,7 +471,7 @@ TEST_F(DemoAcceptance, B_KillNineMidCampaignLeavesNoInjectionAndAFailedRun) {
   const std::string kill_db = (shared().dir / "kill.db").string();
 
   const auto t0 = Clock::now();
-  common::ChildProcess run({NABLA_PATH, "run", toml, "--db", kill_db, "--kind", "demo"},
+  common::ChildProcess run({nabla_path(), "run", toml, "--db", kill_db, "--kind", "demo"},
                            &tb.testbed().host("client").ns,
                            (shared().dir / "kill-run.log").string());
   bool injecting = false;

@@ -28,18 +28,28 @@ inline std::string program_on_path(const std::string& name) {
   return {};
 }
 
+// The program a test runs: NABLA_TEST_BIN_DIR/<name> when that variable is
+// set (scripts/package-smoke.sh sets it to the installed package's bin
+// directory, so the test drives the installed programs), else the program
+// of this build at `built_path`.
+inline std::string program_under_test(const std::string& name, const std::string& built_path) {
+  const char* dir = std::getenv("NABLA_TEST_BIN_DIR");
+  if (dir == nullptr || *dir == '\0') return built_path;
+  return std::string(dir) + "/" + name;
+}
+
 }  // namespace nabla::testing
 
 // Put at the top of a test that needs root (namespaces, iptables, NFQUEUE).
 // Without root it skips with a reason; with NABLA_REQUIRE_ROOT=1 it fails.
-#define NABLA_REQUIRE_ROOT_OR_SKIP()                                                  \
-  do {                                                                                \
-    if (::geteuid() != 0) {                                                           \
-      if (::nabla::testing::root_required()) {                                        \
-        FAIL() << "this test needs root and NABLA_REQUIRE_ROOT=1 forbids skipping";   \
-      }                                                                               \
-      GTEST_SKIP() << "needs root (network namespaces, iptables); run as root";       \
-    }                                                                                 \
+#define NABLA_REQUIRE_ROOT_OR_SKIP()                                                \
+  do {                                                                              \
+    if (::geteuid() != 0) {                                                         \
+      if (::nabla::testing::root_required()) {                                      \
+        FAIL() << "this test needs root and NABLA_REQUIRE_ROOT=1 forbids skipping"; \
+      }                                                                             \
+      GTEST_SKIP() << "needs root (network namespaces, iptables); run as root";     \
+    }                                                                               \
   } while (0)
 
 // Put at the top of a test that runs an installed program (a real server

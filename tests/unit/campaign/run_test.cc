@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <set>
 #include <string>
 
 #include "fake_environment.hh"
@@ -93,11 +94,11 @@ class CampaignFakes : public ::testing::Test {
     }
   }
 
-  CampaignOutcome run() {
+  CampaignOutcome run(const std::string& spec = kSpec) {
     db::Store store = db::Store::open(db_path_, common::realtime_ns());
     CampaignOptions options;
     options.cancel = &cancel_;
-    return run_campaign(parse_campaign_spec(kSpec), store, options,
+    return run_campaign(parse_campaign_spec(spec), store, options,
                         CampaignEnvironment{clock_, service_, daemons_});
   }
 
@@ -171,6 +172,49 @@ TEST_F(CampaignFakes, NormalPathRecoversTheServiceGradients) {
   EXPECT_EQ(count("SELECT COUNT(*) FROM injections"), 8);
   EXPECT_EQ(count("SELECT COUNT(*) FROM gradients"), 8);
   EXPECT_GT(count("SELECT COUNT(*) FROM samples"), 10'000);
+}
+
+// Every link in the same two phases, each at its own frequency: the same
+// gradients, in less (virtual) time than one link after another.
+TEST_F(CampaignFakes, SimultaneousScheduleRecoversTheGradientsInLessTime) {
+  const std::int64_t sequential_start = clock_.now_ns();
+  ASSERT_TRUE(run().complete);
+  const std::int64_t sequential_ns = clock_.now_ns() - sequential_start;
+  TearDown();
+  const std::size_t sequential_injections = daemons_.injections().size();
+
+  std::string spec = kSpec;
+  spec.replace(spec.find("bins = 64"), 9, "bins = 64\nschedule = \"simultaneous\"");
+  const std::int64_t start = clock_.now_ns();
+  const CampaignOutcome o = run(spec);
+  const std::int64_t simultaneous_ns = clock_.now_ns() - start;
+  ASSERT_TRUE(o.complete) << o.error;
+  EXPECT_LT(simultaneous_ns, sequential_ns);
+  ASSERT_EQ(o.measurements.size(), 4u);
+  const FakeServiceModel truth = model();
+  std::set<int> frequencies;
+  for (std::size_t i = 0; i < o.links.size(); ++i) {
+    const LinkMeasurement& m = o.measurements[i];
+    EXPECT_TRUE(m.simultaneous);
+    frequencies.insert(m.k_d);
+    EXPECT_TRUE(m.delta_l_measured);
+    for (std::size_t t = 0; t < 2; ++t) {
+      const analysis::GradientEstimate& e = m.gradients[t].estimate;
+      const double expected = truth.gradients.at(o.links[i].spec)[t];
+      EXPECT_GT(e.standard_error, 0) << m.label << " " << o.types[t];
+      EXPECT_LT(e.standard_error, 0.15) << m.label << " " << o.types[t];
+      EXPECT_NEAR(e.value, expected, 4 * e.standard_error) << m.label << " " << o.types[t];
+    }
+  }
+  EXPECT_EQ(frequencies.size(), 4u);  // one frequency per link
+  // Two phases, each injecting all four links at once.
+  EXPECT_EQ(daemons_.injections().size() - sequential_injections, 8u);
+  EXPECT_EQ(daemons_.running(), 0u);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM phases WHERE kind = 'simultaneous'"), 2);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM phases"), 3);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM injections"), 8);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM gradients WHERE schedule = 'simultaneous'"), 8);
+  EXPECT_EQ(count("SELECT COUNT(DISTINCT k_d) FROM gradients"), 4);
 }
 
 TEST_F(CampaignFakes, CancelMidPhaseStopsTheInjectionAndStoresWhatWasMeasured) {

@@ -81,6 +81,29 @@ TEST(FrameDecoder, DefaultLimitIsOneMiB) {
   EXPECT_EQ(huge.oversize_length(), 0xffffffffu);
 }
 
+TEST(FrameDecoder, SealedFramesCarrySequenceAndMacBeyondTheLength) {
+  FrameDecoder d(8);
+  std::string frame;
+  d.feed(encode_frame("plain"));
+  const std::string sealed_body =
+      std::string(kFrameSeqBytes, 's') + "12345678" + std::string(kFrameMacBytes, 'm');
+  d.feed(encode_frame_header(8) + sealed_body.substr(0, 30));
+  ASSERT_EQ(d.next(frame), Status::kFrame);
+  EXPECT_EQ(frame, "plain");
+  d.expect_sealed();  // the protocol switches here
+  EXPECT_EQ(d.next(frame), Status::kNeedMore);
+  d.feed(sealed_body.substr(30));
+  ASSERT_EQ(d.next(frame), Status::kFrame);
+  EXPECT_EQ(frame, sealed_body);
+  // The limit still applies to the payload the header announces.
+  FrameDecoder over(8);
+  over.expect_sealed();
+  over.feed(header(9));
+  EXPECT_EQ(over.next(frame), Status::kOversize);
+  EXPECT_EQ(over.oversize_length(), 9u);
+  EXPECT_THROW(encode_frame_header(9, 8), std::length_error);
+}
+
 TEST(FrameDecoder, BufferStaysBoundedOverManyFrames) {
   FrameDecoder d;
   std::string frame;

@@ -18,131 +18,14 @@
 
 #include "nabla/common/clock.hh"
 #include "nabla/common/fd.hh"
+#include "rpc_test_support.hh"
 
 namespace nabla::common {
 namespace {
 
 using namespace std::chrono_literals;
+using namespace rpc_test;
 using nlohmann::json;
-
-Key test_key(uint8_t fill) {
-  return Key(std::vector<uint8_t>(32, fill));
-}
-
-// A server running on its own control thread, as a daemon would run it.
-class ServerThread {
- public:
-  explicit ServerThread(RpcServerOptions options) : server_(io_, std::move(options)) {
-    server_.add_method("echo", [](const json& params) { return params; });
-    server_.add_method("add", [](const json& params) {
-      for (const char* field : {"a", "b"}) {
-        if (!params.contains(field) || !params[field].is_number_integer()) {
-          throw std::invalid_argument(std::string("params.") + field + " must be an integer");
-        }
-      }
-      return json(params["a"].get<int64_t>() + params["b"].get<int64_t>());
-    });
-    server_.add_method("size", [](const json& params) {
-      return json(params.at("s").get_ref<const std::string&>().size());
-    });
-    server_.add_method("boom", [](const json&) -> json { throw std::runtime_error("kaboom"); });
-    server_.add_method("busy",
-                       [](const json&) -> json { throw RpcError(-32010, "injection busy"); });
-    server_.add_method("sleep", [](const json& params) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(params.at("ms").get<int>()));
-      return json("slept");
-    });
-    thread_ = std::thread([this] { io_.run(); });
-  }
-  ~ServerThread() {
-    server_.stop();
-    thread_.join();
-  }
-  RpcServer& server() { return server_; }
-  uint16_t port() const { return server_.port(); }
-
- private:
-  asio::io_context io_;
-  RpcServer server_;
-  std::thread thread_;
-};
-
-RpcServerOptions keyed_options(std::chrono::milliseconds auth_timeout = 3000ms) {
-  RpcServerOptions o;
-  o.key = test_key(0x42);
-  o.auth_timeout = auth_timeout;
-  return o;
-}
-
-// A blocking raw TCP client for protocol-level misbehaviour.
-class RawClient {
- public:
-  explicit RawClient(uint16_t port) : fd_(FileDescriptor::socket(AF_INET, SOCK_STREAM, 0)) {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-      throw std::runtime_error("connect failed");
-    }
-  }
-  void send_raw(const std::string& bytes) {
-    // MSG_NOSIGNAL: the server may already have closed on us.
-    size_t done = 0;
-    while (done < bytes.size()) {
-      const ssize_t n = ::send(fd_.get(), bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
-      if (n <= 0) return;
-      done += static_cast<size_t>(n);
-    }
-  }
-  void send_json(const json& j) { send_raw(encode_frame(j.dump())); }
-  // Next frame as JSON; nullopt on EOF/reset or after `timeout`.
-  std::optional<json> read(std::chrono::milliseconds timeout = 2000ms) {
-    const int64_t deadline = monotonic_ns() + timeout.count() * 1'000'000;
-    std::string frame;
-    for (;;) {
-      if (decoder_.next(frame) == FrameDecoder::Status::kFrame) return json::parse(frame);
-      const int64_t left_ms = (deadline - monotonic_ns()) / 1'000'000;
-      if (left_ms <= 0) return std::nullopt;
-      pollfd p{fd_.get(), POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(left_ms)) <= 0) return std::nullopt;
-      char buf[65536];
-      const ssize_t n = ::recv(fd_.get(), buf, sizeof buf, 0);
-      if (n <= 0) {
-        eof_ = true;
-        return std::nullopt;
-      }
-      decoder_.feed(std::string_view(buf, static_cast<size_t>(n)));
-    }
-  }
-  // True when the server closed the connection within `timeout`.
-  bool closed_within(std::chrono::milliseconds timeout) {
-    while (!eof_) {
-      if (!read(timeout) && !eof_) return false;
-    }
-    return true;
-  }
-  json challenge() {
-    auto c = read();
-    if (!c) throw std::runtime_error("no challenge");
-    return *c;
-  }
-  // Reads the challenge and answers it with `key`.
-  void authenticate(const Key& key) {
-    const json c = challenge();
-    std::vector<uint8_t> nonce;
-    from_hex(c["params"]["nonce"].get<std::string>(), nonce);
-    const auto mac = hmac_sha256(key, nonce.data(), nonce.size());
-    send_json(make_request(0, "auth.response", {{"hmac", to_hex(mac.data(), mac.size())}}));
-    const auto r = read();
-    if (!r || !r->contains("result")) throw std::runtime_error("auth failed");
-  }
-
- private:
-  FileDescriptor fd_;
-  FrameDecoder decoder_;
-  bool eof_ = false;
-};
 
 TEST(Rpc, RoundTripWithKey) {
   ServerThread s(keyed_options());
@@ -159,7 +42,7 @@ TEST(Rpc, ChallengeShape) {
   EXPECT_EQ(c["jsonrpc"], "2.0");
   EXPECT_EQ(c["method"], "auth.challenge");
   EXPECT_FALSE(c.contains("id"));
-  EXPECT_EQ(c["params"]["version"], 1);
+  EXPECT_EQ(c["params"]["version"], 2);
   EXPECT_EQ(c["params"]["auth_required"], true);
   EXPECT_EQ(c["params"]["nonce"].get<std::string>().size(), 64u);
   RawClient other(s.port());
@@ -317,11 +200,11 @@ TEST(Rpc, MalformedJsonAndUnknownMethodsWhileOthersAreServed) {
   RawClient raw(s.port());
   raw.authenticate(test_key(0x42));
   for (int round = 0; round < 20; ++round) {
-    raw.send_raw(encode_frame("{this is not json"));
+    raw.send_payload("{this is not json");
     auto r = raw.read();
     ASSERT_TRUE(r);
     EXPECT_EQ((*r)["error"]["code"], -32700);
-    raw.send_raw(encode_frame(""));
+    raw.send_payload("");
     r = raw.read();
     ASSERT_TRUE(r);
     EXPECT_EQ((*r)["error"]["code"], -32700);

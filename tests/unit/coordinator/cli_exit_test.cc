@@ -3,7 +3,10 @@
 // refuses) exits 2 with one line "nabla <command>: <what>" naming the flag or
 // command, optionally followed by one hint line. None of these needs root or
 // the network: they all fail before the command does anything.
+// Also `nabla key new`: exit 0 with a 0600 key, exit 1 with one line when
+// the file exists (never overwritten), exit 2 without the path.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -12,6 +15,8 @@
 #include <vector>
 
 #include "nabla/common/netns.hh"
+#include "nabla/common/rpc_auth.hh"
+#include "nabla/common/text_file.hh"
 
 namespace {
 
@@ -124,6 +129,33 @@ TEST_F(CliExit, MissingDatabaseIsARuntimeErrorNotAUsageError) {
   const std::vector<std::string> lines = lines_of(r.stderr_text);
   ASSERT_EQ(lines.size(), 1u) << r.stderr_text;
   EXPECT_NE(lines[0].find("/nonexistent/dir/x.db"), std::string::npos) << lines[0];
+}
+
+TEST_F(CliExit, KeyNewWritesAPrivateKeyAndNeverOverwrites) {
+  const std::string path = (dir_ / "nabla.key").string();
+
+  const CommandResult made = nabla({"key", "new", path});
+  EXPECT_EQ(made.exit_code, 0) << made.stderr_text;
+  EXPECT_NE(made.stdout_text.find("wrote a new key to " + path), std::string::npos);
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  const std::string before = nabla::common::read_text_file(path);
+  EXPECT_EQ(nabla::common::load_key_file(path).bytes().size(), nabla::common::kMinKeyBytes);
+
+  const CommandResult again = nabla({"key", "new", path});
+  EXPECT_EQ(again.exit_code, 1);
+  std::string line = again.stderr_text;
+  if (!line.empty() && line.back() == '\n') line.pop_back();
+  EXPECT_EQ(line.find('\n'), std::string::npos) << "more than one line: " << line;
+  EXPECT_NE(again.stderr_text.find(path + " already exists"), std::string::npos)
+      << again.stderr_text;
+  EXPECT_EQ(nabla::common::read_text_file(path), before);
+
+  const CommandResult missing = nabla({"key", "new"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.stderr_text.find("path"), std::string::npos) << missing.stderr_text;
+  EXPECT_EQ(nabla({"key"}).exit_code, 2);
 }
 
 TEST_F(CliExit, GroupOptionsAreAcceptedBeforeAndAfterTheSubcommand) {

@@ -603,8 +603,20 @@ TEST(LoadTier, SigtermMarksTheStoredRunFailed) {
     ::_exit(127);
   }
   ASSERT_GT(pid, 0);
-  ::usleep(1'500'000);  // inside calibration or the first measurement round
+  // The run row is written before the first round, and a round lasts at
+  // least 200 ms: signalled as soon as the row is there, the run is
+  // mid-round however slow this machine is.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  bool started = false;
+  while (!started && std::chrono::steady_clock::now() < give_up) {
+    try {
+      started = db::Store::open_read_only(db_path).list_runs().size() == 1;
+    } catch (const std::exception&) {  // not created (or not migrated) yet
+    }
+    if (!started) ::usleep(10'000);
+  }
   ::kill(pid, SIGTERM);
+  ASSERT_TRUE(started) << "nabla load never stored its run";
   int status = 0;
   ::waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFEXITED(status)) << "killed by the signal instead of ending cleanly";

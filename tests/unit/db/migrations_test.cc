@@ -33,10 +33,10 @@ TEST(Migrations, EmptyFileBecomesCurrentSchemaAndReopenIsNoop) {
   EXPECT_EQ(db.user_version(), schema_version());
   EXPECT_EQ(query(db, "PRAGMA application_id").rows[0][0], Value(kApplicationId));
   EXPECT_EQ(tables(db),
-            (std::vector<std::string>{"campaigns", "flows", "gradients", "injections",
-                                      "latest_gradients", "links", "nodes", "phases", "run_summary",
-                                      "runs", "samples", "tail_over_time", "tail_results",
-                                      "timestamp_sources", "transaction_types"}));
+            (std::vector<std::string>{"campaigns", "flows", "gradient_amplitudes", "gradients",
+                                      "injections", "latest_gradients", "links", "nodes", "phases",
+                                      "run_summary", "runs", "samples", "tail_over_time",
+                                      "tail_results", "timestamp_sources", "transaction_types"}));
   EXPECT_EQ(query(db, "PRAGMA integrity_check").rows[0][0], Value(std::string("ok")));
   EXPECT_TRUE(query(db, "PRAGMA foreign_key_check").rows.empty());
   EXPECT_NO_THROW(require_current_schema(db));
@@ -104,6 +104,48 @@ TEST(Migrations, ReadOnlyOpenNeedsCurrentSchema) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("open it read-write once to migrate"), std::string::npos);
   }
+}
+
+// A version-1 database with a campaign's rows keeps every row through the
+// migration that rebuilds `phases`: were foreign keys on while the old
+// table is dropped, its injections and samples would be deleted with it.
+TEST(Migrations, RebuildingPhasesKeepsEveryRowThatReferencesThem) {
+  testing::TempDir dir;
+  Database db = Database::open(dir.file("v1.db"));
+  ASSERT_EQ(migrate(db, builtin_migrations().first(1)), 1);
+  db.exec(
+      "INSERT INTO runs (id, kind, tool_version, started_ns, pid, pid_start_ticks, boot_id) "
+      "VALUES (1, 'run', 't', 1, 1, 1, 'b');"
+      "INSERT INTO links (id, run_id, proto, src_host, dst_host) VALUES (1, 1, 'tcp', 'a', 'b');"
+      "INSERT INTO transaction_types (id, name) VALUES (7, 'get');"
+      "INSERT INTO phases (id, run_id, kind, started_ns) VALUES (1, 1, 'training', 1);"
+      "INSERT INTO phases (id, run_id, kind, link_id, started_ns, k_d) "
+      "VALUES (2, 1, 'active', 1, 2, 4);"
+      "INSERT INTO injections (run_id, phase_id, link_id, waveform, requested_delay_ns, "
+      "started_ns) "
+      "VALUES (1, 2, 1, 'square', 1000, 2);"
+      "INSERT INTO samples (run_id, phase_id, send_ns, latency_ns, type_id, ts_source) "
+      "VALUES (1, 2, 3, 10, 7, 1), (1, 1, 1, 10, 7, 1);"
+      "INSERT INTO gradients (run_id, link_id, type_id, phase_id, value) VALUES (1, 1, 7, 2, "
+      "1.5);");
+  EXPECT_EQ(migrate(db), schema_version() - 1);
+  EXPECT_EQ(query(db, "SELECT count(*) FROM phases").rows[0][0], Value(std::int64_t{2}));
+  EXPECT_EQ(query(db, "SELECT count(*) FROM injections").rows[0][0], Value(std::int64_t{1}));
+  EXPECT_EQ(query(db, "SELECT count(*) FROM samples").rows[0][0], Value(std::int64_t{2}));
+  EXPECT_EQ(query(db, "SELECT phase_id FROM gradients").rows[0][0], Value(std::int64_t{2}));
+  EXPECT_EQ(query(db, "SELECT k_d FROM phases WHERE id = 2").rows[0][0], Value(std::int64_t{4}));
+  EXPECT_TRUE(query(db, "PRAGMA foreign_key_check").rows.empty());
+  EXPECT_EQ(query(db, "PRAGMA foreign_keys").rows[0][0], Value(std::int64_t{1}));
+  // The new kinds: a simultaneous phase has no single link; a step has one.
+  EXPECT_NO_THROW(
+      db.exec("INSERT INTO phases (run_id, kind, started_ns) VALUES (1, 'simultaneous', 5)"));
+  EXPECT_THROW(db.exec("INSERT INTO phases (run_id, kind, started_ns) VALUES (1, 'step', 5)"),
+               Error);
+  EXPECT_THROW(db.exec("INSERT INTO phases (run_id, kind, started_ns) VALUES (1, 'active', 5)"),
+               Error);
+  // Cascades still work after the rebuild.
+  db.exec("DELETE FROM runs WHERE id = 1");
+  EXPECT_EQ(query(db, "SELECT count(*) FROM samples").rows[0][0], Value(std::int64_t{0}));
 }
 
 }  // namespace

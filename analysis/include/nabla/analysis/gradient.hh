@@ -77,6 +77,10 @@ struct GradientOptions {
   double confidence = 0.95;
   std::size_t noise_bins = 16;       // 2W neighbouring bins for the noise level
   std::optional<double> phase_bins;  // rising edge of the wave, bins from start
+  // Bins the noise estimate must not use besides k_d's own harmonics: where
+  // other links' waves have energy in a simultaneous phase
+  // (FrequencyPlan::occupied).
+  std::vector<std::size_t> exclude_bins;
 };
 
 struct GradientEstimate {

@@ -94,6 +94,11 @@ struct LinkMeasurement {
   bool delta_l_measured = true;
   std::vector<RoughGradient> rough;
   std::vector<TypeGradient> gradients;
+  // Where the gradients were read: the injection frequency and N, and
+  // whether every link was measured in the same phases.
+  int k_d = 0;
+  std::size_t bins = 0;
+  bool simultaneous = false;
 };
 
 struct CampaignOutcome {

@@ -67,7 +67,15 @@ struct LinksSpec {
   std::uint64_t min_messages = 1;
 };
 
+// How the links are measured: one after another, or all in the same phases
+// at distinct frequencies (analysis/frequency_plan.hh).
+enum class Schedule { kSequential, kSimultaneous };
+
 struct GradientSpec {
+  Schedule schedule = Schedule::kSequential;
+  // Simultaneous schedule: the sum of the links' amplitudes is at most this
+  // (0: 4 x max_amplitude).
+  std::int64_t perturbation_budget_ns = 0;
   std::size_t bins = 128;               // N, a power of two >= 8
   std::size_t chunks = 9;               // M >= 2
   std::size_t requests_per_bin = 5;     // k >= 1

@@ -4,27 +4,37 @@
 // ## Wire format
 // Each message is a frame: 4-byte big-endian payload length, then that many
 // bytes of UTF-8 JSON. Payloads over 1 MiB (1048576 bytes) are refused: the
-// server answers error -32003 (id null) and closes the connection.
+// server answers error -32003 (id null) and closes the connection. After an
+// authenticated handshake every frame is sealed (rpc_session.hh): sequence
+// number and MAC around the payload, checked by RpcServer and RpcClient.
 //
-// ## Handshake (always, first thing after connect)
+// ## Handshake (always, first thing after connect; protocol version 2)
 // 1. server -> client, a notification:
 //      {"jsonrpc":"2.0","method":"auth.challenge",
-//       "params":{"version":1,"nonce":"<64 hex digits>","auth_required":true}}
+//       "params":{"version":2,"nonce":"<64 hex digits>","auth_required":true}}
 //    nonce = 32 bytes from RAND_bytes, fresh per connection.
 // 2. client -> server (only when auth_required is true):
-//      {"jsonrpc":"2.0","id":0,"method":"auth.response","params":{"hmac":"<64 hex>"}}
-//    hmac = HMAC-SHA256(key bytes, the 32 raw nonce bytes), hex-encoded.
+//      {"jsonrpc":"2.0","id":0,"method":"auth.response",
+//       "params":{"version":2,"nonce":"<64 hex>","hmac":"<64 hex>"}}
+//    nonce = the client's own 32 random bytes; hmac = the client proof of
+//    rpc_session.hh over both nonces.
 // 3. server -> client:
-//      {"jsonrpc":"2.0","id":0,"result":{"authenticated":true}}
-//    or, on a wrong/malformed answer, an error then close:
+//      {"jsonrpc":"2.0","id":0,"result":{"authenticated":true,"proof":"<64 hex>"}}
+//    proof = the server proof of rpc_session.hh (the server knows the key
+//    too); from the next frame on, both directions are sealed. On a wrong or
+//    malformed answer, or an answer of another protocol version, an error
+//    then close:
 //      {"jsonrpc":"2.0","id":0,"error":{"code":-32001,"message":"authentication failed"}}
-// The server compares with CRYPTO_memcmp. A connection that has not
-// authenticated within the auth timeout (3 s by default) is closed. Before
-// authenticating, any other request gets error -32002 and the connection is
-// closed: unauthenticated connections can call nothing.
-// When the server has no key (allowed only on a loopback listen address),
-// auth_required is false, the connection is authenticated at once and the
-// client goes straight to requests. Key files: see rpc_auth.hh.
+// The server tries each of its keys with CRYPTO_memcmp. A connection that has
+// not authenticated within the auth timeout (3 s by default) is closed.
+// Before authenticating, any other request gets error -32002 and the
+// connection is closed: unauthenticated connections can call nothing. A
+// client refuses a challenge of another version, naming both.
+// A server without keys (allowed only on a loopback listen address, for
+// in-process tests; the daemons always have a key) sends auth_required
+// false, the connection is authenticated at once, frames stay unsealed, and
+// the client goes straight to requests. Key files: see rpc_auth.hh; where the
+// daemons and the CLI find theirs: local_keys.hh.
 //
 // ## Requests
 //   {"jsonrpc":"2.0","id":7,"method":"inject.start","params":{...}}
@@ -39,7 +49,7 @@
 //   asio::io_context io;
 //   RpcServerOptions opts;            // 127.0.0.1, no key by default
 //   opts.port = 7311;
-//   if (key_file) opts.key = load_key_file(*key_file);
+//   opts.key_file = key_file;         // or opts.keys = {key, ...}
 //   RpcServer server(io, opts);      // binds now; throws on bad config
 //   server.add_method("stats", [&](const nlohmann::json& params) {
 //     return nlohmann::json{{"packets", n}};   // or throw RpcError / invalid_argument
@@ -70,6 +80,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "nabla/common/json_rpc.hh"
 #include "nabla/common/rpc_auth.hh"
@@ -77,14 +88,22 @@
 
 namespace nabla::common {
 
-inline constexpr int kProtocolVersion = 1;
+inline constexpr int kProtocolVersion = 2;
 inline constexpr uint16_t kInjectdPort = 7311;
 inline constexpr uint16_t kSniffdPort = 7312;
 
 struct RpcServerOptions {
   std::string listen_address = "127.0.0.1";  // IPv4 or IPv6 literal
   uint16_t port = 0;                         // 0: pick a free port (see port())
-  std::optional<Key> key;                    // required unless listen_address is loopback
+  // Any of these keys authenticates a client. Required (here or through
+  // key_file) unless listen_address is loopback.
+  std::vector<Key> keys;
+  // Keys from this file (rpc_auth.hh), added to `keys`. The file is read at
+  // construction (errors throw) and again whenever it changes, checked as
+  // each connection arrives, so keys can be added or retired without a
+  // restart; a changed file that does not load is logged and the keys
+  // loaded before stay in force.
+  std::optional<std::string> key_file;
   std::chrono::milliseconds auth_timeout{3000};
   // Close authenticated connections silent for this long; 0 disables.
   std::chrono::milliseconds idle_timeout{0};
@@ -102,7 +121,8 @@ class RpcServer {
 
   // Binds and listens at once (so port() is valid), accepting on `io`.
   // Throws std::invalid_argument for a bad address or a non-loopback address
-  // without a key, std::system_error for bind/listen failures.
+  // without a key, std::system_error for bind/listen failures, and the
+  // errors of load_keys for a bad key_file.
   RpcServer(asio::io_context& io, RpcServerOptions options);
   // Closes the listener and every connection. Destroy it on the io thread or
   // after io.run() has returned.
@@ -141,8 +161,15 @@ class RpcClient {
   // Connects, reads the challenge and authenticates (a key is ignored when
   // the server does not require one). `host` may be a name or an address
   // literal; `timeout` bounds the whole handshake. Throws RpcConnectionError / RpcTimeoutError
-  // naming host:port, or RpcError (e.g. -32001) when the server rejects the key.
+  // naming host:port (also for a server of another protocol version, or one
+  // whose proof or frames do not verify), or RpcError (e.g. -32001) when the
+  // server rejects the key.
   static RpcClient connect(const std::string& host, uint16_t port, std::optional<Key> key,
+                           std::chrono::milliseconds timeout);
+  // The same, asking `key_source` for the key only when the server requires
+  // one (what it throws is passed on, e.g. KeyUnavailableError).
+  using KeySource = std::function<Key()>;
+  static RpcClient connect(const std::string& host, uint16_t port, const KeySource& key_source,
                            std::chrono::milliseconds timeout);
 
   RpcClient(RpcClient&&) noexcept;

@@ -2,14 +2,21 @@
 // Shared-key authentication for the control protocol (HMAC-SHA256
 // challenge-response, see rpc.hh for the handshake).
 //
-// Key files are hex text: at least 64 hex digits (= 32 key bytes), optional
-// surrounding whitespace (a trailing newline is normal), nothing else. The
-// decoded bytes are the HMAC key. A key file must be a regular file with no
-// group or other permission bits (0600 or 0400); anything looser is refused
-// with a message saying `chmod 600 FILE`. Create one with
-// generate_key_file() (or `head -c 32 /dev/urandom | xxd -p -c 64`).
+// Key files are hex text, one key per line: each key at least 64 hex digits
+// (= 32 key bytes), surrounded by optional whitespace. Blank lines and lines
+// starting with '#' are ignored. The decoded bytes are an HMAC key. A server
+// accepts any key of its file; a client uses the first one, so when rotating
+// put the new key first on the coordinator and anywhere among the daemons'
+// keys (see docs/protocol.md, "Key files").
+//
+// A key file must be a regular file that others cannot touch. Its group may
+// read it (0640, 0440) only when that group is kKeyGroup: the group whose
+// members may control the daemons. Anything looser is refused with a message
+// saying `chmod 600 FILE`. Create one with generate_key_file() (`nabla key
+// new`).
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +24,8 @@
 namespace nabla::common {
 
 inline constexpr std::size_t kMinKeyBytes = 32;
+// The group allowed to read key files (see above).
+inline constexpr const char* kKeyGroup = "nabla";
 inline constexpr std::size_t kNonceBytes = 32;
 inline constexpr std::size_t kHmacBytes = 32;
 
@@ -36,9 +45,16 @@ class Key {
   std::vector<uint8_t> bytes_;
 };
 
-// Throws std::runtime_error (permission, format, size problems, each naming
-// the file) or std::system_error (open/fstat/read failures).
-Key load_key_file(const std::string& path);
+// Every key of a key file, in file order (at least one). Throws
+// std::runtime_error (permission, format, size problems, each one line
+// naming the file and, for a bad key, its line number) or std::system_error
+// (open/fstat/read failures).
+// `key_group` is the group allowed to read the file (kKeyGroup but in tests).
+std::vector<Key> load_keys(const std::string& path, std::string_view key_group = kKeyGroup);
+// The first key of a key file: the one a client authenticates with.
+Key load_key_file(const std::string& path, std::string_view key_group = kKeyGroup);
+// The id of the group named `name`, if it exists.
+std::optional<unsigned> group_id(std::string_view name);
 
 // Writes kMinKeyBytes random bytes as hex plus '\n' to a NEW file with mode
 // 0600 (O_EXCL: an existing file is never overwritten) and returns the key.

@@ -52,6 +52,7 @@ struct DemoOptions {
   bool json = false;
   std::optional<std::string> keep_logs;
   std::uint64_t seed = 42;
+  std::string schedule = "sequential";  // the campaign's [gradient] schedule
 };
 
 // The campaign parameters of the full demo and of --quick (fewer links,

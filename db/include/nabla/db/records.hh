@@ -11,7 +11,7 @@ namespace nabla::db {
 
 enum class RunKind { kRun, kLoad, kDemo, kAnalyze, kInject };
 enum class RunStatus { kRunning, kComplete, kFailed };
-enum class PhaseKind { kTraining, kAdaptive, kActive, kBaseline };
+enum class PhaseKind { kTraining, kAdaptive, kActive, kBaseline, kSimultaneous, kStep };
 enum class TimestampSource : std::uint8_t { kUser = 0, kSoftware = 1, kHardware = 2 };
 
 // Names as stored in the database ("run", "complete", "training", ...).
@@ -148,6 +148,20 @@ struct Gradient {
   std::optional<double> perturbation_ns;
   std::optional<double> throughput_change;
   std::optional<std::int64_t> k_d, bins;
+  std::optional<std::string> schedule;  // sequential | simultaneous
+  std::optional<double> step_value, step_ci_low, step_ci_high;
+  std::optional<double> messages_per_txn, messages_ci_low, messages_ci_high;
+};
+
+// One amplitude of a sweep: the link's gradient measured at that amplitude.
+struct GradientAmplitude {
+  std::int64_t run_id = 0;
+  std::int64_t gradient_id = 0;
+  std::optional<std::int64_t> phase_id;
+  std::int64_t amplitude_ns = 0;  // requested
+  std::optional<double> actual_amplitude_ns;
+  double value = 0;
+  std::optional<double> ci_low, ci_high;
 };
 
 struct TailResult {

@@ -51,6 +51,7 @@ class Store {
   void end_phase(std::int64_t phase_id, std::int64_t ended_ns);
   std::int64_t add_injection(const Injection& injection);
   std::int64_t add_gradient(const Gradient& gradient);
+  std::int64_t add_gradient_amplitude(const GradientAmplitude& amplitude);
   std::int64_t add_tail_result(const TailResult& result);
 
   // Id of a transaction type name, inserting it on first use (cached).

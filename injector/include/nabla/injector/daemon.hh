@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "nabla/common/capabilities.hh"
+
 namespace nabla::injector {
 
 struct DaemonOptions {
@@ -23,6 +25,10 @@ struct DaemonOptions {
   // one it was started in. The control socket stays where it was started.
   std::optional<std::string> netns;
 };
+
+// The capabilities the daemon needs with these options: CAP_NET_ADMIN for
+// NFQUEUE and iptables, CAP_SYS_NICE when a SCHED_FIFO priority is asked for.
+std::vector<common::RequiredCapability> required_capabilities(const DaemonOptions& options);
 
 // What --check found missing, in plain words (empty: all good).
 std::vector<std::string> check_environment(uint16_t queue_num);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "nabla/common/capabilities.hh"
 #include "nabla/common/rpc.hh"
 #include "nabla/sniffer/sniffer.hh"
 
@@ -18,8 +19,10 @@ namespace nabla::sniffer {
 
 struct DaemonOptions {
   SnifferOptions sniffer;
-  // Control server; ignored in print mode.
+  // Control server; ignored in print mode. Its key comes from key_file or
+  // the defaults of common::DaemonKey.
   common::RpcServerOptions rpc;
+  std::optional<std::string> key_file;
   // Print mode: a table (or JSON lines) of the flows that changed after each
   // scan, no control server.
   bool print = false;
@@ -27,6 +30,11 @@ struct DaemonOptions {
   bool include_control = false;
   uint64_t max_scans = 0;  // stop after this many scans; 0: run until a signal
 };
+
+// The capabilities the daemon needs with these options: CAP_SYS_PTRACE and
+// CAP_DAC_READ_SEARCH to read other users' /proc/PID/fd (a socket's owner),
+// CAP_NET_ADMIN for conntrack events and the chain that keeps them live.
+std::vector<common::RequiredCapability> required_capabilities(const SnifferOptions& options);
 
 // Runs until a signal or max_scans. Setup errors throw (system_error,
 // invalid_argument). `out` receives the print-mode output and the ready

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The simultaneous schedule against the sequential one on the demo's
+# testbed, same seed, same machine, one after the other: each run's wall
+# time, campaign phases' time, and how many gradients PASS (the demo's
+# acceptance rule). The target (docs/method.md, "Simultaneous schedule"):
+# every gradient the sequential run passes also passes, in at most a third
+# of the time. Needs root (the demo builds namespaces).
+#   usage: bench/campaign/schedule.sh BUILD_DIR [full|quick]
+set -euo pipefail
+build=$(cd "${1:-build}" && pwd)
+size=${2:-full}
+nabla=$build/coordinator/nabla
+if [ "$(id -u)" -ne 0 ]; then
+  echo "schedule bench: needs root (the demo builds network namespaces)" >&2
+  exit 1
+fi
+[ -x "$nabla" ] || cmake --build "$build" --target nabla >/dev/null
+flags=()
+[ "$size" = quick ] && flags+=(--quick)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+for schedule in sequential simultaneous; do
+  "$nabla" demo "${flags[@]}" --schedule "$schedule" --db "$work/$schedule.db" --json \
+    >"$work/$schedule.json" 2>"$work/$schedule.log" || true
+done
+python3 - "$work" <<'PY'
+import json, sys
+work = sys.argv[1]
+rows = {}
+for s in ("sequential", "simultaneous"):
+    j = json.load(open(f"{work}/{s}.json"))
+    grads = j.get("gradients", [])
+    passed = sum(1 for g in grads if g.get("pass"))
+    rows[s] = (j.get("duration_s", 0.0), passed, len(grads), j.get("exit_code"))
+    print(f"{s:13s} wall {rows[s][0]:7.1f} s  PASS {passed}/{len(grads)}  exit {rows[s][3]}")
+seq, sim = rows["sequential"], rows["simultaneous"]
+def passing(s):
+    return {(g["link"], g["type"]) for g in json.load(open(f"{work}/{s}.json")).get("gradients", []) if g.get("pass")}
+lost = sorted(passing("sequential") - passing("simultaneous"))
+print(f"passed sequentially but not simultaneously: {len(lost)}")
+for link, t in lost:
+    print(f"  {link} {t}")
+if seq[0] > 0:
+    print(f"simultaneous / sequential wall time: {sim[0] / seq[0]:.2f} (target <= 0.33)")
+PY
+echo "command: bash bench/campaign/schedule.sh $build $size"

@@ -1,0 +1,287 @@
+// Every measurable link in the same phases, each at its own frequency; see
+// phases.hh and docs/method.md ("Simultaneous schedule").
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <stdexcept>
+#include <utility>
+
+#include "load.hh"
+#include "nabla/analysis/frequency_plan.hh"
+#include "nabla/analysis/square_wave_synth.hh"
+#include "nabla/common/units.hh"
+#include "phase_store.hh"
+#include "phases.hh"
+
+namespace nabla::campaign {
+namespace {
+
+// N may grow to this many times the spec's bins to fit every link.
+constexpr std::size_t kMaxBinsGrowth = 16;
+
+struct Wave {
+  CampaignLink* link = nullptr;
+  int k_d = 0;
+  std::int64_t period_ns = 0;
+  double amplitude_ns = 0;
+  Injected injected;
+};
+
+struct SimultaneousPlan {
+  std::size_t bins = 0;
+  analysis::FrequencyPlan frequencies;
+};
+
+// Candidate frequencies quietest first by the training spectra (the
+// largest over the types of sigma(k) / min|W(k)|, the amplitude a unit
+// gradient needs at k); empty when there is no training of this N.
+std::vector<std::size_t> quietest_first(const CampaignRun& run, std::size_t bins) {
+  const GradientSpec& g = run.spec.gradient;
+  if (bins != g.bins || run.trainings.empty()) return {};
+  std::vector<std::pair<double, std::size_t>> noise;
+  for (std::size_t k = 1; k <= bins / g.min_bins_per_period; ++k) {
+    const double period = static_cast<double>(bins) / static_cast<double>(k);
+    const double w = analysis::square_wave_min_coefficient_magnitude(bins, k, period);
+    double worst = 0;
+    for (const auto& t : run.trainings) worst = std::max(worst, t.fft0_sigma.at(k) / w);
+    noise.emplace_back(worst, k);
+  }
+  std::stable_sort(noise.begin(), noise.end());
+  std::vector<std::size_t> order;
+  for (const auto& [_, k] : noise) order.push_back(k);
+  return order;
+}
+
+SimultaneousPlan plan_waves(CampaignRun& run, std::size_t links) {
+  const GradientSpec& g = run.spec.gradient;
+  analysis::FrequencyPlanOptions o;
+  o.bins = g.bins;
+  o.min_bins_per_period = g.min_bins_per_period;
+  o.preference = quietest_first(run, g.bins);
+  if (auto plan = analysis::plan_frequencies(links, o)) return {g.bins, *plan};
+  o.bins = 2 * g.bins;
+  o.preference.clear();
+  const auto sized = analysis::smallest_frequency_plan(links, o, g.bins * kMaxBinsGrowth);
+  if (!sized) {
+    throw std::runtime_error(std::to_string(links) + " links do not fit in " +
+                             std::to_string(g.bins * kMaxBinsGrowth) +
+                             " bins at distinct frequencies; use schedule = \"sequential\"");
+  }
+  run.note("simultaneous: " + std::to_string(links) + " links need " + std::to_string(sized->bins) +
+           " bins (gradient.bins is " + std::to_string(g.bins) +
+           "); the training spectrum is not used as the baseline");
+  return {sized->bins, sized->plan};
+}
+
+std::vector<Wave> make_waves(CampaignRun& run, const std::vector<CampaignLink*>& links,
+                             const SimultaneousPlan& plan) {
+  std::vector<Wave> waves;
+  const std::int64_t window = static_cast<std::int64_t>(plan.bins) * run.out.bin_width_ns;
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    Wave w;
+    w.link = links[i];
+    w.k_d = static_cast<int>(plan.frequencies.k[i]);
+    w.period_ns = window / w.k_d;
+    w.amplitude_ns = run.out.training_amplitude_ns;
+    waves.push_back(std::move(w));
+  }
+  return waves;
+}
+
+// Runs the load over warm-up + window (+ tail) with every wave injected
+// from the end of the warm-up; fills each wave's `injected`. Returns the
+// load's result; the series starts at the first wave's anchor.
+loadgen::EngineResult inject_all(CampaignRun& run, std::vector<Wave>& waves, std::int64_t window_ns,
+                                 std::int64_t tail_ns) {
+  const std::int64_t warmup = run.spec.workload.warmup_ns;
+  const std::int64_t t0 = run.now_ns() + kEngineLeadNs;
+  const auto load = run.env.load.start(
+      engine_config(run.spec.workload, warmup + window_ns + tail_ns + kEngineSlackNs,
+                    run.next_seed()),
+      t0);
+  run.set_phase_start(t0 + warmup);
+  run.wait_until(t0 + warmup);
+  std::vector<std::unique_ptr<ActiveInjection>> active;
+  for (Wave& w : waves) {
+    const InjectionRequest request{w.link->spec,
+                                   std::llround(w.amplitude_ns),
+                                   w.period_ns,
+                                   0,
+                                   run.spec.gradient.lease_ns,
+                                   run.next_seed() >> 1};
+    active.push_back(std::make_unique<ActiveInjection>(run.env.daemons, run.leases, run.env.clock,
+                                                       w.link->src_node, request));
+    w.injected.anchor_ns = active.back()->anchor_ns();
+    w.injected.id = active.back()->id();
+  }
+  const std::int64_t start = waves.front().injected.anchor_ns;
+  run.set_phase_start(start);
+  if (waves.back().injected.anchor_ns > t0 + warmup + kEngineSlackNs) {
+    throw std::runtime_error("starting " + std::to_string(waves.size()) +
+                             " injections took longer than " +
+                             common::format_duration_ns(kEngineSlackNs));
+  }
+  run.wait_until(start + window_ns + tail_ns);
+  for (std::size_t i = 0; i < waves.size(); ++i) {
+    Injected& inj = waves[i].injected;
+    inj.stats = active[i]->stop();
+    inj.ended_ns = run.now_ns();
+    const auto d = delta_l_from_halves(inj.stats.high.count, inj.stats.high.mean_ns,
+                                       inj.stats.low.count, inj.stats.low.mean_ns);
+    inj.measured = d.has_value();
+    inj.delta_l_ns = d.value_or(waves[i].amplitude_ns);
+  }
+  return load->take();
+}
+
+// One link's gradients in a simultaneous phase: the wave's phase from the
+// type where it stands out most, then every type's estimate at that phase,
+// the other links' frequencies kept out of the noise estimate.
+std::vector<TypeGradient> wave_gradients(CampaignRun& run, const Wave& w,
+                                         const std::vector<analysis::LatencyRecord>& records,
+                                         const GradientWindow& window,
+                                         const SimultaneousPlan& plan) {
+  const auto series = bin_types(run, *w.link, records, window);
+  analysis::GradientOptions go;
+  go.confidence = run.spec.gradient.confidence;
+  go.exclude_bins = plan.frequencies.occupied;
+  double best_snr = -1;
+  for (std::size_t t = 0; t < series.size(); ++t) {
+    const auto e = analysis::estimate_gradient_with_baseline_spectrum(
+        series[t].mean_latency_ns, training_baseline(run, t, window), window.k_d,
+        w.injected.delta_l_ns, go);
+    if (e.detected && e.snr > best_snr) {
+      best_snr = e.snr;
+      go.phase_bins = e.phase_bins;
+    }
+  }
+  if (!go.phase_bins) {
+    go.phase_bins = static_cast<double>(w.injected.anchor_ns - window.start_ns) /
+                    static_cast<double>(run.out.bin_width_ns);
+  }
+  std::vector<TypeGradient> out;
+  for (std::size_t t = 0; t < series.size(); ++t) {
+    out.push_back(
+        type_gradient(run, *w.link, t, series[t], records, window, go, w.injected.delta_l_ns));
+  }
+  return out;
+}
+
+struct PhaseResult {
+  std::int64_t phase_id = 0;
+  std::vector<std::vector<TypeGradient>> gradients;  // per wave, per type
+};
+
+std::int64_t store_simultaneous_phase(CampaignRun& run, const std::vector<Wave>& waves,
+                                      std::size_t bins, const loadgen::EngineResult& result,
+                                      const std::vector<analysis::LatencyRecord>& records,
+                                      std::int64_t window_ns) {
+  const std::int64_t start = waves.front().injected.anchor_ns;
+  db::Phase p;
+  p.kind = db::PhaseKind::kSimultaneous;
+  p.started_ns = start;
+  std::int64_t ended = start;
+  for (const Wave& w : waves) ended = std::max(ended, w.injected.ended_ns);
+  p.ended_ns = ended;
+  p.bin_width_ns = run.out.bin_width_ns;
+  p.bins = static_cast<std::int64_t>(bins);
+  const std::int64_t id = run.recorder.add_phase(p);
+  for (const Wave& w : waves) {
+    store_injection(run, id, *w.link, w.injected, w.amplitude_ns, w.period_ns);
+  }
+  run.recorder.add_samples(id, records, run.out.types, db_source(result), start, start + window_ns);
+  return id;
+}
+
+PhaseResult simultaneous_phase(CampaignRun& run, std::vector<Wave>& waves,
+                               const SimultaneousPlan& plan, const std::string& name) {
+  const std::int64_t w = run.out.bin_width_ns;
+  const std::int64_t window = static_cast<std::int64_t>(plan.bins) * w;
+  run.set_phase(name, 1, 1, plan.bins, 0);
+  const std::int64_t tail = std::min<std::int64_t>(2 * w, 200'000'000);
+  const loadgen::EngineResult result = inject_all(run, waves, window, tail);
+  const auto records = to_records(result);
+  if (result.errors.total() > 0) {
+    run.out.warnings.push_back(name + ": " + std::to_string(result.errors.total()) +
+                               " requests failed (not in the samples)");
+  }
+  PhaseResult out;
+  const std::int64_t start = waves.front().injected.anchor_ns;
+  for (const Wave& wave : waves) {
+    if (!wave.injected.measured) {
+      run.out.warnings.push_back(wave.link->label +
+                                 ": the injector saw no packet in a half-cycle; the "
+                                 "requested amplitude is used as delta-l");
+    }
+    out.gradients.push_back(
+        wave_gradients(run, wave, records, GradientWindow{start, plan.bins, wave.k_d}, plan));
+  }
+  db::Transaction tx(run.recorder.store_database());
+  out.phase_id = store_simultaneous_phase(run, waves, plan.bins, result, records, window);
+  tx.commit();
+  return out;
+}
+
+// Each link's amplitude for the second phase from the first phase's
+// estimates (a clear gradient g needs the unit amplitude / g), all scaled
+// together into the perturbation budget.
+void adapt_amplitudes(CampaignRun& run, std::vector<Wave>& waves, const PhaseResult& first) {
+  const GradientSpec& g = run.spec.gradient;
+  std::vector<double> amplitudes;
+  for (std::size_t i = 0; i < waves.size(); ++i) {
+    std::vector<RoughGradient> rough;
+    for (const TypeGradient& tg : first.gradients[i]) {
+      RoughGradient r;
+      r.value = tg.estimate.value;
+      r.z = tg.estimate.standard_error > 0 ? tg.estimate.value / tg.estimate.standard_error : 0;
+      r.clear = tg.estimate.detected && r.value > 0;
+      rough.push_back(r);
+    }
+    amplitudes.push_back(adapted_amplitude_ns(run.kd.per_type_amplitude_ns, rough,
+                                              static_cast<double>(g.min_amplitude_ns),
+                                              static_cast<double>(g.max_amplitude_ns)));
+  }
+  amplitudes =
+      analysis::fit_amplitudes_to_budget(amplitudes, static_cast<double>(g.perturbation_budget_ns));
+  for (std::size_t i = 0; i < waves.size(); ++i) waves[i].amplitude_ns = amplitudes[i];
+}
+
+}  // namespace
+
+void measure_links_simultaneously(CampaignRun& run, const std::vector<CampaignLink*>& links) {
+  const SimultaneousPlan plan = plan_waves(run, links.size());
+  std::vector<Wave> waves = make_waves(run, links, plan);
+  std::string ks;
+  for (const Wave& w : waves)
+    ks += (ks.empty() ? "" : ", ") + w.link->label + " k=" + std::to_string(w.k_d);
+  run.note("simultaneous: " + std::to_string(waves.size()) + " links over " +
+           std::to_string(plan.bins) + " bins: " + ks);
+  std::vector<double> budget(waves.size(), run.out.training_amplitude_ns);
+  budget = analysis::fit_amplitudes_to_budget(
+      budget, static_cast<double>(run.spec.gradient.perturbation_budget_ns));
+  for (std::size_t i = 0; i < waves.size(); ++i) waves[i].amplitude_ns = budget[i];
+  const PhaseResult first = simultaneous_phase(run, waves, plan, "simultaneous 1/2");
+  adapt_amplitudes(run, waves, first);
+  const PhaseResult second = simultaneous_phase(run, waves, plan, "simultaneous 2/2");
+  db::Transaction tx(run.recorder.store_database());
+  for (std::size_t i = 0; i < waves.size(); ++i) {
+    LinkMeasurement m;
+    m.label = waves[i].link->label;
+    m.training_amplitude_ns = run.out.training_amplitude_ns;
+    m.amplitude_ns = waves[i].amplitude_ns;
+    m.delta_l_ns = waves[i].injected.delta_l_ns;
+    m.delta_l_measured = waves[i].injected.measured;
+    m.k_d = waves[i].k_d;
+    m.bins = plan.bins;
+    m.simultaneous = true;
+    for (std::size_t t = 0; t < run.out.types.size(); ++t) {
+      m.gradients.push_back(
+          combine_type_gradients({first.gradients[i][t], second.gradients[i][t]}));
+    }
+    store_gradients(run, *waves[i].link, m, second.phase_id);
+    run.out.measurements.push_back(std::move(m));
+  }
+  tx.commit();
+}
+
+}  // namespace nabla::campaign

@@ -1,0 +1,14 @@
+#include "nabla/injector/daemon.hh"
+
+namespace nabla::injector {
+
+std::vector<common::RequiredCapability> required_capabilities(const DaemonOptions& options) {
+  std::vector<common::RequiredCapability> required = {
+      common::cap_net_admin("NFQUEUE and iptables")};
+  if (options.realtime_priority > 0) {
+    required.push_back(common::cap_sys_nice("--rt-priority: SCHED_FIFO for the packet loop"));
+  }
+  return required;
+}
+
+}  // namespace nabla::injector
