@@ -73,6 +73,7 @@ json inject_start_params(const InjectionRequest& r) {
   p.settings.delay = square_wave(r.amplitude_ns, r.period_ns, r.cycles);
   p.settings.lease_s = static_cast<double>(r.lease_ns) / 1e9;
   p.settings.seed = r.seed;
+  p.netns = r.netns;
   return p.to_json();
 }
 

@@ -35,7 +35,7 @@ std::string flow_key(const std::string& proto, const std::string& local_addr, ui
 // A record's identity: its two ends, and with `with_pid` its process.
 std::string identity(const FlowEnd& f, bool with_pid) {
   std::string k = flow_key(f.proto, f.local_addr, f.local_port, f.remote_addr, f.remote_port);
-  if (with_pid) k += '|' + std::to_string(f.pid);
+  if (with_pid) k += '|' + std::to_string(f.pid) + '|' + std::to_string(f.netns.inode);
   return k;
 }
 
@@ -44,12 +44,15 @@ bool has_counts(const FlowEnd& f) {
 }
 
 LinkEnd local_end(const NodeFlows& node, const FlowEnd& f) {
-  return {node.name, f.pid, f.comm, f.local_port, f.pid != 0 || !f.comm.empty()};
+  return {node.name,   f.pid,         f.comm,       f.local_port,     f.pid != 0 || !f.comm.empty(),
+          f.netns.own, f.netns.inode, f.netns.name, f.netns.container};
 }
 
 std::string dot_id(const LinkEnd& e) {
-  if (!e.known) return e.host + "/?";
-  return e.host + "/" + e.comm + "[" + std::to_string(e.pid) + "]";
+  const std::string tag = netns_tag(e);
+  const std::string where = tag.empty() ? "" : "@" + tag;
+  if (!e.known) return e.host + "/?" + where;
+  return e.host + "/" + e.comm + "[" + std::to_string(e.pid) + "]" + where;
 }
 
 std::string dot_quote(const std::string& s) {
@@ -62,6 +65,13 @@ std::string dot_quote(const std::string& s) {
 }
 
 }  // namespace
+
+std::string netns_tag(const LinkEnd& end) {
+  if (end.own_netns) return "";
+  if (!end.container.empty()) return "ctr-" + end.container;
+  if (!end.netns_name.empty()) return end.netns_name;
+  return "netns-" + std::to_string(end.netns_inode);
+}
 
 FlowEnd flow_end_of(const common::protocol::Flow& f) {
   FlowEnd e;
@@ -78,7 +88,19 @@ FlowEnd flow_end_of(const common::protocol::Flow& f) {
   e.segments_in = f.total.segments_in;
   e.bytes_out = f.total.bytes_out;
   e.bytes_in = f.total.bytes_in;
+  e.netns = f.netns;
   return e;
+}
+
+bool flow_in_node_namespace(const FlowEnd& flow, const std::optional<std::string>& netns,
+                            const std::optional<std::string>& container) {
+  const std::string& theirs = flow.netns.container;
+  if (container) {
+    return !theirs.empty() &&
+           (container->rfind(theirs, 0) == 0 || theirs.rfind(*container, 0) == 0);
+  }
+  const bool named = netns && netns->front() != '/' && netns->rfind("pid:", 0) != 0;
+  return !named || flow.netns.name == *netns;
 }
 
 FlowEnd parse_flow(const json& flow) {
@@ -229,8 +251,12 @@ std::vector<Link> join_flows(const std::vector<NodeFlows>& nodes, const JoinOpti
 
 json links_to_json(const std::vector<Link>& links) {
   auto end = [](const LinkEnd& e) {
-    return json{
+    json out{
         {"host", e.host}, {"pid", e.pid}, {"comm", e.comm}, {"port", e.port}, {"known", e.known}};
+    if (!e.own_netns) {
+      out["netns"] = {{"inode", e.netns_inode}, {"name", e.netns_name}, {"container", e.container}};
+    }
+    return out;
   };
   json arr = json::array();
   for (const Link& l : links) {

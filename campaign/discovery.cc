@@ -26,6 +26,10 @@ void poll_sniffers(CampaignRun& run, std::vector<NodeFlows>& nodes,
       throw std::runtime_error("node " + node + ": flows.list failed: " + e.what());
     }
     if (!page) continue;
+    const CampaignNode& n = run.spec.nodes[i];
+    std::erase_if(page->flows, [&n](const FlowEnd& f) {
+      return !flow_in_node_namespace(f, n.netns, n.container);
+    });
     merge_flows(nodes[i].flows, page->flows);
     cursors[i] = page->cursor;
   }

@@ -34,8 +34,13 @@ loadgen::EngineResult inject_phase(CampaignRun& run, const CampaignLink& l, doub
   run.set_phase_start(t0 + warmup);
   run.wait_until(t0 + warmup);
   {
-    InjectionRequest request{l.spec, std::llround(amplitude_ns), run.out.period_ns,
-                             cycles, run.spec.gradient.lease_ns, run.next_seed() >> 1};
+    InjectionRequest request{l.spec,
+                             std::llround(amplitude_ns),
+                             run.out.period_ns,
+                             cycles,
+                             run.spec.gradient.lease_ns,
+                             run.next_seed() >> 1,
+                             run.spec.node_by_name(l.src_node)->netns};
     ActiveInjection a(run.env.daemons, run.leases, run.env.clock, l.src_node, request);
     inj.anchor_ns = a.anchor_ns();
     inj.id = a.id();

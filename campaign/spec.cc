@@ -13,6 +13,7 @@
 #include "nabla/common/host_port.hh"
 #include "nabla/common/ip_address.hh"
 #include "nabla/common/link_spec.hh"
+#include "nabla/common/netns.hh"
 #include "nabla/common/resolve.hh"
 #include "nabla/common/units.hh"
 
@@ -163,8 +164,29 @@ common::HostPort daemon_address(const Section& s, std::string_view k, std::uint1
   }
 }
 
+// netns = "NAME" | "/path" | "pid:N", or container = "<hex id>", not both.
+void parse_node_namespace(const Section& s, CampaignNode& n) {
+  n.netns = s.string("netns");
+  n.container = s.string("container");
+  if (n.netns && n.container) fail(s.key("container"), "give netns or container, not both");
+  if (n.netns) {
+    try {
+      common::netns_path(*n.netns);
+    } catch (const std::invalid_argument& e) {
+      fail(s.key("netns"), e.what());
+    }
+  }
+  if (n.container) {
+    const std::string& id = *n.container;
+    const bool hex = id.size() >= 12 && id.size() <= 64 &&
+                     id.find_first_not_of("0123456789abcdef") == std::string::npos;
+    if (!hex) fail(s.key("container"), "must be 12-64 lowercase hex digits, got \"" + id + "\"");
+  }
+}
+
 CampaignNode parse_node(const Section& s) {
-  s.allow_only({"name", "address", "addresses", "injectd", "sniffd", "key_file"});
+  s.allow_only(
+      {"name", "address", "addresses", "injectd", "sniffd", "key_file", "netns", "container"});
   CampaignNode n;
   const auto name = s.string("name");
   if (!name) fail(s.key("name"), "required");
@@ -182,6 +204,7 @@ CampaignNode parse_node(const Section& s) {
   if (s.get("injectd") != nullptr) n.injectd = daemon_address(s, "injectd", 7311);
   if (s.get("sniffd") != nullptr) n.sniffd = daemon_address(s, "sniffd", 7312);
   n.key_file = s.string("key_file");
+  parse_node_namespace(s, n);
   return n;
 }
 
@@ -455,6 +478,8 @@ json to_json(const CampaignSpec& s) {
     if (n.injectd) j["injectd"] = n.injectd->to_string();
     if (n.sniffd) j["sniffd"] = n.sniffd->to_string();
     if (n.key_file) j["key_file"] = *n.key_file;
+    if (n.netns) j["netns"] = *n.netns;
+    if (n.container) j["container"] = *n.container;
     nodes.push_back(std::move(j));
   }
   json mix = json::object();

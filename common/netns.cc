@@ -195,20 +195,58 @@ FileDescriptor NetNamespace::open() const {
 FileDescriptor NetNamespace::socket(int domain, int type, int protocol) const {
   const FileDescriptor ns_fd = open();
   FileDescriptor result;
+  run_in_netns(ns_fd.get(), [&] { result = FileDescriptor::socket(domain, type, protocol); });
+  return result;
+}
+
+std::string netns_path(std::string_view spec) {
+  if (spec.empty()) throw std::invalid_argument("empty namespace (NAME, /path or pid:N)");
+  if (spec.front() == '/') return std::string(spec);
+  if (spec.rfind("pid:", 0) == 0) {
+    const std::string_view digits = spec.substr(4);
+    const bool numeric = !digits.empty() && digits.size() <= 9 &&
+                         digits.find_first_not_of("0123456789") == std::string_view::npos;
+    if (!numeric || digits == "0") {
+      throw std::invalid_argument("'" + std::string(spec) + "': pid:N needs a positive pid");
+    }
+    return "/proc/" + std::string(digits) + "/ns/net";
+  }
+  if (spec.find('/') != std::string_view::npos || spec == "." || spec == "..") {
+    throw std::invalid_argument("'" + std::string(spec) +
+                                "' is not a name under /run/netns, an absolute path or pid:N");
+  }
+  return "/run/netns/" + std::string(spec);
+}
+
+NetnsId netns_id(const std::string& path) {
+  struct stat st {};
+  check_syscall("stat " + path, ::stat(path.c_str(), &st));
+  return NetnsId{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+}
+
+NetnsId current_netns_id() {
+  return netns_id("/proc/thread-self/ns/net");
+}
+
+void run_in_netns(int ns_fd, const std::function<void()>& fn) {
   std::exception_ptr error;
   // setns(CLONE_NEWNET) changes only the calling thread; a short-lived thread
-  // makes the socket so the caller's namespace is never touched.
+  // does the work so the caller's namespace is never touched.
   std::thread helper([&] {
     try {
-      check_syscall("setns", ::setns(ns_fd.get(), CLONE_NEWNET));
-      result = FileDescriptor::socket(domain, type, protocol);
+      check_syscall("setns", ::setns(ns_fd, CLONE_NEWNET));
+      fn();
     } catch (...) {
       error = std::current_exception();
     }
   });
   helper.join();
   if (error) std::rethrow_exception(error);
-  return result;
+}
+
+void enter_netns(const std::string& path) {
+  const FileDescriptor fd = FileDescriptor::open(path, O_RDONLY);
+  check_syscall("setns " + path, ::setns(fd.get(), CLONE_NEWNET));
 }
 
 void NetNamespace::add_address(std::string_view ifname, std::string_view cidr) const {

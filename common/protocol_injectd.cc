@@ -2,6 +2,7 @@
 #include <stdexcept>
 
 #include "nabla/common/link_spec.hh"
+#include "nabla/common/netns.hh"
 #include "nabla/common/protocol/injectd.hh"
 #include "protocol_fields.hh"
 
@@ -56,12 +57,13 @@ std::optional<double> read_lease_s(const json& params) {
 json InjectStartParams::to_json() const {
   json out{{"link", link}, {"direction", std::string(protocol::to_string(direction))}};
   put_settings(out, settings);
+  if (netns) out["netns"] = *netns;
   return out;
 }
 
 InjectStartParams InjectStartParams::from_json(const json& params) {
   const ObjectReader in(params, "");
-  in.reject_unknown({"id", "link", "direction", "delay", "faults", "lease_s", "seed"});
+  in.reject_unknown({"id", "link", "direction", "delay", "faults", "lease_s", "seed", "netns"});
   InjectStartParams p;
   const json* link = in.find("link");
   if (link == nullptr || !link->is_string()) bad_field("link", "required, a link spec string");
@@ -81,6 +83,15 @@ InjectStartParams InjectStartParams::from_json(const json& params) {
   }
   p.settings = read_settings(in, params);
   if (in.find("id") != nullptr) bad_field("id", "not accepted by inject.start");
+  if (const json* netns = in.find("netns")) {
+    if (!netns->is_string()) bad_field("netns", "must be NAME, /path or pid:N");
+    try {
+      netns_path(netns->get<std::string>());
+    } catch (const std::invalid_argument& e) {
+      bad_field("netns", e.what());
+    }
+    p.netns = netns->get<std::string>();
+  }
   return p;
 }
 

@@ -69,6 +69,11 @@ void read_diagnostics(const ObjectReader& in, Flow& f) {
   f.closed_sockets = read_u32_or_zero(in, "closed_sockets");
   f.first_seen_ns = in.integer_or("first_seen_ns", 0);
   f.last_seen_ns = in.integer_or("last_seen_ns", 0);
+  if (in.find("netns") != nullptr) {
+    const ObjectReader ns = in.object("netns");
+    f.netns = {ns.unsigned_or("inode", 0), ns.string_or("name", ""), ns.string_or("container", ""),
+               ns.boolean_or("own", true)};
+  }
 }
 
 std::vector<uint16_t> read_ports(const ObjectReader& in, const char* key) {
@@ -161,7 +166,12 @@ json Flow::to_json() const {
               {"conntrack_events", conntrack_events},
               {"closed_sockets", closed_sockets},
               {"first_seen_ns", first_seen_ns},
-              {"last_seen_ns", last_seen_ns}};
+              {"last_seen_ns", last_seen_ns},
+              {"netns",
+               {{"inode", netns.inode},
+                {"name", netns.name},
+                {"container", netns.container},
+                {"own", netns.own}}}};
 }
 
 Flow Flow::from_json(const json& flow, const std::string& path) {
@@ -216,6 +226,7 @@ json SnifferInfo::to_json() const {
            {"sockets_last_scan", sockets_last_scan},
            {"last_scan_ns", last_scan_ns},
            {"flows", flows},
+           {"namespaces", namespaces},
            {"sock_diag",
             {{"messages", sock_diag.messages},
              {"malformed", sock_diag.malformed},
@@ -253,6 +264,7 @@ SnifferInfo SnifferInfo::from_json(const json& result) {
   s.sockets_last_scan = in.unsigned_integer("sockets_last_scan");
   s.last_scan_ns = in.integer("last_scan_ns");
   s.flows = in.unsigned_integer("flows");
+  s.namespaces = in.unsigned_or("namespaces", 1);
   const ObjectReader sd = in.object("sock_diag");
   s.sock_diag = {sd.unsigned_integer("messages"), sd.unsigned_integer("malformed"),
                  sd.unsigned_integer("short_tcp_info"), sd.unsigned_integer("errors")};

@@ -47,7 +47,8 @@ bool is_address_literal(const std::string& host) {
 std::string end_text(const LinkEnd& e) {
   std::string s = e.host + " ";
   s += e.known ? e.comm + "[" + std::to_string(e.pid) + "]" : "(unknown process)";
-  return s;
+  const std::string tag = netns_tag(e);
+  return tag.empty() ? s : s + "@" + tag;
 }
 
 void print_table(std::ostream& out, const std::vector<Link>& links) {

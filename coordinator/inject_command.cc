@@ -14,6 +14,7 @@
 #include "nabla/common/clock.hh"
 #include "nabla/common/json_rpc.hh"
 #include "nabla/common/local_keys.hh"
+#include "nabla/common/netns.hh"
 #include "nabla/common/protocol/injectd.hh"
 #include "nabla/common/resolve.hh"
 #include "nabla/common/rpc.hh"
@@ -143,6 +144,14 @@ protocol::InjectStartParams build_inject_params(const InjectOptions& o,
         "--rate or --partition");
   }
   p.settings.seed = o.seed;
+  if (o.netns) {
+    try {
+      common::netns_path(*o.netns);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("--netns: ") + e.what());
+    }
+    p.netns = o.netns;
+  }
   return p;
 }
 
@@ -246,6 +255,9 @@ void register_inject_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "seed for the fault generators (default: random, reported)");
   cmd->add_flag("--json", o->json, "print the final statistics as JSON");
   cmd->add_flag("--dry-run", o->dry_run, "print the inject.start request as JSON, send nothing");
+  cmd->add_option("--netns", o->netns,
+                  "the network namespace on the node to inject in: NAME (under /run/netns), "
+                  "/path or pid:N; the node's nabla-injectd must run there (--netns)");
   cmd->callback([o, node, for_text] {
     o->node = common::parse_host_port(*node, common::kInjectdPort);
     if (!for_text->empty()) {

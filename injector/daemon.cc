@@ -86,6 +86,15 @@ int run_daemon(const DaemonOptions& options) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  asio::io_context io;
+  auto server = std::make_unique<common::RpcServer>(io, rpc);  // listens where started
+  key.publish(server->port());  // beside the control socket, before --netns moves the daemon
+  ServiceOptions so;
+  if (options.netns) {
+    common::enter_netns(common::netns_path(*options.netns));
+    so.netns_description = "namespace " + *options.netns;
+    common::log_info("injecting in namespace ", *options.netns);
+  }
   IptablesBackend rules;  // removes stale chains of a crashed run first
   EngineOptions engine_options;
   engine_options.spin_ns = options.spin_ns;
@@ -93,7 +102,6 @@ int run_daemon(const DaemonOptions& options) {
   engine_options.realtime_priority = options.realtime_priority;
   DelayEngine engine(engine_options);
   engine.start();
-  ServiceOptions so;
   so.queue_base = options.queue_num;
   so.queue_maxlen = options.queue_maxlen;
   so.busy_poll_ns = options.busy_poll_ns;
@@ -101,10 +109,7 @@ int run_daemon(const DaemonOptions& options) {
   so.node = injector_node_facts(options);
   InjectorService service(so, engine, rules, [] { return common::monotonic_ns(); });
 
-  asio::io_context io;
-  auto server = std::make_unique<common::RpcServer>(io, rpc);
   service.register_methods(*server);
-  key.publish(server->port());
   common::log_info("control key: ", key.describe());
   common::log_info("listening on ", listen.host, ":", server->port(), ", queues from ",
                    options.queue_num);

@@ -1,5 +1,7 @@
 // nabla-injectd: NFQUEUE delay and fault injection, controlled over JSON-RPC.
 // Thin main: flags in, nabla::injector::run_daemon out.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <exception>
 #include <iostream>
@@ -11,6 +13,7 @@
 #include "nabla/common/cli_usage.hh"
 #include "nabla/common/cpu_latency.hh"
 #include "nabla/common/log.hh"
+#include "nabla/common/netns.hh"
 #include "nabla/common/wakeup_lateness.hh"
 #include "nabla/injector/daemon.hh"
 
@@ -59,6 +62,7 @@ struct Flags {
   std::string spin_us = "auto";
   int64_t busy_poll_us = 0;
   std::string cpu_latency = "off";
+  std::string netns;
   bool check = false;
 };
 
@@ -92,6 +96,9 @@ void add_flags(CLI::App& app, Flags& f) {
                  "releases; default off: polling idle costs power, shows as busy CPU and slows "
                  "SMT siblings")
       ->default_val("off");
+  app.add_option("--netns", f.netns,
+                 "inject in this network namespace: NAME (under /run/netns), /path or pid:N; "
+                 "the control address stays in the namespace it was started in");
   app.add_option("--log-level", f.log_level, "error|warn|info|debug")->default_val("info");
   app.add_flag("--check", f.check, "verify kernel and tools, print what is missing");
   // Test-only: claim another protocol version in daemon.info, so the
@@ -112,6 +119,17 @@ std::optional<int> apply_flags(Flags& f) {
     return 2;
   }
   f.options.busy_poll_ns = f.busy_poll_us * 1000;
+  if (!f.netns.empty()) {
+    try {
+      const std::string path = nabla::common::netns_path(f.netns);
+      if (::access(path.c_str(), F_OK) != 0)
+        throw std::invalid_argument("'" + path + "' does not exist");
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "nabla-injectd: --netns: " << e.what() << "\n";
+      return 2;
+    }
+    f.options.netns = f.netns;
+  }
   try {
     f.options.cpu_latency_us = nabla::common::parse_cpu_latency_limit(f.cpu_latency);
   } catch (const std::invalid_argument& e) {

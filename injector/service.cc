@@ -8,6 +8,7 @@
 
 #include "nabla/common/log.hh"
 #include "nabla/common/node_facts.hh"
+#include "nabla/common/netns.hh"
 #include "nabla/common/protocol/injectd.hh"
 #include "nabla/common/protocol/no_params.hh"
 #include "nabla/common/rpc.hh"
@@ -95,9 +96,29 @@ protocol::InjectionDescription InjectorService::describe(const Active& a, int64_
   return d;
 }
 
+namespace {
+
+// An injection names a namespace only to make sure it lands there: the
+// daemon injects in one namespace (its --netns), and refuses any other.
+void check_namespace(const std::optional<std::string>& requested, const std::string& ours) {
+  if (!requested) return;
+  common::NetnsId id;
+  try {
+    id = common::netns_id(common::netns_path(*requested));
+  } catch (const std::exception& e) {
+    throw std::invalid_argument("netns: " + std::string(e.what()));
+  }
+  if (id == common::current_netns_id()) return;
+  throw std::invalid_argument("netns: this nabla-injectd injects in " + ours + ", not in '" +
+                              *requested + "'; start one there with --netns " + *requested);
+}
+
+}  // namespace
+
 json InjectorService::start(const json& params) {
   std::lock_guard lock(mutex_);
   const auto request = protocol::InjectStartParams::from_json(params);
+  check_namespace(request.netns, options_.netns_description);
   InjectionConfig config = injection_config(request, seed_source_());
   const double lease_s = request.settings.lease_s.value_or(kDefaultLeaseS);
   // All validated; from here on the kernel is touched.

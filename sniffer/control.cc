@@ -80,6 +80,7 @@ protocol::Flow flow_message(const ReportedFlow& flow) {
   f.closed_sockets = r.closed_sockets;
   f.first_seen_ns = r.first_seen_ns;
   f.last_seen_ns = r.last_seen_ns;
+  f.netns = {flow.netns.inode, flow.netns.name, flow.netns.container, flow.netns.own};
   return f;
 }
 
@@ -112,6 +113,7 @@ nlohmann::json daemon_info(const Sniffer& sniffer, const protocol::NodeFacts& no
   info.sockets_last_scan = s.sockets_last_scan;
   info.last_scan_ns = s.last_scan_ns;
   info.flows = s.flows;
+  info.namespaces = s.namespaces;
   info.sock_diag = {s.sock_diag.messages, s.sock_diag.malformed, s.sock_diag.short_tcp_info,
                     s.sock_diag.errors};
   info.conntrack = {s.conntrack_enabled, s.conntrack.events, s.conntrack.ignored,

@@ -104,6 +104,14 @@ void log_sources(const Sniffer& sniffer) {
   }
 }
 
+// " @ctr-ID", " @NAME" or " @netns-INODE" for a flow of another namespace.
+std::string namespace_suffix(const NetnsLabel& netns) {
+  if (netns.own) return "";
+  if (!netns.container.empty()) return " @ctr-" + netns.container;
+  if (!netns.name.empty()) return " @" + netns.name;
+  return " @netns-" + std::to_string(netns.inode);
+}
+
 std::string format_flow_row(const ReportedFlow& flow) {
   const FlowRecord& r = flow.record;
   char line[512];
@@ -123,7 +131,7 @@ std::string format_flow_row(const ReportedFlow& flow) {
                 : r.conntrack_events > 0 ? " conntrack"
                 : r.closed_sockets > 0   ? " closed"
                                          : "");
-  return line;
+  return line + namespace_suffix(flow.netns);
 }
 
 int run_daemon(const DaemonOptions& options, std::ostream& out) {

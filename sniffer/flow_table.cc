@@ -121,7 +121,7 @@ void FlowTable::absorb(FlowRecord& into, const FlowId& from) {
   into.closed_sockets += u.closed_sockets;
   into.first_seen_ns = std::min(into.first_seen_ns, u.first_seen_ns);
   into.last_seen_ns = std::max(into.last_seen_ns, u.last_seen_ns);
-  into.updated_seq = seq_;
+  into.updated_seq = *seq_;
   flows_.erase(it);
 }
 
@@ -185,7 +185,7 @@ FlowRecord& FlowTable::flow_for(int64_t now_ns, const SocketRecord& socket,
 size_t FlowTable::update(int64_t now_ns, std::span<const SocketRecord> sockets,
                          const Attribution& owners) {
   ++generation_;
-  ++seq_;
+  ++*seq_;
   size_t active = 0;
   for (const SocketRecord& s : sockets) {
     // Listeners and unconnected UDP sockets have no peer: not a flow.
@@ -211,7 +211,7 @@ size_t FlowTable::update(int64_t now_ns, std::span<const SocketRecord> sockets,
     const bool traffic = delta.messages() > 0 || (is_new && !s.has_tcp_info);
     bool created = false;
     FlowRecord& flow = flow_for(now_ns, s, owners, created);
-    if (flow.updated_seq != seq_) {
+    if (flow.updated_seq != *seq_) {
       // First socket of this flow in this update: reset the interval view.
       flow.last_interval = FlowCounts{};
       flow.sockets = 0;
@@ -221,8 +221,8 @@ size_t FlowTable::update(int64_t now_ns, std::span<const SocketRecord> sockets,
     flow.total += delta;
     if (traffic || created) {
       if (traffic) flow.last_seen_ns = now_ns;
-      if (flow.updated_seq != seq_) ++active;
-      flow.updated_seq = seq_;
+      if (flow.updated_seq != *seq_) ++active;
+      flow.updated_seq = *seq_;
     }
   }
   // Sockets missing from this scan and the one before are forgotten; one
@@ -243,7 +243,7 @@ void FlowTable::closed(int64_t now_ns, const SocketRecord& socket, const Attribu
   FlowCounts delta;
   if (socket.has_tcp_info) delta = tcp_delta(socket.tcp, prev->second.tcp, is_new);
   prev->second.tcp = socket.tcp;
-  ++seq_;
+  ++*seq_;
   bool created = false;
   FlowRecord& flow = flow_for(now_ns, socket, owners, created);
   // Interval counts belong to scans; a close between scans adds to the
@@ -252,12 +252,12 @@ void FlowTable::closed(int64_t now_ns, const SocketRecord& socket, const Attribu
   flow.closed_sockets += 1;
   // A socket no scan saw proves a flow even without counters (UDP).
   if (delta.messages() > 0 || is_new) flow.last_seen_ns = now_ns;
-  flow.updated_seq = seq_;
+  flow.updated_seq = *seq_;
 }
 
 void FlowTable::note(int64_t now_ns, const FlowId& id, Direction direction,
                      const FlowCounts& counts, const std::string& comm, const std::string& cgroup) {
-  ++seq_;
+  ++*seq_;
   bool created = false;
   FlowRecord& flow = owned_flow(now_ns, id, Attributed{}, direction, created);
   if (created) {
@@ -267,7 +267,7 @@ void FlowTable::note(int64_t now_ns, const FlowId& id, Direction direction,
   flow.total += counts;
   flow.conntrack_events += 1;
   flow.last_seen_ns = now_ns;
-  flow.updated_seq = seq_;
+  flow.updated_seq = *seq_;
 }
 
 std::vector<FlowRecord> FlowTable::since(uint64_t cursor, uint64_t min_messages,
@@ -289,7 +289,7 @@ std::vector<FlowRecord> FlowTable::since(uint64_t cursor, uint64_t min_messages,
     if (!pass) continue;
     out.push_back(flow);
   }
-  next_cursor = seq_;
+  next_cursor = *seq_;
   return out;
 }
 

@@ -36,6 +36,7 @@ one in /run/nabla (see docs/protocol.md, "Local control").)");
   std::string listen = "127.0.0.1:7312";
   std::string key_file;
   int64_t report_protocol_version = nabla::common::kProtocolVersion;
+  std::string netns = "auto";
   app.add_flag("--print", print, "print flows after each scan instead of serving");
   app.add_flag("--json", json, "with --print: one JSON line per scan");
   app.add_flag("--include-control", include_control, "with --print: show nabla's own connections");
@@ -54,9 +55,25 @@ one in /run/nabla (see docs/protocol.md, "Local control").)");
   // Test-only: claim another protocol version in daemon.info, so the
   // version check of `nabla nodes check` can be tested against a real daemon.
   app.add_option("--report-protocol-version", report_protocol_version)->group("");
+  app.add_option("--netns", netns,
+                 "network namespaces to scan besides its own: all (every named one and every "
+                 "process's), self, or NAME,... under /run/netns (default auto: all when started "
+                 "in the host's root namespace, else self)");
   if (const auto code = nabla::common::parse_command_line(app, argc, argv, "nabla-sniffd"))
     return *code;
 
+  // auto: a node's sniffer runs in the host's root namespace and sees every
+  // other; one started inside a namespace (a testbed host) sees only its own.
+  nabla::sniffer::NamespaceSelection namespaces;
+  try {
+    namespaces = netns != "auto" ? nabla::sniffer::parse_namespace_selection(netns)
+                 : nabla::sniffer::in_root_namespace()
+                     ? nabla::sniffer::NamespaceSelection{true, {}}
+                     : nabla::sniffer::NamespaceSelection{};
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "nabla-sniffd: %s\n", e.what());
+    return 2;
+  }
   try {
     nabla::sniffer::DaemonOptions opts;
     opts.sniffer.interval_ns = nabla::common::parse_duration_ns(interval);
@@ -67,6 +84,7 @@ one in /run/nabla (see docs/protocol.md, "Local control").)");
     opts.sniffer.conntrack = !no_conntrack;
     opts.sniffer.conntrack_rule = !no_conntrack_rule;
     opts.sniffer.destroy_events = !no_destroy;
+    opts.sniffer.namespaces = namespaces;
     const auto capabilities = nabla::sniffer::required_capabilities(opts.sniffer);
     if (check) {
       const auto missing = nabla::common::missing_capabilities(

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "nabla/common/clock.hh"
+#include "nabla/common/netns.hh"
 
 namespace nabla::sniffer {
 namespace {
@@ -33,10 +34,36 @@ void interface_addresses(std::vector<IpAddr>& out) {
   ::freeifaddrs(list);
 }
 
+NetnsLabel own_namespace_label() {
+  NetnsLabel label;
+  try {
+    label.inode = common::current_netns_id().inode;
+  } catch (const std::system_error&) {
+    label.inode = 0;  // no /proc: the label stays unknown, the scan works
+  }
+  return label;
+}
+
 }  // namespace
 
 Sniffer::Sniffer(SnifferOptions options)
-    : options_(std::move(options)), table_(PortRange::read_system()) {
+    : Sniffer(std::move(options), std::make_shared<ProcMap>(), std::make_shared<uint64_t>(0),
+              own_namespace_label()) {
+  refresh_namespaces();
+}
+
+Sniffer::Sniffer(SnifferOptions options, std::shared_ptr<ProcMap> procs,
+                 std::shared_ptr<uint64_t> flow_sequence, NetnsLabel netns)
+    : options_(std::move(options)),
+      netns_(std::move(netns)),
+      procs_(std::move(procs)),
+      table_(PortRange::read_system(), std::move(flow_sequence)) {
+  open_sources();
+}
+
+Sniffer::~Sniffer() = default;
+
+void Sniffer::open_sources() {
   if (options_.destroy_events) {
     try {
       destroy_ = std::make_unique<DestroyListener>();
@@ -104,30 +131,44 @@ std::vector<SourceStatus> Sniffer::sources() const {
   } else {
     out.push_back({"conntrack", false, conntrack_error_ + "; UDP flows carry no counts"});
   }
+  if (!options_.namespaces.only_own()) out.push_back(namespaces_status());
   return out;
 }
 
 void Sniffer::scan(int64_t now_ns) {
   const int64_t t0 = common::monotonic_ns();
+  refresh_namespaces();
+  dump_sockets();
+  for (auto& [id, other] : others_) other->dump_sockets();
+  procs_->scan();
+  account_scan(now_ns);
+  for (auto& [id, other] : others_) other->account_scan(now_ns);
+  stats_.scans += 1;
+  stats_.last_scan_ns = common::monotonic_ns() - t0;
+}
+
+void Sniffer::dump_sockets() {
   // With destroy notifications, a TIME_WAIT leftover's connection was
   // counted when it closed: under churn they outnumber live sockets, and
   // leaving them out of the dump is most of a scan's cost.
   diag_.dump_all(sockets_, /*include_listeners=*/true, /*include_time_wait=*/!destroy_);
-  procs_.scan();
+}
+
+void Sniffer::account_scan(int64_t now_ns) {
   local_addrs_.clear();
-  interface_addresses(local_addrs_);
-  owners_.rebuild(sockets_, procs_, table_.port_range());
+  if (conntrack_) interface_addresses(local_addrs_);  // only conntrack events ask is_local
+  owners_.rebuild(sockets_, *procs_, table_.port_range());
   table_.update(now_ns, sockets_, owners_);
   table_.expire(now_ns, options_.idle_expiry_ns);
-  stats_.scans += 1;
   stats_.sockets_last_scan = sockets_.size();
-  stats_.last_scan_ns = common::monotonic_ns() - t0;
 }
 
 size_t Sniffer::drain_destroyed(int64_t now_ns) {
-  if (!destroy_) return 0;
+  size_t n = 0;
+  for (auto& [id, other] : others_) n += other->drain_destroyed(now_ns);
+  if (!destroy_) return n;
   destroyed_.clear();
-  const size_t n = destroy_->read_available(destroyed_);
+  n += destroy_->read_available(destroyed_);
   for (const SocketRecord& s : destroyed_) table_.closed(now_ns, s, owners_);
   return n;
 }
@@ -153,11 +194,11 @@ void Sniffer::resolve_initiators() {
     SocketRecord rec;
     if (!diag_.lookup(ev.proto, ev.src, ev.src_port, ev.dst, ev.dst_port, rec)) continue;
     pending_sockets_.emplace_back(initiator_id(ev), rec);
-    unknown = unknown || procs_.find(rec.inode) == nullptr;
+    unknown = unknown || procs_->find(rec.inode) == nullptr;
   }
-  if (unknown) procs_.rescan_known();
+  if (unknown) procs_->rescan_known();
   for (const auto& [id, rec] : pending_sockets_) {
-    if (const ProcessInfo* owner = procs_.find(rec.inode)) {
+    if (const ProcessInfo* owner = procs_->find(rec.inode)) {
       owners_.add_socket(rec.cookie, id, Owner{*owner, rec.cgroup_id});
     }
   }
@@ -225,13 +266,21 @@ bool Sniffer::is_control(const FlowId& id) const {
 std::vector<ReportedFlow> Sniffer::flows(uint64_t cursor, std::optional<uint64_t> min_messages,
                                          bool include_control, uint64_t& next_cursor) const {
   std::vector<ReportedFlow> out;
-  for (FlowRecord& r :
-       table_.since(cursor, min_messages.value_or(options_.min_messages), next_cursor)) {
-    const bool control = is_control(r.id);
-    if (control && !include_control) continue;
-    out.push_back(ReportedFlow{std::move(r), control});
+  const uint64_t threshold = min_messages.value_or(options_.min_messages);
+  append_flows(cursor, threshold, include_control, out, next_cursor);
+  for (const auto& [id, other] : others_) {
+    other->append_flows(cursor, threshold, include_control, out, next_cursor);
   }
   return out;
+}
+
+void Sniffer::append_flows(uint64_t cursor, uint64_t min_messages, bool include_control,
+                           std::vector<ReportedFlow>& out, uint64_t& next_cursor) const {
+  for (FlowRecord& r : table_.since(cursor, min_messages, next_cursor)) {
+    const bool control = is_control(r.id);
+    if (control && !include_control) continue;
+    out.push_back(ReportedFlow{std::move(r), control, netns_});
+  }
 }
 
 SnifferStats Sniffer::stats() const {
@@ -245,6 +294,7 @@ SnifferStats Sniffer::stats() const {
     s.destroy_lost = destroy_->lost();
   }
   s.flows = table_.size();
+  add_namespace_stats(s);
   return s;
 }
 

@@ -242,8 +242,8 @@ SockDiag::SockDiag(common::FileDescriptor fd) : fd_(std::move(fd)), buf_(kRecvBy
                         ::bind(fd_.get(), reinterpret_cast<sockaddr*>(&local), sizeof local));
 }
 
-bool SockDiag::dump(Proto proto, int family, std::vector<SocketRecord>& out,
-                    bool include_listeners, bool include_time_wait) {
+bool SockDiag::dump(Proto proto, int family, std::vector<SocketRecord>& out, bool include_listeners,
+                    bool include_time_wait) {
   DiagRequest request =
       make_request(proto, static_cast<uint8_t>(family), NLM_F_REQUEST | NLM_F_DUMP, ++seq_);
   uint32_t states = kAllStates;

@@ -229,5 +229,56 @@ TEST(DiscoverJoin, JsonAndDotOutput) {
   EXPECT_NE(dot.find("\"10.0.0.1/?\""), std::string::npos);
 }
 
+// One node's sniffer sees two containers: a client in one (10.1.0.2) and a
+// server in the other (10.1.0.3:80), each flow labelled with its namespace.
+NodeFlows two_containers() {
+  NodeFlows node{"node", {}, {}};
+  FlowEnd client = flow("tcp", "10.1.0.2", 0, 300, "curl", "10.1.0.3", 80, 5, 5, 100, 900);
+  client.netns = {4026532301, "", "3f2a9c1d0b7e", false};
+  FlowEnd server = flow("tcp", "10.1.0.3", 80, 812, "nginx", "10.1.0.2", 0, 5, 5, 900, 100);
+  server.netns = {4026532302, "db-ns", "", false};
+  node.flows = {client, server};
+  return node;
+}
+
+TEST(DiscoverJoin, EndsInTwoNamespacesOfOneNodeKeepTheirNamespaces) {
+  const auto links = join_flows({two_containers()});
+  ASSERT_EQ(links.size(), 2u);
+  const Link& request = links[0].src.comm == "curl" ? links[0] : links[1];
+  EXPECT_EQ(request.dst.comm, "nginx");
+  EXPECT_EQ(request.segments, 5u);
+  EXPECT_EQ(netns_tag(request.src), "ctr-3f2a9c1d0b7e");
+  EXPECT_EQ(netns_tag(request.dst), "db-ns");
+  LinkEnd own;
+  EXPECT_EQ(netns_tag(own), "");
+  LinkEnd unnamed;
+  unnamed.own_netns = false;
+  unnamed.netns_inode = 42;
+  EXPECT_EQ(netns_tag(unnamed), "netns-42");
+  const std::string dot = links_to_dot(links);
+  EXPECT_NE(dot.find("\"node/curl[300]@ctr-3f2a9c1d0b7e\" -> \"node/nginx[812]@db-ns\""),
+            std::string::npos)
+      << dot;
+  const json j = links_to_json(links);
+  const json& src = j[0]["src"]["comm"] == "curl" ? j[0]["src"] : j[1]["src"];
+  EXPECT_EQ(src["netns"]["container"], "3f2a9c1d0b7e");
+  EXPECT_EQ(src["netns"]["inode"], 4026532301u);
+  EXPECT_FALSE(links_to_json(join_flows(chain()))[0]["src"].contains("netns"));  // the node's own
+}
+
+TEST(DiscoverJoin, ANodeThatIsOneNamespaceKeepsOnlyItsRecords) {
+  const NodeFlows node = two_containers();
+  const FlowEnd& client = node.flows[0];
+  const FlowEnd& server = node.flows[1];
+  EXPECT_TRUE(flow_in_node_namespace(client, std::nullopt, std::nullopt));
+  EXPECT_TRUE(flow_in_node_namespace(client, std::nullopt, "3f2a9c1d0b7e"));
+  EXPECT_TRUE(flow_in_node_namespace(
+      client, std::nullopt, "3f2a9c1d0b7e5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9c8b7a6f5e4d3c2b1a09"));
+  EXPECT_FALSE(flow_in_node_namespace(server, std::nullopt, "3f2a9c1d0b7e"));
+  EXPECT_TRUE(flow_in_node_namespace(server, "db-ns", std::nullopt));
+  EXPECT_FALSE(flow_in_node_namespace(client, "db-ns", std::nullopt));
+  EXPECT_TRUE(flow_in_node_namespace(client, "pid:812", std::nullopt));  // not matched by name
+}
+
 }  // namespace
 }  // namespace nabla::campaign

@@ -258,4 +258,24 @@ TEST(CampaignSpec, ExampleFileParses) {
   EXPECT_GE(s.workload.mix.size(), 2u);
 }
 
+TEST(CampaignSpec, ANodeMayBeANamespaceOrAContainer) {
+  const std::string head =
+      "name = \"c\"\n[[node]]\nname = \"web\"\naddress = \"10.213.0.2\"\n"
+      "sniffd = \"10.213.0.1\"\n";
+  const std::string tail = "[workload]\ntarget = \"http://10.213.0.2:8080\"\nrate = 400\n";
+  const CampaignSpec named = parse_campaign_spec(head + "netns = \"web-ns\"\n" + tail);
+  EXPECT_EQ(named.nodes[0].netns, "web-ns");
+  EXPECT_FALSE(named.nodes[0].container.has_value());
+  EXPECT_EQ(to_json(named)["nodes"][0]["netns"], "web-ns");
+  const CampaignSpec ctr = parse_campaign_spec(head + "container = \"3f2a9c1d0b7e\"\n" + tail);
+  EXPECT_EQ(ctr.nodes[0].container, "3f2a9c1d0b7e");
+  EXPECT_EQ(parse_campaign_spec(head + "netns = \"pid:812\"\n" + tail).nodes[0].netns, "pid:812");
+  EXPECT_NE(error_of(head + "netns = \"a/b\"\n" + tail).find("node[0].netns: "), std::string::npos);
+  EXPECT_NE(error_of(head + "container = \"xyz\"\n" + tail).find("node[0].container: must be"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of(head + "netns = \"a\"\ncontainer = \"3f2a9c1d0b7e\"\n" + tail).find("not both"),
+      std::string::npos);
+}
+
 }  // namespace

@@ -130,6 +130,7 @@ inline Flow flow() {
   f.closed_sockets = 3;
   f.first_seen_ns = 1234;
   f.last_seen_ns = 5678;
+  f.netns = {4026532301, "web", "3f2a9c1d0b7e", false};
   return f;
 }
 
@@ -146,6 +147,7 @@ inline SnifferInfo sniffd_info() {
   s.sockets_last_scan = 40;
   s.last_scan_ns = 1'700'000'000'000'000'000;
   s.flows = 6;
+  s.namespaces = 3;
   s.sock_diag = {480, 0, 0, 0};
   s.conntrack = {true, 30, 2, 0, 0};
   s.destroy = {true, 31, 0, 0};

@@ -152,5 +152,20 @@ TEST(InjectdMessages, ParamsRefuseUnknownFieldsAndOutOfRangeValues) {
   EXPECT_THROW(require_no_params({{"x", 1}}, "inject.list"), std::invalid_argument);
 }
 
+TEST(InjectdMessages, StartCarriesAnOptionalNamespaceCheckedBeforeTheDaemon) {
+  const json start = golden::read("inject_start_params");
+  EXPECT_FALSE(InjectStartParams::from_json(start).netns.has_value());
+  for (const std::string ns : {"web", "/proc/1/ns/net", "pid:812"}) {
+    const InjectStartParams p = InjectStartParams::from_json(with(start, "/netns", ns));
+    ASSERT_TRUE(p.netns.has_value());
+    EXPECT_EQ(*p.netns, ns);
+    EXPECT_EQ(InjectStartParams::from_json(p.to_json()), p);
+  }
+  for (const json& bad : {json("a/b"), json("pid:x"), json(""), json(3)}) {
+    EXPECT_TRUE(starts_with(error_of<InjectStartParams>(with(start, "/netns", bad)), "netns:"))
+        << bad;
+  }
+}
+
 }  // namespace
 }  // namespace nabla::common::protocol

@@ -23,8 +23,16 @@
 // gives (the client, who owns the ephemeral port, sends to the server), pass
 // any min_messages, and give way to the peer's record when that one is
 // counted.
+//
+// Network namespaces: a sniffer on a node reports the flows of every
+// namespace it scans (containers), each with its namespace. Two ends in two
+// containers of one node join like two nodes' ends (by address), and each
+// end keeps its namespace, shown as `host comm[pid]@ctr-ID` (a container),
+// `@NAME` (a named namespace) or `@netns-INODE`; the node's own namespace
+// adds nothing.
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +55,7 @@ struct FlowEnd {
   uint64_t segments_in = 0;
   uint64_t bytes_out = 0;
   uint64_t bytes_in = 0;
+  common::protocol::FlowNetns netns = {};
 };
 
 // One flows.list record as the join takes it.
@@ -54,6 +63,12 @@ FlowEnd flow_end_of(const common::protocol::Flow& flow);
 // Parses one flows.list record (common::protocol::Flow); throws
 // std::invalid_argument naming the missing or mistyped field.
 FlowEnd parse_flow(const nlohmann::json& flow);
+
+// Whether a record belongs to a campaign node that is one namespace: with
+// `container`, records of that container (its id or a prefix of it); with a
+// `netns` NAME, records of that named namespace; otherwise every record.
+bool flow_in_node_namespace(const FlowEnd& flow, const std::optional<std::string>& netns,
+                            const std::optional<std::string>& container);
 
 struct NodeFlows {
   std::string name;                // the host label given with --node NAME=...
@@ -67,8 +82,16 @@ struct LinkEnd {
   std::string comm;
   uint16_t port = 0;   // 0 when ephemeral
   bool known = false;  // a sniffer reported this end's process
+  // The end's network namespace on its node (FlowNetns); own: the node's.
+  bool own_netns = true;
+  uint64_t netns_inode = 0;
+  std::string netns_name = {};
+  std::string container = {};
   auto operator<=>(const LinkEnd&) const = default;
 };
+
+// "ctr-ID", the namespace's name, "netns-INODE", or "" for the node's own.
+std::string netns_tag(const LinkEnd& end);
 
 struct Link {
   std::string proto;

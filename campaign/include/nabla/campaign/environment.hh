@@ -57,6 +57,7 @@ struct InjectionRequest {
   int cycles = 0;  // 0: until stopped; else the daemon ends the wave itself
   std::int64_t lease_ns = 0;
   std::uint64_t seed = 0;
+  std::optional<std::string> netns = std::nullopt;  // the source node's (CampaignNode::netns)
 };
 
 // One half of the wave as the injector saw it: the packets it delayed and

@@ -32,6 +32,13 @@ struct CampaignNode {
   std::optional<common::HostPort> injectd;
   std::optional<common::HostPort> sniffd;
   std::optional<std::string> key_file;  // overrides CampaignSpec::key_file
+  // The node is a network namespace on a machine (a container): `netns` is
+  // passed in inject.start (NAME, /path or pid:N; the injectd must run
+  // there), and with a NAME or a `container` (short id, 12+ hex digits)
+  // discovery keeps only the sniffd's flows of that namespace, so several
+  // nodes can share one sniffd. At most one of the two.
+  std::optional<std::string> netns = std::nullopt;
+  std::optional<std::string> container = std::nullopt;
 };
 
 struct WorkloadSpec {

@@ -15,6 +15,9 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <compare>
+#include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -139,6 +142,30 @@ class ChildProcess {
 
 // Whether a process with this pid exists (also one we may not signal).
 bool pid_alive(pid_t pid);
+
+// A network namespace's identity: the device and inode of its nsfs file
+// (what stat(2) of /run/netns/NAME or /proc/PID/ns/net gives).
+struct NetnsId {
+  uint64_t dev = 0;
+  uint64_t inode = 0;
+  auto operator<=>(const NetnsId&) const = default;
+};
+
+// The path of a namespace given as NAME (a name under /run/netns), an
+// absolute path, or pid:N (/proc/N/ns/net). Pure; throws
+// std::invalid_argument for an empty spec, a name with '/', or a bad pid.
+std::string netns_path(std::string_view spec);
+// The namespace behind `path`; throws std::system_error naming the path.
+NetnsId netns_id(const std::string& path);
+// The calling thread's namespace.
+NetnsId current_netns_id();
+// Runs `fn` on a short-lived thread that entered the namespace `ns_fd`, so
+// sockets it makes belong to that namespace and the caller's is untouched.
+// Rethrows what `fn` (or setns) threw.
+void run_in_netns(int ns_fd, const std::function<void()>& fn);
+// Moves the calling thread into the namespace at `path` (threads and
+// children it starts afterwards inherit it). Throws std::system_error.
+void enter_netns(const std::string& path);
 
 // Deletes nb-<pid>-* namespaces whose creator pid is no longer alive; returns
 // how many were removed. Never throws (failures are logged).

@@ -34,12 +34,13 @@ struct InjectOptions {
   double lease_s = 10.0;
   std::optional<std::uint64_t> seed;
   bool json = false;
-  bool dry_run = false;  // print the inject.start request, send nothing
+  bool dry_run = false;               // print the inject.start request, send nothing
+  std::optional<std::string> netns;  // NAME, /path or pid:N on the node
 };
 
 // The inject.start params for these options (a trace file is read with
 // `read_file`). Throws std::invalid_argument naming the flag for a bad
-// value of any flag.
+// value of any flag (--netns included).
 common::protocol::InjectStartParams build_inject_params(
     const InjectOptions& options, const FileReader& read_file = read_trace_file);
 

@@ -25,6 +25,9 @@ struct DaemonOptions {
   // The protocol version daemon.info reports: the build's, unless a test
   // makes the daemon claim another (--report-protocol-version, hidden).
   int64_t report_protocol_version = common::kProtocolVersion;
+  // The network namespace to inject in (NAME, /path or pid:N); nullopt: the
+  // one it was started in. The control socket stays where it was started.
+  std::optional<std::string> netns;
 };
 
 // The capabilities the daemon needs with these options: CAP_NET_ADMIN for
@@ -35,7 +38,10 @@ std::vector<common::RequiredCapability> required_capabilities(const DaemonOption
 std::vector<std::string> check_environment(uint16_t queue_num);
 
 // Runs the daemon; returns the process exit code. Blocks SIGINT/SIGTERM and
-// waits for one; on it, stops every injection and removes every rule.
+// waits for one; on it, stops every injection and removes every rule. With
+// `netns`, the control socket is opened first, then the daemon moves into
+// the namespace: its chains, queues and raw sockets all live there, and the
+// threads started afterwards (packet loop, control, leases) inherit it.
 int run_daemon(const DaemonOptions& options);
 
 }  // namespace nabla::injector

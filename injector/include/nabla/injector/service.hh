@@ -55,6 +55,10 @@ struct ServiceOptions {
   // daemon.info's node facts, found once at start (features "nfqueue" and
   // those of common/node_facts.hh).
   common::protocol::NodeFacts node;
+  // Where the daemon injects, for the error that refuses an inject.start
+  // naming another namespace. Its rules and queues are made by the thread
+  // serving the request, so that thread's namespace is the one compared.
+  std::string netns_description = "its own network namespace";
 };
 
 class InjectorService {

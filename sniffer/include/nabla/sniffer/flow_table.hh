@@ -36,6 +36,7 @@
 // a guessed owner of its program counted (a prefork server's master was
 // guessed before a scan saw the worker's accepted connection).
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -98,6 +99,10 @@ IpAddr normalise(const IpAddr& addr);
 class FlowTable {
  public:
   explicit FlowTable(PortRange range) : range_(range) {}
+  // Tables sharing `sequence` number their changes from one counter, so one
+  // cursor reads them all (one table per network namespace).
+  FlowTable(PortRange range, std::shared_ptr<uint64_t> sequence)
+      : range_(range), seq_(std::move(sequence)) {}
 
   // Applies one scan. `procs` may be nullptr (no process labels). Returns
   // the number of flows that saw traffic in this interval.
@@ -125,7 +130,8 @@ class FlowTable {
   void expire(int64_t now_ns, int64_t idle_ns);
 
   size_t size() const { return flows_.size(); }
-  uint64_t seq() const { return seq_; }
+  uint64_t seq() const { return *seq_; }
+  const std::shared_ptr<uint64_t>& shared_sequence() const { return seq_; }
   const PortRange& port_range() const { return range_; }
   // The flow id a socket maps to (folding and normalisation applied).
   FlowId flow_id(const SocketRecord& socket, int32_t pid) const;
@@ -147,7 +153,7 @@ class FlowTable {
                        bool& created);
   PortRange range_;
   uint64_t generation_ = 0;
-  uint64_t seq_ = 0;
+  std::shared_ptr<uint64_t> seq_ = std::make_shared<uint64_t>(0);
   std::unordered_map<uint64_t, SocketPrev> sockets_;  // by cookie
   // Exact tuples (ports unfolded) of closed TCP sockets → last update that
   // saw them or their TIME_WAIT leftover.

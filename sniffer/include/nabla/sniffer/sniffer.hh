@@ -22,11 +22,21 @@
 // injectd and sniffd ports) are labelled `control` and left out of the link
 // graph unless asked for.
 //
+// Network namespaces: a Sniffer scans the namespace it was made in and,
+// with `namespaces` set, every selected namespace of the node (namespaces.hh)
+// through a Sniffer of its own whose sockets were opened inside it (scan
+// and destroy sources; conntrack in the own namespace only). They share one
+// process map (socket inodes are unique across namespaces) and one flow
+// sequence (one cursor reads them all). The list is refreshed at every
+// scan; each flow is reported with its namespace.
+//
 // Not thread-safe: drive it from one thread (nabla-sniffd runs scans, events
 // and control requests on one event loop).
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,6 +45,7 @@
 #include "nabla/sniffer/conntrack.hh"
 #include "nabla/sniffer/conntrack_rule.hh"
 #include "nabla/sniffer/flow_table.hh"
+#include "nabla/sniffer/namespaces.hh"
 #include "nabla/sniffer/proc_map.hh"
 #include "nabla/sniffer/sock_diag.hh"
 
@@ -48,6 +59,17 @@ struct SnifferOptions {
   bool conntrack_rule = true;                // with conntrack: install the chain that keeps it live
   bool destroy_events = true;                // subscribe to sock_diag destroy notifications
   std::vector<uint16_t> control_ports = {7311, 7312};
+  NamespaceSelection namespaces;  // scanned besides its own (default: none)
+  NamespaceRoots namespace_roots;
+};
+
+// The network namespace a flow was seen in. `own`: the sniffer's own (the
+// node's), reported with its inode only.
+struct NetnsLabel {
+  uint64_t inode = 0;
+  std::string name;       // under /run/netns; empty when unnamed
+  std::string container;  // short container id; empty when none
+  bool own = true;
 };
 
 // One source of flows: whether it is active, and what it does or why not.
@@ -68,12 +90,14 @@ struct SnifferStats {
   DumpCounters destroy;
   uint64_t destroy_lost = 0;  // notifications the kernel dropped (ENOBUFS)
   size_t flows = 0;
+  size_t namespaces = 1;  // scanned, its own included
 };
 
 // A flow as reported: the record plus whether it is a control connection.
 struct ReportedFlow {
   FlowRecord record;
   bool control = false;
+  NetnsLabel netns = {};
 };
 
 class Sniffer {
@@ -81,12 +105,16 @@ class Sniffer {
   // Opens the netlink sockets in the caller's namespace. Conntrack failure
   // (no module, no permission) only disables events; sock_diag failure throws.
   explicit Sniffer(SnifferOptions options);
+  ~Sniffer();
+  Sniffer(const Sniffer&) = delete;
+  Sniffer& operator=(const Sniffer&) = delete;
 
-  // One sock_diag + /proc scan at monotonic time now_ns.
+  // One sock_diag + /proc scan at monotonic time now_ns (of every namespace,
+  // after refreshing their list).
   void scan(int64_t now_ns);
   // Reads queued conntrack events (non-blocking) into the flow table.
   size_t drain_conntrack(int64_t now_ns);
-  // Reads queued destroy notifications (non-blocking) into the flow table.
+  // Reads queued destroy notifications (non-blocking) of every namespace.
   size_t drain_destroyed(int64_t now_ns);
   // The sockets to wait on, or -1 when that source is inactive.
   int conntrack_fd() const;
@@ -103,6 +131,18 @@ class Sniffer {
   const PortRange& port_range() const { return table_.port_range(); }
 
  private:
+  // A Sniffer for another namespace, made on a thread inside it.
+  Sniffer(SnifferOptions options, std::shared_ptr<ProcMap> procs,
+          std::shared_ptr<uint64_t> flow_sequence, NetnsLabel netns);
+  void open_sources();
+  void refresh_namespaces();
+  void add_namespace(const FoundNamespace& ns);
+  void add_namespace_stats(SnifferStats& s) const;
+  SourceStatus namespaces_status() const;
+  void dump_sockets();
+  void account_scan(int64_t now_ns);
+  void append_flows(uint64_t cursor, uint64_t min_messages, bool include_control,
+                    std::vector<ReportedFlow>& out, uint64_t& next_cursor) const;
   void note_event(int64_t now_ns, const ConntrackEvent& ev);
   void resolve_initiators();
   FlowId initiator_id(const ConntrackEvent& ev) const;
@@ -111,8 +151,9 @@ class Sniffer {
   void open_conntrack();
 
   SnifferOptions options_;
+  NetnsLabel netns_;
   SockDiag diag_;
-  ProcMap procs_;
+  std::shared_ptr<ProcMap> procs_;
   FlowTable table_;
   Attribution owners_;
   std::unique_ptr<DestroyListener> destroy_;
@@ -126,6 +167,8 @@ class Sniffer {
   std::vector<IpAddr> local_addrs_;
   std::vector<std::pair<FlowId, SocketRecord>> pending_sockets_;  // reused by resolve_initiators
   SnifferStats stats_;
+  std::map<common::NetnsId, std::unique_ptr<Sniffer>> others_;  // other namespaces
+  std::set<common::NetnsId> unusable_;  // namespaces that could not be opened
 };
 
 }  // namespace nabla::sniffer

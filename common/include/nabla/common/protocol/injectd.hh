@@ -180,6 +180,9 @@ struct InjectStartParams {
   std::string link;  // a link spec, checked by parse_link_spec
   Direction direction = Direction::kOut;
   InjectionSettings settings;
+  // The network namespace to inject in: NAME (under /run/netns), /path or
+  // pid:N (common::netns_path); absent: the daemon's.
+  std::optional<std::string> netns = std::nullopt;
   bool operator==(const InjectStartParams&) const = default;
 
   nlohmann::json to_json() const;

@@ -48,6 +48,18 @@ struct FlowCounts {
   bool operator==(const FlowCounts&) const = default;
 };
 
+// The network namespace a flow was seen in. `own`: the sniffer's own (the
+// node's), carried with its inode only; another namespace has its name
+// under /run/netns and the short id of the container it belongs to, when
+// known.
+struct FlowNetns {
+  uint64_t inode = 0;
+  std::string name;
+  std::string container;
+  bool own = true;
+  bool operator==(const FlowNetns&) const = default;
+};
+
 // One flow record of flows.list, ports already folded (ephemeral → 0).
 struct Flow {
   FlowProto proto = FlowProto::kTcp;
@@ -69,14 +81,15 @@ struct Flow {
   uint32_t closed_sockets = 0;  // sockets of the flow reported by destroy notifications
   int64_t first_seen_ns = 0;    // the daemon's monotonic clock
   int64_t last_seen_ns = 0;
+  FlowNetns netns = {};
   bool operator==(const Flow&) const = default;
 
   nlohmann::json to_json() const;
   // Requires what a reader joins flows by (proto, local, remote, total);
   // direction (default unknown), control (false), local.cgroup (""),
   // local.cgroup_id (0), local.owner (none), interval, sockets,
-  // conntrack_events, closed_sockets and the times (0) are checked when
-  // present.
+  // conntrack_events, closed_sockets, the times (0) and netns (own, inode
+  // 0) are checked when present.
   static Flow from_json(const nlohmann::json& flow, const std::string& path = "");
 };
 
@@ -118,6 +131,7 @@ struct SnifferInfo {
   uint64_t sockets_last_scan = 0;
   int64_t last_scan_ns = 0;
   uint64_t flows = 0;
+  uint64_t namespaces = 1;  // network namespaces scanned, its own included
   SockDiag sock_diag;
   Conntrack conntrack;
   Destroy destroy;
