@@ -25,14 +25,7 @@ std::string format_ratio(double r) {
 loadgen::EngineResult inject_phase(CampaignRun& run, const CampaignLink& l, double amplitude_ns,
                                    int cycles, std::int64_t window_ns, std::int64_t tail_ns,
                                    Injected& inj) {
-  const std::int64_t warmup = run.spec.workload.warmup_ns;
-  const std::int64_t t0 = run.now_ns() + kEngineLeadNs;
-  const auto load = run.env.load.start(
-      engine_config(run.spec.workload, warmup + window_ns + tail_ns + kEngineSlackNs,
-                    run.next_seed()),
-      t0);
-  run.set_phase_start(t0 + warmup);
-  run.wait_until(t0 + warmup);
+  const auto [load, warm_ns] = start_warm_load(run, window_ns + tail_ns);
   {
     InjectionRequest request{l.spec,
                              std::llround(amplitude_ns),
@@ -45,7 +38,7 @@ loadgen::EngineResult inject_phase(CampaignRun& run, const CampaignLink& l, doub
     inj.anchor_ns = a.anchor_ns();
     inj.id = a.id();
     run.set_phase_start(inj.anchor_ns);
-    if (inj.anchor_ns > t0 + warmup + kEngineSlackNs) {
+    if (inj.anchor_ns > warm_ns + kEngineSlackNs) {
       throw std::runtime_error("node " + l.src_node + ": inject.start took longer than " +
                                common::format_duration_ns(kEngineSlackNs));
     }
@@ -96,6 +89,16 @@ struct ActiveAttempt {
 };
 
 }  // namespace
+
+WarmLoad start_warm_load(CampaignRun& run, std::int64_t measured_ns) {
+  const std::int64_t warmup = run.spec.workload.warmup_ns;
+  const std::int64_t t0 = run.now_ns() + kEngineLeadNs;
+  auto load = run.env.load.start(
+      engine_config(run.spec.workload, warmup + measured_ns + kEngineSlackNs, run.next_seed()), t0);
+  run.set_phase_start(t0 + warmup);
+  run.wait_until(t0 + warmup);
+  return {std::move(load), t0 + warmup};
+}
 
 std::vector<analysis::BinnedSeries> bin_types(CampaignRun& run, const CampaignLink& l,
                                               const std::vector<analysis::LatencyRecord>& records,

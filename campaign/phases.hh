@@ -4,6 +4,7 @@
 #include <complex>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -35,6 +36,14 @@ void measure_link(CampaignRun& run, CampaignLink& link, std::size_t index, std::
 void measure_links_simultaneously(CampaignRun& run, const std::vector<CampaignLink*>& links);
 
 // ---- shared by the sequential and simultaneous measurements
+
+// A load run started for its warm-up plus `measured_ns`, its warm-up
+// already waited out; warm_ns is when the warm-up ended.
+struct WarmLoad {
+  std::unique_ptr<LoadRun> load;
+  std::int64_t warm_ns = 0;
+};
+WarmLoad start_warm_load(CampaignRun& run, std::int64_t measured_ns);
 
 // Where a link's gradient is read: the series' first bin, its length, the
 // link's injection frequency in it.

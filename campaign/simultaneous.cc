@@ -93,14 +93,7 @@ std::vector<Wave> make_waves(CampaignRun& run, const std::vector<CampaignLink*>&
 // load's result; the series starts at the first wave's anchor.
 loadgen::EngineResult inject_all(CampaignRun& run, std::vector<Wave>& waves, std::int64_t window_ns,
                                  std::int64_t tail_ns) {
-  const std::int64_t warmup = run.spec.workload.warmup_ns;
-  const std::int64_t t0 = run.now_ns() + kEngineLeadNs;
-  const auto load = run.env.load.start(
-      engine_config(run.spec.workload, warmup + window_ns + tail_ns + kEngineSlackNs,
-                    run.next_seed()),
-      t0);
-  run.set_phase_start(t0 + warmup);
-  run.wait_until(t0 + warmup);
+  const auto [load, warm_ns] = start_warm_load(run, window_ns + tail_ns);
   std::vector<std::unique_ptr<ActiveInjection>> active;
   for (Wave& w : waves) {
     const InjectionRequest request{w.link->spec,
@@ -116,7 +109,7 @@ loadgen::EngineResult inject_all(CampaignRun& run, std::vector<Wave>& waves, std
   }
   const std::int64_t start = waves.front().injected.anchor_ns;
   run.set_phase_start(start);
-  if (waves.back().injected.anchor_ns > t0 + warmup + kEngineSlackNs) {
+  if (waves.back().injected.anchor_ns > warm_ns + kEngineSlackNs) {
     throw std::runtime_error("starting " + std::to_string(waves.size()) +
                              " injections took longer than " +
                              common::format_duration_ns(kEngineSlackNs));
