@@ -61,6 +61,7 @@
 #include "nabla/campaign/discover.hh"
 #include "nabla/campaign/environment.hh"
 #include "nabla/campaign/math.hh"
+#include "nabla/campaign/messages.hh"
 #include "nabla/campaign/spec.hh"
 #include "nabla/db/store.hh"
 
@@ -84,6 +85,9 @@ struct TypeGradient {
   double throughput_change = 0;
   bool reliable = true;  // no more than 5% empty bins
   std::optional<double> truth;
+  // Messages per transaction that crossed the link in its direction while it
+  // was measured (messages.hh); none without a sniffd at either end.
+  std::optional<MessagesPerTxn> messages;
 };
 
 struct LinkMeasurement {
