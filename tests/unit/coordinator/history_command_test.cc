@@ -55,7 +55,7 @@ class HistoryTest : public ::testing::Test {
     link.dst_port = 9003;
     db::Gradient g;
     g.run_id = run_;
-    g.link_id = store.add_link(link);
+    g.link_id = link_id_ = store.add_link(link);
     g.type_id = view;
     g.value = 2.98;
     g.ci_low = 2.9;
@@ -68,6 +68,7 @@ class HistoryTest : public ::testing::Test {
   fs::path dir_;
   std::string path_;
   std::int64_t run_ = 0;
+  std::int64_t link_id_ = 0;
 };
 
 TEST_F(HistoryTest, ListAndShow) {
@@ -94,29 +95,23 @@ TEST_F(HistoryTest, ListAndShow) {
 TEST_F(HistoryTest, ShowsMessagesPerTransactionAndFlagsWaits) {
   {
     db::Store store = db::Store::open(path_, 1'700'000'000'000'000'000);
-    db::Link link;
-    link.run_id = run_;
-    link.proto = "tcp";
-    link.src_host = "web";
-    link.dst_host = "app";
-    link.dst_port = 9002;
-    db::Gradient hops;
-    hops.run_id = run_;
-    hops.link_id = store.add_link(link);
-    hops.type_id = store.transaction_type_id("/view");
-    hops.value = 2.02;
-    hops.ci_low = 1.9;
-    hops.ci_high = 2.14;
-    hops.messages_per_txn = 2.0;
-    hops.messages_ci_low = 1.97;
-    hops.messages_ci_high = 2.03;
-    store.add_gradient(hops);
-    db::Gradient waits = hops;
-    waits.type_id = store.transaction_type_id("/bid,x");
-    waits.value = 6.1;  // a timeout: far more than the two messages
-    waits.ci_low = 5.8;
-    waits.ci_high = 6.4;
-    store.add_gradient(waits);
+    // Two messages per request: a gradient of about 2 is hops, 6 is waits
+    // (a timeout).
+    auto stored = [&](const char* type, double value, double half_width) {
+      db::Gradient g;
+      g.run_id = run_;
+      g.link_id = link_id_;
+      g.type_id = store.transaction_type_id(type);
+      g.value = value;
+      g.ci_low = value - half_width;
+      g.ci_high = value + half_width;
+      g.messages_per_txn = 2.0;
+      g.messages_ci_low = 1.97;
+      g.messages_ci_high = 2.03;
+      store.add_gradient(g);
+    };
+    stored("/bid,x", 2.02, 0.12);
+    stored("/search", 6.1, 0.3);
   }
   const auto r = runs_show(path_, run_);
   ASSERT_EQ(r["gradients"].size(), 3u);

@@ -76,6 +76,9 @@ TEST_F(ReportData, EmbedsTheStoredGradientsExactly) {
     EXPECT_EQ(g["ci_low"].get<double>(), *stored[i].gradient.ci_low);
     EXPECT_EQ(g["ci_high"].get<double>(), *stored[i].gradient.ci_high);
     EXPECT_EQ(g["confidence"].get<double>(), stored[i].gradient.confidence);
+    // The fake sniffers' counts never move: no messages per transaction.
+    ASSERT_TRUE(g.contains("messages_per_txn"));
+    EXPECT_EQ(g["messages_per_txn"].is_null(), !stored[i].gradient.messages_per_txn.has_value());
   }
   // The campaign file's truth is carried beside the measured value.
   bool truth_seen = false;

@@ -37,7 +37,10 @@
 //           Perturbation: mean response time in the active window minus the
 //           training mean, per type; throughput change: the share of the
 //           window's requests completed within it (math.hh completion_ratio)
-//           in the active phase over training, minus 1. A noisy active phase
+//           in the active phase over training, minus 1. Messages per
+//           transaction: the sniffds are polled at every wait slice of the
+//           active phase and the link's data-segment counts set against the
+//           requests per type (messages.hh). A noisy active phase
 //           is repeated and the repeats combined by inverse variance (math.hh
 //           combine_estimates, inverse_variance_mean).
 //        ─► store (phase_store.cc): each phase with its injection and
