@@ -44,8 +44,8 @@ class CampaignRun {
   std::vector<analysis::TrainingResult> trainings;  // per type
   KdChoice kd;
   std::int64_t deadline_ns = 0;  // estimated end, for the progress line
-  // Called at every slice of wait_until, after the leases are renewed (the
-  // message sampler's polls); must not throw.
+  // Called at every slice of wait_until but the one it returns in, after the
+  // leases are renewed (the message sampler's polls); must not throw.
   std::function<void()> on_wait_slice;
 
   std::int64_t now_ns() { return env.clock.now_ns(); }
