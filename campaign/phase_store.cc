@@ -126,6 +126,11 @@ void store_gradients(CampaignRun& run, const CampaignLink& l, const LinkMeasurem
     row.k_d = m.k_d;
     row.bins = static_cast<std::int64_t>(m.bins);
     row.schedule = m.simultaneous ? "simultaneous" : "sequential";
+    if (tg.messages) {
+      row.messages_per_txn = tg.messages->value;
+      row.messages_ci_low = tg.messages->ci_low;
+      row.messages_ci_high = tg.messages->ci_high;
+    }
     run.recorder.add_gradient(row);
   }
 }

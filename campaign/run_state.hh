@@ -5,6 +5,7 @@
 // time in. The phases themselves are free functions (phases.hh), one file
 // each.
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -43,6 +44,9 @@ class CampaignRun {
   std::vector<analysis::TrainingResult> trainings;  // per type
   KdChoice kd;
   std::int64_t deadline_ns = 0;  // estimated end, for the progress line
+  // Called at every slice of wait_until but the one it returns in, after the
+  // leases are renewed (the message sampler's polls); must not throw.
+  std::function<void()> on_wait_slice;
 
   std::int64_t now_ns() { return env.clock.now_ns(); }
   void note(const std::string& line);

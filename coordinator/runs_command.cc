@@ -3,11 +3,13 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <ostream>
 #include <stdexcept>
 
+#include "nabla/campaign/messages.hh"
 #include "nabla/coordinator/history_db.hh"
 #include "nabla/db/reads.hh"
 
@@ -40,6 +42,17 @@ json summary_json(const db::RunSummary& s) {
           {"error", or_null(s.error)}};
 }
 
+// The stored messages per transaction, when the row has them.
+std::optional<campaign::MessagesPerTxn> stored_messages(const db::Gradient& g) {
+  if (!g.messages_per_txn || !g.messages_ci_low || !g.messages_ci_high) return std::nullopt;
+  return campaign::MessagesPerTxn{*g.messages_per_txn, 0, *g.messages_ci_low, *g.messages_ci_high};
+}
+
+bool stored_waits_not_hops(const db::Gradient& g) {
+  const auto m = stored_messages(g);
+  return m && g.ci_low && g.ci_high && campaign::waits_not_hops(g.value, *g.ci_low, *g.ci_high, *m);
+}
+
 json gradients_json(const std::vector<db::GradientRow>& rows) {
   json out = json::array();
   for (const db::GradientRow& row : rows) {
@@ -51,7 +64,11 @@ json gradients_json(const std::vector<db::GradientRow>& rows) {
                    {"ci_high", or_null(g.ci_high)},
                    {"actual_amplitude_ns", or_null(g.actual_amplitude_ns)},
                    {"perturbation_ns", or_null(g.perturbation_ns)},
-                   {"throughput_change", or_null(g.throughput_change)}});
+                   {"throughput_change", or_null(g.throughput_change)},
+                   {"messages_per_txn", or_null(g.messages_per_txn)},
+                   {"messages_ci_low", or_null(g.messages_ci_low)},
+                   {"messages_ci_high", or_null(g.messages_ci_high)},
+                   {"waits_not_hops", stored_waits_not_hops(g)}});
   }
   return out;
 }
@@ -94,15 +111,28 @@ void print_runs_table(const json& rows, std::ostream& out) {
 }
 
 void print_gradients_table(const json& gradients, std::ostream& out) {
-  TextTable g({"link", "type", "gradient", "ci_low", "ci_high"});
+  TextTable g({"link", "type", "gradient", "ci_low", "ci_high", "msgs/txn"});
   auto num = [](const json& v) {
     return v.is_null() ? std::string("-") : format_number(v.get<double>());
   };
+  auto real = [](const json& v) {
+    return v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
+  };
+  bool flagged = false;
   for (const auto& row : gradients) {
+    std::optional<campaign::MessagesPerTxn> m;
+    if (!row["messages_per_txn"].is_null()) {
+      m = campaign::MessagesPerTxn{real(row["messages_per_txn"]), 0, real(row["messages_ci_low"]),
+                                   real(row["messages_ci_high"])};
+    }
+    const std::string msgs = campaign::messages_cell(real(row["gradient"]), real(row["ci_low"]),
+                                                     real(row["ci_high"]), m);
+    flagged = flagged || msgs.ends_with(" !");
     g.add_row({row["link"].get<std::string>(), row["type"].get<std::string>(), num(row["gradient"]),
-               num(row["ci_low"]), num(row["ci_high"])});
+               num(row["ci_low"]), num(row["ci_high"]), msgs});
   }
   g.print(out);
+  if (flagged) out << campaign::kWaitsNotHopsLegend << '\n';
 }
 
 void print_tail_results_table(const json& tail_results, std::ostream& out) {
@@ -119,6 +149,14 @@ void print_tail_results_table(const json& tail_results, std::ostream& out) {
   t.print(out);
 }
 
+OutputFormat parse_export_format(const std::string& text) {
+  if (text == "csv") return OutputFormat::kCsv;
+  if (text == "json") return OutputFormat::kJson;
+  throw std::invalid_argument("--format must be csv or json, got '" + text + "'");
+}
+
+}  // namespace
+
 void print_run(const json& r, std::ostream& out) {
   out << "run " << r["run_id"] << " (" << r["kind"].get<std::string>() << "), "
       << r["status"].get<std::string>() << ", started " << r["started"].get<std::string>() << ", "
@@ -133,14 +171,6 @@ void print_run(const json& r, std::ostream& out) {
     print_tail_results_table(r["tail_results"], out);
   }
 }
-
-OutputFormat parse_export_format(const std::string& text) {
-  if (text == "csv") return OutputFormat::kCsv;
-  if (text == "json") return OutputFormat::kJson;
-  throw std::invalid_argument("--format must be csv or json, got '" + text + "'");
-}
-
-}  // namespace
 
 json runs_list(const std::string& db_path, int limit) {
   if (limit < 1) throw std::invalid_argument("--limit must be at least 1");
