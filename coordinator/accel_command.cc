@@ -245,7 +245,8 @@ void store_single(const Options& o, std::int64_t started_ns, const json& out,
     min_latency = optional_number(out["min_paying_bytes"]["latency"]);
   }
   json config = out;
-  for (const char* output : {"speedup", "latency_reduction", "min_paying_bytes", "link_projection"}) {
+  for (const char* output :
+       {"speedup", "latency_reduction", "min_paying_bytes", "link_projection"}) {
     config.erase(output);
   }
   config["mode"] = "flags";
@@ -349,8 +350,9 @@ void register_accel_command(CLI::App& app) {
   cmd->add_option("--link", o->link, "Remote offload across this link (label or HOST->HOST)");
   cmd->add_option("--link-latency", o->link_latency, "The link's one-way latency, e.g. 250us");
   cmd->add_option("--gradient-run", o->gradient_run, "Run that measured the link's gradient");
-  cmd->add_option("--db", o->db_path,
-                  "Run history: read --from-run and --gradient-run from it, store the result in it");
+  cmd->add_option(
+      "--db", o->db_path,
+      "Run history: read --from-run and --gradient-run from it, store the result in it");
   cmd->add_option("--confidence", o->confidence, "Confidence of the projection's intervals");
   cmd->add_flag("--json", o->json, "Print JSON");
   cmd->callback([o, cmd] {

@@ -76,9 +76,8 @@ std::int64_t store_accel_run(const std::string& db_path, const nlohmann::json& c
         if (!projection) return;
         const PredictionReport& report = *projection->report;
         for (const TypePrediction& t : report.types) {
-          store.add_accel_projection(projection_row(run_id, *projection, t,
-                                                    store.transaction_type_id(t.type),
-                                                    report.confidence));
+          store.add_accel_projection(projection_row(
+              run_id, *projection, t, store.transaction_type_id(t.type), report.confidence));
         }
       });
 }

@@ -2,9 +2,8 @@
 
 #include <stdexcept>
 
-#include "nabla/memlat/uncore.hh"
-
 #include "nabla/common/units.hh"
+#include "nabla/memlat/uncore.hh"
 
 namespace nabla::coordinator {
 

@@ -1,13 +1,12 @@
 // `nabla load` output (JSON, tables) and storage (runs, tail_results, samples).
 #include "load_report.hh"
 
-#include "memlat_rows.hh"
-
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <ostream>
 
+#include "memlat_rows.hh"
 #include "nabla/common/clock.hh"
 #include "nabla/coordinator/load_command.hh"
 #include "nabla/coordinator/text_table.hh"

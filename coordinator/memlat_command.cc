@@ -131,18 +131,18 @@ std::int64_t store_memlat_run(const Options& o, const json& config, std::int64_t
   start.config_json = config.dump();
   start.started_ns = started_ns;
   if (!points.empty()) start.seed = static_cast<std::int64_t>(o.seed);
-  return store_finished_run(o.db, start, common::realtime_ns(), [&](db::Store& store,
-                                                                    std::int64_t run) {
-    for (std::size_t i = 0; recording && i < recording->samples.size(); ++i) {
-      const std::string target = recording->target.empty() ? "replay" : recording->target;
-      store.add_memlat_sample(
-          memlat_row(run, t_ns.at(i), recording->samples[i], recording->constants, target));
-    }
-    for (const memlat::ProbePoint& p : points) {
-      store.add_memlat_probe_point({run, static_cast<std::int64_t>(p.buffer_bytes),
-                                    p.load_threads, p.latency_ns, p.huge_pages});
-    }
-  });
+  return store_finished_run(
+      o.db, start, common::realtime_ns(), [&](db::Store& store, std::int64_t run) {
+        for (std::size_t i = 0; recording && i < recording->samples.size(); ++i) {
+          const std::string target = recording->target.empty() ? "replay" : recording->target;
+          store.add_memlat_sample(
+              memlat_row(run, t_ns.at(i), recording->samples[i], recording->constants, target));
+        }
+        for (const memlat::ProbePoint& p : points) {
+          store.add_memlat_probe_point({run, static_cast<std::int64_t>(p.buffer_bytes),
+                                        p.load_threads, p.latency_ns, p.huge_pages});
+        }
+      });
 }
 
 // What a stored counters run was: the report's inputs without its samples.
@@ -167,7 +167,8 @@ void run_replay(const Options& o) {
   // the moment it is stored.
   std::vector<std::int64_t> t_ns;
   std::int64_t t = started_ns;
-  for (const memlat::CounterSample& s : r.samples) t_ns.push_back(t += std::max<std::int64_t>(s.interval_ns, 0));
+  for (const memlat::CounterSample& s : r.samples)
+    t_ns.push_back(t += std::max<std::int64_t>(s.interval_ns, 0));
   json config = counters_config("replay", r);
   config["replay"] = o.replay;
   report_stored(o, store_memlat_run(o, config, started_ns, &r, t_ns, {}));

@@ -23,7 +23,7 @@ db::MemlatSample memlat_row(std::int64_t run_id, std::int64_t t_ns,
     row.rpq_occupancy = counters.imc->rpq_occupancy;
     row.rpq_inserts = counters.imc->rpq_inserts;
     row.imc_clockticks = counters.imc->clockticks;
-    row.imc_latency_ns = memlat::imc_latency_ns(counters, constants.cas_ns);
+    row.imc_latency_ns = memlat::interval_imc_latency_ns(counters, constants.cas_ns);
   }
   return row;
 }

@@ -123,8 +123,8 @@ void print_accel_section(const json& accel, std::ostream& out) {
   out << '\n';
   results.print(out);
   if (accel["projections"].empty()) return;
-  TextTable projections({"link", "type", "added ns", "baseline ns", "predicted ns", "CI low",
-                         "CI high", "missing"});
+  TextTable projections(
+      {"link", "type", "added ns", "baseline ns", "predicted ns", "CI low", "CI high", "missing"});
   for (const json& p : accel["projections"]) {
     projections.add_row({p["link"].get<std::string>(), p["type"].get<std::string>(),
                          shown(p["added_delay_ns"], 10), shown(p["baseline_ns"], 10),

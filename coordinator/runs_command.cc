@@ -9,8 +9,8 @@
 #include <stdexcept>
 
 #include "nabla/coordinator/history_db.hh"
-#include "runs_accel_memlat.hh"
 #include "nabla/db/reads.hh"
+#include "runs_accel_memlat.hh"
 
 namespace nabla::coordinator {
 namespace {

@@ -177,8 +177,8 @@ std::int64_t Store::add_memlat_sample(const MemlatSample& m) {
                 "imc_clockticks, imc_latency_ns) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 m.run_id, m.t_ns, m.interval_ns, m.latency_ns, m.frequency_ghz, m.cycles,
-                m.ref_cycles, m.outstanding, m.requests, m.target, m.rpq_occupancy,
-                m.rpq_inserts, m.imc_clockticks, m.imc_latency_ns);
+                m.ref_cycles, m.outstanding, m.requests, m.target, m.rpq_occupancy, m.rpq_inserts,
+                m.imc_clockticks, m.imc_latency_ns);
 }
 
 std::int64_t Store::add_memlat_probe_point(const MemlatProbePoint& p) {

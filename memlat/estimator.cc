@@ -42,7 +42,8 @@ std::optional<double> mean_latency_ns(const std::vector<CounterSample>& samples,
 
 std::optional<double> mean_imc_latency_ns(const std::vector<CounterSample>& samples,
                                           double cas_ns) {
-  return mean_of(samples, [&](const CounterSample& s) { return imc_latency_ns(s, cas_ns); });
+  return mean_of(samples,
+                 [&](const CounterSample& s) { return interval_imc_latency_ns(s, cas_ns); });
 }
 
 std::optional<double> imc_latency_ns(const ImcSample& s, double cas_ns) {
@@ -51,7 +52,7 @@ std::optional<double> imc_latency_ns(const ImcSample& s, double cas_ns) {
   return s.rpq_occupancy / s.rpq_inserts / imc_ghz + cas_ns;
 }
 
-std::optional<double> imc_latency_ns(const CounterSample& s, double cas_ns) {
+std::optional<double> interval_imc_latency_ns(const CounterSample& s, double cas_ns) {
   if (!s.imc) return std::nullopt;
   return imc_latency_ns(
       ImcSample{s.interval_ns, s.imc->rpq_occupancy, s.imc->rpq_inserts, s.imc->clockticks},

@@ -27,7 +27,7 @@ json imc_json(const CounterSample& s, double cas_ns) {
   return {{"rpq_occupancy", s.imc->rpq_occupancy},
           {"rpq_inserts", s.imc->rpq_inserts},
           {"clockticks", s.imc->clockticks},
-          {"latency_ns", or_null(imc_latency_ns(s, cas_ns))}};
+          {"latency_ns", or_null(interval_imc_latency_ns(s, cas_ns))}};
 }
 
 ImcCounts parse_imc(const json& imc, const std::string& where) {

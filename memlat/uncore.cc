@@ -46,8 +46,9 @@ std::vector<std::pair<int, int>> format_ranges(const std::string& format_dir,
   while (std::getline(in, part, ',')) {
     const auto dash = part.find('-');
     const int low = static_cast<int>(parse_number(part.substr(0, dash), term));
-    const int high =
-        dash == std::string::npos ? low : static_cast<int>(parse_number(part.substr(dash + 1), term));
+    const int high = dash == std::string::npos
+                         ? low
+                         : static_cast<int>(parse_number(part.substr(dash + 1), term));
     if (low < 0 || high < low || high > 63) {
       throw std::invalid_argument("format of '" + term + "': bad bit range '" + part + "'");
     }

@@ -229,4 +229,92 @@ TEST_F(AccelCommand, BadInputIsOneLineNamingTheParameterAndExit2) {
   }
 }
 
+// What the command printed is what the run history keeps: with --db, or
+// when it reads a stored run, the evaluation becomes a run of kind accel
+// with its model row and its link projection, listed and shown by
+// `nabla runs`.
+TEST_F(AccelCommand, StoredAsAnAccelRunThatRunsListsAndShows) {
+  const CommandResult r = nabla({"accel",
+                                 "--cycles",
+                                 "1e9",
+                                 "--alpha",
+                                 "0.3",
+                                 "--offloads-per-s",
+                                 "100",
+                                 "--design",
+                                 "async-distinct",
+                                 "--strategy",
+                                 "remote",
+                                 "--o1",
+                                 "5000",
+                                 "--host-ghz",
+                                 "2",
+                                 "--link",
+                                 "web->app",
+                                 "--link-latency",
+                                 "250us",
+                                 "--offloads-per-request",
+                                 "2",
+                                 "--gradient-run",
+                                 std::to_string(gradient_run_),
+                                 "--db",
+                                 db_,
+                                 "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  const json printed = json::parse(r.stdout_text);
+  const json list = json::parse(nabla({"runs", "list", "--db", db_, "--json"}).stdout_text);
+  ASSERT_EQ(list.size(), 3u);  // the load run, the gradient run and this one
+  EXPECT_EQ(list[0]["kind"], "accel");
+  EXPECT_EQ(list[0]["status"], "complete");
+  EXPECT_NE(r.stderr_text.find("stored as run " + list[0]["run_id"].dump()), std::string::npos)
+      << r.stderr_text;
+  const CommandResult show =
+      nabla({"runs", "show", list[0]["run_id"].dump(), "--db", db_, "--json"});
+  ASSERT_EQ(show.exit_code, 0) << show.stderr_text;
+  const json stored = json::parse(show.stdout_text);
+  EXPECT_EQ(stored["config"]["design"], "async-distinct");
+  EXPECT_EQ(stored["config"]["gradient_run"], gradient_run_);
+  const json& row = stored["accel"]["results"].at(0);
+  EXPECT_EQ(row["speedup"], printed["speedup"]);
+  EXPECT_EQ(row["L"], printed["inputs"]["L"]);
+  EXPECT_EQ(row["strategy"], "remote");
+  EXPECT_TRUE(row["kernel"].is_null());
+  const json& projected = stored["accel"]["projections"].at(0);
+  const json& view = printed["link_projection"]["predictions"][0];
+  EXPECT_EQ(projected["type"], "/view");
+  EXPECT_EQ(projected["link"], "web->app");
+  EXPECT_EQ(projected["added_delay_ns"], 500'000.0);
+  EXPECT_EQ(projected["predicted_ns"], view["predicted_ns"]);
+  EXPECT_EQ(projected["ci_low_ns"], view["ci_low_ns"]);
+  EXPECT_EQ(projected["ci_high_ns"], view["ci_high_ns"]);
+  const CommandResult text = nabla({"runs", "show", list[0]["run_id"].dump(), "--db", db_});
+  EXPECT_NE(text.stdout_text.find("async-distinct"), std::string::npos) << text.stdout_text;
+  EXPECT_NE(text.stdout_text.find("/view"), std::string::npos) << text.stdout_text;
+}
+
+TEST_F(AccelCommand, ConfigWithDbStoresEveryRowAndFlagsAloneStoreNothing) {
+  const CommandResult r =
+      nabla({"accel", "--config", NABLA_EXAMPLES_DIR "/accel.toml", "--db", db_, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  const json list = json::parse(nabla({"runs", "list", "--db", db_, "--json"}).stdout_text);
+  ASSERT_EQ(list.size(), 3u);
+  const json stored = json::parse(
+      nabla({"runs", "show", list[0]["run_id"].dump(), "--db", db_, "--json"}).stdout_text);
+  const json& rows = stored["accel"]["results"];
+  const json printed = json::parse(r.stdout_text)["rows"];
+  ASSERT_EQ(rows.size(), printed.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i]["kernel"], printed[i]["kernel"]);
+    EXPECT_EQ(rows[i]["design"], printed[i]["design"]);
+    EXPECT_EQ(rows[i]["speedup"], printed[i]["speedup"]);
+    EXPECT_EQ(rows[i]["min_bytes_speedup"], printed[i]["min_bytes_speedup"]);
+  }
+  EXPECT_EQ(stored["config"]["mode"], "config");
+  // Without --db and without a stored input, nothing is written anywhere.
+  const CommandResult alone = nabla({"accel", "--cycles", "1e9", "--alpha", "0.3", "--design",
+                                     "async", "--offloads-per-s", "10"});
+  ASSERT_EQ(alone.exit_code, 0) << alone.stderr_text;
+  EXPECT_EQ(alone.stderr_text.find("stored as run"), std::string::npos) << alone.stderr_text;
+}
+
 }  // namespace

@@ -56,8 +56,9 @@ TEST(AccelMemlatRuns, MigrationKeepsEveryRunAndWhatRefersToIt) {
   EXPECT_EQ(count(db, "SELECT seed FROM runs WHERE id = 2"), 9);
   EXPECT_EQ(count(db, "SELECT count(*) FROM run_summary WHERE samples = 1 OR gradients = 1"), 2);
   EXPECT_EQ(count(db, "SELECT count(*) FROM latest_gradients"), 1);
-  EXPECT_EQ(count(db, "SELECT count(*) FROM sqlite_schema WHERE name IN "
-                      "('runs_by_campaign', 'runs_by_status')"),
+  EXPECT_EQ(count(db,
+                  "SELECT count(*) FROM sqlite_schema WHERE name IN "
+                  "('runs_by_campaign', 'runs_by_status')"),
             2);
   EXPECT_EQ(count(db, "SELECT count(*) FROM memlat WHERE imc_latency_ns IS NULL"), 1);
   EXPECT_TRUE(query(db, "PRAGMA foreign_key_check").rows.empty());

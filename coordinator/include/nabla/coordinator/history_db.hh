@@ -25,8 +25,8 @@ db::Store open_history_read_only(const std::string& path);
 // be: the run row (`start`; owner and tool version filled in), the rows
 // `add_rows` writes for it, and its end, complete. Returns the run's id. A
 // failure stores nothing.
-std::int64_t store_finished_run(const std::string& path, db::RunStart start,
-                                std::int64_t ended_ns,
-                                const std::function<void(db::Store&, std::int64_t run_id)>& add_rows);
+std::int64_t store_finished_run(
+    const std::string& path, db::RunStart start, std::int64_t ended_ns,
+    const std::function<void(db::Store&, std::int64_t run_id)>& add_rows);
 
 }  // namespace nabla::coordinator

@@ -34,10 +34,10 @@ struct ImcCounts {
 // Counter deltas over one interval.
 struct CounterSample {
   std::int64_t interval_ns = 0;
-  double cycles = 0;       // unhalted core cycles
-  double ref_cycles = 0;   // unhalted reference cycles (fixed frequency f_base)
-  double outstanding = 0;  // Σ_t r_t: outstanding LLC-miss reads summed over cycles
-  double requests = 0;     // r_total: LLC-miss reads
+  double cycles = 0;               // unhalted core cycles
+  double ref_cycles = 0;           // unhalted reference cycles (fixed frequency f_base)
+  double outstanding = 0;          // Σ_t r_t: outstanding LLC-miss reads summed over cycles
+  double requests = 0;             // r_total: LLC-miss reads
   std::optional<ImcCounts> imc{};  // nullopt: no uncore iMC counters read
 };
 
@@ -76,9 +76,8 @@ struct ImcSample {
 // requests stay queued until filled); nullopt without inserts or ticks.
 std::optional<double> imc_latency_ns(const ImcSample& s, double cas_ns);
 // The same for an interval's iMC counts; nullopt without them.
-std::optional<double> imc_latency_ns(const CounterSample& s, double cas_ns);
+std::optional<double> interval_imc_latency_ns(const CounterSample& s, double cas_ns);
 // The mean of the interval iMC estimates that exist; nullopt when none does.
-std::optional<double> mean_imc_latency_ns(const std::vector<CounterSample>& samples,
-                                          double cas_ns);
+std::optional<double> mean_imc_latency_ns(const std::vector<CounterSample>& samples, double cas_ns);
 
 }  // namespace nabla::memlat
