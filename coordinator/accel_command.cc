@@ -68,6 +68,15 @@ double required_ghz(const Options& o, const char* why) {
   return *o.host_ghz;
 }
 
+// --link-latency in ns; std::invalid_argument naming the flag.
+double link_latency_ns(const Options& o) {
+  try {
+    return static_cast<double>(common::parse_duration_ns(o.link_latency));
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("--link-latency: ") + e.what());
+  }
+}
+
 // Where a flag and a measured value would both set one parameter.
 void refuse_both(const std::optional<double>& flag_value, const char* flag, const char* source) {
   if (flag_value) {
@@ -160,7 +169,7 @@ accel::Params single_params(const Options& o, db::Database* db, json& out) {
   if (!o.link.empty()) {
     refuse_both(o.transfer, "--L", "--link-latency");
     const double ghz = required_ghz(o, "with --link (to turn the link's latency into cycles)");
-    p.transfer_cycles = static_cast<double>(common::parse_duration_ns(o.link_latency)) * ghz;
+    p.transfer_cycles = link_latency_ns(o) * ghz;
   }
   return p;
 }
@@ -170,7 +179,7 @@ accel::Params single_params(const Options& o, db::Database* db, json& out) {
 // of each transaction type's mean response time is gradient × that delay,
 // with the gradient's CI carried through (nabla predict's rule).
 PredictionReport link_projection(const Options& o, db::Database& db) {
-  const double latency_ns = static_cast<double>(common::parse_duration_ns(o.link_latency));
+  const double latency_ns = link_latency_ns(o);
   const LatencySet set{o.link, o.offloads_per_request * latency_ns, 0};
   return predict_run(db, *o.gradient_run, {set}, o.confidence);
 }
@@ -178,6 +187,12 @@ PredictionReport link_projection(const Options& o, db::Database& db) {
 // Flag combinations, checked before any database is opened.
 void check_flag_combinations(const Options& o, accel::Strategy strategy) {
   if (o.from_run) required_ghz(o, "with --from-run (to turn service time into cycles)");
+  if (!(o.offloads_per_request > 0)) {
+    throw std::invalid_argument("--offloads-per-request: must be > 0");
+  }
+  if (!(o.confidence > 0 && o.confidence < 1)) {
+    throw std::invalid_argument("--confidence: must be in (0, 1)");
+  }
   if (o.link.empty()) {
     if (!o.link_latency.empty() || o.gradient_run) {
       throw std::invalid_argument("--link: required with --link-latency and --gradient-run");
@@ -191,6 +206,7 @@ void check_flag_combinations(const Options& o, accel::Strategy strategy) {
     throw std::invalid_argument(
         "--link-latency: required with --link (the link's one-way latency)");
   }
+  link_latency_ns(o);
   if (!o.gradient_run) {
     throw std::invalid_argument("--gradient-run: required with --link (a run that measured it)");
   }
@@ -293,7 +309,7 @@ void run_single(const Options& o) {
   if (!o.link.empty()) {
     projection = link_projection(o, store->database());
     out["link"] = o.link;
-    out["link_latency_ns"] = static_cast<double>(common::parse_duration_ns(o.link_latency));
+    out["link_latency_ns"] = link_latency_ns(o);
     out["link_projection"] = to_json(*projection);
   }
   if (o.json) {

@@ -234,6 +234,10 @@ void run_counters(const Options& o) {
 void run_probe(const Options& o) {
   if (o.load < 0) throw std::invalid_argument("--load: must be >= 0");
   if (o.loads == 0) throw std::invalid_argument("--loads: must be > 0");
+  for (std::size_t bytes : o.sizes) {
+    // A cycle needs two lines to chase.
+    if (bytes < 128) throw std::invalid_argument("--sizes: each must be >= 128 bytes");
+  }
   const std::int64_t started_ns = common::realtime_ns();
   std::vector<std::size_t> sizes = o.sizes;
   if (sizes.empty()) sizes = memlat::default_buffer_sizes(memlat::read_cache_sizes());

@@ -216,6 +216,13 @@ TEST_F(AccelCommand, BadInputIsOneLineNamingTheParameterAndExit2) {
       {{"--cycles", "1e9", "--alpha", "0.5", "--design", "sync"}, "--accel-factor"},
       {{"--from-run", "1", "--alpha", "0.5", "--design", "async"}, "--host-ghz"},
       {{"--cycles", "1e9", "--alpha", "0.5", "--link", "a->b", "--strategy", "on-chip"}, "--link"},
+      {{"--cycles", "1e9", "--alpha", "0.5", "--design", "async", "--offloads-per-request", "-1"},
+       "--offloads-per-request"},
+      {{"--cycles", "1e9", "--alpha", "0.5", "--design", "async", "--confidence", "2"},
+       "--confidence"},
+      {{"--cycles", "1e9", "--alpha", "0.5", "--design", "async", "--strategy", "remote", "--link",
+        "a->b", "--link-latency", "soon", "--gradient-run", "1", "--host-ghz", "2"},
+       "--link-latency"},
   };
   for (const auto& [args, flag] : cases) {
     std::vector<std::string> argv{"accel"};

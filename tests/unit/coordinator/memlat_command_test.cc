@@ -86,6 +86,7 @@ TEST(MemlatCommand, UsageErrorsNameTheFlag) {
       {{"--probe", "--load", "-1"}, "--load"},
       {{"--replay", "/nonexistent/rec.json"}, "--replay"},
       {{"--cas-ns", "-1"}, "--cas-ns"},
+      {{"--probe", "--sizes", "0"}, "--sizes"},
   };
   for (const auto& [args, flag] : cases) {
     std::vector<std::string> argv{"memlat"};
