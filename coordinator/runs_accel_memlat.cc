@@ -12,9 +12,11 @@ namespace {
 
 using nlohmann::json;
 
+// A NULL column as JSON null.
 template <typename T>
-json or_null(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
+json nullable(const std::optional<T>& column) {
+  if (!column) return nullptr;
+  return *column;
 }
 
 std::string shown(const json& v, int digits = 4) {
@@ -22,47 +24,47 @@ std::string shown(const json& v, int digits = 4) {
 }
 
 json accel_result_json(const db::AccelResult& r) {
-  return {{"kernel", or_null(r.kernel)},
+  return {{"kernel", nullable(r.kernel)},
           {"strategy", r.strategy},
           {"design", r.design},
           {"cycles", r.cycles},
           {"alpha", r.alpha},
-          {"accel_factor", or_null(r.accel_factor)},
+          {"accel_factor", nullable(r.accel_factor)},
           {"offloads_per_s", r.offloads_per_s},
           {"o0", r.o0},
           {"L", r.l_cycles},
           {"Q", r.q_cycles},
           {"o1", r.o1},
-          {"cycles_per_byte", or_null(r.cycles_per_byte)},
-          {"beta", or_null(r.beta)},
+          {"cycles_per_byte", nullable(r.cycles_per_byte)},
+          {"beta", nullable(r.beta)},
           {"speedup", r.speedup},
-          {"latency_reduction", or_null(r.latency_reduction)},
-          {"min_bytes_speedup", or_null(r.min_bytes_speedup)},
-          {"min_bytes_latency", or_null(r.min_bytes_latency)}};
+          {"latency_reduction", nullable(r.latency_reduction)},
+          {"min_bytes_speedup", nullable(r.min_bytes_speedup)},
+          {"min_bytes_latency", nullable(r.min_bytes_latency)}};
 }
 
 json accel_projection_json(const db::AccelProjectionRow& row) {
   const db::AccelProjection& p = row.projection;
   return {{"link", p.link},
           {"type", row.type},
-          {"gradient_run", or_null(p.gradient_run_id)},
+          {"gradient_run", nullable(p.gradient_run_id)},
           {"added_delay_ns", p.added_delay_ns},
-          {"baseline_ns", or_null(p.baseline_ns)},
-          {"predicted_ns", or_null(p.predicted_ns)},
-          {"ci_low_ns", or_null(p.ci_low_ns)},
-          {"ci_high_ns", or_null(p.ci_high_ns)},
+          {"baseline_ns", nullable(p.baseline_ns)},
+          {"predicted_ns", nullable(p.predicted_ns)},
+          {"ci_low_ns", nullable(p.ci_low_ns)},
+          {"ci_high_ns", nullable(p.ci_high_ns)},
           {"confidence", p.confidence},
-          {"missing", or_null(p.missing)}};
+          {"missing", nullable(p.missing)}};
 }
 
 json memlat_interval_json(const db::MemlatSample& m) {
   return {{"t_ns", m.t_ns},
           {"interval_ns", m.interval_ns},
           {"target", m.target},
-          {"latency_ns", or_null(m.latency_ns)},
-          {"frequency_ghz", or_null(m.frequency_ghz)},
+          {"latency_ns", nullable(m.latency_ns)},
+          {"frequency_ghz", nullable(m.frequency_ghz)},
           {"requests", m.requests},
-          {"imc_latency_ns", or_null(m.imc_latency_ns)}};
+          {"imc_latency_ns", nullable(m.imc_latency_ns)}};
 }
 
 // The mean of the values present; null when none is.

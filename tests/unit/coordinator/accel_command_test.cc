@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -240,33 +241,23 @@ TEST_F(AccelCommand, BadInputIsOneLineNamingTheParameterAndExit2) {
 // when it reads a stored run, the evaluation becomes a run of kind accel
 // with its model row and its link projection, listed and shown by
 // `nabla runs`.
+// The words of a command line written as one string.
+std::vector<std::string> words(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
 TEST_F(AccelCommand, StoredAsAnAccelRunThatRunsListsAndShows) {
-  const CommandResult r = nabla({"accel",
-                                 "--cycles",
-                                 "1e9",
-                                 "--alpha",
-                                 "0.3",
-                                 "--offloads-per-s",
-                                 "100",
-                                 "--design",
-                                 "async-distinct",
-                                 "--strategy",
-                                 "remote",
-                                 "--o1",
-                                 "5000",
-                                 "--host-ghz",
-                                 "2",
-                                 "--link",
-                                 "web->app",
-                                 "--link-latency",
-                                 "250us",
-                                 "--offloads-per-request",
-                                 "2",
-                                 "--gradient-run",
-                                 std::to_string(gradient_run_),
-                                 "--db",
-                                 db_,
-                                 "--json"});
+  std::vector<std::string> args = words(
+      "accel --cycles 2e9 --alpha 0.2 --accel-factor 4 --offloads-per-s 50 --design sync-os "
+      "--strategy remote --o0 100 --host-ghz 2 --link web->app --link-latency 100us --json");
+  for (const std::string& w :
+       {std::string("--gradient-run"), std::to_string(gradient_run_), std::string("--db"), db_}) {
+    args.push_back(w);
+  }
+  const CommandResult r = nabla(args);
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   const json printed = json::parse(r.stdout_text);
   const json list = json::parse(nabla({"runs", "list", "--db", db_, "--json"}).stdout_text);
@@ -279,7 +270,7 @@ TEST_F(AccelCommand, StoredAsAnAccelRunThatRunsListsAndShows) {
       nabla({"runs", "show", list[0]["run_id"].dump(), "--db", db_, "--json"});
   ASSERT_EQ(show.exit_code, 0) << show.stderr_text;
   const json stored = json::parse(show.stdout_text);
-  EXPECT_EQ(stored["config"]["design"], "async-distinct");
+  EXPECT_EQ(stored["config"]["design"], "sync-os");
   EXPECT_EQ(stored["config"]["gradient_run"], gradient_run_);
   const json& row = stored["accel"]["results"].at(0);
   EXPECT_EQ(row["speedup"], printed["speedup"]);
@@ -290,12 +281,12 @@ TEST_F(AccelCommand, StoredAsAnAccelRunThatRunsListsAndShows) {
   const json& view = printed["link_projection"]["predictions"][0];
   EXPECT_EQ(projected["type"], "/view");
   EXPECT_EQ(projected["link"], "web->app");
-  EXPECT_EQ(projected["added_delay_ns"], 500'000.0);
+  EXPECT_EQ(projected["added_delay_ns"], 100'000.0);
   EXPECT_EQ(projected["predicted_ns"], view["predicted_ns"]);
   EXPECT_EQ(projected["ci_low_ns"], view["ci_low_ns"]);
   EXPECT_EQ(projected["ci_high_ns"], view["ci_high_ns"]);
   const CommandResult text = nabla({"runs", "show", list[0]["run_id"].dump(), "--db", db_});
-  EXPECT_NE(text.stdout_text.find("async-distinct"), std::string::npos) << text.stdout_text;
+  EXPECT_NE(text.stdout_text.find("sync-os"), std::string::npos) << text.stdout_text;
   EXPECT_NE(text.stdout_text.find("/view"), std::string::npos) << text.stdout_text;
 }
 
