@@ -167,8 +167,7 @@ void run_replay(const Options& o) {
   // the moment it is stored.
   std::vector<std::int64_t> t_ns;
   std::int64_t t = started_ns;
-  for (const memlat::CounterSample& s : r.samples)
-    t_ns.push_back(t += std::max<std::int64_t>(s.interval_ns, 0));
+  for (const memlat::CounterSample& s : r.samples) t_ns.push_back(t += s.interval_ns);
   json config = counters_config("replay", r);
   config["replay"] = o.replay;
   report_stored(o, store_memlat_run(o, config, started_ns, &r, t_ns, {}));

@@ -97,6 +97,7 @@ Recording parse_recording(const json& doc) {
     const std::string where = "samples[" + std::to_string(i) + "]";
     CounterSample s;
     s.interval_ns = static_cast<std::int64_t>(number(samples[i], "interval_ns", where));
+    if (s.interval_ns <= 0) throw std::invalid_argument(where + ".interval_ns: must be > 0");
     s.cycles = number(samples[i], "cycles", where);
     s.ref_cycles = number(samples[i], "ref_cycles", where);
     s.outstanding = number(samples[i], "outstanding", where);

@@ -92,6 +92,10 @@ TEST(MemlatRecording, ImcCountsAndCasReplayExactly) {
   EXPECT_THROW(parse_recording(bad), std::invalid_argument);
   bad["samples"][0]["imc"].erase("rpq_inserts");
   EXPECT_THROW(parse_recording(bad), std::invalid_argument);
+  // An interval of no length has no rate and could not be stored.
+  nlohmann::json empty = report_json(original);
+  empty["samples"][0]["interval_ns"] = 0;
+  EXPECT_THROW(parse_recording(empty), std::invalid_argument);
 }
 
 }  // namespace
