@@ -200,8 +200,10 @@ std::vector<DesignRow> evaluate(const ServiceSpec& spec) {
           row.min_bytes_speedup =
               min_paying_bytes_speedup(paying, kernel.cost, design, option.strategy);
           row.min_bytes_latency = min_paying_bytes_latency(paying, kernel.cost, design);
+          row.cost = kernel.cost;
         }
         row.estimate = estimate(paying, design, option.strategy);
+        row.params = paying;
         rows.push_back(row);
       }
     }

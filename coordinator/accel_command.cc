@@ -1,13 +1,16 @@
 #include "nabla/coordinator/accel_command.hh"
 
 #include <CLI/CLI.hpp>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 
+#include "accel_history.hh"
 #include "nabla/accel/config.hh"
+#include "nabla/common/clock.hh"
 #include "nabla/common/units.hh"
 #include "nabla/coordinator/history_db.hh"
 #include "nabla/coordinator/predict.hh"
@@ -33,7 +36,19 @@ struct Options {
   std::string link, link_latency;
   double confidence = 0.95;
   bool json = false;
+  // Store the evaluation in the run history: with --db given, and whenever
+  // it reads a stored run (the database it read from).
+  bool store = false;
 };
+
+void report_stored(const Options& o, std::int64_t run_id) {
+  std::cerr << "stored as run " << run_id << " in " << o.db_path << '\n';
+}
+
+std::string file_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
 
 json optional_json(const std::optional<double>& v) {
   return v ? json(*v) : json(nullptr);
@@ -53,6 +68,15 @@ double required_ghz(const Options& o, const char* why) {
   return *o.host_ghz;
 }
 
+// --link-latency in ns; std::invalid_argument naming the flag.
+double link_latency_ns(const Options& o) {
+  try {
+    return static_cast<double>(common::parse_duration_ns(o.link_latency));
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("--link-latency: ") + e.what());
+  }
+}
+
 // Where a flag and a measured value would both set one parameter.
 void refuse_both(const std::optional<double>& flag_value, const char* flag, const char* source) {
   if (flag_value) {
@@ -62,8 +86,18 @@ void refuse_both(const std::optional<double>& flag_value, const char* flag, cons
 
 // --config: every kernel × strategy × design of the file side by side.
 void run_config(const Options& o) {
+  const std::int64_t started_ns = common::realtime_ns();
   const accel::ServiceSpec spec = accel::load_service_spec(o.config);
   const std::vector<accel::DesignRow> rows = accel::evaluate(spec);
+  if (o.store) {
+    std::vector<db::AccelResult> results;
+    for (const accel::DesignRow& r : rows) {
+      results.push_back(accel_result_row(r.kernel, r.strategy, r.design, r.params, r.cost,
+                                         r.estimate, r.min_bytes_speedup, r.min_bytes_latency));
+    }
+    const json config = {{"mode", "config"}, {"config", o.config}, {"toml", file_text(o.config)}};
+    report_stored(o, store_accel_run(o.db_path, config, started_ns, results, std::nullopt));
+  }
   if (o.json) {
     json out = {{"cycles", spec.cycles_per_s}, {"rows", json::array()}};
     for (const accel::DesignRow& r : rows) {
@@ -135,7 +169,7 @@ accel::Params single_params(const Options& o, db::Database* db, json& out) {
   if (!o.link.empty()) {
     refuse_both(o.transfer, "--L", "--link-latency");
     const double ghz = required_ghz(o, "with --link (to turn the link's latency into cycles)");
-    p.transfer_cycles = static_cast<double>(common::parse_duration_ns(o.link_latency)) * ghz;
+    p.transfer_cycles = link_latency_ns(o) * ghz;
   }
   return p;
 }
@@ -145,7 +179,7 @@ accel::Params single_params(const Options& o, db::Database* db, json& out) {
 // of each transaction type's mean response time is gradient × that delay,
 // with the gradient's CI carried through (nabla predict's rule).
 PredictionReport link_projection(const Options& o, db::Database& db) {
-  const double latency_ns = static_cast<double>(common::parse_duration_ns(o.link_latency));
+  const double latency_ns = link_latency_ns(o);
   const LatencySet set{o.link, o.offloads_per_request * latency_ns, 0};
   return predict_run(db, *o.gradient_run, {set}, o.confidence);
 }
@@ -153,6 +187,12 @@ PredictionReport link_projection(const Options& o, db::Database& db) {
 // Flag combinations, checked before any database is opened.
 void check_flag_combinations(const Options& o, accel::Strategy strategy) {
   if (o.from_run) required_ghz(o, "with --from-run (to turn service time into cycles)");
+  if (!(o.offloads_per_request > 0)) {
+    throw std::invalid_argument("--offloads-per-request: must be > 0");
+  }
+  if (!(o.confidence > 0 && o.confidence < 1)) {
+    throw std::invalid_argument("--confidence: must be in (0, 1)");
+  }
   if (o.link.empty()) {
     if (!o.link_latency.empty() || o.gradient_run) {
       throw std::invalid_argument("--link: required with --link-latency and --gradient-run");
@@ -166,6 +206,7 @@ void check_flag_combinations(const Options& o, accel::Strategy strategy) {
     throw std::invalid_argument(
         "--link-latency: required with --link (the link's one-way latency)");
   }
+  link_latency_ns(o);
   if (!o.gradient_run) {
     throw std::invalid_argument("--gradient-run: required with --link (a run that measured it)");
   }
@@ -204,12 +245,52 @@ void print_single(const json& out, const std::optional<PredictionReport>& projec
   }
 }
 
+std::optional<double> optional_number(const json& v) {
+  return v.is_number() ? std::optional<double>(v.get<double>()) : std::nullopt;
+}
+
+// Stores a single evaluation: `out` without its outputs is what was asked.
+void store_single(const Options& o, std::int64_t started_ns, const json& out,
+                  const accel::Params& p, const accel::Estimate& e,
+                  const std::optional<PredictionReport>& projection) {
+  std::optional<accel::Kernel> cost;
+  std::optional<double> min_speedup, min_latency;
+  if (out.contains("min_paying_bytes")) {
+    cost = accel::Kernel{*o.cycles_per_byte, o.beta};
+    min_speedup = optional_number(out["min_paying_bytes"]["speedup"]);
+    min_latency = optional_number(out["min_paying_bytes"]["latency"]);
+  }
+  json config = out;
+  for (const char* output :
+       {"speedup", "latency_reduction", "min_paying_bytes", "link_projection"}) {
+    config.erase(output);
+  }
+  config["mode"] = "flags";
+  std::optional<StoredProjection> stored;
+  if (projection) {
+    config["gradient_run"] = *o.gradient_run;
+    config["confidence"] = o.confidence;
+    stored = StoredProjection{*o.gradient_run, o.link,
+                              out["link_latency_ns"].get<double>() * o.offloads_per_request,
+                              &*projection};
+  }
+  const db::AccelResult row =
+      accel_result_row(std::nullopt, accel::parse_strategy(o.strategy),
+                       accel::parse_design(o.design), p, cost, e, min_speedup, min_latency);
+  report_stored(o, store_accel_run(o.db_path, config, started_ns, {row}, stored));
+}
+
 void run_single(const Options& o) {
+  const std::int64_t started_ns = common::realtime_ns();
   const accel::Design design = accel::parse_design(o.design);
   const accel::Strategy strategy = accel::parse_strategy(o.strategy);
   check_flag_combinations(o, strategy);
   std::optional<db::Store> store;
-  if (o.from_run || o.gradient_run) store.emplace(open_history_read_only(o.db_path));
+  // Read-write when it will store there too, so an older file is migrated.
+  if (o.from_run || o.gradient_run) {
+    store.emplace(o.store ? open_history_for_reading(o.db_path)
+                          : open_history_read_only(o.db_path));
+  }
   json out = {{"design", accel::design_name(design)}, {"strategy", accel::strategy_name(strategy)}};
   const accel::Params p = single_params(o, store ? &store->database() : nullptr, out);
   const accel::Estimate e = accel::estimate(p, design, strategy);
@@ -228,7 +309,7 @@ void run_single(const Options& o) {
   if (!o.link.empty()) {
     projection = link_projection(o, store->database());
     out["link"] = o.link;
-    out["link_latency_ns"] = static_cast<double>(common::parse_duration_ns(o.link_latency));
+    out["link_latency_ns"] = link_latency_ns(o);
     out["link_projection"] = to_json(*projection);
   }
   if (o.json) {
@@ -236,6 +317,7 @@ void run_single(const Options& o) {
   } else {
     print_single(out, projection);
   }
+  if (o.store) store_single(o, started_ns, out, p, e, projection);
 }
 
 }  // namespace
@@ -284,10 +366,13 @@ void register_accel_command(CLI::App& app) {
   cmd->add_option("--link", o->link, "Remote offload across this link (label or HOST->HOST)");
   cmd->add_option("--link-latency", o->link_latency, "The link's one-way latency, e.g. 250us");
   cmd->add_option("--gradient-run", o->gradient_run, "Run that measured the link's gradient");
-  cmd->add_option("--db", o->db_path, "Run history database (opened read-only)");
+  cmd->add_option(
+      "--db", o->db_path,
+      "Run history: read --from-run and --gradient-run from it, store the result in it");
   cmd->add_option("--confidence", o->confidence, "Confidence of the projection's intervals");
   cmd->add_flag("--json", o->json, "Print JSON");
-  cmd->callback([o] {
+  cmd->callback([o, cmd] {
+    o->store = cmd->count("--db") > 0 || o->from_run || o->gradient_run;
     if (o->config.empty()) {
       run_single(*o);
     } else {

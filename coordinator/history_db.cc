@@ -2,10 +2,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <stdexcept>
 
 #include "nabla/common/clock.hh"
+#include "nabla/common/version.hh"
 
 namespace nabla::coordinator {
 
@@ -24,6 +26,19 @@ db::Store open_history_for_reading(const std::string& path) {
 db::Store open_history_read_only(const std::string& path) {
   require_history_database(path);
   return db::Store::open_read_only(path);
+}
+
+std::int64_t store_finished_run(
+    const std::string& path, db::RunStart start, std::int64_t ended_ns,
+    const std::function<void(db::Store&, std::int64_t run_id)>& add_rows) {
+  db::Store store = db::Store::open(path, common::realtime_ns());
+  db::Transaction tx(store.database());
+  start.tool_version = common::nabla_version();
+  const std::int64_t run_id = store.begin_run(start);
+  add_rows(store, run_id);
+  store.finish_run(run_id, db::RunStatus::kComplete, std::max(ended_ns, start.started_ns));
+  tx.commit();
+  return run_id;
 }
 
 }  // namespace nabla::coordinator

@@ -217,7 +217,7 @@ int run_load(const LoadOptions& o, std::ostream& out, std::ostream& err) {
     if (sampler) {
       const std::vector<MemlatSampler::Interval> intervals = sampler->stop();
       memlat_json = memlat_summary_json(*memlat_setup, intervals);
-      if (recorder) recorder->add_memlat(intervals, memlat_setup->target);
+      if (recorder) recorder->add_memlat(intervals, memlat_setup->target, memlat_setup->constants);
     }
     if (recorder) recorder->complete();
   } catch (const std::exception& e) {

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "nabla/common/units.hh"
+#include "nabla/memlat/uncore.hh"
 
 namespace nabla::coordinator {
 
@@ -37,21 +38,32 @@ std::variant<std::monostate, LoadMemlat, memlat::Unavailable> open_load_memlat(
   }
   auto opened = memlat::open_counters(table, target);
   if (auto* u = std::get_if<memlat::Unavailable>(&opened)) return *u;
-  return LoadMemlat{std::move(std::get<memlat::CounterSet>(opened)),
-                    {table.default_cache_cycles, *base_ghz, table.outstanding_scale},
-                    interval_ns,
-                    o.memlat_pid > 0 ? "pid " + std::to_string(o.memlat_pid) : "system"};
+  LoadMemlat setup{std::move(std::get<memlat::CounterSet>(opened)),
+                   {table.default_cache_cycles, *base_ghz, table.outstanding_scale},
+                   interval_ns,
+                   o.memlat_pid > 0 ? "pid " + std::to_string(o.memlat_pid) : "system",
+                   ""};
+  const auto imc = memlat::count_imc(setup.counters);
+  if (const auto* u = std::get_if<memlat::Unavailable>(&imc)) setup.imc_unavailable = u->reason;
+  return setup;
 }
 
 nlohmann::json memlat_summary_json(const LoadMemlat& setup,
                                    const std::vector<MemlatSampler::Interval>& intervals) {
   std::vector<memlat::CounterSample> samples;
   for (const MemlatSampler::Interval& i : intervals) samples.push_back(i.counters);
-  const std::optional<double> mean = memlat::mean_latency_ns(samples, setup.constants);
-  return {{"target", setup.target},
-          {"interval_ns", setup.interval_ns},
-          {"intervals", intervals.size()},
-          {"mean_latency_ns", mean ? nlohmann::json(*mean) : nlohmann::json(nullptr)}};
+  const auto or_null = [](const std::optional<double>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  };
+  nlohmann::json out = {
+      {"target", setup.target},
+      {"interval_ns", setup.interval_ns},
+      {"intervals", intervals.size()},
+      {"mean_latency_ns", or_null(memlat::mean_latency_ns(samples, setup.constants))},
+      {"mean_imc_latency_ns",
+       or_null(memlat::mean_imc_latency_ns(samples, setup.constants.cas_ns))}};
+  if (!setup.imc_unavailable.empty()) out["imc_note"] = setup.imc_unavailable;
+  return out;
 }
 
 }  // namespace nabla::coordinator

@@ -19,6 +19,9 @@ struct LoadMemlat {
   memlat::EstimatorConstants constants;
   std::int64_t interval_ns = 0;
   std::string target;  // "system" or "pid 1234"
+  // Why the memory controllers are not counted beside the cores; "" when
+  // they are.
+  std::string imc_unavailable;
 };
 
 // Checks the --memlat flags (std::invalid_argument naming the flag, also
@@ -27,7 +30,8 @@ struct LoadMemlat {
 std::variant<std::monostate, LoadMemlat, memlat::Unavailable> open_load_memlat(
     const LoadOptions& o);
 
-// {"target", "interval_ns", "intervals", "mean_latency_ns"}.
+// {"target", "interval_ns", "intervals", "mean_latency_ns",
+// "mean_imc_latency_ns"} and, without the controllers' counters, "imc_note".
 nlohmann::json memlat_summary_json(const LoadMemlat& setup,
                                    const std::vector<MemlatSampler::Interval>& intervals);
 

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <ostream>
 
+#include "memlat_rows.hh"
 #include "nabla/common/clock.hh"
 #include "nabla/coordinator/load_command.hh"
 #include "nabla/coordinator/text_table.hh"
@@ -370,22 +371,10 @@ std::int64_t LoadRunRecorder::add_point(const ControllerResult& r,
 }
 
 void LoadRunRecorder::add_memlat(const std::vector<MemlatSampler::Interval>& intervals,
-                                 const std::string& target) {
+                                 const std::string& target,
+                                 const memlat::EstimatorConstants& constants) {
   for (const MemlatSampler::Interval& i : intervals) {
-    db::MemlatSample row;
-    row.run_id = run_id_;
-    row.t_ns = i.t_ns;
-    row.interval_ns = i.counters.interval_ns;
-    if (i.estimate) {
-      row.latency_ns = i.estimate->latency_ns;
-      row.frequency_ghz = i.estimate->frequency_ghz;
-    }
-    row.cycles = i.counters.cycles;
-    row.ref_cycles = i.counters.ref_cycles;
-    row.outstanding = i.counters.outstanding;
-    row.requests = i.counters.requests;
-    row.target = target;
-    store_.add_memlat_sample(row);
+    store_.add_memlat_sample(memlat_row(run_id_, i.t_ns, i.counters, constants, target));
   }
 }
 

@@ -35,7 +35,8 @@ class LoadRunRecorder {
   std::int64_t add_point(const loadgen::ControllerResult& result,
                          const loadgen::ControllerConfig& config);
   // One memlat row per interval; `target` says what was sampled.
-  void add_memlat(const std::vector<MemlatSampler::Interval>& intervals, const std::string& target);
+  void add_memlat(const std::vector<MemlatSampler::Interval>& intervals, const std::string& target,
+                  const memlat::EstimatorConstants& constants);
   void complete();
   void fail(const std::string& error);
 

@@ -12,6 +12,7 @@
 #include "nabla/campaign/messages.hh"
 #include "nabla/coordinator/history_db.hh"
 #include "nabla/db/reads.hh"
+#include "runs_accel_memlat.hh"
 
 namespace nabla::coordinator {
 namespace {
@@ -170,6 +171,8 @@ void print_run(const json& r, std::ostream& out) {
     out << '\n';
     print_tail_results_table(r["tail_results"], out);
   }
+  if (r.contains("accel")) print_accel_section(r["accel"], out);
+  if (r.contains("memlat")) print_memlat_section(r["memlat"], out);
 }
 
 json runs_list(const std::string& db_path, int limit) {
@@ -197,6 +200,8 @@ json runs_show(const std::string& db_path, std::int64_t run_id) {
   // The lists replace the summary's counts of the same name.
   out["gradients"] = gradients_json(db::run_gradients(db, run_id));
   out["tail_results"] = tail_results_json(db::run_tail_results(db, run_id));
+  if (json accel = accel_section_json(db, run_id); !accel.is_null()) out["accel"] = accel;
+  if (json memlat = memlat_section_json(db, run_id); !memlat.is_null()) out["memlat"] = memlat;
   return out;
 }
 

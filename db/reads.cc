@@ -383,11 +383,10 @@ ServiceLoad run_service_load(Database& db, std::int64_t run_id) {
 std::vector<MemlatSample> run_memlat(Database& db, std::int64_t run_id) {
   Statement st(db,
                "SELECT run_id, t_ns, interval_ns, latency_ns, frequency_ghz, cycles, ref_cycles, "
-               "outstanding, requests, target FROM memlat WHERE run_id = ? ORDER BY t_ns, id");
+               "outstanding, requests, target, rpq_occupancy, rpq_inserts, imc_clockticks, "
+               "imc_latency_ns FROM memlat WHERE run_id = ? ORDER BY t_ns, id");
   st.bind(1, run_id);
-  const Columns c(st);
-  std::vector<MemlatSample> rows;
-  while (st.step()) {
+  return read_rows(st, [](const Columns& c) {
     MemlatSample m;
     m.run_id = c.int64("run_id");
     m.t_ns = c.int64("t_ns");
@@ -399,9 +398,85 @@ std::vector<MemlatSample> run_memlat(Database& db, std::int64_t run_id) {
     m.outstanding = c.real("outstanding");
     m.requests = c.real("requests");
     m.target = c.text("target");
-    rows.push_back(std::move(m));
-  }
-  return rows;
+    m.rpq_occupancy = c.optional_real("rpq_occupancy");
+    m.rpq_inserts = c.optional_real("rpq_inserts");
+    m.imc_clockticks = c.optional_real("imc_clockticks");
+    m.imc_latency_ns = c.optional_real("imc_latency_ns");
+    return m;
+  });
+}
+
+std::vector<MemlatProbePoint> run_memlat_probe(Database& db, std::int64_t run_id) {
+  Statement st(db,
+               "SELECT run_id, buffer_bytes, load_threads, latency_ns, huge_pages "
+               "FROM memlat_probe WHERE run_id = ? ORDER BY id");
+  st.bind(1, run_id);
+  return read_rows(st, [](const Columns& c) {
+    MemlatProbePoint p;
+    p.run_id = c.int64("run_id");
+    p.buffer_bytes = c.int64("buffer_bytes");
+    p.load_threads = static_cast<int>(c.int64("load_threads"));
+    p.latency_ns = c.real("latency_ns");
+    p.huge_pages = c.int64("huge_pages") != 0;
+    return p;
+  });
+}
+
+std::vector<AccelResult> run_accel_results(Database& db, std::int64_t run_id) {
+  Statement st(db,
+               "SELECT run_id, kernel, strategy, design, cycles, alpha, accel_factor, "
+               "offloads_per_s, o0, l_cycles, q_cycles, o1, cycles_per_byte, beta, speedup, "
+               "latency_reduction, min_bytes_speedup, min_bytes_latency "
+               "FROM accel_results WHERE run_id = ? ORDER BY id");
+  st.bind(1, run_id);
+  return read_rows(st, [](const Columns& c) {
+    AccelResult r;
+    r.run_id = c.int64("run_id");
+    r.kernel = c.optional_text("kernel");
+    r.strategy = c.text("strategy");
+    r.design = c.text("design");
+    r.cycles = c.real("cycles");
+    r.alpha = c.real("alpha");
+    r.accel_factor = c.optional_real("accel_factor");
+    r.offloads_per_s = c.real("offloads_per_s");
+    r.o0 = c.real("o0");
+    r.l_cycles = c.real("l_cycles");
+    r.q_cycles = c.real("q_cycles");
+    r.o1 = c.real("o1");
+    r.cycles_per_byte = c.optional_real("cycles_per_byte");
+    r.beta = c.optional_real("beta");
+    r.speedup = c.real("speedup");
+    r.latency_reduction = c.optional_real("latency_reduction");
+    r.min_bytes_speedup = c.optional_real("min_bytes_speedup");
+    r.min_bytes_latency = c.optional_real("min_bytes_latency");
+    return r;
+  });
+}
+
+std::vector<AccelProjectionRow> run_accel_projections(Database& db, std::int64_t run_id) {
+  Statement st(db,
+               "SELECT p.run_id, p.gradient_run_id, p.link, p.type_id, tt.name AS type, "
+               "p.added_delay_ns, p.baseline_ns, p.predicted_ns, p.ci_low_ns, p.ci_high_ns, "
+               "p.confidence, p.missing FROM accel_projections p "
+               "JOIN transaction_types tt ON tt.id = p.type_id WHERE p.run_id = ? ORDER BY p.id");
+  st.bind(1, run_id);
+  return read_rows(st, [](const Columns& c) {
+    AccelProjectionRow row;
+    row.type = c.text("type");
+    AccelProjection& p = row.projection;
+    p.run_id = c.int64("run_id");
+    p.gradient_run_id = c.optional_int64("gradient_run_id");
+    p.link = c.text("link");
+    p.type_id = c.int64("type_id");
+    p.added_delay_ns = c.real("added_delay_ns");
+    p.baseline_ns = c.optional_real("baseline_ns");
+    p.predicted_ns = c.optional_real("predicted_ns");
+    p.ci_low_ns = c.optional_real("ci_low_ns");
+    p.ci_high_ns = c.optional_real("ci_high_ns");
+    p.confidence = c.real("confidence");
+    p.missing = c.optional_text("missing");
+    return row;
+  });
 }
 
 std::map<std::int64_t, std::string> transaction_type_names(Database& db) {

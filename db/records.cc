@@ -7,7 +7,8 @@
 namespace nabla::db {
 namespace {
 
-constexpr std::array<std::string_view, 5> kRunKinds = {"run", "load", "demo", "analyze", "inject"};
+constexpr std::array<std::string_view, 7> kRunKinds = {"run",    "load",  "demo",  "analyze",
+                                                       "inject", "accel", "memlat"};
 constexpr std::array<std::string_view, 3> kRunStatuses = {"running", "complete", "failed"};
 constexpr std::array<std::string_view, 6> kPhaseKinds = {"training", "adaptive",     "active",
                                                          "baseline", "simultaneous", "step"};

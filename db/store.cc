@@ -173,10 +173,40 @@ std::int64_t Store::add_tail_result(const TailResult& t) {
 std::int64_t Store::add_memlat_sample(const MemlatSample& m) {
   return insert(db_,
                 "INSERT INTO memlat (run_id, t_ns, interval_ns, latency_ns, frequency_ghz, "
-                "cycles, ref_cycles, outstanding, requests, target) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "cycles, ref_cycles, outstanding, requests, target, rpq_occupancy, rpq_inserts, "
+                "imc_clockticks, imc_latency_ns) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 m.run_id, m.t_ns, m.interval_ns, m.latency_ns, m.frequency_ghz, m.cycles,
-                m.ref_cycles, m.outstanding, m.requests, m.target);
+                m.ref_cycles, m.outstanding, m.requests, m.target, m.rpq_occupancy, m.rpq_inserts,
+                m.imc_clockticks, m.imc_latency_ns);
+}
+
+std::int64_t Store::add_memlat_probe_point(const MemlatProbePoint& p) {
+  return insert(db_,
+                "INSERT INTO memlat_probe (run_id, buffer_bytes, load_threads, latency_ns, "
+                "huge_pages) VALUES (?, ?, ?, ?, ?)",
+                p.run_id, p.buffer_bytes, static_cast<std::int64_t>(p.load_threads), p.latency_ns,
+                static_cast<std::int64_t>(p.huge_pages ? 1 : 0));
+}
+
+std::int64_t Store::add_accel_result(const AccelResult& r) {
+  return insert(db_,
+                "INSERT INTO accel_results (run_id, kernel, strategy, design, cycles, alpha, "
+                "accel_factor, offloads_per_s, o0, l_cycles, q_cycles, o1, cycles_per_byte, beta, "
+                "speedup, latency_reduction, min_bytes_speedup, min_bytes_latency) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                r.run_id, r.kernel, r.strategy, r.design, r.cycles, r.alpha, r.accel_factor,
+                r.offloads_per_s, r.o0, r.l_cycles, r.q_cycles, r.o1, r.cycles_per_byte, r.beta,
+                r.speedup, r.latency_reduction, r.min_bytes_speedup, r.min_bytes_latency);
+}
+
+std::int64_t Store::add_accel_projection(const AccelProjection& p) {
+  return insert(db_,
+                "INSERT INTO accel_projections (run_id, gradient_run_id, link, type_id, "
+                "added_delay_ns, baseline_ns, predicted_ns, ci_low_ns, ci_high_ns, confidence, "
+                "missing) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                p.run_id, p.gradient_run_id, p.link, p.type_id, p.added_delay_ns, p.baseline_ns,
+                p.predicted_ns, p.ci_low_ns, p.ci_high_ns, p.confidence, p.missing);
 }
 
 std::int64_t Store::transaction_type_id(std::string_view name) {

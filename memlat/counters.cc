@@ -12,21 +12,11 @@
 #include <set>
 #include <sstream>
 
+#include "nabla/memlat/uncore.hh"
+#include "text_file.hh"
+
 namespace nabla::memlat {
 namespace {
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::string hex(std::uint64_t v) {
-  std::ostringstream out;
-  out << "0x" << std::hex << v;
-  return out.str();
-}
 
 // The perf type number of a PMU, or -1 when the kernel does not expose it.
 int pmu_type(const std::string& sysfs_pmus, const std::string& pmu) {
@@ -46,7 +36,7 @@ std::vector<int> online_cpus() {
 }
 
 std::string paranoid_reason(const CounterEvent& e, int error) {
-  std::string level = read_file("/proc/sys/kernel/perf_event_paranoid");
+  std::string level = read_text_file("/proc/sys/kernel/perf_event_paranoid");
   while (!level.empty() && (level.back() == '\n' || level.back() == ' ')) level.pop_back();
   return "perf_event_paranoid is " + (level.empty() ? std::string("unknown") : level) +
          ": opening " + e.name + " was refused (" + std::strerror(error) +
@@ -87,7 +77,19 @@ CounterSample CounterSet::read_delta(std::int64_t interval_ns) {
     delta[i] = now - events_[i]->last;
     events_[i]->last = now;
   }
-  return {interval_ns, delta[0], delta[1], delta[2], delta[3]};
+  CounterSample sample{interval_ns, delta[0], delta[1], delta[2], delta[3]};
+  if (imc_events_.size() == 3) {
+    double imc[3] = {0, 0, 0};
+    for (std::size_t i = 0; i < 3; ++i) {
+      const double now = imc_events_[i]->total();
+      imc[i] = now - imc_events_[i]->last;
+      imc_events_[i]->last = now;
+    }
+    // Every channel counts its own clock: the mean is the controllers' clock.
+    const auto channels = static_cast<double>(imc_events_[0]->fds.size());
+    sample.imc = ImcCounts{imc[2], imc[1], channels > 0 ? imc[0] / channels : 0.0};
+  }
+  return sample;
 }
 
 std::variant<EventTable, Unavailable> detect_event_table(const std::string& sysfs_pmus,
@@ -96,12 +98,12 @@ std::variant<EventTable, Unavailable> detect_event_table(const std::string& sysf
     return Unavailable{"no PMU exposed: " + sysfs_pmus +
                        "/cpu is missing (a virtual machine without a virtual PMU?)"};
   }
-  const CpuId cpu = parse_cpuinfo(read_file(cpuinfo_path));
+  const CpuId cpu = parse_cpuinfo(read_text_file(cpuinfo_path));
   std::optional<EventTable> table = event_table_for(cpu);
   if (!table) {
     return Unavailable{"missing event: no counter table for " + cpu.vendor + " family " +
-                       hex(static_cast<std::uint64_t>(cpu.family)) + " model " +
-                       hex(static_cast<std::uint64_t>(cpu.model)) +
+                       hex_text(static_cast<std::uint64_t>(cpu.family)) + " model " +
+                       hex_text(static_cast<std::uint64_t>(cpu.model)) +
                        " (docs/memlat.md lists the supported processors)"};
   }
   for (const CounterEvent* e :
@@ -167,7 +169,7 @@ std::variant<CounterSet, Unavailable> open_counters(const EventTable& table, con
       if (fd < 0) {
         if (cgroup_fd >= 0) ::close(cgroup_fd);
         return Unavailable{"missing event: " + e->name + " (" + e->pmu + " config " +
-                           hex(e->config) + "): " + std::strerror(-fd)};
+                           hex_text(e->config) + "): " + std::strerror(-fd)};
       }
       event->fds.push_back(fd);
     }
@@ -179,11 +181,33 @@ std::variant<CounterSet, Unavailable> open_counters(const EventTable& table, con
   return set;
 }
 
+std::optional<Unavailable> CounterSet::add_imc(const ImcPmus& pmus) {
+  std::vector<std::unique_ptr<Event>> events;
+  for (std::uint64_t ImcPmu::*config :
+       {&ImcPmu::clockticks, &ImcPmu::rpq_inserts, &ImcPmu::rpq_occupancy}) {
+    auto event = std::make_unique<Event>();
+    for (const ImcPmu& pmu : pmus.pmus) {
+      for (int cpu : pmu.cpus) {
+        const int fd = open_one(pmu.type, pmu.*config, -1, cpu, 0, false);
+        if (fd < 0) {
+          return Unavailable{"uncore iMC PMU " + pmu.name + " (config " + hex_text(pmu.*config) +
+                             ", cpu " + std::to_string(cpu) + "): " + std::strerror(-fd)};
+        }
+        event->fds.push_back(fd);
+      }
+    }
+    events.push_back(std::move(event));
+  }
+  imc_events_ = std::move(events);
+  for (auto& e : imc_events_) e->last = e->total();  // the baseline for the first interval
+  return std::nullopt;
+}
+
 std::optional<double> detect_base_ghz() {
   std::ifstream base("/sys/devices/system/cpu/cpu0/cpufreq/base_frequency");
   double khz = 0;
   if (base >> khz && khz > 0) return khz / 1e6;
-  const std::string cpuinfo = read_file("/proc/cpuinfo");
+  const std::string cpuinfo = read_text_file("/proc/cpuinfo");
   const auto at = cpuinfo.find("GHz");
   if (at == std::string::npos) return std::nullopt;
   const auto start = cpuinfo.rfind('@', at);

@@ -1,5 +1,6 @@
 #include "nabla/memlat/recording.hh"
 
+#include <algorithm>
 #include <fstream>
 #include <stdexcept>
 
@@ -18,29 +19,61 @@ double number(const json& object, const char* key, const std::string& where) {
   return it->get<double>();
 }
 
+json or_null(const std::optional<double>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+json imc_json(const CounterSample& s, double cas_ns) {
+  return {{"rpq_occupancy", s.imc->rpq_occupancy},
+          {"rpq_inserts", s.imc->rpq_inserts},
+          {"clockticks", s.imc->clockticks},
+          {"latency_ns", or_null(interval_imc_latency_ns(s, cas_ns))}};
+}
+
+ImcCounts parse_imc(const json& imc, const std::string& where) {
+  ImcCounts c;
+  c.rpq_occupancy = number(imc, "rpq_occupancy", where);
+  c.rpq_inserts = number(imc, "rpq_inserts", where);
+  c.clockticks = number(imc, "clockticks", where);
+  if (c.rpq_occupancy < 0 || c.rpq_inserts < 0 || c.clockticks < 0) {
+    throw std::invalid_argument(where + ": counts must be >= 0");
+  }
+  return c;
+}
+
 }  // namespace
 
 json report_json(const Recording& r) {
   json samples = json::array();
   for (const CounterSample& s : r.samples) {
     const auto e = estimate_latency(s, r.constants);
-    samples.push_back({{"interval_ns", s.interval_ns},
-                       {"cycles", s.cycles},
-                       {"ref_cycles", s.ref_cycles},
-                       {"outstanding", s.outstanding},
-                       {"requests", s.requests},
-                       {"latency_ns", e ? json(e->latency_ns) : json(nullptr)},
-                       {"frequency_ghz", e ? json(e->frequency_ghz) : json(nullptr)}});
+    json sample = {{"interval_ns", s.interval_ns},
+                   {"cycles", s.cycles},
+                   {"ref_cycles", s.ref_cycles},
+                   {"outstanding", s.outstanding},
+                   {"requests", s.requests},
+                   {"latency_ns", e ? json(e->latency_ns) : json(nullptr)},
+                   {"frequency_ghz", e ? json(e->frequency_ghz) : json(nullptr)}};
+    if (s.imc) sample["imc"] = imc_json(s, r.constants.cas_ns);
+    samples.push_back(std::move(sample));
   }
-  const auto mean = mean_latency_ns(r.samples, r.constants);
-  return {{"format", kFormat},
-          {"microarch", r.microarch},
-          {"constants",
-           {{"cache_cycles", r.constants.cache_cycles},
-            {"base_ghz", r.constants.base_ghz},
-            {"outstanding_scale", r.constants.outstanding_scale}}},
-          {"samples", std::move(samples)},
-          {"mean_latency_ns", mean ? json(*mean) : json(nullptr)}};
+  json out = {{"format", kFormat},
+              {"microarch", r.microarch},
+              {"target", r.target},
+              {"constants",
+               {{"cache_cycles", r.constants.cache_cycles},
+                {"base_ghz", r.constants.base_ghz},
+                {"outstanding_scale", r.constants.outstanding_scale},
+                {"cas_ns", r.constants.cas_ns}}},
+              {"samples", std::move(samples)},
+              {"mean_latency_ns", or_null(mean_latency_ns(r.samples, r.constants))}};
+  const bool any_imc = std::any_of(r.samples.begin(), r.samples.end(),
+                                   [](const CounterSample& s) { return s.imc.has_value(); });
+  if (any_imc || !r.imc_microarch.empty()) {
+    out["imc_microarch"] = r.imc_microarch;
+    out["mean_imc_latency_ns"] = or_null(mean_imc_latency_ns(r.samples, r.constants.cas_ns));
+  }
+  return out;
 }
 
 Recording parse_recording(const json& doc) {
@@ -50,16 +83,21 @@ Recording parse_recording(const json& doc) {
   }
   Recording r;
   r.microarch = doc.value("microarch", "");
+  r.target = doc.value("target", "");
+  r.imc_microarch = doc.value("imc_microarch", "");
   const json& k = doc.at("constants");
   r.constants.cache_cycles = number(k, "cache_cycles", "constants");
   r.constants.base_ghz = number(k, "base_ghz", "constants");
   r.constants.outstanding_scale = number(k, "outstanding_scale", "constants");
+  if (k.contains("cas_ns")) r.constants.cas_ns = number(k, "cas_ns", "constants");
   if (!(r.constants.base_ghz > 0)) throw std::invalid_argument("constants.base_ghz: must be > 0");
+  if (r.constants.cas_ns < 0) throw std::invalid_argument("constants.cas_ns: must be >= 0");
   const json& samples = doc.at("samples");
   for (std::size_t i = 0; i < samples.size(); ++i) {
     const std::string where = "samples[" + std::to_string(i) + "]";
     CounterSample s;
     s.interval_ns = static_cast<std::int64_t>(number(samples[i], "interval_ns", where));
+    if (s.interval_ns <= 0) throw std::invalid_argument(where + ".interval_ns: must be > 0");
     s.cycles = number(samples[i], "cycles", where);
     s.ref_cycles = number(samples[i], "ref_cycles", where);
     s.outstanding = number(samples[i], "outstanding", where);
@@ -67,6 +105,7 @@ Recording parse_recording(const json& doc) {
     if (s.cycles < 0 || s.ref_cycles < 0 || s.outstanding < 0 || s.requests < 0) {
       throw std::invalid_argument(where + ": counts must be >= 0");
     }
+    if (samples[i].contains("imc")) s.imc = parse_imc(samples[i].at("imc"), where + ".imc");
     r.samples.push_back(s);
   }
   return r;

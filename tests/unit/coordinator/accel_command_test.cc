@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -216,6 +217,13 @@ TEST_F(AccelCommand, BadInputIsOneLineNamingTheParameterAndExit2) {
       {{"--cycles", "1e9", "--alpha", "0.5", "--design", "sync"}, "--accel-factor"},
       {{"--from-run", "1", "--alpha", "0.5", "--design", "async"}, "--host-ghz"},
       {{"--cycles", "1e9", "--alpha", "0.5", "--link", "a->b", "--strategy", "on-chip"}, "--link"},
+      {{"--cycles", "1e9", "--alpha", "0.5", "--design", "async", "--offloads-per-request", "-1"},
+       "--offloads-per-request"},
+      {{"--cycles", "1e9", "--alpha", "0.5", "--design", "async", "--confidence", "2"},
+       "--confidence"},
+      {{"--cycles", "1e9", "--alpha", "0.5", "--design", "async", "--strategy", "remote", "--link",
+        "a->b", "--link-latency", "soon", "--gradient-run", "1", "--host-ghz", "2"},
+       "--link-latency"},
   };
   for (const auto& [args, flag] : cases) {
     std::vector<std::string> argv{"accel"};
@@ -227,6 +235,84 @@ TEST_F(AccelCommand, BadInputIsOneLineNamingTheParameterAndExit2) {
     EXPECT_TRUE(newline == std::string::npos || newline + 1 == r.stderr_text.size())
         << r.stderr_text;
   }
+}
+
+// What the command printed is what the run history keeps: with --db, or
+// when it reads a stored run, the evaluation becomes a run of kind accel
+// with its model row and its link projection, listed and shown by
+// `nabla runs`.
+// The words of a command line written as one string.
+std::vector<std::string> words(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+TEST_F(AccelCommand, StoredAsAnAccelRunThatRunsListsAndShows) {
+  std::vector<std::string> args = words(
+      "accel --cycles 2e9 --alpha 0.2 --accel-factor 4 --offloads-per-s 50 --design sync-os "
+      "--strategy remote --o0 100 --host-ghz 2 --link web->app --link-latency 100us --json");
+  for (const std::string& w :
+       {std::string("--gradient-run"), std::to_string(gradient_run_), std::string("--db"), db_}) {
+    args.push_back(w);
+  }
+  const CommandResult r = nabla(args);
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  const json printed = json::parse(r.stdout_text);
+  const json list = json::parse(nabla({"runs", "list", "--db", db_, "--json"}).stdout_text);
+  ASSERT_EQ(list.size(), 3u);  // the load run, the gradient run and this one
+  EXPECT_EQ(list[0]["kind"], "accel");
+  EXPECT_EQ(list[0]["status"], "complete");
+  EXPECT_NE(r.stderr_text.find("stored as run " + list[0]["run_id"].dump()), std::string::npos)
+      << r.stderr_text;
+  const CommandResult show =
+      nabla({"runs", "show", list[0]["run_id"].dump(), "--db", db_, "--json"});
+  ASSERT_EQ(show.exit_code, 0) << show.stderr_text;
+  const json stored = json::parse(show.stdout_text);
+  EXPECT_EQ(stored["config"]["design"], "sync-os");
+  EXPECT_EQ(stored["config"]["gradient_run"], gradient_run_);
+  const json& row = stored["accel"]["results"].at(0);
+  EXPECT_EQ(row["speedup"], printed["speedup"]);
+  EXPECT_EQ(row["L"], printed["inputs"]["L"]);
+  EXPECT_EQ(row["strategy"], "remote");
+  EXPECT_TRUE(row["kernel"].is_null());
+  const json& projected = stored["accel"]["projections"].at(0);
+  const json& view = printed["link_projection"]["predictions"][0];
+  EXPECT_EQ(projected["type"], "/view");
+  EXPECT_EQ(projected["link"], "web->app");
+  EXPECT_EQ(projected["added_delay_ns"], 100'000.0);
+  EXPECT_EQ(projected["predicted_ns"], view["predicted_ns"]);
+  EXPECT_EQ(projected["ci_low_ns"], view["ci_low_ns"]);
+  EXPECT_EQ(projected["ci_high_ns"], view["ci_high_ns"]);
+  const CommandResult text = nabla({"runs", "show", list[0]["run_id"].dump(), "--db", db_});
+  EXPECT_NE(text.stdout_text.find("sync-os"), std::string::npos) << text.stdout_text;
+  EXPECT_NE(text.stdout_text.find("/view"), std::string::npos) << text.stdout_text;
+}
+
+TEST_F(AccelCommand, ConfigWithDbStoresEveryRowAndFlagsAloneStoreNothing) {
+  const CommandResult r =
+      nabla({"accel", "--config", NABLA_EXAMPLES_DIR "/accel.toml", "--db", db_, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  const json list = json::parse(nabla({"runs", "list", "--db", db_, "--json"}).stdout_text);
+  ASSERT_EQ(list.size(), 3u);
+  const json stored = json::parse(
+      nabla({"runs", "show", list[0]["run_id"].dump(), "--db", db_, "--json"}).stdout_text);
+  const json& rows = stored["accel"]["results"];
+  const json printed = json::parse(r.stdout_text)["rows"];
+  ASSERT_EQ(rows.size(), printed.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i]["kernel"], printed[i]["kernel"]);
+    EXPECT_EQ(rows[i]["design"], printed[i]["design"]);
+    EXPECT_EQ(rows[i]["speedup"], printed[i]["speedup"]);
+    EXPECT_EQ(rows[i]["min_bytes_speedup"], printed[i]["min_bytes_speedup"]);
+  }
+  EXPECT_EQ(stored["config"]["mode"], "config");
+  // Without --db and without a stored input, nothing is written anywhere.
+  const CommandResult alone = nabla({"accel", "--cycles", "1e9", "--alpha", "0.3", "--design",
+                                     "async", "--offloads-per-s", "10"});
+  ASSERT_EQ(alone.exit_code, 0) << alone.stderr_text;
+  EXPECT_EQ(alone.stderr_text.find("stored as run"), std::string::npos) << alone.stderr_text;
 }
 
 }  // namespace

@@ -85,6 +85,8 @@ TEST(MemlatCommand, UsageErrorsNameTheFlag) {
       {{"--pid", "1", "--system"}, "--pid, --cgroup and --system"},
       {{"--probe", "--load", "-1"}, "--load"},
       {{"--replay", "/nonexistent/rec.json"}, "--replay"},
+      {{"--cas-ns", "-1"}, "--cas-ns"},
+      {{"--probe", "--sizes", "0"}, "--sizes"},
   };
   for (const auto& [args, flag] : cases) {
     std::vector<std::string> argv{"memlat"};
@@ -124,6 +126,57 @@ TEST(MemlatCommand, LoadMemlatNeedsCountersBeforeItStarts) {
     EXPECT_EQ(bad.exit_code, 2) << flag << ": " << bad.stderr_text;
     EXPECT_EQ(bad.stderr_text.rfind("nabla load: " + flag, 0), 0u) << bad.stderr_text;
   }
+}
+
+// `--db` keeps what the command printed as a run of kind memlat: a replayed
+// recording's intervals with both estimates (core and memory controller),
+// and the probe's points; `nabla runs show` gives them back.
+TEST(MemlatCommand, DbStoresIntervalsAndProbePointsAsMemlatRuns) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("nabla-memlat-db-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string db = (dir / "runs.db").string();
+  nabla::memlat::Recording rec;
+  rec.microarch = "Intel Skylake-SP / Cascade Lake-SP";
+  rec.target = "pid 42";
+  rec.constants = {44, 2.1, 1};
+  rec.constants.cas_ns = 14;
+  rec.samples.push_back({1'000'000'000, 2.0e9, 2.0e9, (144.46 * 2.1 - 44) * 5e5, 5e5});
+  // 15 entries waiting per insert at 1.2 GHz: 12.5 ns, + t_CAS 14 ns.
+  rec.samples.back().imc = nabla::memlat::ImcCounts{1.5e7, 1e6, 1.2e9};
+  rec.samples.push_back({1'000'000'000, 2.0e9, 2.0e9, 0, 0});
+  const std::string path = (dir / "rec.json").string();
+  nabla::memlat::save_recording(rec, path);
+  const CommandResult replay = nabla({"memlat", "--replay", path, "--db", db, "--json"});
+  const CommandResult probe =
+      nabla({"memlat", "--probe", "--sizes", "16384", "--loads", "100000", "--db", db, "--json"});
+  const json list = json::parse(nabla({"runs", "list", "--db", db, "--json"}).stdout_text);
+  const CommandResult shown_replay = nabla({"runs", "show", "1", "--db", db, "--json"});
+  const CommandResult shown_probe = nabla({"runs", "show", "2", "--db", db, "--json"});
+  const CommandResult text = nabla({"runs", "show", "1", "--db", db});
+  fs::remove_all(dir);
+
+  ASSERT_EQ(replay.exit_code, 0) << replay.stderr_text;
+  ASSERT_EQ(probe.exit_code, 0) << probe.stderr_text;
+  EXPECT_NEAR(json::parse(replay.stdout_text)["mean_imc_latency_ns"].get<double>(), 26.5, 1e-9);
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0]["kind"], "memlat");
+  EXPECT_EQ(list[1]["kind"], "memlat");
+  const json intervals = json::parse(shown_replay.stdout_text)["memlat"]["intervals"];
+  ASSERT_EQ(intervals.size(), 2u);
+  EXPECT_EQ(intervals[0]["latency_ns"],
+            json::parse(replay.stdout_text)["samples"][0]["latency_ns"]);
+  EXPECT_NEAR(intervals[0]["imc_latency_ns"].get<double>(), 26.5, 1e-9);
+  EXPECT_EQ(intervals[0]["target"], "pid 42");
+  EXPECT_TRUE(intervals[1]["latency_ns"].is_null());
+  EXPECT_LT(intervals[0]["t_ns"].get<std::int64_t>(), intervals[1]["t_ns"].get<std::int64_t>());
+  const json stored_probe = json::parse(shown_probe.stdout_text);
+  const json printed_points = json::parse(probe.stdout_text)["points"];
+  ASSERT_EQ(stored_probe["memlat"]["probe"].size(), printed_points.size());
+  EXPECT_EQ(stored_probe["memlat"]["probe"][0]["latency_ns"], printed_points[0]["latency_ns"]);
+  EXPECT_EQ(stored_probe["seed"], 1);
+  EXPECT_NE(text.stdout_text.find("26.5 ns (memory controllers)"), std::string::npos)
+      << text.stdout_text;
 }
 
 }  // namespace

@@ -84,5 +84,26 @@ TEST(MemlatEstimator, MemoryControllerVariantAddsCas) {
   EXPECT_FALSE(imc_latency_ns({1'000'000'000, 0, 0, 1.2e9}, 14).has_value());
 }
 
+// The intervals' iMC counts (summed over channels, clockticks per channel)
+// give the same figure as the counts alone; intervals without them, or
+// without inserts, have none and stay out of the mean.
+TEST(MemlatEstimator, MemoryControllerVariantPerIntervalAndItsMean) {
+  CounterSample busy{1'000'000'000, 2.1e9, 2.1e9, 0, 0};
+  busy.imc = ImcCounts{30.0 * 5e6, 5e6, 1.2e9};
+  CounterSample loaded = busy;
+  loaded.imc = ImcCounts{60.0 * 5e6, 5e6, 1.2e9};  // 50 ns in the queue
+  CounterSample idle = busy;
+  idle.imc = ImcCounts{0, 0, 1.2e9};
+  CounterSample none{1'000'000'000, 2.1e9, 2.1e9, 0, 0};
+  EXPECT_EQ(interval_imc_latency_ns(busy, 14),
+            imc_latency_ns(ImcSample{1'000'000'000, 1.5e8, 5e6, 1.2e9}, 14));
+  EXPECT_FALSE(interval_imc_latency_ns(none, 14).has_value());
+  EXPECT_FALSE(interval_imc_latency_ns(idle, 14).has_value());
+  const auto mean = mean_imc_latency_ns({busy, idle, none, loaded}, 14);
+  ASSERT_TRUE(mean.has_value());
+  EXPECT_DOUBLE_EQ(*mean, ((25 + 14) + (50 + 14)) / 2.0);
+  EXPECT_FALSE(mean_imc_latency_ns({none, idle}, 14).has_value());
+}
+
 }  // namespace
 }  // namespace nabla::memlat

@@ -59,5 +59,44 @@ TEST(MemlatRecording, BadFilesNameWhatIsWrong) {
   }
 }
 
+// The memory controllers' counts and t_CAS travel with the recording, so a
+// replay recomputes the controller-side figure too; a recording without
+// them (an older file, or a machine without an iMC PMU) replays as before.
+TEST(MemlatRecording, ImcCountsAndCasReplayExactly) {
+  Recording original = table2_run();
+  original.target = "cgroup /sys/fs/cgroup/web";
+  original.imc_microarch = "Intel Skylake-SP / Cascade Lake-SP";
+  original.constants.cas_ns = 13.75;
+  original.samples[0].imc = ImcCounts{1.7e7, 1.1e6, 1.333e9};
+  original.samples[1].imc = ImcCounts{9.1e7, 7.3e6, 1.333e9};
+  const Recording replayed = parse_recording(nlohmann::json::parse(report_json(original).dump()));
+  EXPECT_EQ(report_json(original), report_json(replayed));
+  EXPECT_EQ(replayed.target, original.target);
+  EXPECT_EQ(replayed.constants.cas_ns, 13.75);
+  ASSERT_TRUE(replayed.samples[1].imc.has_value());
+  EXPECT_FALSE(replayed.samples[2].imc.has_value());
+  const nlohmann::json report = report_json(replayed);
+  EXPECT_DOUBLE_EQ(report["samples"][0]["imc"]["latency_ns"].get<double>(),
+                   1.7e7 / 1.1e6 / 1.333 + 13.75);
+  EXPECT_FALSE(report["samples"][2].contains("imc"));
+
+  nlohmann::json older = report_json(table2_run());
+  older.erase("target");
+  older["constants"].erase("cas_ns");
+  const Recording old = parse_recording(older);
+  EXPECT_EQ(old.constants.cas_ns, EstimatorConstants{}.cas_ns);
+  EXPECT_FALSE(report_json(old).contains("mean_imc_latency_ns"));
+
+  nlohmann::json bad = report_json(original);
+  bad["samples"][0]["imc"]["rpq_inserts"] = -1;
+  EXPECT_THROW(parse_recording(bad), std::invalid_argument);
+  bad["samples"][0]["imc"].erase("rpq_inserts");
+  EXPECT_THROW(parse_recording(bad), std::invalid_argument);
+  // An interval of no length has no rate and could not be stored.
+  nlohmann::json empty = report_json(original);
+  empty["samples"][0]["interval_ns"] = 0;
+  EXPECT_THROW(parse_recording(empty), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace nabla::memlat

@@ -54,6 +54,8 @@ struct DesignRow {
   double alpha = 0;
   std::optional<double> min_bytes_speedup, min_bytes_latency;
   Estimate estimate;
+  Params params{};  // the model's inputs as evaluated (n and α of the paying offloads)
+  std::optional<Kernel> cost{};  // C_b and β, when the kernel gives C_b
 };
 
 std::vector<DesignRow> evaluate(const ServiceSpec& spec);

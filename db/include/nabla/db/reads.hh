@@ -131,8 +131,26 @@ struct ServiceLoad {
 
 ServiceLoad run_service_load(Database& db, std::int64_t run_id);
 
-// A run's memory-latency intervals (`nabla load --memlat`) in time order.
+// A run's memory-latency intervals (`nabla load --memlat`, `nabla memlat
+// --db`) in time order.
 std::vector<MemlatSample> run_memlat(Database& db, std::int64_t run_id);
+
+// A run's pointer-chase points (`nabla memlat --probe --db`) in the order
+// they were measured.
+std::vector<MemlatProbePoint> run_memlat_probe(Database& db, std::int64_t run_id);
+
+// ---------------------------------------------------------------- accel
+
+// A run's model rows (`nabla accel --db`) in the order they were evaluated.
+std::vector<AccelResult> run_accel_results(Database& db, std::int64_t run_id);
+
+struct AccelProjectionRow {
+  std::string type;  // the transaction type's name
+  AccelProjection projection;
+};
+
+// A run's link-gradient projections in the order they were stored (by type).
+std::vector<AccelProjectionRow> run_accel_projections(Database& db, std::int64_t run_id);
 
 // ---------------------------------------------------------------- samples
 

@@ -9,7 +9,7 @@
 
 namespace nabla::db {
 
-enum class RunKind { kRun, kLoad, kDemo, kAnalyze, kInject };
+enum class RunKind { kRun, kLoad, kDemo, kAnalyze, kInject, kAccel, kMemlat };
 enum class RunStatus { kRunning, kComplete, kFailed };
 enum class PhaseKind { kTraining, kAdaptive, kActive, kBaseline, kSimultaneous, kStep };
 enum class TimestampSource : std::uint8_t { kUser = 0, kSoftware = 1, kHardware = 2 };
@@ -187,6 +187,52 @@ struct MemlatSample {
   std::optional<double> latency_ns, frequency_ghz;  // nullopt: no LLC-miss reads
   double cycles = 0, ref_cycles = 0, outstanding = 0, requests = 0;
   std::string target = "system";
+  // The memory controllers' counters (summed over the uncore iMC channels;
+  // clockticks the mean per channel) and the latency from them; nullopt
+  // where no uncore iMC PMU was read.
+  std::optional<double> rpq_occupancy{}, rpq_inserts{}, imc_clockticks{}, imc_latency_ns{};
+};
+
+// One pointer-chase point of `nabla memlat --probe` (the memlat_probe table).
+struct MemlatProbePoint {
+  std::int64_t run_id = 0;
+  std::int64_t buffer_bytes = 0;
+  int load_threads = 0;
+  double latency_ns = 0;  // per dependent load
+  bool huge_pages = false;
+};
+
+// One design and strategy `nabla accel` evaluated (the accel_results
+// table). Overheads are host cycles; see docs/accel.md for each parameter.
+struct AccelResult {
+  std::int64_t run_id = 0;
+  std::optional<std::string> kernel;  // nullopt: from flags, not --config
+  std::string strategy;               // on-chip | off-chip | remote
+  std::string design;                 // sync | sync-os | async | async-distinct
+  double cycles = 0;                  // C
+  double alpha = 0;
+  std::optional<double> accel_factor;  // A
+  double offloads_per_s = 0;           // n
+  double o0 = 0, l_cycles = 0, q_cycles = 0, o1 = 0;
+  std::optional<double> cycles_per_byte, beta;  // C_b, β: set when sizes were asked
+  double speedup = 0;                           // C / C_S
+  std::optional<double> latency_reduction;      // C / C_L
+  // With cycles_per_byte set, nullopt means no size pays off.
+  std::optional<double> min_bytes_speedup, min_bytes_latency;
+};
+
+// The link-gradient projection of a remote offload for one transaction type
+// (the accel_projections table). type_id comes from
+// Store::transaction_type_id().
+struct AccelProjection {
+  std::int64_t run_id = 0;
+  std::optional<std::int64_t> gradient_run_id;
+  std::string link;  // the --link selector
+  std::int64_t type_id = 0;
+  double added_delay_ns = 0;
+  std::optional<double> baseline_ns, predicted_ns, ci_low_ns, ci_high_ns;
+  double confidence = 0.95;
+  std::optional<std::string> missing;  // why there is no prediction
 };
 
 }  // namespace nabla::db

@@ -54,6 +54,9 @@ class Store {
   std::int64_t add_gradient_amplitude(const GradientAmplitude& amplitude);
   std::int64_t add_tail_result(const TailResult& result);
   std::int64_t add_memlat_sample(const MemlatSample& sample);
+  std::int64_t add_memlat_probe_point(const MemlatProbePoint& point);
+  std::int64_t add_accel_result(const AccelResult& result);
+  std::int64_t add_accel_projection(const AccelProjection& projection);
 
   // Id of a transaction type name, inserting it on first use (cached).
   std::int64_t transaction_type_id(std::string_view name);

@@ -5,6 +5,7 @@
 // without a virtual PMU), perf_event_paranoid forbidding it, or an event the
 // processor or kernel lacks.
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -13,6 +14,9 @@
 #include "nabla/memlat/events.hh"
 
 namespace nabla::memlat {
+
+struct ImcPmus;
+struct Unavailable;
 
 struct Target {
   enum class Kind { kSystem, kPid, kCgroup };
@@ -32,8 +36,15 @@ class CounterSet {
   ~CounterSet();
   CounterSample read_delta(std::int64_t interval_ns);
 
+  // Also counts the memory controllers (system-wide: they serve every
+  // core), so read_delta() fills `imc`; the reason, and the set unchanged,
+  // when the kernel refuses one of them.
+  std::optional<Unavailable> add_imc(const ImcPmus& pmus);
+
  private:
   std::vector<std::unique_ptr<Event>> events_;
+  // clockticks, rpq_inserts, rpq_occupancy; empty without add_imc().
+  std::vector<std::unique_ptr<Event>> imc_events_;
 };
 
 // The reason counters are unavailable, one line without a trailing newline.

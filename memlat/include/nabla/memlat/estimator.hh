@@ -22,19 +22,30 @@
 
 namespace nabla::memlat {
 
+// The memory controllers' counts over one interval: occupancy and inserts
+// summed over every iMC channel, clockticks the mean per channel (the
+// controllers' clock).
+struct ImcCounts {
+  double rpq_occupancy = 0;  // UNC_M_RPQ_OCCUPANCY
+  double rpq_inserts = 0;    // UNC_M_RPQ_INSERTS
+  double clockticks = 0;     // UNC_M_CLOCKTICKS
+};
+
 // Counter deltas over one interval.
 struct CounterSample {
   std::int64_t interval_ns = 0;
-  double cycles = 0;       // unhalted core cycles
-  double ref_cycles = 0;   // unhalted reference cycles (fixed frequency f_base)
-  double outstanding = 0;  // Σ_t r_t: outstanding LLC-miss reads summed over cycles
-  double requests = 0;     // r_total: LLC-miss reads
+  double cycles = 0;               // unhalted core cycles
+  double ref_cycles = 0;           // unhalted reference cycles (fixed frequency f_base)
+  double outstanding = 0;          // Σ_t r_t: outstanding LLC-miss reads summed over cycles
+  double requests = 0;             // r_total: LLC-miss reads
+  std::optional<ImcCounts> imc{};  // nullopt: no uncore iMC counters read
 };
 
 struct EstimatorConstants {
   double cache_cycles = 44;      // c_cache
   double base_ghz = 2.1;         // f_base
   double outstanding_scale = 1;  // cycles per unit of `outstanding`
+  double cas_ns = 14;            // t_CAS of the DRAM, for the memory-controller variant
 };
 
 struct LatencyEstimate {
@@ -64,5 +75,9 @@ struct ImcSample {
 // l_iMC in ns, t_CAS added for DRAM (pass 0 for persistent memory, whose
 // requests stay queued until filled); nullopt without inserts or ticks.
 std::optional<double> imc_latency_ns(const ImcSample& s, double cas_ns);
+// The same for an interval's iMC counts; nullopt without them.
+std::optional<double> interval_imc_latency_ns(const CounterSample& s, double cas_ns);
+// The mean of the interval iMC estimates that exist; nullopt when none does.
+std::optional<double> mean_imc_latency_ns(const std::vector<CounterSample>& samples, double cas_ns);
 
 }  // namespace nabla::memlat
