@@ -61,8 +61,7 @@ struct WaveFlag {
   double duty = 0.5;
   std::string trace_file;
   bool trace_loop = true;
-  protocol::TraceInterpolation interpolation =
-      protocol::TraceInterpolation::kLinear;
+  protocol::TraceInterpolation interpolation = protocol::TraceInterpolation::kLinear;
 };
 
 // "square:PERIOD[,DUTY]" | "sine:PERIOD" | "trace:FILE[,loop|once][,linear|step]".
