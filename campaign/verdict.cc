@@ -74,10 +74,10 @@ Verdict parse_verdict(std::string_view text) {
                               std::string(text) + "'");
 }
 
-WindowStats window_stats(std::span<const double> latencies_ns, std::size_t scheduled,
-                         std::int64_t duration_ns, const std::vector<PercentileBound>& bounds,
-                         double confidence) {
-  WindowStats w;
+ExperimentWindow experiment_window(std::span<const double> latencies_ns, std::size_t scheduled,
+                                   std::int64_t duration_ns,
+                                   const std::vector<PercentileBound>& bounds, double confidence) {
+  ExperimentWindow w;
   w.duration_ns = duration_ns;
   w.completed = latencies_ns.size();
   w.scheduled = std::max(scheduled, w.completed);
@@ -124,8 +124,8 @@ std::optional<std::int64_t> extra_duration_ns(double value, const Interval& ci, 
   return std::llround(static_cast<double>(window_ns) * (factor - 1.0));
 }
 
-TermCheck throughput_check(const WindowStats& w, const WindowStats& baseline, double floor,
-                           double confidence) {
+TermCheck throughput_check(const ExperimentWindow& w, const ExperimentWindow& baseline,
+                           double floor, double confidence) {
   TermCheck c;
   c.term = "throughput";
   c.bound = floor;
@@ -136,10 +136,10 @@ TermCheck throughput_check(const WindowStats& w, const WindowStats& baseline, do
   }
   // Shares answered, with half a request added to each count so a window
   // without failures still has a spread.
-  const auto share = [](const WindowStats& s) {
+  const auto share = [](const ExperimentWindow& s) {
     return (static_cast<double>(s.completed) + 0.5) / (static_cast<double>(s.scheduled) + 1.0);
   };
-  const auto log_variance = [&](const WindowStats& s) {
+  const auto log_variance = [&](const ExperimentWindow& s) {
     const double p = share(s);
     return (1.0 - p) / (p * (static_cast<double>(s.scheduled) + 1.0));
   };
@@ -153,8 +153,8 @@ TermCheck throughput_check(const WindowStats& w, const WindowStats& baseline, do
   return with_verdict(c, w.duration_ns);
 }
 
-std::vector<TermCheck> check_window(const std::string& name, const WindowStats& w,
-                                    const WindowStats& baseline, const SloSpec& slo,
+std::vector<TermCheck> check_window(const std::string& name, const ExperimentWindow& w,
+                                    const ExperimentWindow& baseline, const SloSpec& slo,
                                     double confidence) {
   std::vector<TermCheck> out;
   for (std::size_t i = 0; i < slo.percentiles.size() && i < w.percentiles.size(); ++i) {

@@ -3,7 +3,7 @@
 // experiments"): pure functions of the samples of one window, tested with
 // literal inputs.
 //
-//  - window_stats: over the window's response times in send order, the
+//  - experiment_window: over the window's response times in send order, the
 //    stride of `nabla load`'s self-correcting method (the first 1:s thinning
 //    with no lag-1 Spearman autocorrelation, loadgen/controller_checks.hh),
 //    the ADF stationarity check on the kept series, the percentiles with
@@ -47,7 +47,7 @@ struct WindowPercentile {
   std::optional<Interval> ci_ns;  // none: too few kept samples
 };
 
-struct WindowStats {
+struct ExperimentWindow {
   std::int64_t duration_ns = 0;
   std::size_t scheduled = 0;          // sends whose intended time fell in the window
   std::size_t completed = 0;          // of them, answered without an error (the samples)
@@ -62,9 +62,9 @@ struct WindowStats {
 };
 
 // `latencies_ns` in send order; `bounds` says which percentiles to estimate.
-WindowStats window_stats(std::span<const double> latencies_ns, std::size_t scheduled,
-                         std::int64_t duration_ns, const std::vector<PercentileBound>& bounds,
-                         double confidence);
+ExperimentWindow experiment_window(std::span<const double> latencies_ns, std::size_t scheduled,
+                                   std::int64_t duration_ns,
+                                   const std::vector<PercentileBound>& bounds, double confidence);
 
 struct TermCheck {
   std::string window;        // baseline | fault | recovery
@@ -84,13 +84,13 @@ std::optional<std::int64_t> extra_duration_ns(double value, const Interval& ci, 
 
 // The throughput at the offered rate (completed / scheduled) relative to the
 // baseline window's, minus 1, with a delta-method CI on the log ratio.
-TermCheck throughput_check(const WindowStats& window, const WindowStats& baseline, double floor,
-                           double confidence);
+TermCheck throughput_check(const ExperimentWindow& window, const ExperimentWindow& baseline,
+                           double floor, double confidence);
 
 // Every term of the SLO over one window (throughput against `baseline`;
 // none for the baseline window itself).
-std::vector<TermCheck> check_window(const std::string& name, const WindowStats& window,
-                                    const WindowStats& baseline, const SloSpec& slo,
+std::vector<TermCheck> check_window(const std::string& name, const ExperimentWindow& window,
+                                    const ExperimentWindow& baseline, const SloSpec& slo,
                                     double confidence);
 
 // fail if any fails, else inconclusive if any is, else pass.

@@ -134,6 +134,17 @@ ServiceLoad run_service_load(Database& db, std::int64_t run_id);
 // A run's memory-latency intervals (`nabla load --memlat`) in time order.
 std::vector<MemlatSample> run_memlat(Database& db, std::int64_t run_id);
 
+// ---------------------------------------------------------------- experiments
+
+struct ExperimentRow {
+  std::int64_t id = 0;
+  Experiment experiment;
+  std::vector<ExperimentCheck> checks;  // by window (baseline, fault, recovery), then as stored
+};
+
+// A run's fault experiments in the order they ran.
+std::vector<ExperimentRow> run_experiments(Database& db, std::int64_t run_id);
+
 // ---------------------------------------------------------------- samples
 
 // Transaction type id -> name, every type in the database.

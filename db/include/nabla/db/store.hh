@@ -54,6 +54,8 @@ class Store {
   std::int64_t add_gradient_amplitude(const GradientAmplitude& amplitude);
   std::int64_t add_tail_result(const TailResult& result);
   std::int64_t add_memlat_sample(const MemlatSample& sample);
+  std::int64_t add_experiment(const Experiment& experiment);
+  std::int64_t add_experiment_check(const ExperimentCheck& check);
 
   // Id of a transaction type name, inserting it on first use (cached).
   std::int64_t transaction_type_id(std::string_view name);
