@@ -10,6 +10,7 @@
 
 #include "nabla/coordinator/history_db.hh"
 #include "nabla/db/reads.hh"
+#include "runs_experiments.hh"
 
 namespace nabla::coordinator {
 namespace {
@@ -132,6 +133,7 @@ void print_run(const json& r, std::ostream& out) {
     out << '\n';
     print_tail_results_table(r["tail_results"], out);
   }
+  print_experiments(r["experiments"], out);
 }
 
 OutputFormat parse_export_format(const std::string& text) {
@@ -167,6 +169,7 @@ json runs_show(const std::string& db_path, std::int64_t run_id) {
   // The lists replace the summary's counts of the same name.
   out["gradients"] = gradients_json(db::run_gradients(db, run_id));
   out["tail_results"] = tail_results_json(db::run_tail_results(db, run_id));
+  out["experiments"] = experiments_json(db, run_id);
   return out;
 }
 
@@ -226,7 +229,7 @@ void add_show_command(CLI::App& runs, const std::function<void(CLI::App*)>& add_
                       std::shared_ptr<std::string> db_path) {
   auto id = std::make_shared<std::int64_t>(0);
   auto as_json = std::make_shared<bool>(false);
-  auto* cmd = runs.add_subcommand("show", "one run: summary, gradients, tail results");
+  auto* cmd = runs.add_subcommand("show", "one run: summary, gradients, tail results, experiments");
   add_db(cmd);
   cmd->add_option("ID", *id, "run id")->required();
   cmd->add_flag("--json", *as_json, "print JSON");
