@@ -7,6 +7,7 @@
 
 #include "nabla/analysis/descriptive.hh"
 #include "nabla/analysis/distributions.hh"
+#include "nabla/analysis/percentile.hh"
 #include "nabla/loadgen/controller_checks.hh"
 
 namespace nabla::campaign {
@@ -38,6 +39,40 @@ std::optional<Interval> mean_ci(std::span<const double> kept, double z) {
   const double m = analysis::mean(kept);
   const double half = z * analysis::stddev(kept) / std::sqrt(static_cast<double>(kept.size()));
   return Interval{m - half, m + half};
+}
+
+// The fewest kept samples with an order-statistic CI of percentile p.
+std::size_t samples_for_ci(std::size_t kept, double p, double confidence) {
+  std::size_t high = std::max<std::size_t>(kept, 1);
+  while (!analysis::percentile_ci_ranks(high, p, confidence)) high *= 2;
+  std::size_t low = high / 2;
+  while (low + 1 < high) {
+    const std::size_t mid = low + (high - low) / 2;
+    (analysis::percentile_ci_ranks(mid, p, confidence) ? high : low) = mid;
+  }
+  return high;
+}
+
+// Why a percentile has no CI, and (when a longer window would give one) how
+// much longer: the samples for the next stride to test, or for the CI at the
+// stride found, at the window's rate.
+void percentile_note(const ExperimentWindow& w, double p, double confidence, TermCheck& c) {
+  if (!w.stride && !w.too_few_for_iid) {
+    c.note = "not iid at the lowest sampling rate tried (1:" + std::to_string(kMaxStride) + ")";
+    return;
+  }
+  const std::size_t stride = w.stride.value_or(std::max<std::size_t>(1, 2 * w.last_stride_tried));
+  const std::size_t needed = stride * std::max(kMinKept, samples_for_ci(1, p, confidence));
+  if (w.stride) {
+    c.note = "too few samples for a CI (" + std::to_string(w.kept) +
+             " kept at 1:" + std::to_string(stride) + ")";
+  } else {
+    c.note = "not iid up to 1:" + std::to_string(w.last_stride_tried) + " in " +
+             std::to_string(w.completed) + " samples";
+  }
+  if (w.completed == 0 || needed <= w.completed) return;
+  c.extra_ns = std::llround(static_cast<double>(w.duration_ns) *
+                            (static_cast<double>(needed) / static_cast<double>(w.completed) - 1.0));
 }
 
 TermCheck with_verdict(TermCheck c, std::int64_t window_ns) {
@@ -88,7 +123,11 @@ ExperimentWindow experiment_window(std::span<const double> latencies_ns, std::si
   w.error_ci = wilson(failures, w.scheduled, z);
   if (latencies_ns.empty()) return w;
   w.mean_ns = analysis::mean(latencies_ns);
-  w.stride = loadgen::choose_stride(latencies_ns, kAlpha, kMaxStride, kMinKept).stride;
+  const loadgen::StrideChoice choice =
+      loadgen::choose_stride(latencies_ns, kAlpha, kMaxStride, kMinKept);
+  w.stride = choice.stride;
+  w.too_few_for_iid = !choice.stride && !choice.exhausted;
+  if (!choice.steps.empty()) w.last_stride_tried = choice.steps.back().stride;
   const std::vector<double> kept = loadgen::keep_every(latencies_ns, w.stride.value_or(1));
   w.kept = w.stride ? kept.size() : 0;
   w.stationary = loadgen::check_stationarity(kept, kAlpha, kAdfMaxValues).stationary;
@@ -164,11 +203,7 @@ std::vector<TermCheck> check_window(const std::string& name, const ExperimentWin
     c.bound = static_cast<double>(slo.percentiles[i].bound_ns);
     c.value = p.value_ns;
     c.ci = p.ci_ns;
-    if (!w.stride) {
-      c.note = "not iid at the lowest sampling rate tried (1:256)";
-    } else if (!c.ci) {
-      c.note = "too few samples for a CI";
-    }
+    if (!c.ci) percentile_note(w, p.p, confidence, c);
     out.push_back(with_verdict(c, w.duration_ns));
   }
   if (slo.max_error_rate) {

@@ -56,12 +56,14 @@ std::string change(const json& value, const json& low, const json& high) {
 }
 
 std::string decides(const json& c) {
+  std::string s;
   if (!c["extra_ns"].is_null()) {
-    return "+" +
-           common::format_duration_ns(c["extra_ns"].get<std::int64_t>() / 1'000'000 * 1'000'000) +
-           " would decide";
+    s = "+" +
+        common::format_duration_ns(c["extra_ns"].get<std::int64_t>() / 1'000'000 * 1'000'000) +
+        " would decide";
   }
-  return c["note"].is_null() ? "" : c["note"].get<std::string>();
+  if (!c["note"].is_null()) s += (s.empty() ? "" : "; ") + c["note"].get<std::string>();
+  return s;
 }
 
 }  // namespace

@@ -52,6 +52,10 @@ struct ExperimentWindow {
   std::size_t scheduled = 0;          // sends whose intended time fell in the window
   std::size_t completed = 0;          // of them, answered without an error (the samples)
   std::optional<std::size_t> stride;  // none: not iid at the lowest sampling rate tried
+  // No stride, but only because too few samples were left to test the next
+  // one: a longer window could still find it. The last stride tested (0: none).
+  bool too_few_for_iid = false;
+  std::size_t last_stride_tried = 0;
   std::size_t kept = 0;               // samples at the stride (the CIs' n)
   bool stationary = false;
   std::vector<WindowPercentile> percentiles;  // in the order asked
