@@ -85,8 +85,7 @@ std::uint64_t campaign_seed(const CampaignSpec& spec) {
   return ((static_cast<std::uint64_t>(rd()) << 32) | rd()) >> 1;  // < 2^63 for SQLite
 }
 
-void run_phases(CampaignRun& run) {
-  discover(run);
+void measure_gradients(CampaignRun& run) {
   train(run);
   std::size_t measurable = 0;
   for (const CampaignLink& l : run.out.links) measurable += l.measurable ? 1 : 0;
@@ -102,6 +101,15 @@ void run_phases(CampaignRun& run) {
   for (CampaignLink& l : run.out.links) {
     if (l.measurable) measure_link(run, l, ++index, measurable);
   }
+}
+
+// Discovery, the gradients (unless gradient.enabled is false), then the
+// experiments, which can then compare what they observe with what the
+// gradients predict.
+void run_phases(CampaignRun& run) {
+  discover(run);
+  if (run.spec.gradient.enabled) measure_gradients(run);
+  for (std::size_t i = 0; i < run.spec.experiments.size(); ++i) run_experiment(run, i);
 }
 
 // Creates the run row, runs `phases` and ends the run: complete, or failed

@@ -70,7 +70,12 @@ json inject_start_params(const InjectionRequest& r) {
   protocol::InjectStartParams p;
   p.link = r.link_spec;
   p.direction = protocol::Direction::kOut;
-  p.settings.delay = square_wave(r.amplitude_ns, r.period_ns, r.cycles);
+  if (r.fault) {
+    p.settings.delay = r.fault->delay;
+    p.settings.faults = r.fault->faults;
+  } else {
+    p.settings.delay = square_wave(r.amplitude_ns, r.period_ns, r.cycles);
+  }
   p.settings.lease_s = static_cast<double>(r.lease_ns) / 1e9;
   p.settings.seed = r.seed;
   p.netns = r.netns;

@@ -82,13 +82,26 @@ void plan(CampaignRun& run) {
     if (!l.measurable) run.note("  not measured: " + l.label + " (" + l.note + ")");
   }
   if (measurable == 0) throw std::runtime_error("no measurable link (see the notes above)");
+  std::int64_t experiments_ns = 0;
+  for (const ExperimentSpec& e : run.spec.experiments) {
+    experiments_ns += run.spec.workload.warmup_ns + e.baseline_ns + e.fault_ns + e.recovery_ns;
+  }
   const GradientSpec& g = run.spec.gradient;
+  if (!g.enabled) {
+    run.out.budget_ns = experiments_ns;
+    run.deadline_ns = run.now_ns() + experiments_ns;
+    run.note(
+        "estimated time: " + common::format_duration_ns(experiments_ns / 1'000'000 * 1'000'000) +
+        " (" + std::to_string(run.spec.experiments.size()) + " experiments, no gradients)");
+    return;
+  }
   const bool together = g.schedule == Schedule::kSimultaneous;
   // Simultaneous: two phases of (at least) N bins for all the links.
   const std::size_t phases = together ? 2 : measurable;
   run.out.budget_ns = campaign_budget_ns(run.out.bin_width_ns, g.bins, g.chunks, phases,
                                          static_cast<double>(g.min_bins_per_period),
-                                         run.spec.workload.warmup_ns, 0);
+                                         run.spec.workload.warmup_ns, 0) +
+                      experiments_ns;
   run.deadline_ns = run.now_ns() + run.out.budget_ns;
   const std::string measuring =
       together ? "2 simultaneous phases of " + std::to_string(g.bins) + "+ bins"

@@ -31,6 +31,7 @@ loadgen::EngineConfig engine_config(const WorkloadSpec& w, std::int64_t duration
   c.duration_ns = duration_ns;
   c.request_timeout_ns = w.timeout_ns;
   c.seed = seed;
+  c.record_intended = true;  // failures per window (experiments)
   return c;
 }
 

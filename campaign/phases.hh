@@ -35,6 +35,11 @@ void measure_link(CampaignRun& run, CampaignLink& link, std::size_t index, std::
 // type; stored like measure_link's, under `simultaneous` phases.
 void measure_links_simultaneously(CampaignRun& run, const std::vector<CampaignLink*>& links);
 
+// The experiment[index] of the spec: one load run through its baseline,
+// fault and recovery windows, the fault on its links meanwhile; judged
+// (verdict.hh), stored in its own transaction and added to the outcome.
+void run_experiment(CampaignRun& run, std::size_t index);
+
 // ---- shared by the sequential and simultaneous measurements
 
 // A load run started for its warm-up plus `measured_ns`, its warm-up

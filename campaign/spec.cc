@@ -10,130 +10,19 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "experiment_spec.hh"
 #include "nabla/common/host_port.hh"
 #include "nabla/common/ip_address.hh"
 #include "nabla/common/link_spec.hh"
 #include "nabla/common/netns.hh"
 #include "nabla/common/resolve.hh"
 #include "nabla/common/units.hh"
+#include "toml_section.hh"
 
 namespace nabla::campaign {
 namespace {
 
 using nlohmann::json;
-
-[[noreturn]] void fail(const std::string& key, const std::string& what) {
-  throw std::invalid_argument(key + ": " + what);
-}
-
-std::string join_key(const std::string& prefix, std::string_view key) {
-  return prefix.empty() ? std::string(key) : prefix + "." + std::string(key);
-}
-
-std::string describe(const toml::node& n) {
-  std::ostringstream s;
-  if (n.is_string()) {
-    s << '"' << n.as_string()->get() << '"';
-  } else if (n.is_table() || n.is_array()) {
-    s << (n.is_table() ? "a table" : "an array");
-  } else {
-    n.visit([&](const auto& v) { s << v; });
-  }
-  return s.str();
-}
-
-// Typed access to one TOML table with its key path for messages.
-class Section {
- public:
-  Section(const toml::table* table, std::string path) : table_(table), path_(std::move(path)) {}
-
-  bool present() const { return table_ != nullptr; }
-  const std::string& path() const { return path_; }
-  std::string key(std::string_view k) const { return join_key(path_, k); }
-
-  void allow_only(std::initializer_list<std::string_view> keys) const {
-    if (table_ == nullptr) return;
-    for (const auto& [k, v] : *table_) {
-      bool known = false;
-      for (std::string_view a : keys) known = known || a == k.str();
-      if (!known) throw std::invalid_argument("unknown key " + key(k.str()));
-    }
-  }
-
-  const toml::node* get(std::string_view k) const {
-    return table_ == nullptr ? nullptr : table_->get(k);
-  }
-
-  std::optional<std::string> string(std::string_view k) const {
-    const toml::node* n = get(k);
-    if (n == nullptr) return std::nullopt;
-    if (!n->is_string()) fail(key(k), "must be a string, got " + describe(*n));
-    return n->as_string()->get();
-  }
-
-  std::optional<std::int64_t> integer(std::string_view k, std::int64_t low,
-                                      std::int64_t high) const {
-    const toml::node* n = get(k);
-    if (n == nullptr) return std::nullopt;
-    if (!n->is_integer()) fail(key(k), "must be an integer, got " + describe(*n));
-    const std::int64_t v = n->as_integer()->get();
-    if (v < low || v > high) {
-      fail(key(k), "must be in [" + std::to_string(low) + ", " + std::to_string(high) + "], got " +
-                       std::to_string(v));
-    }
-    return v;
-  }
-
-  std::optional<double> number(std::string_view k) const {
-    const toml::node* n = get(k);
-    if (n == nullptr) return std::nullopt;
-    if (n->is_integer()) return static_cast<double>(n->as_integer()->get());
-    if (!n->is_floating_point()) fail(key(k), "must be a number, got " + describe(*n));
-    return n->as_floating_point()->get();
-  }
-
-  std::optional<bool> boolean(std::string_view k) const {
-    const toml::node* n = get(k);
-    if (n == nullptr) return std::nullopt;
-    if (!n->is_boolean()) fail(key(k), "must be true or false, got " + describe(*n));
-    return n->as_boolean()->get();
-  }
-
-  std::optional<std::int64_t> duration(std::string_view k) const {
-    const auto text = string(k);
-    if (!text) return std::nullopt;
-    try {
-      return common::parse_duration_ns(*text);
-    } catch (const std::invalid_argument& e) {
-      fail(key(k), e.what());
-    }
-  }
-
-  std::vector<std::string> strings(std::string_view k) const {
-    std::vector<std::string> out;
-    const toml::node* n = get(k);
-    if (n == nullptr) return out;
-    if (!n->is_array()) fail(key(k), "must be an array of strings, got " + describe(*n));
-    for (const toml::node& e : *n->as_array()) {
-      if (!e.is_string()) fail(key(k), "must be an array of strings, got " + describe(e));
-      out.push_back(e.as_string()->get());
-    }
-    return out;
-  }
-
-  Section table(std::string_view k) const {
-    const toml::node* n = get(k);
-    if (n == nullptr) return Section(nullptr, key(k));
-    if (!n->is_table()) fail(key(k), "must be a table, got " + describe(*n));
-    return Section(n->as_table(), key(k));
-  }
-
-  const toml::table* raw() const { return table_; }
-
- private:
-  const toml::table* table_;
-  std::string path_;
-};
 
 bool valid_node_name(std::string_view s) {
   if (s.empty() || s.size() > 64) return false;
@@ -322,10 +211,11 @@ LinksSpec parse_links(const Section& s) {
 }
 
 GradientSpec parse_gradient(const Section& s) {
-  s.allow_only({"bins", "chunks", "requests_per_bin", "delay_scale", "min_bins_per_period",
-                "max_amplitude", "min_amplitude", "confidence", "lease", "repeats",
-                "repeat_noise_ratio", "schedule", "perturbation_budget"});
+  s.allow_only({"enabled", "bins", "chunks", "requests_per_bin", "delay_scale",
+                "min_bins_per_period", "max_amplitude", "min_amplitude", "confidence", "lease",
+                "repeats", "repeat_noise_ratio", "schedule", "perturbation_budget"});
   GradientSpec g;
+  g.enabled = s.boolean("enabled").value_or(true);
   const std::string schedule = s.string("schedule").value_or("sequential");
   if (schedule == "simultaneous") {
     g.schedule = Schedule::kSimultaneous;
@@ -423,8 +313,8 @@ CampaignSpec parse_campaign_spec(std::string_view toml_text) {
     throw std::invalid_argument(msg.str());
   }
   const Section top(&root, "");
-  top.allow_only(
-      {"name", "seed", "db", "key_file", "node", "workload", "links", "gradient", "truth"});
+  top.allow_only({"name", "seed", "db", "key_file", "node", "workload", "links", "gradient",
+                  "truth", "experiment"});
   CampaignSpec spec;
   const auto name = top.string("name");
   if (!name || name->empty()) fail("name", "required, a non-empty string");
@@ -455,6 +345,10 @@ CampaignSpec parse_campaign_spec(std::string_view toml_text) {
   spec.links = parse_links(top.table("links"));
   spec.gradient = parse_gradient(top.table("gradient"));
   spec.truth = parse_truth(top.table("truth"));
+  spec.experiments = parse_experiments(root.get("experiment"), spec);
+  if (!spec.gradient.enabled && spec.experiments.empty()) {
+    fail("gradient.enabled", "false needs at least one [[experiment]] (nothing to run)");
+  }
   if (spec.links.discover) {
     bool any = false;
     for (const CampaignNode& n : spec.nodes) any = any || n.sniffd.has_value();
@@ -505,7 +399,8 @@ json to_json(const CampaignSpec& s) {
              {"exclude", s.links.exclude},
              {"min_messages", s.links.min_messages}}},
            {"gradient",
-            {{"schedule", g.schedule == Schedule::kSimultaneous ? "simultaneous" : "sequential"},
+            {{"enabled", g.enabled},
+             {"schedule", g.schedule == Schedule::kSimultaneous ? "simultaneous" : "sequential"},
              {"perturbation_budget_ns", g.perturbation_budget_ns},
              {"bins", g.bins},
              {"chunks", g.chunks},
@@ -519,6 +414,11 @@ json to_json(const CampaignSpec& s) {
              {"repeats", g.repeats},
              {"repeat_noise_ratio", g.repeat_noise_ratio}}},
            {"truth", s.truth}};
+  if (!s.experiments.empty()) {
+    json experiments = json::array();
+    for (const ExperimentSpec& e : s.experiments) experiments.push_back(to_json(e));
+    out["experiments"] = std::move(experiments);
+  }
   if (s.seed) out["seed"] = *s.seed;
   if (s.db) out["db"] = *s.db;
   if (s.key_file) out["key_file"] = *s.key_file;

@@ -130,6 +130,18 @@ void CampaignRecorder::add_gradient(db::Gradient gradient) {
   store_.add_gradient(gradient);
 }
 
+std::int64_t CampaignRecorder::add_experiment(db::Experiment e) {
+  e.run_id = run_id_;
+  for (std::int64_t* t : {&e.started_ns, &e.fault_start_ns, &e.fault_end_ns, &e.ended_ns}) {
+    *t = wall_ns(*t);
+  }
+  return store_.add_experiment(e);
+}
+
+void CampaignRecorder::add_experiment_check(const db::ExperimentCheck& check) {
+  store_.add_experiment_check(check);
+}
+
 void CampaignRecorder::finish(db::RunStatus status, std::optional<std::string> error) {
   if (finished_) return;
   finished_ = true;

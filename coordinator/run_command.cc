@@ -189,6 +189,17 @@ ojson outcome_to_json(const CampaignSpec& spec, const CampaignOutcome& o) {
     }
   }
   j["gradients"] = grads;
+  ojson experiments = ojson::array();
+  for (const campaign::ExperimentOutcome& e : o.experiments) {
+    ojson x{{"name", e.name},
+            {"verdict", campaign::to_string(e.verdict)},
+            {"links", e.links},
+            {"observed_change_ns", json_number(e.observed_change_ns)}};
+    x["predicted_change_ns"] =
+        e.predicted_change_ns ? json_number(*e.predicted_change_ns) : ojson(nullptr);
+    experiments.push_back(std::move(x));
+  }
+  j["experiments"] = experiments;
   j["warnings"] = o.warnings;
   return j;
 }
@@ -229,6 +240,15 @@ void print_outcome_table(std::ostream& out, const CampaignSpec& spec, const Camp
     if (flagged) out << campaign::kWaitsNotHopsLegend << '\n';
     out << '\n';
   }
+  for (const campaign::ExperimentOutcome& e : o.experiments) {
+    out << "experiment " << e.name << ": " << campaign::to_string(e.verdict)
+        << ", mean response time " << (e.observed_change_ns >= 0 ? "+" : "")
+        << duration_text(e.observed_change_ns);
+    if (e.predicted_change_ns)
+      out << " (gradients predict " << duration_text(*e.predicted_change_ns) << ")";
+    out << '\n';
+  }
+  if (!o.experiments.empty()) out << "per window and term: nabla runs show " << o.run_id << '\n';
   for (const std::string& w : o.warnings) out << "warning: " << w << '\n';
   out << "run " << o.run_id << (o.complete ? " complete" : " failed") << '\n';
 }

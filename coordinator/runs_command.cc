@@ -13,6 +13,7 @@
 #include "nabla/coordinator/history_db.hh"
 #include "nabla/db/reads.hh"
 #include "runs_accel_memlat.hh"
+#include "runs_experiments.hh"
 
 namespace nabla::coordinator {
 namespace {
@@ -173,6 +174,7 @@ void print_run(const json& r, std::ostream& out) {
   }
   if (r.contains("accel")) print_accel_section(r["accel"], out);
   if (r.contains("memlat")) print_memlat_section(r["memlat"], out);
+  print_experiments(r["experiments"], out);
 }
 
 json runs_list(const std::string& db_path, int limit) {
@@ -202,6 +204,7 @@ json runs_show(const std::string& db_path, std::int64_t run_id) {
   out["tail_results"] = tail_results_json(db::run_tail_results(db, run_id));
   if (json accel = accel_section_json(db, run_id); !accel.is_null()) out["accel"] = accel;
   if (json memlat = memlat_section_json(db, run_id); !memlat.is_null()) out["memlat"] = memlat;
+  out["experiments"] = experiments_json(db, run_id);
   return out;
 }
 
@@ -261,7 +264,7 @@ void add_show_command(CLI::App& runs, const std::function<void(CLI::App*)>& add_
                       std::shared_ptr<std::string> db_path) {
   auto id = std::make_shared<std::int64_t>(0);
   auto as_json = std::make_shared<bool>(false);
-  auto* cmd = runs.add_subcommand("show", "one run: summary, gradients, tail results");
+  auto* cmd = runs.add_subcommand("show", "one run: summary, gradients, tail results, experiments");
   add_db(cmd);
   cmd->add_option("ID", *id, "run id")->required();
   cmd->add_flag("--json", *as_json, "print JSON");

@@ -479,6 +479,73 @@ std::vector<AccelProjectionRow> run_accel_projections(Database& db, std::int64_t
   });
 }
 
+namespace {
+
+std::vector<ExperimentCheck> experiment_checks(Database& db, std::int64_t experiment_id) {
+  Statement st(db,
+               "SELECT experiment_id, window, term, bound, value, ci_low, ci_high, verdict, "
+               "extra_ns, note, samples, scheduled FROM experiment_checks "
+               "WHERE experiment_id = ? ORDER BY CASE window WHEN 'baseline' THEN 0 "
+               "WHEN 'fault' THEN 1 ELSE 2 END, id");
+  st.bind(1, experiment_id);
+  const Columns c(st);
+  std::vector<ExperimentCheck> rows;
+  while (st.step()) {
+    ExperimentCheck x;
+    x.experiment_id = c.int64("experiment_id");
+    x.window = c.text("window");
+    x.term = c.text("term");
+    x.bound = c.real("bound");
+    x.value = c.real("value");
+    x.ci_low = c.optional_real("ci_low");
+    x.ci_high = c.optional_real("ci_high");
+    x.verdict = c.text("verdict");
+    x.extra_ns = c.optional_int64("extra_ns");
+    x.note = c.optional_text("note");
+    x.samples = c.int64("samples");
+    x.scheduled = c.int64("scheduled");
+    rows.push_back(std::move(x));
+  }
+  return rows;
+}
+
+}  // namespace
+
+std::vector<ExperimentRow> run_experiments(Database& db, std::int64_t run_id) {
+  Statement st(db,
+               "SELECT id, run_id, name, spec, links, started_ns, fault_start_ns, fault_end_ns, "
+               "ended_ns, verdict, mean_delay_ns, observed_change_ns, observed_ci_low_ns, "
+               "observed_ci_high_ns, predicted_change_ns, predicted_ci_low_ns, "
+               "predicted_ci_high_ns FROM experiments WHERE run_id = ? ORDER BY id");
+  st.bind(1, run_id);
+  const Columns c(st);
+  std::vector<ExperimentRow> rows;
+  while (st.step()) {
+    ExperimentRow r;
+    r.id = c.int64("id");
+    Experiment& e = r.experiment;
+    e.run_id = c.int64("run_id");
+    e.name = c.text("name");
+    e.spec_json = c.text("spec");
+    e.links_json = c.text("links");
+    e.started_ns = c.int64("started_ns");
+    e.fault_start_ns = c.int64("fault_start_ns");
+    e.fault_end_ns = c.int64("fault_end_ns");
+    e.ended_ns = c.int64("ended_ns");
+    e.verdict = c.text("verdict");
+    e.mean_delay_ns = c.optional_real("mean_delay_ns");
+    e.observed_change_ns = c.optional_real("observed_change_ns");
+    e.observed_ci_low_ns = c.optional_real("observed_ci_low_ns");
+    e.observed_ci_high_ns = c.optional_real("observed_ci_high_ns");
+    e.predicted_change_ns = c.optional_real("predicted_change_ns");
+    e.predicted_ci_low_ns = c.optional_real("predicted_ci_low_ns");
+    e.predicted_ci_high_ns = c.optional_real("predicted_ci_high_ns");
+    rows.push_back(std::move(r));
+  }
+  for (ExperimentRow& r : rows) r.checks = experiment_checks(db, r.id);
+  return rows;
+}
+
 std::map<std::int64_t, std::string> transaction_type_names(Database& db) {
   Statement st(db, "SELECT id, name FROM transaction_types");
   const Columns c(st);

@@ -209,6 +209,28 @@ std::int64_t Store::add_accel_projection(const AccelProjection& p) {
                 p.predicted_ns, p.ci_low_ns, p.ci_high_ns, p.confidence, p.missing);
 }
 
+std::int64_t Store::add_experiment(const Experiment& e) {
+  return insert(db_,
+                "INSERT INTO experiments (run_id, name, spec, links, started_ns, fault_start_ns, "
+                "fault_end_ns, ended_ns, verdict, mean_delay_ns, observed_change_ns, "
+                "observed_ci_low_ns, observed_ci_high_ns, predicted_change_ns, "
+                "predicted_ci_low_ns, predicted_ci_high_ns) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                e.run_id, e.name, e.spec_json, e.links_json, e.started_ns, e.fault_start_ns,
+                e.fault_end_ns, e.ended_ns, e.verdict, e.mean_delay_ns, e.observed_change_ns,
+                e.observed_ci_low_ns, e.observed_ci_high_ns, e.predicted_change_ns,
+                e.predicted_ci_low_ns, e.predicted_ci_high_ns);
+}
+
+std::int64_t Store::add_experiment_check(const ExperimentCheck& c) {
+  return insert(db_,
+                "INSERT INTO experiment_checks (experiment_id, window, term, bound, value, "
+                "ci_low, ci_high, verdict, extra_ns, note, samples, scheduled) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                c.experiment_id, c.window, c.term, c.bound, c.value, c.ci_low, c.ci_high, c.verdict,
+                c.extra_ns, c.note, c.samples, c.scheduled);
+}
+
 std::int64_t Store::transaction_type_id(std::string_view name) {
   std::string key(name);
   if (auto it = type_ids_.find(key); it != type_ids_.end()) return it->second;

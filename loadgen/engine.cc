@@ -113,6 +113,7 @@ struct Connection {
 
 struct ThreadResult {
   std::vector<Sample> samples;
+  std::vector<int64_t> intended_ns;  // with record_intended
   analysis::LatencyHistogram latency;
   analysis::LatencyHistogram lateness;
   analysis::LatencyHistogram timer_lateness;
@@ -331,6 +332,7 @@ class Worker {
       result_.timer_lateness.record(std::max<int64_t>(timer_lateness, 0));
       if (timer_lateness > config_.late_threshold_ns) ++result_.late;
       ++result_.scheduled;
+      if (config_.record_intended) result_.intended_ns.push_back(*t);
       result_.first_intended_ns = std::min(result_.first_intended_ns, *t);
       result_.last_intended_ns = std::max(result_.last_intended_ns, *t);
     }
@@ -815,6 +817,7 @@ EngineResult merge_results(const EngineConfig& config, std::vector<ThreadResult>
   out.last_intended_ns = INT64_MIN;
   for (auto& r : results) {
     out.samples.insert(out.samples.end(), r.samples.begin(), r.samples.end());
+    out.intended_ns.insert(out.intended_ns.end(), r.intended_ns.begin(), r.intended_ns.end());
     out.latency.merge(r.latency);
     out.lateness.merge(r.lateness);
     out.timer_lateness.merge(r.timer_lateness);
@@ -836,6 +839,7 @@ EngineResult merge_results(const EngineConfig& config, std::vector<ThreadResult>
   if (out.scheduled == 0) out.first_intended_ns = out.last_intended_ns = start_ns;
   std::sort(out.samples.begin(), out.samples.end(),
             [](const Sample& a, const Sample& b) { return a.intended_ns < b.intended_ns; });
+  std::sort(out.intended_ns.begin(), out.intended_ns.end());
   return out;
 }
 

@@ -68,6 +68,13 @@ FakeInjection& FakeDaemons::find(const std::string& node, const std::string& id)
 InjectionStats FakeDaemons::stop_injection(const std::string& node, const std::string& id) {
   FakeInjection& inj = find(node, id);
   inj.stopped_ns = clock_.now_ns();
+  if (inj.request.fault) {  // a constant delay: every packet in the high half
+    const auto& delay = inj.request.fault->delay;
+    InjectionStats s;
+    s.packets = s.delayed = 100;
+    s.high = HalfStats{100, delay ? actual_fraction * static_cast<double>(delay->amplitude_ns) : 0};
+    return s;
+  }
   const double actual_ns = actual_fraction * static_cast<double>(inj.request.amplitude_ns);
   InjectionStats s;
   s.packets = 100;
@@ -100,6 +107,13 @@ double FakeDaemons::delay_ns(const std::string& link_spec, std::int64_t t_ns) co
   for (const FakeInjection& i : injections_) {
     const InjectionRequest& r = i.request;
     if (r.link_spec != link_spec || t_ns < i.started_ns) continue;
+    if (r.fault) {  // an experiment's constant delay
+      const bool on = !i.stopped_ns || t_ns < *i.stopped_ns;
+      if (on && r.fault->delay) {
+        delay += actual_fraction * static_cast<double>(r.fault->delay->amplitude_ns);
+      }
+      continue;
+    }
     std::int64_t end_ns = i.stopped_ns.value_or(INT64_MAX);
     if (r.cycles > 0) end_ns = std::min(end_ns, i.started_ns + r.cycles * r.period_ns);
     if (t_ns >= end_ns) continue;
@@ -135,6 +149,7 @@ class FakeRun final : public LoadRun {
       r.samples.push_back(s);
     });
     r.sent = r.scheduled = r.completed = r.samples.size();
+    for (const loadgen::Sample& s : r.samples) r.intended_ns.push_back(s.intended_ns);
     if (!r.samples.empty()) {
       r.first_intended_ns = r.samples.front().intended_ns;
       r.last_intended_ns = r.samples.back().intended_ns;

@@ -9,7 +9,8 @@
 //    delay it "adds" is `actual_fraction` of the requested amplitude, and
 //    inject.stop reports exactly that per half, so a campaign that divides
 //    by the requested amplitude instead of the actual one is off by that
-//    factor.
+//    factor. An experiment's fault (InjectionRequest::fault) is taken as a
+//    constant delay of its amplitude, all of it in the high half.
 //  - FakeService: the LoadRunner. A run's samples are Poisson arrivals at
 //    the configured rate over the run's duration, each type drawn by the
 //    workload's mix, with latency = base + sum over links of

@@ -373,5 +373,84 @@ TEST_F(CampaignFakes, ARefusedInjectStartFailsTheRunNamingTheNode) {
   EXPECT_EQ(count("SELECT COUNT(*) FROM phases"), 1);  // the training
 }
 
+constexpr const char* kExperiments = R"(
+[[experiment]]
+name = "db-slow"
+links = ["tcp app -> db:5432"]
+delay = "10ms"
+baseline = "1s"
+fault = "1s"
+recovery = "1s"
+slo = { p99 = "200ms", errors = "1%", throughput = "-5%" }
+[[experiment]]
+name = "db-slow-tight"
+links = ["tcp app -> db:5432"]
+delay = "10ms"
+baseline = "1s"
+fault = "1s"
+recovery = "1s"
+slo = { p99 = "10ms" }
+)";
+
+// After the gradients, a delay on app -> db (gradient 3 for /a, 0 for /b,
+// the injector adding 8 ms of the 10 asked): the mean response time rises by
+// 0.5 x 3 x 8 ms = 12 ms, and the gradients predict it; a p99 bound far above
+// the fault window's passes, one below it fails, and each is stored.
+TEST_F(CampaignFakes, ExperimentsJudgeTheSloAndTheGradientsPredictTheChange) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  const CampaignOutcome o = run(std::string(kSpec) + kExperiments);
+  EXPECT_LT(std::chrono::steady_clock::now() - wall_start, std::chrono::seconds(3));
+  ASSERT_TRUE(o.complete) << o.error;
+  ASSERT_EQ(o.experiments.size(), 2u);
+  const ExperimentOutcome& ok = o.experiments[0];
+  EXPECT_EQ(ok.links, std::vector<std::string>{"tcp app -> db:5432"});
+  EXPECT_EQ(ok.verdict, Verdict::kPass);
+  EXPECT_EQ(o.experiments[1].verdict, Verdict::kFail);
+  ASSERT_TRUE(ok.mean_delay_ns.has_value());
+  EXPECT_DOUBLE_EQ(*ok.mean_delay_ns, 8e6);
+  EXPECT_NEAR(ok.observed_change_ns, 12e6, 1.5e6);
+  ASSERT_TRUE(ok.observed_ci_ns.has_value());
+  ASSERT_TRUE(ok.predicted_change_ns.has_value());
+  EXPECT_NEAR(*ok.predicted_change_ns, 12e6, 1.5e6);
+  EXPECT_LT(ok.predicted_ci_ns->low, *ok.predicted_change_ns);
+  for (const TermCheck& c : o.experiments[1].checks) {
+    const Verdict expected = c.window == "fault" ? Verdict::kFail : Verdict::kPass;
+    EXPECT_EQ(c.verdict, expected) << c.window << " " << c.term;
+  }
+  // Every experiment's injection carries its fault, and all are stopped.
+  EXPECT_TRUE(daemons_.injections().back().request.fault.has_value());
+  EXPECT_EQ(daemons_.running(), 0u);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM experiments"), 2);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM experiment_checks"), 8 + 3);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM experiments WHERE verdict = 'fail'"), 1);
+}
+
+// gradient.enabled = false: discovery, then the experiments alone, with no
+// prediction (no gradients); a link named by its source node.
+TEST_F(CampaignFakes, ExperimentsAloneWithoutGradients) {
+  std::string spec = kSpec;
+  spec.replace(spec.find("bins = 64"), 9, "bins = 64\nenabled = false");
+  spec += R"(
+[[experiment]]
+name = "from-db"
+nodes = ["db"]
+delay = "10ms"
+baseline = "1s"
+fault = "1s"
+recovery = "1s"
+slo = { p50 = "1s" }
+)";
+  const CampaignOutcome o = run(spec);
+  ASSERT_TRUE(o.complete) << o.error;
+  EXPECT_TRUE(o.measurements.empty());
+  ASSERT_EQ(o.experiments.size(), 1u);
+  EXPECT_EQ(o.experiments[0].links, std::vector<std::string>{"tcp db:5432 -> app"});
+  EXPECT_EQ(o.experiments[0].verdict, Verdict::kPass);
+  EXPECT_FALSE(o.experiments[0].predicted_change_ns.has_value());
+  EXPECT_EQ(daemons_.injections().size(), 1u);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM phases"), 0);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM experiments"), 1);
+}
+
 }  // namespace
 }  // namespace nabla::campaign

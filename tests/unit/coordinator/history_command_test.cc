@@ -137,6 +137,43 @@ TEST_F(HistoryTest, ShowsMessagesPerTransactionAndFlagsWaits) {
   EXPECT_NE(out.find("! waits, not hops"), std::string::npos) << out;
 }
 
+// A run's fault experiments come back in `runs show` with every check,
+// the windows in order and the prediction beside the observation.
+TEST_F(HistoryTest, ShowListsExperimentsWithTheirChecks) {
+  EXPECT_TRUE(runs_show(path_, run_)["experiments"].empty());
+  {
+    db::Store store = db::Store::open(path_, 1'700'000'000'000'000'000);
+    db::Experiment e;
+    e.run_id = run_;
+    e.name = "db-slow";
+    e.links_json = R"(["tcp app -> db:5432"])";
+    e.verdict = "fail";
+    e.observed_change_ns = 80e6;
+    e.predicted_change_ns = 78e6;
+    const std::int64_t id = store.add_experiment(e);
+    for (const char* window : {"recovery", "baseline", "fault"}) {
+      db::ExperimentCheck c;
+      c.experiment_id = id;
+      c.window = window;
+      c.term = "p99";
+      c.bound = 20e6;
+      c.value = 25e6;
+      c.verdict = std::string(window) == "fault" ? "fail" : "pass";
+      store.add_experiment_check(c);
+    }
+  }
+  const auto r = runs_show(path_, run_);
+  ASSERT_EQ(r["experiments"].size(), 1u);
+  const auto& e = r["experiments"][0];
+  EXPECT_EQ(e["verdict"], "fail");
+  EXPECT_EQ(e["links"][0], "tcp app -> db:5432");
+  EXPECT_DOUBLE_EQ(e["predicted_change_ns"].get<double>(), 78e6);
+  ASSERT_EQ(e["checks"].size(), 3u);
+  EXPECT_EQ(e["checks"][0]["window"], "baseline");
+  EXPECT_EQ(e["checks"][1]["verdict"], "fail");
+  EXPECT_TRUE(e["checks"][2]["extra_ns"].is_null());
+}
+
 // The CSV export is exactly what `nabla analyze` reads back.
 TEST_F(HistoryTest, CsvExportRoundTripsThroughAnalyzeInput) {
   std::ostringstream out;

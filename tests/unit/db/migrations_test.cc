@@ -35,6 +35,8 @@ TEST(Migrations, EmptyFileBecomesCurrentSchemaAndReopenIsNoop) {
   EXPECT_EQ(tables(db), (std::vector<std::string>{"accel_projections",
                                                   "accel_results",
                                                   "campaigns",
+                                                  "experiment_checks",
+                                                  "experiments",
                                                   "flows",
                                                   "gradient_amplitudes",
                                                   "gradients",

@@ -43,6 +43,11 @@
 //           requests per type (messages.hh). A noisy active phase
 //           is repeated and the repeats combined by inverse variance (math.hh
 //           combine_estimates, inverse_variance_mean).
+//        ─► experiments (experiments.cc), after the gradients (or alone
+//           with gradient.enabled = false): per [[experiment]] one load run
+//           through a baseline, a fault and a recovery window, the fault
+//           injected on its links meanwhile; each SLO term judged per window
+//           (verdict.hh).
 //        ─► store (phase_store.cc): each phase with its injection and
 //           samples in its own transaction, the gradients with the last.
 // Load runs are bounded by their duration; the campaign waits in short
@@ -66,6 +71,7 @@
 #include "nabla/campaign/math.hh"
 #include "nabla/campaign/messages.hh"
 #include "nabla/campaign/spec.hh"
+#include "nabla/campaign/verdict.hh"
 #include "nabla/db/store.hh"
 
 namespace nabla::campaign {
@@ -108,6 +114,22 @@ struct LinkMeasurement {
   bool simultaneous = false;
 };
 
+// One fault experiment as it ran ([[experiment]], docs/method.md "Fault
+// experiments"): the links it injected, every SLO term per window with its
+// verdict, and for a delay fault the observed change of the mean response
+// time beside what the run's gradients predict for it.
+struct ExperimentOutcome {
+  std::string name;
+  std::vector<std::string> links;  // labels
+  std::vector<TermCheck> checks;   // baseline, fault, recovery
+  Verdict verdict = Verdict::kInconclusive;
+  std::optional<double> mean_delay_ns;  // per delayed packet, over the links
+  double observed_change_ns = 0;
+  std::optional<Interval> observed_ci_ns;
+  std::optional<double> predicted_change_ns;
+  std::optional<Interval> predicted_ci_ns;
+};
+
 struct CampaignOutcome {
   std::int64_t run_id = 0;
   bool complete = false;
@@ -126,6 +148,7 @@ struct CampaignOutcome {
   std::int64_t budget_ns = 0;
   std::vector<CampaignLink> links;
   std::vector<LinkMeasurement> measurements;
+  std::vector<ExperimentOutcome> experiments;
   std::vector<std::string> warnings;
 };
 

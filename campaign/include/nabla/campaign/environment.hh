@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "nabla/campaign/discover.hh"
+#include "nabla/common/fault_words.hh"
 #include "nabla/loadgen/engine.hh"
 
 namespace nabla::campaign {
@@ -58,6 +59,10 @@ struct InjectionRequest {
   std::int64_t lease_ns = 0;
   std::uint64_t seed = 0;
   std::optional<std::string> netns = std::nullopt;  // the source node's (CampaignNode::netns)
+  // A fault experiment's injection: when `fault` is set, inject.start sends
+  // its delay wave (none: no delay) and faults instead of the square wave
+  // above (amplitude_ns and period_ns are then unused).
+  std::optional<common::FaultRequest> fault = std::nullopt;
 };
 
 // One half of the wave as the injector saw it: the packets it delayed and

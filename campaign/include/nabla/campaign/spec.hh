@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "nabla/common/fault_words.hh"
 #include "nabla/common/host_port.hh"
 
 namespace nabla::campaign {
@@ -72,6 +73,9 @@ struct LinksSpec {
 enum class Schedule { kSequential, kSimultaneous };
 
 struct GradientSpec {
+  // false: no training and no gradient phases (a campaign of experiments
+  // only; discovery still runs to find the links and the types).
+  bool enabled = true;
   Schedule schedule = Schedule::kSequential;
   // Simultaneous schedule: the sum of the links' amplitudes is at most this
   // (0: 4 x max_amplitude).
@@ -94,6 +98,37 @@ struct GradientSpec {
   double repeat_noise_ratio = 2.0;  // [0, 100]
 };
 
+// One bound of an experiment's steady-state hypothesis (`slo = { p99 =
+// "20ms", errors = "1%", throughput = "-5%" }`): a percentile of the response
+// time at most bound_ns, the share of failed requests at most max_error_rate,
+// the throughput at the offered rate at most this much below the baseline
+// window's (min_throughput_change -0.05 for "-5%").
+struct PercentileBound {
+  std::string term;  // "p99"
+  double p = 0;      // 0.99
+  std::int64_t bound_ns = 0;
+};
+struct SloSpec {
+  std::vector<PercentileBound> percentiles;  // p50, p90, p99, p999 in that order
+  std::optional<double> max_error_rate;
+  std::optional<double> min_throughput_change;
+};
+
+// One [[experiment]]: a fault (the vocabulary of `nabla inject`,
+// common/fault_words.hh) on some links while the workload runs through a
+// baseline, a fault and a recovery window, judged against its SLO.
+struct ExperimentSpec {
+  std::string name;
+  std::vector<std::string> links;  // campaign link labels ("tcp app -> db:5432")
+  std::vector<std::string> nodes;  // every measurable link leaving these nodes
+  common::FaultFlags fault;        // as written (keys = flags without dashes)
+  common::FaultRequest request;    // the delay wave and faults inject.start sends
+  std::int64_t baseline_ns = 0;
+  std::int64_t fault_ns = 0;
+  std::int64_t recovery_ns = 0;
+  SloSpec slo;
+};
+
 // A name in the campaign file and the address it was resolved to once at
 // start (campaign/hosts.hh); `key` is where it was written ("node[0].sniffd").
 struct ResolvedName {
@@ -111,6 +146,7 @@ struct CampaignSpec {
   WorkloadSpec workload;
   LinksSpec links;
   GradientSpec gradient;
+  std::vector<ExperimentSpec> experiments;  // in file order
   // link label -> type -> true gradient
   std::map<std::string, std::map<std::string, double>> truth;
   // Filled by resolve_campaign_hosts(), in file order; empty when every host
@@ -133,5 +169,7 @@ CampaignSpec load_campaign_spec(const std::string& path);
 // durations in ns, every default filled in; "resolved" lists the names and
 // their addresses when the file used names.
 nlohmann::json to_json(const CampaignSpec& spec);
+// One experiment as the run history stores it (experiments.spec).
+nlohmann::json to_json(const ExperimentSpec& experiment);
 
 }  // namespace nabla::campaign

@@ -46,6 +46,9 @@ class CampaignRecorder {
                    const std::vector<std::string>& type_names, db::TimestampSource source,
                    std::int64_t start_ns, std::int64_t end_ns);
   void add_gradient(db::Gradient gradient);  // run_id filled in
+  // run_id filled in, times monotonic; returns the experiment's id.
+  std::int64_t add_experiment(db::Experiment experiment);
+  void add_experiment_check(const db::ExperimentCheck& check);
   std::int64_t type_id(const std::string& name) { return store_.transaction_type_id(name); }
   // Ends the run once (later calls do nothing).
   void finish(db::RunStatus status, std::optional<std::string> error);

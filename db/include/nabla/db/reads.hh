@@ -151,6 +151,16 @@ struct AccelProjectionRow {
 
 // A run's link-gradient projections in the order they were stored (by type).
 std::vector<AccelProjectionRow> run_accel_projections(Database& db, std::int64_t run_id);
+// ---------------------------------------------------------------- experiments
+
+struct ExperimentRow {
+  std::int64_t id = 0;
+  Experiment experiment;
+  std::vector<ExperimentCheck> checks;  // by window (baseline, fault, recovery), then as stored
+};
+
+// A run's fault experiments in the order they ran.
+std::vector<ExperimentRow> run_experiments(Database& db, std::int64_t run_id);
 
 // ---------------------------------------------------------------- samples
 

@@ -235,4 +235,30 @@ struct AccelProjection {
   std::optional<std::string> missing;  // why there is no prediction
 };
 
+// One fault experiment of a campaign (the experiments table).
+struct Experiment {
+  std::int64_t run_id = 0;
+  std::string name;
+  std::string spec_json = "{}";
+  std::string links_json = "[]";  // JSON array of link labels
+  std::int64_t started_ns = 0, fault_start_ns = 0, fault_end_ns = 0, ended_ns = 0;
+  std::string verdict = "inconclusive";  // pass | fail | inconclusive
+  std::optional<double> mean_delay_ns;
+  std::optional<double> observed_change_ns, observed_ci_low_ns, observed_ci_high_ns;
+  std::optional<double> predicted_change_ns, predicted_ci_low_ns, predicted_ci_high_ns;
+};
+
+// One SLO term over one window of an experiment (experiment_checks).
+struct ExperimentCheck {
+  std::int64_t experiment_id = 0;
+  std::string window;  // baseline | fault | recovery
+  std::string term;    // p99 | errors | throughput ...
+  double bound = 0, value = 0;
+  std::optional<double> ci_low, ci_high;
+  std::string verdict = "inconclusive";
+  std::optional<std::int64_t> extra_ns;
+  std::optional<std::string> note;
+  std::int64_t samples = 0, scheduled = 0;
+};
+
 }  // namespace nabla::db

@@ -57,6 +57,8 @@ class Store {
   std::int64_t add_memlat_probe_point(const MemlatProbePoint& point);
   std::int64_t add_accel_result(const AccelResult& result);
   std::int64_t add_accel_projection(const AccelProjection& projection);
+  std::int64_t add_experiment(const Experiment& experiment);
+  std::int64_t add_experiment_check(const ExperimentCheck& check);
 
   // Id of a transaction type name, inserting it on first use (cached).
   std::int64_t transaction_type_id(std::string_view name);

@@ -105,6 +105,10 @@ struct EngineConfig {
   // or send without one keeps its software stamp.
   int phc_index = -1;
   bool record_samples = true;
+  // Also keep the intended time of every scheduled send, answered or not
+  // (EngineResult::intended_ns): failures per time window are then the
+  // window's scheduled sends minus its samples.
+  bool record_intended = false;
   uint64_t seed = 1;
   // When set and it becomes true, every thread stops within ~10 ms (the
   // loop's longest wait) without draining: requests still outstanding are
@@ -165,7 +169,8 @@ struct TypeCounts {
 void add(std::vector<TypeCounts>& into, const std::vector<TypeCounts>& more);
 
 struct EngineResult {
-  std::vector<Sample> samples;  // sorted by intended_ns
+  std::vector<Sample> samples;       // sorted by intended_ns
+  std::vector<int64_t> intended_ns;  // with record_intended: every scheduled send, sorted
   analysis::LatencyHistogram latency;
   analysis::LatencyHistogram lateness;        // of every request sent: timer lateness + slot wait
   analysis::LatencyHistogram timer_lateness;  // noticed - intended, every request scheduled
