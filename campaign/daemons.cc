@@ -70,7 +70,8 @@ json inject_start_params(const InjectionRequest& r) {
   protocol::InjectStartParams p;
   p.link = r.link_spec;
   p.direction = protocol::Direction::kOut;
-  p.settings.delay = square_wave(r.amplitude_ns, r.period_ns, r.cycles);
+  p.settings.delay = r.constant ? protocol::Wave::constant(r.amplitude_ns)
+                                : square_wave(r.amplitude_ns, r.period_ns, r.cycles);
   p.settings.lease_s = static_cast<double>(r.lease_ns) / 1e9;
   p.settings.seed = r.seed;
   p.netns = r.netns;

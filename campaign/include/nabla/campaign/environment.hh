@@ -49,7 +49,8 @@ class LoadRunner {
 };
 
 // A square wave of delay (duty 0.5, the high half first) on the packets of
-// one link leaving the node.
+// one link leaving the node; with `constant`, the amplitude held (a step:
+// period and cycles unused, every packet counts in the high half).
 struct InjectionRequest {
   std::string link_spec;  // common/link_spec.hh syntax, direction out
   std::int64_t amplitude_ns = 0;
@@ -58,6 +59,7 @@ struct InjectionRequest {
   std::int64_t lease_ns = 0;
   std::uint64_t seed = 0;
   std::optional<std::string> netns = std::nullopt;  // the source node's (CampaignNode::netns)
+  bool constant = false;
 };
 
 // One half of the wave as the injector saw it: the packets it delayed and
