@@ -8,6 +8,7 @@
 #include <ostream>
 #include <stdexcept>
 
+#include "nabla/analysis/sweep.hh"
 #include "nabla/coordinator/history_db.hh"
 #include "nabla/db/reads.hh"
 
@@ -40,18 +41,64 @@ json summary_json(const db::RunSummary& s) {
           {"error", or_null(s.error)}};
 }
 
-json gradients_json(const std::vector<db::GradientRow>& rows) {
+// [gradient] verify: the step estimate and whether its CI and the spectral
+// one are disjoint; null without a step.
+json step_json(const db::Gradient& g) {
+  if (!g.step_value) return nullptr;
+  json step{{"gradient", *g.step_value},
+            {"ci_low", or_null(g.step_ci_low)},
+            {"ci_high", or_null(g.step_ci_high)},
+            {"disagrees", false}};
+  if (g.ci_low && g.ci_high && g.step_ci_low && g.step_ci_high) {
+    step["disagrees"] =
+        analysis::estimates_disagree(*g.ci_low, *g.ci_high, *g.step_ci_low, *g.step_ci_high);
+  }
+  return step;
+}
+
+// [gradient] amplitudes: the curve and its linearity verdict
+// (analysis/sweep.hh); an empty curve and a null verdict without a sweep.
+void add_sweep_json(const std::vector<db::GradientAmplitude>& points, json& out) {
+  json curve = json::array();
+  std::vector<analysis::SweepPoint> sweep;
+  for (const db::GradientAmplitude& a : points) {
+    curve.push_back({{"amplitude_ns", a.amplitude_ns},
+                     {"actual_amplitude_ns", or_null(a.actual_amplitude_ns)},
+                     {"gradient", a.value},
+                     {"ci_low", or_null(a.ci_low)},
+                     {"ci_high", or_null(a.ci_high)}});
+    sweep.push_back({static_cast<double>(a.amplitude_ns), a.value, a.ci_low.value_or(a.value),
+                     a.ci_high.value_or(a.value)});
+  }
+  out["amplitudes"] = std::move(curve);
+  out["linearity"] = nullptr;
+  if (sweep.size() < 2) return;
+  const analysis::LinearityVerdict v = analysis::linearity_verdict(sweep);
+  out["linearity"] = {{"verdict", v.kind == analysis::Linearity::kLinear   ? "linear"
+                                  : v.kind == analysis::Linearity::kBreaks ? "breaks"
+                                                                           : "undecided"},
+                      {"text", analysis::describe(v)},
+                      {"band", {v.band_low, v.band_high}},
+                      {"breaks_at_ns", or_null(v.breaks_at_ns)}};
+}
+
+json gradients_json(const std::vector<db::GradientRow>& rows,
+                    const std::map<std::int64_t, std::vector<db::GradientAmplitude>>& sweeps) {
   json out = json::array();
   for (const db::GradientRow& row : rows) {
     const db::Gradient& g = row.gradient;
-    out.push_back({{"link", row.link.label},
-                   {"type", row.type},
-                   {"gradient", g.value},
-                   {"ci_low", or_null(g.ci_low)},
-                   {"ci_high", or_null(g.ci_high)},
-                   {"actual_amplitude_ns", or_null(g.actual_amplitude_ns)},
-                   {"perturbation_ns", or_null(g.perturbation_ns)},
-                   {"throughput_change", or_null(g.throughput_change)}});
+    json x{{"link", row.link.label},
+           {"type", row.type},
+           {"gradient", g.value},
+           {"ci_low", or_null(g.ci_low)},
+           {"ci_high", or_null(g.ci_high)},
+           {"actual_amplitude_ns", or_null(g.actual_amplitude_ns)},
+           {"perturbation_ns", or_null(g.perturbation_ns)},
+           {"throughput_change", or_null(g.throughput_change)},
+           {"step", step_json(g)}};
+    const auto it = sweeps.find(row.id);
+    add_sweep_json(it == sweeps.end() ? std::vector<db::GradientAmplitude>{} : it->second, x);
+    out.push_back(std::move(x));
   }
   return out;
 }
@@ -93,16 +140,56 @@ void print_runs_table(const json& rows, std::ostream& out) {
   table.print(out);
 }
 
+std::string num(const json& v) {
+  return v.is_null() ? std::string("-") : format_number(v.get<double>());
+}
+
+// "1.95 [1.8, 2.1]", with " disagrees" when its CI and the spectral one are
+// disjoint; "-" without a step.
+std::string step_cell(const json& step) {
+  if (step.is_null()) return "-";
+  return num(step["gradient"]) + " [" + num(step["ci_low"]) + ", " + num(step["ci_high"]) + "]" +
+         (step["disagrees"].get<bool>() ? " disagrees" : "");
+}
+
 void print_gradients_table(const json& gradients, std::ostream& out) {
-  TextTable g({"link", "type", "gradient", "ci_low", "ci_high"});
-  auto num = [](const json& v) {
-    return v.is_null() ? std::string("-") : format_number(v.get<double>());
-  };
+  bool steps = false;
+  for (const auto& row : gradients) steps = steps || !row.value("step", json()).is_null();
+  std::vector<std::string> columns{"link", "type", "gradient", "ci_low", "ci_high"};
+  if (steps) columns.push_back("step");
+  TextTable g(columns);
   for (const auto& row : gradients) {
-    g.add_row({row["link"].get<std::string>(), row["type"].get<std::string>(), num(row["gradient"]),
-               num(row["ci_low"]), num(row["ci_high"])});
+    std::vector<std::string> cells{row["link"].get<std::string>(), row["type"].get<std::string>(),
+                                   num(row["gradient"]), num(row["ci_low"]), num(row["ci_high"])};
+    if (steps) cells.push_back(step_cell(row["step"]));
+    g.add_row(cells);
   }
   g.print(out);
+}
+
+// Every swept gradient's curve, then its verdict per link and type.
+void print_sweeps(const json& gradients, std::ostream& out) {
+  TextTable t({"link", "type", "amplitude_ms", "actual_ms", "gradient", "ci_low", "ci_high"});
+  std::vector<std::string> verdicts;
+  auto ms = [](const json& v) {
+    return v.is_null() ? std::string("-") : format_number(v.get<double>() / 1e6);
+  };
+  for (const auto& row : gradients) {
+    if (row.value("amplitudes", json::array()).empty()) continue;
+    for (const auto& a : row["amplitudes"]) {
+      t.add_row({row["link"].get<std::string>(), row["type"].get<std::string>(),
+                 ms(a["amplitude_ns"]), ms(a["actual_amplitude_ns"]), num(a["gradient"]),
+                 num(a["ci_low"]), num(a["ci_high"])});
+    }
+    if (!row["linearity"].is_null()) {
+      verdicts.push_back(row["link"].get<std::string>() + " " + row["type"].get<std::string>() +
+                         ": " + row["linearity"]["text"].get<std::string>());
+    }
+  }
+  if (t.empty()) return;
+  out << "\nsweep (gradient per amplitude)\n";
+  t.print(out);
+  for (const std::string& v : verdicts) out << v << '\n';
 }
 
 void print_tail_results_table(const json& tail_results, std::ostream& out) {
@@ -119,6 +206,8 @@ void print_tail_results_table(const json& tail_results, std::ostream& out) {
   t.print(out);
 }
 
+}  // namespace
+
 void print_run(const json& r, std::ostream& out) {
   out << "run " << r["run_id"] << " (" << r["kind"].get<std::string>() << "), "
       << r["status"].get<std::string>() << ", started " << r["started"].get<std::string>() << ", "
@@ -127,12 +216,15 @@ void print_run(const json& r, std::ostream& out) {
   if (!r["gradients"].empty()) {
     out << '\n';
     print_gradients_table(r["gradients"], out);
+    print_sweeps(r["gradients"], out);
   }
   if (!r["tail_results"].empty()) {
     out << '\n';
     print_tail_results_table(r["tail_results"], out);
   }
 }
+
+namespace {
 
 OutputFormat parse_export_format(const std::string& text) {
   if (text == "csv") return OutputFormat::kCsv;
@@ -165,7 +257,8 @@ json runs_show(const std::string& db_path, std::int64_t run_id) {
   out["seed"] = or_null(run->seed);
   out["pid"] = run->pid;
   // The lists replace the summary's counts of the same name.
-  out["gradients"] = gradients_json(db::run_gradients(db, run_id));
+  out["gradients"] =
+      gradients_json(db::run_gradients(db, run_id), db::run_gradient_amplitudes(db, run_id));
   out["tail_results"] = tail_results_json(db::run_tail_results(db, run_id));
   return out;
 }

@@ -20,8 +20,11 @@ namespace nabla::coordinator {
 
 // Runs, newest first (the run_summary view).
 nlohmann::json runs_list(const std::string& db_path, int limit);
-// One run: its summary, configuration, gradients and tail results.
+// One run: its summary, configuration, gradients (each with its step
+// estimate, its sweep's amplitudes and linearity verdict) and tail results.
 nlohmann::json runs_show(const std::string& db_path, std::int64_t run_id);
+// runs_show's document as `nabla runs show` prints it.
+void print_run(const nlohmann::json& run, std::ostream& out);
 // A run's samples: CSV `t_ns,latency_ns,type` (the input of `nabla analyze`),
 // or JSON with the run, its gradients, tail results and every sample field.
 // Any format but kCsv prints the JSON.
