@@ -1,12 +1,15 @@
 // An amplitude sweep with step verification on a real non-linear service
 // (client → web → app, one namespace each, keyed daemons on every host):
 // web's nabla-tier writes each response in two parts with Nagle's algorithm
-// on (--split-response), so once the response link's delay exceeds the
-// pause, the second part waits for the client's ACK of the first and the
-// delay counts twice; app's tier answers in one send. The campaign sweeps
-// 2 and 8 ms on both response links and holds 8 ms for a step. Robust
-// checks only: at 8 ms the split link's gradient (sweep and step) is above
-// 1.3 and the single-send link's below it; the sweep and step rows are
+// on (--split-response), so the second part waits for the client's ACK of
+// the first (a Linux client delays it ~40 ms, longer than the 2 ms pause)
+// and a delay on the response link counts twice; app's tier answers in one
+// send. Each split response takes ~40 ms, so the load spreads over many
+// connections to stay well below their capacity. The campaign sweeps
+// 4 and 16 ms on both response links and holds 16 ms for a step. Robust
+// checks only: at 16 ms the split link's step gradient is above 1.3 and the
+// single-send link's below it, and the split link's spectral gradient is
+// the larger; the sweep and step rows are
 // stored; `nabla runs show` carries them; `nabla predict --strict` refuses a
 // delay beyond 2x the swept range and predicts within it.
 #include <gtest/gtest.h>
@@ -68,16 +71,16 @@ std::string campaign_toml(const Testbed& tb, const std::string& key) {
     toml << "[[node]]\nname = \"" << h->name << "\"\naddress = \"" << h->address
          << "\"\ninjectd = \"" << h->address << ":7311\"\nsniffd = \"" << h->address << ":7312\"\n";
   }
-  toml << "[workload]\ntarget = \"http://" << web << ":9001\"\nrate = 400\nconnections = 16\n"
+  toml << "[workload]\ntarget = \"http://" << web << ":9001\"\nrate = 300\nconnections = 64\n"
        << "mix = { \"/a\" = 1.0 }\nwarmup = \"300ms\"\n"
        // Only the two response links: web -> client (split) and app -> web.
        << "[links]\ndiscover_for = \"1s\"\nexclude = [\"tcp " << client << " -> " << web
        << ":9001\", \"tcp " << web << " -> " << tb.host("app").address
        << ":9002\"]\n"
-       // The adaptive amplitude pinned to 8 ms, so the headline and the step
+       // The adaptive amplitude pinned to 16 ms, so the headline and the step
        // are at the amplitude where the split response waits for the ACK.
-       << "[gradient]\nbins = 64\nchunks = 2\nmin_amplitude = \"8ms\"\nmax_amplitude = \"8ms\"\n"
-       << "lease = \"3s\"\nrepeats = 0\namplitudes = [\"2ms\", \"8ms\"]\nverify = true\n";
+       << "[gradient]\nbins = 64\nchunks = 2\nmin_amplitude = \"16ms\"\nmax_amplitude = \"16ms\"\n"
+       << "lease = \"3s\"\nrepeats = 0\namplitudes = [\"4ms\", \"16ms\"]\nverify = true\n";
   return toml.str();
 }
 
@@ -94,7 +97,8 @@ TEST(CampaignSweep, SplitResponsesShowAnAmplitudeDependentGradient) {
   const std::string tier = NABLA_TIER_PATH;
   tb.start("app", {tier, "--listen", app + ":9002", "--workers", "4", "--url",
                    "* service=fixed:100us mode=sleep bytes=600"});
-  // The first 64 bytes, then the rest 2 ms later unless Nagle holds it.
+  // The first 64 bytes, then the rest 2 ms later or, Nagle holding it, once
+  // the client ACKs the first part.
   tb.start("web",
            {tier, "--listen", web + ":9001", "--workers", "16", "--tier", "app=" + app + ":9002",
             "--url", "/a service=fixed:100us mode=sleep bytes=600 call=app:serial:1",
@@ -133,14 +137,21 @@ TEST(CampaignSweep, SplitResponsesShowAnAmplitudeDependentGradient) {
   ASSERT_NE(single, nullptr) << show["gradients"].dump(2);
   for (const json* g : {split, single}) {
     ASSERT_EQ((*g)["amplitudes"].size(), 2u) << g->dump(2);
-    EXPECT_EQ((*g)["amplitudes"][1]["amplitude_ns"], 8'000'000);
+    EXPECT_EQ((*g)["amplitudes"][1]["amplitude_ns"], 16'000'000);
     ASSERT_FALSE((*g)["step"].is_null()) << g->dump(2);
     EXPECT_FALSE((*g)["linearity"].is_null());
   }
-  EXPECT_GT((*split)["amplitudes"][1]["gradient"].get<double>(), 1.3) << split->dump(2);
+  // Generous bounds on a loaded 2-core machine: at 16 ms the steps read
+  // 1.6-1.9 on the split link and 0.8-0.9 on the other (standard errors
+  // ~0.2), the spectral estimates 1.4 and 0.8.
+  const auto at_16ms = [](const json* g) {
+    return (*g)["amplitudes"][1]["gradient"].get<double>();
+  };
   EXPECT_GT((*split)["step"]["gradient"].get<double>(), 1.3) << split->dump(2);
-  EXPECT_LT((*single)["amplitudes"][1]["gradient"].get<double>(), 1.3) << single->dump(2);
   EXPECT_LT((*single)["step"]["gradient"].get<double>(), 1.3) << single->dump(2);
+  EXPECT_GT(at_16ms(split), 1.0) << split->dump(2);
+  EXPECT_LT(at_16ms(single), 1.3) << single->dump(2);
+  EXPECT_GT(at_16ms(split), at_16ms(single));
   {
     nabla::db::Database db = nabla::db::Database::open(db_path, nabla::db::OpenMode::kReadOnly);
     EXPECT_EQ(count(db, "SELECT COUNT(*) FROM gradient_amplitudes"), 4);
