@@ -162,8 +162,9 @@ struct TierConfig {
   // first) are sent, the worker waits `split_pause_ns`, then sends the rest.
   // Splitting turns TCP_NODELAY off, so Nagle's algorithm holds the second
   // part until the client ACKs the first whenever that takes longer than the
-  // pause: a delay on the response link then counts twice (gradient about 2)
-  // above some amplitude and once below it. 0 bytes: one send, TCP_NODELAY.
+  // pause: a delay on the response link then counts twice (gradient about
+  // 2); with a client that ACKs at once only above the pause, once below it
+  // (tier/README.md). 0 bytes: one send, TCP_NODELAY.
   int64_t split_response_bytes = 0;  // [0, 16 MiB]
   int64_t split_pause_ns = 200'000;  // [0, 1 s]
 
