@@ -21,7 +21,7 @@
 #include <sstream>
 #include <string>
 
-#include "nabla/common/rpc_auth.hh"
+#include "campaign_nodes.hh"
 #include "nabla/common/text_file.hh"
 #include "nabla/db/sqlite.hh"
 #include "nabla/testbed/testbed.hh"
@@ -66,11 +66,7 @@ std::string campaign_toml(const Testbed& tb, const std::string& key) {
   const std::string client = tb.host("client").address;
   const std::string web = tb.host("web").address;
   std::ostringstream toml;
-  toml << "name = \"sweep\"\nseed = 11\nkey_file = \"" << key << "\"\n";
-  for (const auto& h : tb.hosts()) {
-    toml << "[[node]]\nname = \"" << h->name << "\"\naddress = \"" << h->address
-         << "\"\ninjectd = \"" << h->address << ":7311\"\nsniffd = \"" << h->address << ":7312\"\n";
-  }
+  toml << nabla::testing::campaign_nodes_toml(tb, "sweep", 11, key);
   toml << "[workload]\ntarget = \"http://" << web << ":9001\"\nrate = 300\nconnections = 64\n"
        << "mix = { \"/a\" = 1.0 }\nwarmup = \"300ms\"\n"
        // Only the two response links: web -> client (split) and app -> web.
@@ -107,16 +103,7 @@ TEST(CampaignSweep, SplitResponsesShowAnAmplitudeDependentGradient) {
   nabla::testing::connect_in(client.ns, web, 9001);
   const std::string tmp = ::testing::TempDir() + "sweep-" + std::to_string(::getpid());
   const std::string key = tmp + ".key";
-  nabla::common::generate_key_file(key);
-  for (const auto& h : tb.hosts()) {
-    tb.start(h->name, {NABLA_SNIFFD_PATH, "--listen", h->address + ":7312", "--key-file", key,
-                       "--interval", "100ms"});
-    tb.start(h->name, {NABLA_INJECTD_PATH, "--listen", h->address + ":7311", "--key-file", key});
-  }
-  for (const auto& h : tb.hosts()) {
-    nabla::testing::connect_in(client.ns, h->address, 7312);
-    nabla::testing::connect_in(client.ns, h->address, 7311);
-  }
+  nabla::testing::start_keyed_daemons(tb, "client", key);
   const std::string campaign = tmp + ".toml";
   std::ofstream(campaign) << campaign_toml(tb, key);
   const std::string db_path = tmp + ".db";
