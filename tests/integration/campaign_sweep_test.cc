@@ -109,10 +109,19 @@ TEST(CampaignSweep, SplitResponsesShowAnAmplitudeDependentGradient) {
   const std::string db_path = tmp + ".db";
   const std::string out = tmp + ".out";
 
-  const auto [code, log] = run_in(client.ns, {NABLA_PATH, "run", campaign, "--db", db_path}, out,
-                                  std::chrono::seconds(50));
+  const auto [code, log] =
+      run_in(client.ns, {NABLA_PATH, "run", campaign, "--db", db_path, "--json"}, out,
+             std::chrono::seconds(50));
   ASSERT_EQ(code, 0) << log;
-  std::cout << log;
+  // Notes (stderr) and JSON (stdout) share the file; the JSON starts at run_id.
+  const std::size_t json_at = log.find("{\n  \"run_id\"");
+  ASSERT_NE(json_at, std::string::npos) << log;
+  std::cout << log.substr(0, json_at);
+  for (const json& g : json::parse(log.substr(json_at))["gradients"]) {
+    EXPECT_EQ(g["amplitudes"].size(), 2u) << g.dump(2);
+    EXPECT_TRUE(g["linearity"].is_string()) << g.dump(2);
+    EXPECT_TRUE(g["step"].is_object()) << g.dump(2);
+  }
   const auto [show_code, show_text] =
       run_in(client.ns, {NABLA_PATH, "runs", "show", "1", "--db", db_path, "--json"}, out,
              std::chrono::seconds(10));
