@@ -35,6 +35,9 @@ void CampaignRun::wait_until(std::int64_t t_ns) {
     const std::int64_t now = now_ns();
     leases.renew_due(now);
     if (now >= t_ns) return;
+    // Not on the way out: what follows a wait (inject.start after a
+    // warm-up) must not wait for a poll.
+    if (on_wait_slice) on_wait_slice();
     report(now);
     env.clock.sleep_until(std::min(t_ns, now + kSliceNs));
   }

@@ -89,6 +89,7 @@ FlowEnd flow_end_of(const common::protocol::Flow& f) {
   e.bytes_out = f.total.bytes_out;
   e.bytes_in = f.total.bytes_in;
   e.netns = f.netns;
+  e.last_seen_ns = f.last_seen_ns;
   return e;
 }
 

@@ -12,11 +12,6 @@
 namespace nabla::campaign {
 namespace {
 
-bool owns(const CampaignSpec& spec, const std::string& host, const std::string& address) {
-  const CampaignNode* n = spec.node_by_address(address);
-  return n != nullptr ? n->name == host : address == host;
-}
-
 std::string endpoint(const std::string& address, std::uint16_t port) {
   const bool v6 = address.find(':') != std::string::npos;
   const std::string a = v6 ? "[" + address + "]" : address;
@@ -32,13 +27,13 @@ bool find_addresses(const CampaignSpec& spec, const std::vector<NodeFlows>& node
     for (const FlowEnd& f : n.flows) {
       if (f.proto != l.proto) continue;
       if (n.name == l.src.host && f.local_port == l.src.port && f.remote_port == l.dst.port &&
-          owns(spec, l.dst.host, f.remote_addr)) {
+          node_owns_address(spec, l.dst.host, f.remote_addr)) {
         src = f.local_addr;
         dst = f.remote_addr;
         return true;
       }
       if (n.name == l.dst.host && f.local_port == l.dst.port && f.remote_port == l.src.port &&
-          owns(spec, l.src.host, f.remote_addr)) {
+          node_owns_address(spec, l.src.host, f.remote_addr)) {
         src = f.remote_addr;
         dst = f.local_addr;
         return true;
@@ -84,6 +79,12 @@ std::string host_for(const CampaignSpec& spec, const std::string& address) {
 }
 
 }  // namespace
+
+bool node_owns_address(const CampaignSpec& spec, const std::string& host,
+                       const std::string& address) {
+  const CampaignNode* n = spec.node_by_address(address);
+  return n != nullptr ? n->name == host : address == host;
+}
 
 std::string link_label(const Link& l) {
   return common::campaign_link_label(l.proto, l.src.host, l.src.port, l.dst.host, l.dst.port);

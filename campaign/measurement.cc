@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "load.hh"
+#include "message_sampler.hh"
 #include "nabla/common/units.hh"
 #include "phase_store.hh"
 #include "phases.hh"
@@ -205,6 +206,7 @@ ActiveAttempt active_attempt(CampaignRun& run, const CampaignLink& l, double amp
   out.number = number;
   Injected act;
   const std::int64_t tail = std::min<std::int64_t>(2 * w, 200'000'000);
+  MessageSampler sampler(run, {&l});
   const loadgen::EngineResult rr = inject_phase(run, l, amplitude_ns, 0, window, tail, act);
   out.delta_l_ns = act.delta_l_ns;
   out.delta_l_measured = act.measured;
@@ -226,6 +228,7 @@ ActiveAttempt active_attempt(CampaignRun& run, const CampaignLink& l, double amp
   for (std::size_t t = 0; t < run.out.types.size(); ++t) {
     out.gradients.push_back(type_gradient(run, l, t, series[t], records, gw, go, out.delta_l_ns));
   }
+  sampler.fill(0, out.gradients, records, gw.start_ns, gw.start_ns + window);
   db::Transaction tx(run.recorder.store_database());
   out.phase_id = store_injected_phase(run, db::PhaseKind::kActive, l, act, amplitude_ns,
                                       static_cast<std::int64_t>(g.bins), rr, records, window);
@@ -288,8 +291,10 @@ TypeGradient combine_attempts(CampaignRun& run, const CampaignLink& l,
 TypeGradient combine_type_gradients(const std::vector<TypeGradient>& phases) {
   std::vector<analysis::GradientEstimate> estimates;
   std::vector<double> errors, amplitudes, perturbations, throughputs;
+  std::vector<std::optional<MessagesPerTxn>> messages;
   TypeGradient tg = phases.back();
   for (const TypeGradient& x : phases) {
+    messages.push_back(x.messages);
     estimates.push_back(x.estimate);
     errors.push_back(x.estimate.standard_error);
     amplitudes.push_back(x.actual_amplitude_ns);
@@ -298,6 +303,7 @@ TypeGradient combine_type_gradients(const std::vector<TypeGradient>& phases) {
     tg.reliable = tg.reliable && x.reliable;
   }
   tg.estimate = combine_estimates(estimates);
+  tg.messages = combine_messages(messages);
   if (phases.size() == 1) return tg;
   tg.actual_amplitude_ns =
       inverse_variance_mean(amplitudes, errors).value_or(tg.actual_amplitude_ns);

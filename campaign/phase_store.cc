@@ -132,6 +132,11 @@ std::vector<std::int64_t> store_gradients(CampaignRun& run, const CampaignLink& 
     row.k_d = m.k_d;
     row.bins = static_cast<std::int64_t>(m.bins);
     row.schedule = m.simultaneous ? "simultaneous" : "sequential";
+    if (tg.messages) {
+      row.messages_per_txn = tg.messages->value;
+      row.messages_ci_low = tg.messages->ci_low;
+      row.messages_ci_high = tg.messages->ci_high;
+    }
     if (tg.step) {
       row.step_value = tg.step->value;
       row.step_ci_low = tg.step->ci_low;

@@ -5,6 +5,7 @@
 // time in. The phases themselves are free functions (phases.hh), one file
 // each.
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -46,6 +47,9 @@ class CampaignRun {
   std::vector<double> training_bin_mean_ns, training_bin_se_ns;
   KdChoice kd;
   std::int64_t deadline_ns = 0;  // estimated end, for the progress line
+  // Called at every slice of wait_until but the one it returns in, after the
+  // leases are renewed (the message sampler's polls); must not throw.
+  std::function<void()> on_wait_slice;
 
   std::int64_t now_ns() { return env.clock.now_ns(); }
   void note(const std::string& line);

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "load.hh"
+#include "message_sampler.hh"
 #include "nabla/analysis/frequency_plan.hh"
 #include "nabla/analysis/square_wave_synth.hh"
 #include "nabla/common/units.hh"
@@ -192,6 +193,9 @@ PhaseResult simultaneous_phase(CampaignRun& run, std::vector<Wave>& waves,
   const std::int64_t window = static_cast<std::int64_t>(plan.bins) * w;
   run.set_phase(name, 1, 1, plan.bins, 0);
   const std::int64_t tail = std::min<std::int64_t>(2 * w, 200'000'000);
+  std::vector<const CampaignLink*> links;
+  for (const Wave& wave : waves) links.push_back(wave.link);
+  MessageSampler sampler(run, links);
   const loadgen::EngineResult result = inject_all(run, waves, window, tail);
   const auto records = to_records(result);
   if (result.errors.total() > 0) {
@@ -208,6 +212,7 @@ PhaseResult simultaneous_phase(CampaignRun& run, std::vector<Wave>& waves,
     }
     out.gradients.push_back(
         wave_gradients(run, wave, records, GradientWindow{start, plan.bins, wave.k_d}, plan));
+    sampler.fill(out.gradients.size() - 1, out.gradients.back(), records, start, start + window);
   }
   db::Transaction tx(run.recorder.store_database());
   out.phase_id = store_simultaneous_phase(run, waves, plan.bins, result, records, window);

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "nabla/campaign/hosts.hh"
+#include "nabla/campaign/messages.hh"
 #include "nabla/common/clock.hh"
 #include "nabla/common/resolve.hh"
 #include "nabla/common/units.hh"
@@ -203,6 +204,12 @@ ojson outcome_to_json(const CampaignSpec& spec, const CampaignOutcome& o) {
               {"phase_bins", g.estimate.phase_bins},
               {"reliable", g.reliable}};
       if (g.truth) x["truth"] = *g.truth;
+      x["messages_per_txn"] = g.messages ? json_number(g.messages->value) : ojson(nullptr);
+      x["messages_ci_low"] = g.messages ? json_number(g.messages->ci_low) : ojson(nullptr);
+      x["messages_ci_high"] = g.messages ? json_number(g.messages->ci_high) : ojson(nullptr);
+      x["waits_not_hops"] =
+          g.messages && campaign::waits_not_hops(g.estimate.value, g.estimate.ci_low,
+                                                 g.estimate.ci_high, *g.messages);
       add_sweep_and_step(m, t, x);
       grads.push_back(std::move(x));
     }
@@ -222,7 +229,9 @@ void print_outcome_table(std::ostream& out, const CampaignSpec& spec, const Camp
   if (any_truth) header.push_back("truth");
   header.push_back("perturbation");
   header.push_back("throughput");
+  header.push_back("msgs/txn");
   TextTable t(header);
+  bool flagged = false;
   for (const LinkMeasurement& m : o.measurements) {
     for (const TypeGradient& g : m.gradients) {
       std::vector<std::string> row{m.label,
@@ -235,11 +244,15 @@ void print_outcome_table(std::ostream& out, const CampaignSpec& spec, const Camp
       if (any_truth) row.push_back(g.truth ? format_number(*g.truth, 3) : "-");
       row.push_back(duration_text(g.perturbation_ns));
       row.push_back(number_or_null(g.throughput_change * 100, 3) + "%");
+      row.push_back(campaign::messages_cell(g.estimate.value, g.estimate.ci_low, g.estimate.ci_high,
+                                            g.messages));
+      flagged = flagged || row.back().ends_with(" !");
       t.add_row(std::move(row));
     }
   }
   if (!o.measurements.empty()) {
     t.print(out);
+    if (flagged) out << campaign::kWaitsNotHopsLegend << '\n';
     out << '\n';
   }
   for (const std::string& w : o.warnings) out << "warning: " << w << '\n';

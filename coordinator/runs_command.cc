@@ -3,12 +3,14 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <ostream>
 #include <stdexcept>
 
 #include "nabla/analysis/sweep.hh"
+#include "nabla/campaign/messages.hh"
 #include "nabla/coordinator/history_db.hh"
 #include "nabla/db/reads.hh"
 
@@ -39,6 +41,17 @@ json summary_json(const db::RunSummary& s) {
           {"gradients", s.gradients},
           {"tail_results", s.tail_results},
           {"error", or_null(s.error)}};
+}
+
+// The stored messages per transaction, when the row has them.
+std::optional<campaign::MessagesPerTxn> stored_messages(const db::Gradient& g) {
+  if (!g.messages_per_txn || !g.messages_ci_low || !g.messages_ci_high) return std::nullopt;
+  return campaign::MessagesPerTxn{*g.messages_per_txn, 0, *g.messages_ci_low, *g.messages_ci_high};
+}
+
+bool stored_waits_not_hops(const db::Gradient& g) {
+  const auto m = stored_messages(g);
+  return m && g.ci_low && g.ci_high && campaign::waits_not_hops(g.value, *g.ci_low, *g.ci_high, *m);
 }
 
 // [gradient] verify: the step estimate and whether its CI and the spectral
@@ -95,6 +108,10 @@ json gradients_json(const std::vector<db::GradientRow>& rows,
            {"actual_amplitude_ns", or_null(g.actual_amplitude_ns)},
            {"perturbation_ns", or_null(g.perturbation_ns)},
            {"throughput_change", or_null(g.throughput_change)},
+           {"messages_per_txn", or_null(g.messages_per_txn)},
+           {"messages_ci_low", or_null(g.messages_ci_low)},
+           {"messages_ci_high", or_null(g.messages_ci_high)},
+           {"waits_not_hops", stored_waits_not_hops(g)},
            {"step", step_json(g)}};
     const auto it = sweeps.find(row.id);
     add_sweep_json(it == sweeps.end() ? std::vector<db::GradientAmplitude>{} : it->second, x);
@@ -155,16 +172,33 @@ std::string step_cell(const json& step) {
 void print_gradients_table(const json& gradients, std::ostream& out) {
   bool steps = false;
   for (const auto& row : gradients) steps = steps || !row.value("step", json()).is_null();
-  std::vector<std::string> columns{"link", "type", "gradient", "ci_low", "ci_high"};
+  std::vector<std::string> columns{"link", "type", "gradient", "ci_low", "ci_high", "msgs/txn"};
   if (steps) columns.push_back("step");
   TextTable g(columns);
+  auto real = [](const json& v) {
+    return v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
+  };
+  bool flagged = false;
   for (const auto& row : gradients) {
-    std::vector<std::string> cells{row["link"].get<std::string>(), row["type"].get<std::string>(),
-                                   num(row["gradient"]), num(row["ci_low"]), num(row["ci_high"])};
+    std::optional<campaign::MessagesPerTxn> m;
+    if (!row["messages_per_txn"].is_null()) {
+      m = campaign::MessagesPerTxn{real(row["messages_per_txn"]), 0, real(row["messages_ci_low"]),
+                                   real(row["messages_ci_high"])};
+    }
+    const std::string msgs = campaign::messages_cell(real(row["gradient"]), real(row["ci_low"]),
+                                                     real(row["ci_high"]), m);
+    flagged = flagged || msgs.ends_with(" !");
+    std::vector<std::string> cells{row["link"].get<std::string>(),
+                                   row["type"].get<std::string>(),
+                                   num(row["gradient"]),
+                                   num(row["ci_low"]),
+                                   num(row["ci_high"]),
+                                   msgs};
     if (steps) cells.push_back(step_cell(row["step"]));
     g.add_row(cells);
   }
   g.print(out);
+  if (flagged) out << campaign::kWaitsNotHopsLegend << '\n';
 }
 
 // Every swept gradient's curve, then its verdict per link and type.
@@ -206,6 +240,12 @@ void print_tail_results_table(const json& tail_results, std::ostream& out) {
   t.print(out);
 }
 
+OutputFormat parse_export_format(const std::string& text) {
+  if (text == "csv") return OutputFormat::kCsv;
+  if (text == "json") return OutputFormat::kJson;
+  throw std::invalid_argument("--format must be csv or json, got '" + text + "'");
+}
+
 }  // namespace
 
 void print_run(const json& r, std::ostream& out) {
@@ -223,16 +263,6 @@ void print_run(const json& r, std::ostream& out) {
     print_tail_results_table(r["tail_results"], out);
   }
 }
-
-namespace {
-
-OutputFormat parse_export_format(const std::string& text) {
-  if (text == "csv") return OutputFormat::kCsv;
-  if (text == "json") return OutputFormat::kJson;
-  throw std::invalid_argument("--format must be csv or json, got '" + text + "'");
-}
-
-}  // namespace
 
 json runs_list(const std::string& db_path, int limit) {
   if (limit < 1) throw std::invalid_argument("--limit must be at least 1");

@@ -84,11 +84,29 @@ const db::PhaseRow* measured_phase(const StoredRun& run, const db::LinkRow& link
   return last;
 }
 
-const db::InjectionRow* phase_injection(const StoredRun& run, std::int64_t phase_id) {
+// The link's injection in the phase: a simultaneous phase holds one per
+// link, each with its own period, so the link decides which wave is drawn.
+const db::InjectionRow* phase_injection(const StoredRun& run, std::int64_t phase_id,
+                                        const db::LinkRow& link) {
+  const db::InjectionRow* any = nullptr;
   for (const db::InjectionRow& i : run.injections) {
-    if (i.injection.phase_id == phase_id) return &i;
+    if (i.injection.phase_id != phase_id) continue;
+    if (i.injection.link_id == link.id) return &i;
+    if (any == nullptr) any = &i;
   }
-  return nullptr;
+  return any;
+}
+
+// The frequency the link's gradients were read at: the phase's, or in a
+// simultaneous phase (which has none of its own) the link's gradient rows'.
+int link_k_d(const StoredRun& run, const db::PhaseRow& phase, const db::LinkRow& link) {
+  if (phase.phase.k_d) return static_cast<int>(*phase.phase.k_d);
+  for (const db::GradientRow& g : run.gradients) {
+    if (g.link.id == link.id && g.gradient.phase_id == phase.id && g.gradient.k_d) {
+      return static_cast<int>(*g.gradient.k_d);
+    }
+  }
+  return 0;
 }
 
 // Step points of a square wave of `amplitude_ns` from the injection's start,
@@ -245,14 +263,14 @@ json link_sections(db::Database& db, const StoredRun& run) {
     const PhaseSeries series =
         bin_phase(db, run, *phase, static_cast<std::size_t>(*phase->phase.bins));
     if (series.by_type.empty()) section["note"] = series.note;
-    const db::InjectionRow* inj = phase_injection(run, phase->id);
+    const db::InjectionRow* inj = phase_injection(run, phase->id, link);
     section["phase_id"] = phase->id;
     section["charts"].push_back(chart("link-series",
                                       "response time and injected delay: " + link.label,
                                       series_chart(series, inj, *phase)));
     section["charts"].push_back(
         chart("link-spectrum", "spectrum (training band ±2σ shaded): " + link.label,
-              spectrum_chart(series, static_cast<int>(phase->phase.k_d.value_or(0)), training)));
+              spectrum_chart(series, link_k_d(run, *phase, link), training)));
     section["charts"].push_back(chart("link-gradients",
                                       "gradients with CIs (truth in red): " + link.label,
                                       gradient_chart(run, link)));

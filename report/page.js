@@ -80,7 +80,7 @@
     parts.push(...charts(link.charts));
     if (own.length) {
       parts.push(objectTable(own, ['type', 'value', 'ci_low', 'ci_high', 'confidence', 'time_domain',
-        'actual_amplitude_ns', 'truth']));
+        'actual_amplitude_ns', 'truth', 'messages_per_txn', 'messages_ci_low', 'messages_ci_high']));
     }
     return el('section', { class: 'link', 'data-link-id': link.link_id }, ...parts);
   }

@@ -161,7 +161,10 @@ json gradients_json(const StoredRun& run) {
                    {"throughput_change", or_null(g.throughput_change)},
                    {"k_d", or_null(g.k_d)},
                    {"bins", or_null(g.bins)},
-                   {"truth", or_null(truth_for(run, row.link.label, row.type))}});
+                   {"truth", or_null(truth_for(run, row.link.label, row.type))},
+                   {"messages_per_txn", or_null(g.messages_per_txn)},
+                   {"messages_ci_low", or_null(g.messages_ci_low)},
+                   {"messages_ci_high", or_null(g.messages_ci_high)}});
   }
   return out;
 }

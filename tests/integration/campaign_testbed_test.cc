@@ -8,7 +8,8 @@
 // discovers the links, trains, and measures every link; web→app (the request
 // direction) must show gradient 2 for /a (within 10%, CI reaching 2 to
 // within 4%) and 0 for /b (CI containing 0), and the run, links, phases, injections, samples
-// and gradients must be stored. A second run is SIGINT-ed while an injection
+// and gradients must be stored, and web->app must carry at least one message
+// per /a request by the sniffers' counts. A second run is SIGINT-ed while an injection
 // is active: it exits 1, the run is stored 'failed' ("interrupted"), and no
 // injection rule is left in any namespace right after it exits (it stopped
 // its injection itself, not through the lease).
@@ -144,7 +145,8 @@ TEST(CampaignTestbed, MeasuresChainGradientsAndStopsCleanlyOnSigint) {
     std::cout << "  " << g["link"].get<std::string>() << " " << g["type"].get<std::string>() << " "
               << g["value"] << " [" << g["ci_low"] << ", " << g["ci_high"]
               << "] dl=" << g["actual_amplitude_ns"] << " snr=" << g["snr"]
-              << " thr=" << g["throughput_change"] << "\n";
+              << " thr=" << g["throughput_change"] << " msgs=" << g["messages_per_txn"] << " ["
+              << g["messages_ci_low"] << ", " << g["messages_ci_high"] << "]\n";
   }
   const json* a = find_gradient(out, "tcp web -> app:9002", "/a");
   const json* b = find_gradient(out, "tcp web -> app:9002", "/b");
@@ -177,6 +179,12 @@ TEST(CampaignTestbed, MeasuresChainGradientsAndStopsCleanlyOnSigint) {
   EXPECT_GE((*b)["ci_high"].get<double>(), -0.08);
   EXPECT_LT(std::abs((*a)["throughput_change"].get<double>()), 0.05);
   EXPECT_GT((*a)["actual_amplitude_ns"].get<double>(), 0.0);
+  // Each /a request makes web send app two requests (serial:2), one data
+  // segment or more each; the sniffers scan every 100 ms, so the window
+  // holds many scans.
+  ASSERT_TRUE((*a)["messages_per_txn"].is_number()) << a->dump();
+  EXPECT_GE((*a)["messages_per_txn"].get<double>(), 1.0);
+  EXPECT_LE((*a)["messages_per_txn"].get<double>(), 6.0);
 
   {
     nabla::db::Database db = nabla::db::Database::open(db_path, nabla::db::OpenMode::kReadOnly);

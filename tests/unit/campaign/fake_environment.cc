@@ -41,6 +41,7 @@ void FakeClock::at(std::int64_t at_ns, std::function<void()> action) {
 std::optional<FlowsPage> FakeDaemons::list_flows(const std::string& node, std::uint64_t cursor) {
   auto it = flows.find(node);
   if (it == flows.end()) return std::nullopt;
+  if (live_flows) return FlowsPage{live_flows(node, clock_.now_ns()), cursor + 1};
   // Every record at the first call; nothing changed afterwards.
   return cursor == 0 ? FlowsPage{it->second, 1} : FlowsPage{{}, cursor};
 }
@@ -125,6 +126,29 @@ class FakeRun final : public LoadRun {
   loadgen::EngineResult take() override {
     loadgen::EngineResult r;
     for (const auto& u : config_.protocol.urls) r.type_names.push_back(u.path);
+    for_each_arrival([&](loadgen::Sample s, double noise_ns) {
+      double latency = model_.base_ns.at(s.type) + noise_ns;
+      for (const auto& [link, gradient] : model_.gradients) {
+        latency += gradient.at(s.type) * daemons_.delay_ns(link, s.intended_ns);
+      }
+      for (const auto& [link, response] : model_.responses) {
+        latency += response(s.type, daemons_.delay_ns(link, s.intended_ns));
+      }
+      s.latency_ns = std::max<std::int64_t>(1, std::llround(latency));
+      r.samples.push_back(s);
+    });
+    r.sent = r.scheduled = r.completed = r.samples.size();
+    if (!r.samples.empty()) {
+      r.first_intended_ns = r.samples.front().intended_ns;
+      r.last_intended_ns = r.samples.back().intended_ns;
+    }
+    return r;
+  }
+
+  // The run's Poisson arrivals, each with its type and noise, in order; the
+  // same sequence every call (one seed).
+  template <typename F>
+  void for_each_arrival(F&& f) const {
     std::vector<double> weights;
     for (const auto& u : config_.protocol.urls) weights.push_back(u.weight);
     std::mt19937_64 rng(config_.seed);
@@ -137,22 +161,8 @@ class FakeRun final : public LoadRun {
       loadgen::Sample s;
       s.intended_ns = static_cast<std::int64_t>(t_ns);
       s.type = type(rng);
-      double latency = model_.base_ns.at(s.type) + noise(rng);
-      for (const auto& [link, gradient] : model_.gradients) {
-        latency += gradient.at(s.type) * daemons_.delay_ns(link, s.intended_ns);
-      }
-      for (const auto& [link, response] : model_.responses) {
-        latency += response(s.type, daemons_.delay_ns(link, s.intended_ns));
-      }
-      s.latency_ns = std::max<std::int64_t>(1, std::llround(latency));
-      r.samples.push_back(s);
+      f(s, noise(rng));
     }
-    r.sent = r.scheduled = r.completed = r.samples.size();
-    if (!r.samples.empty()) {
-      r.first_intended_ns = r.samples.front().intended_ns;
-      r.last_intended_ns = r.samples.back().intended_ns;
-    }
-    return r;
   }
 
  private:
@@ -167,7 +177,25 @@ class FakeRun final : public LoadRun {
 std::unique_ptr<LoadRun> FakeService::start(const loadgen::EngineConfig& config,
                                             std::int64_t start_ns) {
   ++runs_;
-  return std::make_unique<FakeRun>(daemons_, model_, config, start_ns);
+  auto run = std::make_unique<FakeRun>(daemons_, model_, config, start_ns);
+  // The campaign took the run before (its samples reach past the clock,
+  // which a fake take() does not advance): its traffic ended by now.
+  std::erase_if(arrivals_, [start_ns](const Arrival& a) { return a.t_ns >= start_ns; });
+  run->for_each_arrival([this](const loadgen::Sample& s, double) {
+    arrivals_.push_back({s.intended_ns, s.type});
+  });
+  return run;
+}
+
+std::uint64_t FakeService::segments_sent(const std::string& link_spec,
+                                         std::int64_t before_ns) const {
+  const auto it = model_.messages.find(link_spec);
+  if (it == model_.messages.end()) return 0;
+  double segments = 0;
+  for (const Arrival& a : arrivals_) {
+    if (a.t_ns < before_ns) segments += it->second.at(a.type);
+  }
+  return static_cast<std::uint64_t>(std::llround(segments));
 }
 
 }  // namespace nabla::campaign::fake

@@ -65,8 +65,11 @@ class FakeDaemons final : public Daemons {
 
   // Configuration.
   std::map<std::string, std::vector<FlowEnd>> flows;  // per node with a sniffd
-  double actual_fraction = 0.8;                       // actual delay / requested
-  std::set<std::string> refuse_start_on;              // nodes whose inject.start fails
+  // When set, flows.list answers every call with these records (all of them
+  // changed), as a sniffer whose counts move with the load would.
+  std::function<std::vector<FlowEnd>(const std::string& node, std::int64_t now_ns)> live_flows;
+  double actual_fraction = 0.8;           // actual delay / requested
+  std::set<std::string> refuse_start_on;  // nodes whose inject.start fails
   // lease.renew fails from this renewal on (counted over the whole run).
   std::optional<std::size_t> fail_renewal_from;
   std::function<void(const FakeInjection&)> on_start;  // after each inject.start
@@ -97,6 +100,8 @@ struct FakeServiceModel {
   std::map<std::string, std::vector<double>> gradients;
   // link spec -> the response time a delay on it adds to a type's request
   std::map<std::string, std::function<double(std::uint32_t type, double delay_ns)>> responses;
+  // link spec -> data segments per request per type crossing the link
+  std::map<std::string, std::vector<double>> messages;
 };
 
 class FakeService final : public LoadRunner {
@@ -106,11 +111,19 @@ class FakeService final : public LoadRunner {
   std::unique_ptr<LoadRun> start(const loadgen::EngineConfig& config,
                                  std::int64_t start_ns) override;
   std::size_t runs() const { return runs_; }
+  // The segments the requests of every run started so far, sent before
+  // `before_ns`, put on `link_spec` (FakeServiceModel::messages).
+  std::uint64_t segments_sent(const std::string& link_spec, std::int64_t before_ns) const;
 
  private:
+  struct Arrival {
+    std::int64_t t_ns;
+    std::uint32_t type;
+  };
   const FakeDaemons& daemons_;
   FakeServiceModel model_;
   std::size_t runs_ = 0;
+  std::vector<Arrival> arrivals_;  // of every run, in the order drawn
 };
 
 }  // namespace nabla::campaign::fake

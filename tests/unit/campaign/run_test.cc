@@ -81,13 +81,12 @@ class CampaignFakes : public ::testing::Test {
     }
   }
 
-  CampaignOutcome run(const std::string& spec = kSpec) { return run(spec, service_); }
-  CampaignOutcome run(const std::string& spec, LoadRunner& service) {
+  CampaignOutcome run(const std::string& spec = kSpec, LoadRunner* load = nullptr) {
     db::Store store = db::Store::open(db_path_, common::realtime_ns());
     CampaignOptions options;
     options.cancel = &cancel_;
     return run_campaign(parse_campaign_spec(spec), store, options,
-                        CampaignEnvironment{clock_, service, daemons_});
+                        CampaignEnvironment{clock_, load != nullptr ? *load : service_, daemons_});
   }
 
   std::int64_t count(const std::string& sql) {
@@ -103,6 +102,7 @@ class CampaignFakes : public ::testing::Test {
     return st.column_text(0);
   }
 
+ public:
   static FakeServiceModel model() {
     FakeServiceModel m;
     m.base_ns = {2'000'000, 3'000'000};
@@ -114,6 +114,7 @@ class CampaignFakes : public ::testing::Test {
     return m;
   }
 
+ protected:
   std::string db_path_;
   std::atomic<int> cancel_{0};
   FakeClock clock_;
@@ -123,8 +124,13 @@ class CampaignFakes : public ::testing::Test {
 
 TEST_F(CampaignFakes, NormalPathRecoversTheServiceGradients) {
   const auto wall_start = std::chrono::steady_clock::now();
+  const std::int64_t fake_start_ns = clock_.now_ns();
   const CampaignOutcome o = run();
-  EXPECT_LT(std::chrono::steady_clock::now() - wall_start, std::chrono::seconds(2));
+  // The campaign spans more fake time than the wall-time bound, so staying
+  // under it shows it never slept for real (the bound leaves room for a
+  // loaded CI machine).
+  EXPECT_GT(clock_.now_ns() - fake_start_ns, std::int64_t{8'000'000'000});
+  EXPECT_LT(std::chrono::steady_clock::now() - wall_start, std::chrono::seconds(8));
   ASSERT_TRUE(o.complete) << o.error;
   EXPECT_FALSE(o.interrupted);
   ASSERT_EQ(o.types, (std::vector<std::string>{"/a", "/b"}));
@@ -203,6 +209,102 @@ TEST_F(CampaignFakes, SimultaneousScheduleRecoversTheGradientsInLessTime) {
   EXPECT_EQ(count("SELECT COUNT(*) FROM injections"), 8);
   EXPECT_EQ(count("SELECT COUNT(*) FROM gradients WHERE schedule = 'simultaneous'"), 8);
   EXPECT_EQ(count("SELECT COUNT(DISTINCT k_d) FROM gradients"), 4);
+}
+
+// Sniffers whose counts move with the load, on a clock 5 s behind the
+// campaign's: the client sends one segment per request to web -> app, app
+// sends three per /a and none per /b to the database. A scan every `scan_ns`
+// (0: at every call).
+void count_messages_like_a_sniffer(FakeDaemons& daemons, const FakeService& service,
+                                   std::int64_t scan_ns) {
+  constexpr std::int64_t kSnifferClockNs = -5'000'000'000;
+  daemons.live_flows = [&daemons, &service, scan_ns](const std::string& node, std::int64_t now_ns) {
+    const std::int64_t scan = scan_ns > 0 ? now_ns / scan_ns * scan_ns : now_ns;
+    std::vector<FlowEnd> flows = daemons.flows.at(node);
+    for (FlowEnd& f : flows) {
+      f.last_seen_ns = scan + kSnifferClockNs;
+      if (node == "web") f.segments_out += service.segments_sent(kWebToApp, scan);
+      if (node == "app" && f.remote_port == 5432) {
+        f.segments_out += service.segments_sent(kAppToDb, scan);
+      }
+    }
+    return flows;
+  };
+}
+
+FakeServiceModel model_with_messages() {
+  FakeServiceModel m = CampaignFakes::model();
+  m.messages = {{kWebToApp, {1.0, 1.0}}, {kAppToDb, {3.0, 0.0}}};
+  return m;
+}
+
+double expected_messages(const FakeServiceModel& m, const std::string& spec, std::size_t type) {
+  const auto it = m.messages.find(spec);
+  // A link whose counts did not move carried no message per request.
+  return it == m.messages.end() ? 0.0 : it->second.at(type);
+}
+
+// Counts read at every poll are exact, so each link's messages per
+// transaction per type come out exactly (least squares over the two
+// types), from its source's records, and are stored beside the gradient.
+TEST_F(CampaignFakes, MessagesPerTransactionComeExactlyFromExactCounts) {
+  const FakeServiceModel m = model_with_messages();
+  FakeService service{daemons_, m};
+  count_messages_like_a_sniffer(daemons_, service, 0);
+  const CampaignOutcome o = run(kSpec, &service);
+  ASSERT_TRUE(o.complete) << o.error;
+  ASSERT_EQ(o.measurements.size(), 4u);
+  for (std::size_t i = 0; i < o.links.size(); ++i) {
+    for (std::size_t t = 0; t < 2; ++t) {
+      const auto& msgs = o.measurements[i].gradients[t].messages;
+      ASSERT_TRUE(msgs) << o.links[i].label << " " << o.types[t];
+      EXPECT_NEAR(msgs->value, expected_messages(m, o.links[i].spec, t), 1e-6)
+          << o.links[i].label << " " << o.types[t];
+    }
+  }
+  EXPECT_EQ(count("SELECT COUNT(*) FROM gradients WHERE messages_per_txn IS NOT NULL"), 8);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM gradients WHERE messages_ci_low <= messages_per_txn "
+                  "AND messages_per_txn <= messages_ci_high"),
+            8);
+}
+
+// A scan every 130 ms, the campaign polling every 50 ms as it waits: the
+// sniffer's clock is placed to within a poll, so a few requests land in the
+// neighbouring interval; the truth stays within the estimates' intervals.
+// N = 256 bins give the window about ten scans.
+TEST_F(CampaignFakes, MessagesPerTransactionFromScansStayWithinTheirIntervals) {
+  const FakeServiceModel m = model_with_messages();
+  FakeService service{daemons_, m};
+  count_messages_like_a_sniffer(daemons_, service, 130'000'000);
+  std::string spec = kSpec;
+  spec.replace(spec.find("bins = 64"), 9, "bins = 256\nschedule = \"simultaneous\"");
+  const CampaignOutcome o = run(spec, &service);
+  ASSERT_TRUE(o.complete) << o.error;
+  for (std::size_t i = 0; i < o.links.size(); ++i) {
+    for (std::size_t t = 0; t < 2; ++t) {
+      const auto& msgs = o.measurements[i].gradients[t].messages;
+      ASSERT_TRUE(msgs) << o.links[i].label << " " << o.types[t];
+      // The links whose counts move have residuals; the others are exactly 0.
+      if (m.messages.count(o.links[i].spec) > 0) {
+        EXPECT_GT(msgs->standard_error, 0) << o.links[i].label << " " << o.types[t];
+      }
+      EXPECT_NEAR(msgs->value, expected_messages(m, o.links[i].spec, t),
+                  std::max(4 * msgs->standard_error, 1e-9))
+          << o.links[i].label << " " << o.types[t] << ": " << msgs->value << " ± "
+          << msgs->standard_error;
+    }
+  }
+}
+
+// Without counts that move (a sniffer that saw the flows once) there is no
+// estimate, and the gradients are stored without one.
+TEST_F(CampaignFakes, NoMovingCountsNoMessagesPerTransaction) {
+  const CampaignOutcome o = run();
+  ASSERT_TRUE(o.complete) << o.error;
+  for (const LinkMeasurement& m : o.measurements) {
+    for (const TypeGradient& g : m.gradients) EXPECT_FALSE(g.messages) << m.label;
+  }
+  EXPECT_EQ(count("SELECT COUNT(*) FROM gradients WHERE messages_per_txn IS NULL"), 8);
 }
 
 TEST_F(CampaignFakes, CancelMidPhaseStopsTheInjectionAndStoresWhatWasMeasured) {
@@ -284,7 +386,7 @@ TEST_F(CampaignFakes, SweepFindsTheAmplitudeWhereALinkStopsBeingLinear) {
   std::string spec = kSpec;
   spec.replace(spec.find("bins = 64"), 9,
                "bins = 64\namplitudes = [\"16ms\", \"1ms\", \"4ms\"]\nverify = true");
-  const CampaignOutcome o = run(spec, service);
+  const CampaignOutcome o = run(spec, &service);
   ASSERT_TRUE(o.complete) << o.error;
   ASSERT_EQ(o.measurements.size(), 4u);
   for (std::size_t i = 0; i < o.links.size(); ++i) {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -55,7 +56,7 @@ class HistoryTest : public ::testing::Test {
     link.dst_port = 9003;
     db::Gradient g;
     g.run_id = run_;
-    g.link_id = store.add_link(link);
+    g.link_id = link_id_ = store.add_link(link);
     g.type_id = view;
     g.value = 2.98;
     g.ci_low = 2.9;
@@ -68,6 +69,7 @@ class HistoryTest : public ::testing::Test {
   fs::path dir_;
   std::string path_;
   std::int64_t run_ = 0;
+  std::int64_t link_id_ = 0;
 };
 
 TEST_F(HistoryTest, ListAndShow) {
@@ -86,6 +88,54 @@ TEST_F(HistoryTest, ListAndShow) {
   EXPECT_THROW(runs_show(path_, run_ + 1), std::runtime_error);
   EXPECT_THROW(runs_list(path_ + ".missing", 10), std::runtime_error);
   EXPECT_FALSE(fs::exists(path_ + ".missing"));  // never created by reading
+}
+
+// Stored messages per transaction come out beside each gradient, in the
+// JSON and in the text, with `!` where the gradient is far from the count
+// (waits, not hops) and `-` where the run stored none.
+TEST_F(HistoryTest, ShowsMessagesPerTransactionAndFlagsWaits) {
+  {
+    db::Store store = db::Store::open(path_, 1'700'000'000'000'000'000);
+    // Two messages per request: a gradient of about 2 is hops, 6 is waits
+    // (a timeout).
+    auto stored = [&](const char* type, double value, double half_width) {
+      db::Gradient g;
+      g.run_id = run_;
+      g.link_id = link_id_;
+      g.type_id = store.transaction_type_id(type);
+      g.value = value;
+      g.ci_low = value - half_width;
+      g.ci_high = value + half_width;
+      g.messages_per_txn = 2.0;
+      g.messages_ci_low = 1.97;
+      g.messages_ci_high = 2.03;
+      store.add_gradient(g);
+    };
+    stored("/bid,x", 2.02, 0.12);
+    stored("/search", 6.1, 0.3);
+  }
+  const auto r = runs_show(path_, run_);
+  ASSERT_EQ(r["gradients"].size(), 3u);
+  std::map<double, nlohmann::json> by_value;
+  for (const auto& g : r["gradients"]) by_value[g["gradient"].get<double>()] = g;
+  ASSERT_EQ(by_value.size(), 3u) << r["gradients"].dump();
+  const auto& none = by_value.at(2.98);  // the fixture's, stored without messages
+  EXPECT_TRUE(none["messages_per_txn"].is_null());
+  EXPECT_FALSE(none["waits_not_hops"].get<bool>());
+  const auto& hops = by_value.at(2.02);
+  EXPECT_DOUBLE_EQ(hops["messages_per_txn"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(hops["messages_ci_low"].get<double>(), 1.97);
+  EXPECT_DOUBLE_EQ(hops["messages_ci_high"].get<double>(), 2.03);
+  EXPECT_FALSE(hops["waits_not_hops"].get<bool>());
+  EXPECT_TRUE(by_value.at(6.1)["waits_not_hops"].get<bool>());
+
+  std::ostringstream text;
+  print_run(r, text);
+  const std::string out = text.str();
+  EXPECT_NE(out.find("msgs/txn"), std::string::npos) << out;
+  EXPECT_NE(out.find("2 [1.97, 2.03]"), std::string::npos) << out;
+  EXPECT_NE(out.find("2 [1.97, 2.03] !"), std::string::npos) << out;
+  EXPECT_NE(out.find("! waits, not hops"), std::string::npos) << out;
 }
 
 // The CSV export is exactly what `nabla analyze` reads back.

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -74,6 +76,9 @@ TEST_F(ReportData, EmbedsTheStoredGradientsExactly) {
     EXPECT_EQ(g["ci_low"].get<double>(), *stored[i].gradient.ci_low);
     EXPECT_EQ(g["ci_high"].get<double>(), *stored[i].gradient.ci_high);
     EXPECT_EQ(g["confidence"].get<double>(), stored[i].gradient.confidence);
+    // The fake sniffers' counts never move: no messages per transaction.
+    ASSERT_TRUE(g.contains("messages_per_txn"));
+    EXPECT_EQ(g["messages_per_txn"].is_null(), !stored[i].gradient.messages_per_txn.has_value());
   }
   // The campaign file's truth is carried beside the measured value.
   bool truth_seen = false;
@@ -117,6 +122,57 @@ TEST_F(ReportData, CampaignPageHasTheGraphAndThreeChartsPerLink) {
   EXPECT_EQ(page["training"]["chunks"], 4);
   EXPECT_EQ(page["injections"]["table"]["rows"].size(), 4u);  // adaptive + active per link
   EXPECT_TRUE(page["tail"].is_null());
+}
+
+// A simultaneous phase belongs to no single link: each link's section still
+// draws the one response series with that link's own wave (its period) and
+// marks that link's own frequency in the spectrum.
+TEST_F(ReportData, SimultaneousPhaseDrawsEachLinksOwnWave) {
+  const std::int64_t run = testing::store_fake_campaign_run(db_path_, 7, true);
+  const json page = page_data({run})["runs"][0];
+  db::Store store = db::Store::open_read_only(db_path_);
+  const auto injections = db::run_injections(store.database(), run);
+  const auto gradients = db::run_gradients(store.database(), run);
+  ASSERT_EQ(page["links"].size(), 2u);
+  std::set<double> periods_ms;
+  for (const json& link : page["links"]) {
+    ASSERT_EQ(chart_kinds(link["charts"]),
+              (std::set<std::string>{"link-series", "link-spectrum", "link-gradients"}))
+        << link.dump();
+    const std::int64_t phase_id = link["phase_id"].get<std::int64_t>();
+    const std::int64_t link_id = link["link_id"].get<std::int64_t>();
+    std::optional<std::int64_t> period_ns, k_d;
+    for (const auto& i : injections) {
+      if (i.injection.phase_id == phase_id && i.injection.link_id == link_id) {
+        period_ns = i.injection.period_ns;
+      }
+    }
+    for (const auto& g : gradients) {
+      if (g.link.id == link_id) k_d = g.gradient.k_d;
+    }
+    ASSERT_TRUE(period_ns && k_d) << link["label"];
+    // The requested wave's rises are one period of this link's injection apart.
+    const json& series = link["charts"][0]["spec"]["layer"];
+    std::vector<double> rises;
+    for (const json& p : series[1]["data"]["values"]) {
+      if (p["wave"] == "requested" && p["delay_ms"].get<double>() > 0) {
+        rises.push_back(p["t_ms"].get<double>());
+      }
+    }
+    ASSERT_GE(rises.size(), 3u) << link["label"];
+    const double period_ms = rises[2] - rises[1];
+    EXPECT_NEAR(period_ms, static_cast<double>(*period_ns) / 1e6, 1e-6) << link["label"];
+    periods_ms.insert(std::round(period_ms * 1e3));
+    // The spectrum's f_d is the link's own frequency: k_d cycles per window.
+    const json& spectrum = link["charts"][1]["spec"]["layer"];
+    ASSERT_FALSE(spectrum[2]["data"]["values"].empty()) << link["label"];
+    const json& f_d = spectrum[2]["data"]["values"][0];
+    EXPECT_EQ(f_d["harmonic"], "f_d");
+    const double window_s = static_cast<double>(*period_ns) * static_cast<double>(*k_d) / 1e9;
+    EXPECT_NEAR(f_d["f_hz"].get<double>(), static_cast<double>(*k_d) / window_s, 1e-3)
+        << link["label"];
+  }
+  EXPECT_EQ(periods_ms.size(), 2u);  // two links, two waves
 }
 
 TEST_F(ReportData, LoadSweepPageHasPercentilesCurveHistogramAndWhereItTurnsNa) {

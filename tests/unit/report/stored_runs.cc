@@ -11,7 +11,7 @@ namespace nabla::report::testing {
 namespace {
 
 // Two hosts, both directions of one connection, two transaction types.
-std::string spec_text(std::int64_t seed) {
+std::string spec_text(std::int64_t seed, bool simultaneous) {
   return R"(
 name = "report-fake"
 seed = )" +
@@ -38,6 +38,8 @@ discover_for = "1s"
 bins = 64
 chunks = 4
 lease = "1s"
+)" + (simultaneous ? std::string("schedule = \"simultaneous\"\n") : std::string()) +
+         R"(
 [truth]
 "tcp web -> app:9002" = { "/a" = 1.5, "/b" = 0.5 }
 "tcp app:9002 -> web" = { "/a" = 0.0, "/b" = 0.0 }
@@ -46,7 +48,8 @@ lease = "1s"
 
 }  // namespace
 
-std::int64_t store_fake_campaign_run(const std::string& db_path, std::int64_t seed) {
+std::int64_t store_fake_campaign_run(const std::string& db_path, std::int64_t seed,
+                                     bool simultaneous) {
   campaign::fake::FakeClock clock;
   campaign::fake::FakeDaemons daemons{clock};
   daemons.flows["web"] = {
@@ -61,8 +64,8 @@ std::int64_t store_fake_campaign_run(const std::string& db_path, std::int64_t se
   campaign::fake::FakeService service{daemons, model};
   db::Store store = db::Store::open(db_path, common::realtime_ns());
   const campaign::CampaignOutcome o =
-      campaign::run_campaign(campaign::parse_campaign_spec(spec_text(seed)), store, {},
-                             campaign::CampaignEnvironment{clock, service, daemons});
+      campaign::run_campaign(campaign::parse_campaign_spec(spec_text(seed, simultaneous)), store,
+                             {}, campaign::CampaignEnvironment{clock, service, daemons});
   if (!o.complete) throw std::runtime_error("the fake campaign failed: " + o.error);
   return o.run_id;
 }

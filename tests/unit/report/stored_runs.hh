@@ -13,8 +13,9 @@
 namespace nabla::report::testing {
 
 // Returns the run id. `seed` changes the campaign's samples and so its
-// gradients.
-std::int64_t store_fake_campaign_run(const std::string& db_path, std::int64_t seed = 7);
+// gradients; `simultaneous` measures both links in the same phases.
+std::int64_t store_fake_campaign_run(const std::string& db_path, std::int64_t seed = 7,
+                                     bool simultaneous = false);
 std::int64_t store_load_sweep_run(const std::string& db_path);
 std::int64_t store_failed_campaign_run(const std::string& db_path);
 

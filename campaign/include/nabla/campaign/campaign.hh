@@ -37,7 +37,10 @@
 //           Perturbation: mean response time in the active window minus the
 //           training mean, per type; throughput change: the share of the
 //           window's requests completed within it (math.hh completion_ratio)
-//           in the active phase over training, minus 1. A noisy active phase
+//           in the active phase over training, minus 1. Messages per
+//           transaction: the sniffds are polled at every wait slice of the
+//           active phase and the link's data-segment counts set against the
+//           requests per type (messages.hh). A noisy active phase
 //           is repeated and the repeats combined by inverse variance (math.hh
 //           combine_estimates, inverse_variance_mean).
 //        ─► store (phase_store.cc): each phase with its injection and
@@ -62,6 +65,7 @@
 #include "nabla/campaign/discover.hh"
 #include "nabla/campaign/environment.hh"
 #include "nabla/campaign/math.hh"
+#include "nabla/campaign/messages.hh"
 #include "nabla/campaign/spec.hh"
 #include "nabla/db/store.hh"
 
@@ -85,6 +89,9 @@ struct TypeGradient {
   double throughput_change = 0;
   bool reliable = true;  // no more than 5% empty bins
   std::optional<double> truth;
+  // Messages per transaction that crossed the link in its direction while it
+  // was measured (messages.hh); none without a sniffd at either end.
+  std::optional<MessagesPerTxn> messages;
   // [gradient] verify: the finite difference over a held delay, and whether
   // its CI and the spectral CI are disjoint (analysis/sweep.hh).
   std::optional<analysis::StepEstimate> step;

@@ -56,6 +56,9 @@ struct FlowEnd {
   uint64_t bytes_out = 0;
   uint64_t bytes_in = 0;
   common::protocol::FlowNetns netns = {};
+  // When the sniffer last updated the record (its scan or a socket's
+  // close), on the sniffer's monotonic clock.
+  int64_t last_seen_ns = 0;
 };
 
 // One flows.list record as the join takes it.

@@ -17,4 +17,9 @@ std::vector<CampaignLink> assemble_links(const CampaignSpec& spec,
                                          const std::vector<NodeFlows>& nodes,
                                          const std::vector<Link>& discovered);
 
+// Whether `address` is the link end `host`'s: an address of the node of
+// that name, or the bare address a link end without a node is named by.
+bool node_owns_address(const CampaignSpec& spec, const std::string& host,
+                       const std::string& address);
+
 }  // namespace nabla::campaign

@@ -1,0 +1,219 @@
+// Messages per transaction: the arithmetic; see nabla/campaign/messages.hh.
+#include "nabla/campaign/messages.hh"
+
+#include <algorithm>
+#include <cmath>
+
+#include "nabla/analysis/distributions.hh"
+#include "nabla/campaign/math.hh"
+#include "nabla/common/units.hh"
+
+namespace nabla::campaign {
+namespace {
+
+// The per-interval observations: segments crossed and requests sent per type.
+struct Intervals {
+  std::vector<double> segments;
+  std::vector<std::vector<double>> requests;  // [interval][type]
+};
+
+Intervals intervals_of(const std::vector<SegmentCount>& counts,
+                       const std::vector<analysis::LatencyRecord>& records, std::size_t types,
+                       std::int64_t start_ns, std::int64_t end_ns) {
+  std::vector<SegmentCount> kept;
+  for (const SegmentCount& c : counts) {
+    if (c.t_ns >= start_ns && c.t_ns <= end_ns) kept.push_back(c);
+  }
+  std::sort(kept.begin(), kept.end(),
+            [](const SegmentCount& a, const SegmentCount& b) { return a.t_ns < b.t_ns; });
+  std::vector<std::int64_t> bounds;
+  for (const SegmentCount& c : kept) bounds.push_back(c.t_ns);
+  Intervals out;
+  if (bounds.size() < 2) return out;
+  std::vector<std::vector<double>> sent(bounds.size() - 1, std::vector<double>(types, 0.0));
+  for (const analysis::LatencyRecord& r : records) {
+    if (r.type < 0 || static_cast<std::size_t>(r.type) >= types) continue;
+    const auto it = std::upper_bound(bounds.begin(), bounds.end(), r.t_ns);
+    if (it == bounds.begin() || it == bounds.end()) continue;  // outside [first, last)
+    sent[static_cast<std::size_t>(it - bounds.begin()) - 1][static_cast<std::size_t>(r.type)] += 1;
+  }
+  for (std::size_t j = 1; j < kept.size(); ++j) {
+    // A count that went back (the sniffer dropped and re-created a record)
+    // says nothing about that interval.
+    if (kept[j].segments < kept[j - 1].segments) continue;
+    out.segments.push_back(static_cast<double>(kept[j].segments - kept[j - 1].segments));
+    out.requests.push_back(sent[j - 1]);
+  }
+  return out;
+}
+
+MessagesPerTxn with_interval(double value, double se, double df, double confidence) {
+  const double t = analysis::student_t_quantile((1.0 + confidence) / 2.0, df);
+  return {value, se, value - t * se, value + t * se};
+}
+
+// One type: sum(segments) / sum(requests); the ratio estimator's se.
+std::optional<MessagesPerTxn> ratio_estimate(const std::vector<double>& segments,
+                                             const std::vector<double>& requests,
+                                             double confidence) {
+  const std::size_t n = segments.size();
+  double sum_s = 0, sum_r = 0;
+  for (std::size_t j = 0; j < n; ++j) {
+    sum_s += segments[j];
+    sum_r += requests[j];
+  }
+  if (n < 2 || sum_r <= 0) return std::nullopt;
+  const double value = sum_s / sum_r;
+  double rss = 0;
+  for (std::size_t j = 0; j < n; ++j) {
+    const double e = segments[j] - value * requests[j];
+    rss += e * e;
+  }
+  const double nd = static_cast<double>(n);
+  const double se = std::sqrt(rss * nd / (nd - 1.0)) / sum_r;
+  return with_interval(value, se, nd - 1.0, confidence);
+}
+
+// Inverts the symmetric p x p matrix `a` by Gauss-Jordan with partial
+// pivoting; false when it is singular.
+bool invert(std::vector<std::vector<double>>& a, std::vector<std::vector<double>>& inverse) {
+  const std::size_t p = a.size();
+  inverse.assign(p, std::vector<double>(p, 0.0));
+  double scale = 0;
+  for (std::size_t i = 0; i < p; ++i) {
+    inverse[i][i] = 1.0;
+    scale = std::max(scale, std::abs(a[i][i]));
+  }
+  for (std::size_t c = 0; c < p; ++c) {
+    std::size_t pivot = c;
+    for (std::size_t r = c + 1; r < p; ++r) {
+      if (std::abs(a[r][c]) > std::abs(a[pivot][c])) pivot = r;
+    }
+    if (std::abs(a[pivot][c]) <= 1e-12 * scale) return false;
+    std::swap(a[c], a[pivot]);
+    std::swap(inverse[c], inverse[pivot]);
+    const double d = a[c][c];
+    for (std::size_t k = 0; k < p; ++k) {
+      a[c][k] /= d;
+      inverse[c][k] /= d;
+    }
+    for (std::size_t r = 0; r < p; ++r) {
+      if (r == c || a[r][c] == 0) continue;
+      const double f = a[r][c];
+      for (std::size_t k = 0; k < p; ++k) {
+        a[r][k] -= f * a[c][k];
+        inverse[r][k] -= f * inverse[c][k];
+      }
+    }
+  }
+  return true;
+}
+
+// Several types: least squares without intercept over the columns `used`.
+std::vector<std::optional<MessagesPerTxn>> least_squares_estimate(
+    const Intervals& in, const std::vector<std::size_t>& used, std::size_t types,
+    double confidence) {
+  std::vector<std::optional<MessagesPerTxn>> out(types);
+  const std::size_t n = in.segments.size(), p = used.size();
+  if (n < p + 1) return out;
+  std::vector<std::vector<double>> xtx(p, std::vector<double>(p, 0.0)), inverse;
+  std::vector<double> xty(p, 0.0);
+  for (std::size_t j = 0; j < n; ++j) {
+    for (std::size_t a = 0; a < p; ++a) {
+      xty[a] += in.requests[j][used[a]] * in.segments[j];
+      for (std::size_t b = 0; b < p; ++b) {
+        xtx[a][b] += in.requests[j][used[a]] * in.requests[j][used[b]];
+      }
+    }
+  }
+  if (!invert(xtx, inverse)) return out;
+  std::vector<double> beta(p, 0.0);
+  for (std::size_t a = 0; a < p; ++a) {
+    for (std::size_t b = 0; b < p; ++b) beta[a] += inverse[a][b] * xty[b];
+  }
+  double rss = 0;
+  for (std::size_t j = 0; j < n; ++j) {
+    double fit = 0;
+    for (std::size_t a = 0; a < p; ++a) fit += beta[a] * in.requests[j][used[a]];
+    rss += (in.segments[j] - fit) * (in.segments[j] - fit);
+  }
+  const double df = static_cast<double>(n - p);
+  const double sigma2 = rss / df;
+  for (std::size_t a = 0; a < p; ++a) {
+    const double se = std::sqrt(std::max(0.0, sigma2 * inverse[a][a]));
+    out[used[a]] = with_interval(beta[a], se, df, confidence);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::optional<MessagesPerTxn>> messages_per_transaction(
+    const std::vector<SegmentCount>& counts, const std::vector<analysis::LatencyRecord>& records,
+    std::size_t types, std::int64_t start_ns, std::int64_t end_ns, double confidence) {
+  const Intervals in = intervals_of(counts, records, types, start_ns, end_ns);
+  std::vector<std::size_t> used;  // the types with a request in the window
+  for (std::size_t t = 0; t < types; ++t) {
+    double sent = 0;
+    for (const auto& r : in.requests) sent += r[t];
+    if (sent > 0) used.push_back(t);
+  }
+  if (used.size() != 1) return least_squares_estimate(in, used, types, confidence);
+  std::vector<std::optional<MessagesPerTxn>> out(types);
+  std::vector<double> requests;
+  for (const auto& r : in.requests) requests.push_back(r[used.front()]);
+  out[used.front()] = ratio_estimate(in.segments, requests, confidence);
+  return out;
+}
+
+std::optional<MessagesPerTxn> combine_messages(
+    const std::vector<std::optional<MessagesPerTxn>>& phases) {
+  std::vector<double> values, errors;
+  double widest_t = 0;
+  for (const auto& m : phases) {
+    if (!m) continue;
+    values.push_back(m->value);
+    errors.push_back(m->standard_error);
+    if (m->standard_error > 0) {
+      widest_t = std::max(widest_t, (m->ci_high - m->value) / m->standard_error);
+    }
+  }
+  if (values.empty()) return std::nullopt;
+  if (values.size() == 1) {
+    for (const auto& m : phases) {
+      if (m) return m;
+    }
+  }
+  const auto mean = inverse_variance_mean(values, errors);
+  double weight = 0;
+  for (double e : errors) weight += inverse_variance_weight(e);
+  if (!mean || weight <= 0) {
+    // Every phase exact (no residual): their plain mean, no spread.
+    double sum = 0;
+    for (double v : values) sum += v;
+    const double v = sum / static_cast<double>(values.size());
+    return MessagesPerTxn{v, 0, v, v};
+  }
+  const double se = 1.0 / std::sqrt(weight);
+  return MessagesPerTxn{*mean, se, *mean - widest_t * se, *mean + widest_t * se};
+}
+
+bool waits_not_hops(double gradient, double gradient_ci_low, double gradient_ci_high,
+                    const MessagesPerTxn& messages) {
+  const double half_width = (gradient_ci_high - gradient_ci_low) / 2.0;
+  const bool apart = std::abs(gradient - messages.value) > half_width;
+  const bool outside = gradient < messages.ci_low || gradient > messages.ci_high;
+  return apart && outside;
+}
+
+std::string messages_cell(double gradient, double gradient_ci_low, double gradient_ci_high,
+                          const std::optional<MessagesPerTxn>& messages) {
+  if (!messages) return "-";
+  const MessagesPerTxn& m = *messages;
+  std::string text = common::format_number(m.value, 3) + " [" + common::format_number(m.ci_low, 3) +
+                     ", " + common::format_number(m.ci_high, 3) + "]";
+  if (waits_not_hops(gradient, gradient_ci_low, gradient_ci_high, m)) text += " !";
+  return text;
+}
+
+}  // namespace nabla::campaign
