@@ -73,6 +73,8 @@ json inject_start_params(const InjectionRequest& r) {
   if (r.fault) {
     p.settings.delay = r.fault->delay;
     p.settings.faults = r.fault->faults;
+  } else if (r.constant) {
+    p.settings.delay = protocol::Wave::constant(r.amplitude_ns);
   } else {
     p.settings.delay = square_wave(r.amplitude_ns, r.period_ns, r.cycles);
   }

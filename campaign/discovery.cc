@@ -72,6 +72,21 @@ void calibrate(CampaignRun& run, const loadgen::EngineResult& r, std::int64_t t0
   }
 }
 
+// Per link, what a sweep adds (its amplitudes beyond the first, each a
+// phase of N bins) and a step verification (one settling bin, its bins).
+std::int64_t sweep_and_step_ns(const CampaignRun& run) {
+  const GradientSpec& g = run.spec.gradient;
+  const std::int64_t w = run.out.bin_width_ns;
+  const std::int64_t warmup = run.spec.workload.warmup_ns;
+  std::int64_t ns = 0;
+  if (g.amplitudes_ns.size() > 1) {
+    ns += static_cast<std::int64_t>(g.amplitudes_ns.size() - 1) *
+          (static_cast<std::int64_t>(g.bins) * w + warmup);
+  }
+  if (g.verify) ns += static_cast<std::int64_t>(step_bins(g.bins) + 1) * w + warmup;
+  return ns;
+}
+
 // Notes the links and the time estimate; throws when none is measurable.
 void plan(CampaignRun& run) {
   std::size_t measurable = 0;
@@ -102,6 +117,7 @@ void plan(CampaignRun& run) {
                                          static_cast<double>(g.min_bins_per_period),
                                          run.spec.workload.warmup_ns, 0) +
                       experiments_ns;
+  run.out.budget_ns += static_cast<std::int64_t>(measurable) * sweep_and_step_ns(run);
   run.deadline_ns = run.now_ns() + run.out.budget_ns;
   const std::string measuring =
       together ? "2 simultaneous phases of " + std::to_string(g.bins) + "+ bins"

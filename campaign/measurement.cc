@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 #include <stdexcept>
+#include <tuple>
 
 #include "load.hh"
 #include "message_sampler.hh"
@@ -20,9 +21,8 @@ std::string format_ratio(double r) {
   return s.substr(0, s.find('.') + 2);
 }
 
-// Runs the load for warmup + `window_ns` (+ tail), injecting from the end of
-// the warm-up until `window_ns` + `tail_ns` later; fills `inj` with what the
-// daemon reported.
+}  // namespace
+
 loadgen::EngineResult inject_phase(CampaignRun& run, const CampaignLink& l, double amplitude_ns,
                                    int cycles, std::int64_t window_ns, std::int64_t tail_ns,
                                    Injected& inj) {
@@ -34,7 +34,8 @@ loadgen::EngineResult inject_phase(CampaignRun& run, const CampaignLink& l, doub
                              cycles,
                              run.spec.gradient.lease_ns,
                              run.next_seed() >> 1,
-                             run.spec.node_by_name(l.src_node)->netns};
+                             run.spec.node_by_name(l.src_node)->netns,
+                             inj.constant};
     ActiveInjection a(run.env.daemons, run.leases, run.env.clock, l.src_node, request);
     inj.anchor_ns = a.anchor_ns();
     inj.id = a.id();
@@ -47,12 +48,19 @@ loadgen::EngineResult inject_phase(CampaignRun& run, const CampaignLink& l, doub
     inj.stats = a.stop();
     inj.ended_ns = run.now_ns();
   }
-  const auto d = delta_l_from_halves(inj.stats.high.count, inj.stats.high.mean_ns,
-                                     inj.stats.low.count, inj.stats.low.mean_ns);
+  // A held delay's actual value is what the packets got; a wave's is the
+  // difference of its halves.
+  const HalfStats& high = inj.stats.high;
+  const auto d = inj.constant
+                     ? (high.count > 0 ? std::optional<double>(high.mean_ns) : std::nullopt)
+                     : delta_l_from_halves(high.count, high.mean_ns, inj.stats.low.count,
+                                           inj.stats.low.mean_ns);
   inj.measured = d.has_value();
   inj.delta_l_ns = d.value_or(amplitude_ns);
   return load->take();
 }
+
+namespace {
 
 // Adaptive sub-phase: one cycle at the training amplitude; the rough
 // gradients give the measurement amplitude.
@@ -185,10 +193,10 @@ double wave_phase_bins(CampaignRun& run, const CampaignLink& l,
   return best ? first[*best].phase_bins : 0.0;
 }
 
-// One active phase at m.amplitude_ns: injects, bins each type, estimates
+// One active phase at amplitude_ns: injects, bins each type, estimates
 // the gradients (phase from the type with the highest SNR) and stores the
 // phase with its injection and samples.
-ActiveAttempt active_attempt(CampaignRun& run, const CampaignLink& l, const LinkMeasurement& m,
+ActiveAttempt active_attempt(CampaignRun& run, const CampaignLink& l, double amplitude_ns,
                              std::size_t index, std::size_t count, std::size_t number) {
   const GradientSpec& g = run.spec.gradient;
   const std::int64_t w = run.out.bin_width_ns;
@@ -199,7 +207,7 @@ ActiveAttempt active_attempt(CampaignRun& run, const CampaignLink& l, const Link
   Injected act;
   const std::int64_t tail = std::min<std::int64_t>(2 * w, 200'000'000);
   MessageSampler sampler(run, {&l});
-  const loadgen::EngineResult rr = inject_phase(run, l, m.amplitude_ns, 0, window, tail, act);
+  const loadgen::EngineResult rr = inject_phase(run, l, amplitude_ns, 0, window, tail, act);
   out.delta_l_ns = act.delta_l_ns;
   out.delta_l_measured = act.measured;
   if (!act.measured) {
@@ -222,7 +230,7 @@ ActiveAttempt active_attempt(CampaignRun& run, const CampaignLink& l, const Link
   }
   sampler.fill(0, out.gradients, records, gw.start_ns, gw.start_ns + window);
   db::Transaction tx(run.recorder.store_database());
-  out.phase_id = store_injected_phase(run, db::PhaseKind::kActive, l, act, m.amplitude_ns,
+  out.phase_id = store_injected_phase(run, db::PhaseKind::kActive, l, act, amplitude_ns,
                                       static_cast<std::int64_t>(g.bins), rr, records, window);
   tx.commit();
   return out;
@@ -231,12 +239,12 @@ ActiveAttempt active_attempt(CampaignRun& run, const CampaignLink& l, const Link
 // The active phase, measured again (up to `repeats` times) while it was much
 // noisier than the training.
 std::vector<ActiveAttempt> active_phases(CampaignRun& run, const CampaignLink& l,
-                                         const LinkMeasurement& m, std::size_t index,
+                                         double amplitude_ns, std::size_t index,
                                          std::size_t count) {
   const GradientSpec& g = run.spec.gradient;
   std::vector<ActiveAttempt> attempts;
   for (;;) {
-    attempts.push_back(active_attempt(run, l, m, index, count, attempts.size() + 1));
+    attempts.push_back(active_attempt(run, l, amplitude_ns, index, count, attempts.size() + 1));
     const double ratio = attempts.back().worst_noise_ratio;
     if (ratio <= g.repeat_noise_ratio || attempts.size() > g.repeats) break;
     run.note(l.label + ": the active phase was " + format_ratio(ratio) +
@@ -304,6 +312,58 @@ TypeGradient combine_type_gradients(const std::vector<TypeGradient>& phases) {
   return tg;
 }
 
+namespace {
+
+// The link's gradients at one amplitude: its active phase(s) there, each
+// type combined over them.
+SweepAmplitude measure_at(CampaignRun& run, const CampaignLink& l, double amplitude_ns,
+                          std::size_t index, std::size_t count, LinkMeasurement& m) {
+  const std::vector<ActiveAttempt> attempts = active_phases(run, l, amplitude_ns, index, count);
+  const ActiveAttempt& last = attempts.back();
+  m.delta_l_ns = last.delta_l_ns;
+  m.delta_l_measured = last.delta_l_measured;
+  SweepAmplitude at;
+  at.requested_ns = std::llround(amplitude_ns);
+  at.phase_id = last.phase_id;
+  for (std::size_t t = 0; t < run.out.types.size(); ++t) {
+    at.gradients.push_back(combine_attempts(run, l, attempts, t));
+  }
+  return at;
+}
+
+// [gradient] amplitudes: the link at every amplitude, a linearity verdict
+// per type, and the headline gradients from the amplitude nearest the
+// adaptive one (log scale).
+std::int64_t measure_sweep(CampaignRun& run, const CampaignLink& l, LinkMeasurement& m,
+                           std::size_t index, std::size_t count) {
+  const std::vector<std::int64_t>& amplitudes = run.spec.gradient.amplitudes_ns;
+  std::size_t headline = 0;
+  std::vector<std::pair<double, bool>> delta_l;
+  for (std::size_t i = 0; i < amplitudes.size(); ++i) {
+    m.sweep.push_back(measure_at(run, l, static_cast<double>(amplitudes[i]), index, count, m));
+    delta_l.emplace_back(m.delta_l_ns, m.delta_l_measured);
+    const auto distance = [&](std::size_t k) {
+      return std::abs(std::log(static_cast<double>(amplitudes[k]) / m.amplitude_ns));
+    };
+    if (distance(i) < distance(headline)) headline = i;
+  }
+  m.amplitude_ns = static_cast<double>(amplitudes[headline]);
+  std::tie(m.delta_l_ns, m.delta_l_measured) = delta_l[headline];
+  m.gradients = m.sweep[headline].gradients;
+  for (std::size_t t = 0; t < run.out.types.size(); ++t) {
+    std::vector<analysis::SweepPoint> points;
+    for (const SweepAmplitude& a : m.sweep) {
+      const analysis::GradientEstimate& e = a.gradients[t].estimate;
+      points.push_back({static_cast<double>(a.requested_ns), e.value, e.ci_low, e.ci_high});
+    }
+    m.linearity.push_back(analysis::linearity_verdict(points));
+    run.note(l.label + " " + run.out.types[t] + ": " + analysis::describe(m.linearity.back()));
+  }
+  return m.sweep[headline].phase_id;
+}
+
+}  // namespace
+
 void measure_link(CampaignRun& run, CampaignLink& l, std::size_t index, std::size_t count) {
   LinkMeasurement m;
   m.label = l.label;
@@ -313,17 +373,20 @@ void measure_link(CampaignRun& run, CampaignLink& l, std::size_t index, std::siz
   run.note("link " + std::to_string(index) + "/" + std::to_string(count) + ": " + l.label +
            " (inject on " + l.src_node + ": " + l.spec + ")");
   adaptive_phase(run, l, m, index, count);
-  const std::vector<ActiveAttempt> attempts = active_phases(run, l, m, index, count);
-  const ActiveAttempt& last = attempts.back();
-  m.delta_l_ns = last.delta_l_ns;
-  m.delta_l_measured = last.delta_l_measured;
-  for (std::size_t t = 0; t < run.out.types.size(); ++t) {
-    m.gradients.push_back(combine_attempts(run, l, attempts, t));
+  std::int64_t phase_id = 0;
+  if (run.spec.gradient.amplitudes_ns.empty()) {
+    SweepAmplitude at = measure_at(run, l, m.amplitude_ns, index, count, m);
+    m.gradients = std::move(at.gradients);
+    phase_id = at.phase_id;
+  } else {
+    phase_id = measure_sweep(run, l, m, index, count);
   }
-  // One gradient row per type, on the last active phase; every attempt's
-  // phase, injection and samples are stored under their own phase rows.
+  if (run.spec.gradient.verify) verify_step(run, l, m, index, count);
+  // One gradient row per type, on the (headline's) last active phase, with
+  // the sweep's amplitudes beside it; every attempt's phase, injection and
+  // samples are stored under their own phase rows.
   db::Transaction tx(run.recorder.store_database());
-  store_gradients(run, l, m, last.phase_id);
+  store_sweep(run, m, store_gradients(run, l, m, phase_id));
   tx.commit();
   run.out.measurements.push_back(std::move(m));
 }

@@ -6,6 +6,7 @@
 
 #include "load.hh"
 #include "nabla/campaign/daemons.hh"
+#include "nabla/common/protocol/injectd.hh"
 
 namespace nabla::campaign {
 namespace {
@@ -32,15 +33,19 @@ std::int64_t store_injection(CampaignRun& run, std::int64_t phase_id, const Camp
   row.phase_id = phase_id;
   row.link_id = l.link_id;
   row.node = l.src_node;
-  row.waveform = "square";
+  const std::int64_t amplitude = std::llround(amplitude_ns);
+  row.waveform = inj.constant ? "constant" : "square";
   row.spec_json =
       nlohmann::json{{"link", l.spec},
                      {"id", inj.id},
-                     {"delay", square_wave_json(std::llround(amplitude_ns), period_ns, 0)}}
+                     {"delay", inj.constant ? common::protocol::Wave::constant(amplitude).to_json()
+                                            : square_wave_json(amplitude, period_ns, 0)}}
           .dump();
-  row.requested_delay_ns = std::llround(amplitude_ns);
-  row.period_ns = period_ns;
-  row.duty = 0.5;
+  row.requested_delay_ns = amplitude;
+  if (!inj.constant) {
+    row.period_ns = period_ns;
+    row.duty = 0.5;
+  }
   row.started_ns = inj.anchor_ns;
   row.ended_ns = inj.ended_ns;
   const InjectionStats& s = inj.stats;
@@ -105,9 +110,10 @@ std::int64_t store_injected_phase(CampaignRun& run, db::PhaseKind kind, const Ca
   return id;
 }
 
-void store_gradients(CampaignRun& run, const CampaignLink& l, const LinkMeasurement& m,
-                     std::int64_t phase_id) {
+std::vector<std::int64_t> store_gradients(CampaignRun& run, const CampaignLink& l,
+                                          const LinkMeasurement& m, std::int64_t phase_id) {
   const GradientSpec& g = run.spec.gradient;
+  std::vector<std::int64_t> ids;
   for (const TypeGradient& tg : m.gradients) {
     db::Gradient row;
     row.link_id = l.link_id;
@@ -131,7 +137,31 @@ void store_gradients(CampaignRun& run, const CampaignLink& l, const LinkMeasurem
       row.messages_ci_low = tg.messages->ci_low;
       row.messages_ci_high = tg.messages->ci_high;
     }
-    run.recorder.add_gradient(row);
+    if (tg.step) {
+      row.step_value = tg.step->value;
+      row.step_ci_low = tg.step->ci_low;
+      row.step_ci_high = tg.step->ci_high;
+    }
+    ids.push_back(run.recorder.add_gradient(row));
+  }
+  return ids;
+}
+
+void store_sweep(CampaignRun& run, const LinkMeasurement& m,
+                 const std::vector<std::int64_t>& gradient_ids) {
+  for (const SweepAmplitude& a : m.sweep) {
+    for (std::size_t t = 0; t < a.gradients.size() && t < gradient_ids.size(); ++t) {
+      const TypeGradient& tg = a.gradients[t];
+      db::GradientAmplitude row;
+      row.gradient_id = gradient_ids[t];
+      row.phase_id = a.phase_id;
+      row.amplitude_ns = a.requested_ns;
+      row.actual_amplitude_ns = tg.actual_amplitude_ns;
+      row.value = tg.estimate.value;
+      row.ci_low = tg.estimate.ci_low;
+      row.ci_high = tg.estimate.ci_high;
+      run.recorder.add_gradient_amplitude(row);
+    }
   }
 }
 

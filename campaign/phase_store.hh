@@ -21,7 +21,8 @@ struct Injected {
   std::int64_t ended_ns = 0;
   std::string id;
   double delta_l_ns = 0;  // actual (high - low), else the requested amplitude
-  bool measured = false;  // both halves saw packets
+  bool measured = false;  // both halves saw packets (a constant delay: any packet)
+  bool constant = false;  // a held delay (step), not a square wave
 };
 
 // The campaign's links (after discovery) and the flow records seen over
@@ -48,8 +49,15 @@ std::int64_t store_injected_phase(CampaignRun& run, db::PhaseKind kind, const Ca
 std::int64_t store_injection(CampaignRun& run, std::int64_t phase_id, const CampaignLink& link,
                              const Injected& injected, double amplitude_ns, std::int64_t period_ns);
 
-// One gradient row per type of `measurement`, on phase `phase_id`.
-void store_gradients(CampaignRun& run, const CampaignLink& link, const LinkMeasurement& measurement,
-                     std::int64_t phase_id);
+// One gradient row per type of `measurement`, on phase `phase_id`, with
+// its step estimate; returns the rows' ids in type order.
+std::vector<std::int64_t> store_gradients(CampaignRun& run, const CampaignLink& link,
+                                          const LinkMeasurement& measurement,
+                                          std::int64_t phase_id);
+
+// A sweep's gradient per amplitude and type (gradient_amplitudes), beside
+// the type's gradient row (`gradient_ids`, in type order).
+void store_sweep(CampaignRun& run, const LinkMeasurement& measurement,
+                 const std::vector<std::int64_t>& gradient_ids);
 
 }  // namespace nabla::campaign

@@ -10,6 +10,7 @@
 
 #include "nabla/analysis/binning.hh"
 #include "nabla/analysis/gradient.hh"
+#include "phase_store.hh"
 #include "run_state.hh"
 
 namespace nabla::campaign {
@@ -40,7 +41,24 @@ void measure_links_simultaneously(CampaignRun& run, const std::vector<CampaignLi
 // (verdict.hh), stored in its own transaction and added to the outcome.
 void run_experiment(CampaignRun& run, std::size_t index);
 
+// [gradient] verify: after the link's active phase(s), holds a constant
+// delay of the measured amplitude for kStepBins bins (after one settling
+// bin) and puts each type's step gradient beside its spectral one; stored
+// as a `step` phase.
+void verify_step(CampaignRun& run, const CampaignLink& link, LinkMeasurement& m, std::size_t index,
+                 std::size_t count);
+inline constexpr std::size_t kStepBins = 16;  // at most N/2
+std::size_t step_bins(std::size_t bins);
+
 // ---- shared by the sequential and simultaneous measurements
+
+// Runs the load for warmup + `window_ns` (+ tail), injecting from the end of
+// the warm-up until `window_ns` + `tail_ns` later: a square wave of
+// `cycles` (0: until stopped), or with inj.constant a held delay; fills
+// `inj` with what the daemon reported.
+loadgen::EngineResult inject_phase(CampaignRun& run, const CampaignLink& link, double amplitude_ns,
+                                   int cycles, std::int64_t window_ns, std::int64_t tail_ns,
+                                   Injected& inj);
 
 // A load run started for its warm-up plus `measured_ns`, its warm-up
 // already waited out; warm_ns is when the warm-up ended.

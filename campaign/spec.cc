@@ -3,6 +3,7 @@
 
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <initializer_list>
@@ -210,10 +211,45 @@ LinksSpec parse_links(const Section& s) {
   return l;
 }
 
+// [gradient] amplitudes and verify: a sweep's amplitudes, ascending and
+// distinct, and the step verification; both measure links one at a time.
+void parse_sweep(const Section& s, GradientSpec& g) {
+  for (const std::string& text : s.strings("amplitudes")) {
+    std::int64_t a = 0;
+    try {
+      a = common::parse_duration_ns(text);
+    } catch (const std::invalid_argument& e) {
+      fail(s.key("amplitudes"), e.what());
+    }
+    if (a <= 0 || a > 10'000'000'000) {
+      fail(s.key("amplitudes"), "each must be in (0, 10s], got \"" + text + "\"");
+    }
+    g.amplitudes_ns.push_back(a);
+  }
+  std::sort(g.amplitudes_ns.begin(), g.amplitudes_ns.end());
+  if (std::adjacent_find(g.amplitudes_ns.begin(), g.amplitudes_ns.end()) != g.amplitudes_ns.end()) {
+    fail(s.key("amplitudes"), "lists an amplitude twice");
+  }
+  if (g.amplitudes_ns.size() > kMaxSweepAmplitudes) {
+    fail(s.key("amplitudes"), "at most " + std::to_string(kMaxSweepAmplitudes) +
+                                  " amplitudes, got " + std::to_string(g.amplitudes_ns.size()));
+  }
+  g.verify = s.boolean("verify").value_or(false);
+  if (g.schedule != Schedule::kSimultaneous) return;
+  if (!g.amplitudes_ns.empty()) {
+    fail(s.key("amplitudes"),
+         "needs schedule = \"sequential\" (a sweep measures one link at a time)");
+  }
+  if (g.verify) {
+    fail(s.key("verify"), "needs schedule = \"sequential\" (a step holds one link's delay)");
+  }
+}
+
 GradientSpec parse_gradient(const Section& s) {
   s.allow_only({"enabled", "bins", "chunks", "requests_per_bin", "delay_scale",
                 "min_bins_per_period", "max_amplitude", "min_amplitude", "confidence", "lease",
-                "repeats", "repeat_noise_ratio", "schedule", "perturbation_budget"});
+                "repeats", "repeat_noise_ratio", "schedule", "perturbation_budget", "amplitudes",
+                "verify"});
   GradientSpec g;
   g.enabled = s.boolean("enabled").value_or(true);
   const std::string schedule = s.string("schedule").value_or("sequential");
@@ -264,6 +300,7 @@ GradientSpec parse_gradient(const Section& s) {
     fail(s.key("repeat_noise_ratio"),
          "must be in [0, 100], got " + std::to_string(g.repeat_noise_ratio));
   }
+  parse_sweep(s, g);
   return g;
 }
 
@@ -412,7 +449,9 @@ json to_json(const CampaignSpec& s) {
              {"confidence", g.confidence},
              {"lease_ns", g.lease_ns},
              {"repeats", g.repeats},
-             {"repeat_noise_ratio", g.repeat_noise_ratio}}},
+             {"repeat_noise_ratio", g.repeat_noise_ratio},
+             {"amplitudes_ns", g.amplitudes_ns},
+             {"verify", g.verify}}},
            {"truth", s.truth}};
   if (!s.experiments.empty()) {
     json experiments = json::array();

@@ -125,9 +125,14 @@ void CampaignRecorder::add_samples(std::int64_t phase_id,
   writer.flush();
 }
 
-void CampaignRecorder::add_gradient(db::Gradient gradient) {
+std::int64_t CampaignRecorder::add_gradient(db::Gradient gradient) {
   gradient.run_id = run_id_;
-  store_.add_gradient(gradient);
+  return store_.add_gradient(gradient);
+}
+
+void CampaignRecorder::add_gradient_amplitude(db::GradientAmplitude amplitude) {
+  amplitude.run_id = run_id_;
+  store_.add_gradient_amplitude(amplitude);
 }
 
 std::int64_t CampaignRecorder::add_experiment(db::Experiment e) {

@@ -9,6 +9,7 @@
 
 #include "nabla/analysis/distributions.hh"
 #include "nabla/analysis/prediction.hh"
+#include "nabla/analysis/sweep.hh"
 #include "nabla/common/units.hh"
 #include "nabla/coordinator/history_db.hh"
 #include "nabla/coordinator/text_table.hh"
@@ -48,6 +49,9 @@ struct RunLink {
 struct StoredGradient {
   double value = 0;
   double se = 0;
+  // (actual amplitude, gradient, se) per measured amplitude; empty when the
+  // gradient was stored without an amplitude.
+  std::vector<analysis::CurvePoint> curve;
 };
 
 // Welford running mean/variance of one type's training response times.
@@ -149,22 +153,63 @@ std::map<std::int64_t, LinkChange> select_changes(const std::vector<RunLink>& li
   return changes;
 }
 
-// The run's gradients by type name, then link id, each with the standard
-// error recovered from its stored CI (0 without one).
+// The standard error recovered from a stored CI (0 without one).
+double se_from_ci(double value, std::optional<double> ci_low, std::optional<double> ci_high,
+                  double confidence) {
+  if (!ci_low || !ci_high) return 0;
+  const double z = analysis::normal_quantile((1 + confidence) / 2);
+  return std::max(value - *ci_low, *ci_high - value) / z;
+}
+
+// A gradient's curve: its sweep's points at their actual amplitudes (the
+// requested one when the actual is unknown), else its own point.
+std::vector<analysis::CurvePoint> gradient_curve(const db::Gradient& g,
+                                                 const std::vector<db::GradientAmplitude>* sweep,
+                                                 double se) {
+  std::vector<analysis::CurvePoint> curve;
+  if (sweep != nullptr) {
+    for (const db::GradientAmplitude& a : *sweep) {
+      curve.push_back({a.actual_amplitude_ns.value_or(static_cast<double>(a.amplitude_ns)), a.value,
+                       se_from_ci(a.value, a.ci_low, a.ci_high, g.confidence)});
+    }
+  } else if (g.actual_amplitude_ns && *g.actual_amplitude_ns > 0) {
+    curve.push_back({*g.actual_amplitude_ns, g.value, se});
+  }
+  return curve;
+}
+
+// The run's gradients by type name, then link id, each with its standard
+// error and its curve.
 std::map<std::string, std::map<std::int64_t, StoredGradient>> stored_gradients(
     db::Database& db, std::int64_t run_id) {
   std::map<std::string, std::map<std::int64_t, StoredGradient>> gradients;
+  const auto sweeps = db::run_gradient_amplitudes(db, run_id);
   for (const db::GradientRow& row : db::run_gradients(db, run_id)) {
     const db::Gradient& stored = row.gradient;
     StoredGradient g;
     g.value = stored.value;
-    if (stored.ci_low && stored.ci_high) {
-      const double z = analysis::normal_quantile((1 + stored.confidence) / 2);
-      g.se = std::max(g.value - *stored.ci_low, *stored.ci_high - g.value) / z;
-    }
+    g.se = se_from_ci(g.value, stored.ci_low, stored.ci_high, stored.confidence);
+    const auto sweep = sweeps.find(row.id);
+    g.curve = gradient_curve(stored, sweep == sweeps.end() ? nullptr : &sweep->second, g.se);
     gradients[row.type][row.link.id] = g;
   }
   return gradients;
+}
+
+// The term of one link's change: the gradient read off its curve at the
+// change (the stored value when it has no curve).
+PredictionTerm read_term(const std::string& link, const StoredGradient& g, double delta_ns) {
+  PredictionTerm term{link, g.value, g.se, delta_ns, 0, std::nullopt, {}, false};
+  if (!g.curve.empty()) {
+    const analysis::GradientAt at = analysis::gradient_at(g.curve, delta_ns);
+    term.gradient = at.value;
+    term.gradient_se = at.standard_error;
+    term.range_ns = std::make_pair(at.range_low_ns, at.range_high_ns);
+    for (const analysis::CurvePoint& p : at.used) term.points.push_back({p.amplitude_ns, p.value});
+    term.beyond_range = at.beyond_range;
+  }
+  term.contribution_ns = term.gradient * delta_ns;
+  return term;
 }
 
 // Mean and variance of each type's training-phase response times.
@@ -199,9 +244,10 @@ TypePrediction predict_type(const std::string& type, const Running* baseline,
       tp.terms.clear();
       return tp;
     }
-    link_changes.push_back({c.delta_ns, c.delta_var, g->second.value, g->second.se * g->second.se});
-    tp.terms.push_back(
-        {c.link->label, g->second.value, g->second.se, c.delta_ns, g->second.value * c.delta_ns});
+    const PredictionTerm term = read_term(c.link->label, g->second, c.delta_ns);
+    link_changes.push_back(
+        {c.delta_ns, c.delta_var, term.gradient, term.gradient_se * term.gradient_se});
+    tp.terms.push_back(term);
   }
   const analysis::Prediction p = analysis::predict_response_time(
       tp.baseline_ns, tp.baseline_se_ns * tp.baseline_se_ns, link_changes, confidence);
@@ -210,6 +256,30 @@ TypePrediction predict_type(const std::string& type, const Running* baseline,
   tp.ci_low_ns = p.ci_low_ns;
   tp.ci_high_ns = p.ci_high_ns;
   return tp;
+}
+
+std::string ms_text(double ns) {
+  return format_number(ns / 1e6) + " ms";
+}
+
+// "(0.8 to 12.8 ms)", or "(4 ms)" for one amplitude.
+std::string range_text(const std::pair<double, double>& range_ns) {
+  if (range_ns.first == range_ns.second) return "(" + ms_text(range_ns.first) + ")";
+  return "(" + format_number(range_ns.first / 1e6) + " to " + ms_text(range_ns.second) + ")";
+}
+
+// One warning per link and type whose change lies beyond 2x the measured
+// amplitudes.
+void add_range_warnings(PredictionReport& report) {
+  for (const TypePrediction& t : report.types) {
+    for (const PredictionTerm& term : t.terms) {
+      if (!term.beyond_range) continue;
+      report.warnings.push_back(
+          (term.delta_ns >= 0 ? "+" : "-") + ms_text(std::abs(term.delta_ns)) + " on " + term.link +
+          " for " + t.type + " is beyond 2x its measured amplitudes " + range_text(*term.range_ns) +
+          "; the gradient there was not measured");
+    }
+  }
 }
 
 }  // namespace
@@ -236,6 +306,7 @@ PredictionReport predict_run(db::Database& db, std::int64_t run_id,
     report.types.push_back(predict_type(type, b == baselines.end() ? nullptr : &b->second, by_link,
                                         changes, confidence));
   }
+  add_range_warnings(report);
   return report;
 }
 
@@ -267,17 +338,27 @@ json to_json(const PredictionReport& r) {
       j["ci_high_ns"] = t.ci_high_ns;
       json terms = json::array();
       for (const auto& term : t.terms) {
-        terms.push_back({{"link", term.link},
-                         {"gradient", term.gradient},
-                         {"gradient_se", term.gradient_se},
-                         {"delta_ns", term.delta_ns},
-                         {"contribution_ns", term.contribution_ns}});
+        json points = json::array();
+        for (const CurveUse& p : term.points) {
+          points.push_back({{"amplitude_ns", p.amplitude_ns}, {"gradient", p.gradient}});
+        }
+        terms.push_back(
+            {{"link", term.link},
+             {"gradient", term.gradient},
+             {"gradient_se", term.gradient_se},
+             {"delta_ns", term.delta_ns},
+             {"contribution_ns", term.contribution_ns},
+             {"range_ns", term.range_ns ? json::array({term.range_ns->first, term.range_ns->second})
+                                        : json(nullptr)},
+             {"points", std::move(points)},
+             {"beyond_range", term.beyond_range}});
       }
       j["terms"] = std::move(terms);
     }
     types.push_back(std::move(j));
   }
   out["predictions"] = std::move(types);
+  out["warnings"] = r.warnings;
   return out;
 }
 
@@ -312,6 +393,7 @@ void register_predict_command(CLI::App& app) {
     std::string db_path = "nabla.db";
     double confidence = 0.95;
     bool json = false;
+    bool strict = false;
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -323,12 +405,18 @@ void register_predict_command(CLI::App& app) {
   cmd->add_option("--db", opts->db_path, "Run history database (opened read-only)");
   cmd->add_option("--confidence", opts->confidence, "Confidence of the intervals");
   cmd->add_flag("--json", opts->json, "Print JSON");
+  cmd->add_flag("--strict", opts->strict,
+                "Refuse (exit 1) a change beyond 2x a link's measured amplitudes");
   cmd->callback([opts] {
     std::vector<LatencySet> sets;
     for (const auto& s : opts->sets) sets.push_back(parse_latency_set(s));
     db::Store store = open_history_read_only(opts->db_path);
     const PredictionReport report =
         predict_run(store.database(), opts->run_id, sets, opts->confidence);
+    if (opts->strict && !report.warnings.empty()) {
+      throw std::runtime_error("--strict: " + report.warnings.front());
+    }
+    for (const std::string& w : report.warnings) std::cerr << "warning: " << w << '\n';
     if (opts->json) {
       std::cout << to_json(report).dump(2) << '\n';
     } else {

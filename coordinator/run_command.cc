@@ -35,6 +35,7 @@ using campaign::CampaignProgress;
 using campaign::CampaignSpec;
 using campaign::LinkEnd;
 using campaign::LinkMeasurement;
+using campaign::SweepAmplitude;
 using campaign::TypeGradient;
 
 namespace {
@@ -104,6 +105,29 @@ ojson end_json(const LinkEnd& e) {
   return j;
 }
 
+// [gradient] amplitudes and verify: type t's gradient per swept amplitude
+// with the linearity verdict, and its step estimate (null without them).
+void add_sweep_and_step(const LinkMeasurement& m, std::size_t t, ojson& x) {
+  ojson amplitudes = ojson::array();
+  for (const SweepAmplitude& a : m.sweep) {
+    const TypeGradient& g = a.gradients[t];
+    amplitudes.push_back({{"amplitude_ns", a.requested_ns},
+                          {"actual_amplitude_ns", g.actual_amplitude_ns},
+                          {"value", json_number(g.estimate.value)},
+                          {"ci_low", json_number(g.estimate.ci_low)},
+                          {"ci_high", json_number(g.estimate.ci_high)}});
+  }
+  x["amplitudes"] = std::move(amplitudes);
+  x["linearity"] = t < m.linearity.size() ? ojson(analysis::describe(m.linearity[t])) : ojson();
+  const TypeGradient& g = m.gradients[t];
+  x["step"] = g.step ? ojson{{"value", json_number(g.step->value)},
+                             {"ci_low", json_number(g.step->ci_low)},
+                             {"ci_high", json_number(g.step->ci_high)},
+                             {"delay_ns", m.step_delay_ns},
+                             {"disagrees", g.step_disagrees}}
+                     : ojson();
+}
+
 }  // namespace
 
 ojson outcome_to_json(const CampaignSpec& spec, const CampaignOutcome& o) {
@@ -163,7 +187,8 @@ ojson outcome_to_json(const CampaignSpec& spec, const CampaignOutcome& o) {
   j["links"] = links;
   ojson grads = ojson::array();
   for (const LinkMeasurement& m : o.measurements) {
-    for (const TypeGradient& g : m.gradients) {
+    for (std::size_t t = 0; t < m.gradients.size(); ++t) {
+      const TypeGradient& g = m.gradients[t];
       ojson x{{"link", m.label},
               {"type", g.type},
               {"value", json_number(g.estimate.value)},
@@ -185,6 +210,7 @@ ojson outcome_to_json(const CampaignSpec& spec, const CampaignOutcome& o) {
       x["waits_not_hops"] =
           g.messages && campaign::waits_not_hops(g.estimate.value, g.estimate.ci_low,
                                                  g.estimate.ci_high, *g.messages);
+      add_sweep_and_step(m, t, x);
       grads.push_back(std::move(x));
     }
   }

@@ -9,6 +9,7 @@
 #include <ostream>
 #include <stdexcept>
 
+#include "nabla/analysis/sweep.hh"
 #include "nabla/campaign/messages.hh"
 #include "nabla/coordinator/history_db.hh"
 #include "nabla/db/reads.hh"
@@ -55,22 +56,68 @@ bool stored_waits_not_hops(const db::Gradient& g) {
   return m && g.ci_low && g.ci_high && campaign::waits_not_hops(g.value, *g.ci_low, *g.ci_high, *m);
 }
 
-json gradients_json(const std::vector<db::GradientRow>& rows) {
+// [gradient] verify: the step estimate and whether its CI and the spectral
+// one are disjoint; null without a step.
+json step_json(const db::Gradient& g) {
+  if (!g.step_value) return nullptr;
+  json step{{"gradient", *g.step_value},
+            {"ci_low", or_null(g.step_ci_low)},
+            {"ci_high", or_null(g.step_ci_high)},
+            {"disagrees", false}};
+  if (g.ci_low && g.ci_high && g.step_ci_low && g.step_ci_high) {
+    step["disagrees"] =
+        analysis::estimates_disagree(*g.ci_low, *g.ci_high, *g.step_ci_low, *g.step_ci_high);
+  }
+  return step;
+}
+
+// [gradient] amplitudes: the curve and its linearity verdict
+// (analysis/sweep.hh); an empty curve and a null verdict without a sweep.
+void add_sweep_json(const std::vector<db::GradientAmplitude>& points, json& out) {
+  json curve = json::array();
+  std::vector<analysis::SweepPoint> sweep;
+  for (const db::GradientAmplitude& a : points) {
+    curve.push_back({{"amplitude_ns", a.amplitude_ns},
+                     {"actual_amplitude_ns", or_null(a.actual_amplitude_ns)},
+                     {"gradient", a.value},
+                     {"ci_low", or_null(a.ci_low)},
+                     {"ci_high", or_null(a.ci_high)}});
+    sweep.push_back({static_cast<double>(a.amplitude_ns), a.value, a.ci_low.value_or(a.value),
+                     a.ci_high.value_or(a.value)});
+  }
+  out["amplitudes"] = std::move(curve);
+  out["linearity"] = nullptr;
+  if (sweep.size() < 2) return;
+  const analysis::LinearityVerdict v = analysis::linearity_verdict(sweep);
+  out["linearity"] = {{"verdict", v.kind == analysis::Linearity::kLinear   ? "linear"
+                                  : v.kind == analysis::Linearity::kBreaks ? "breaks"
+                                                                           : "undecided"},
+                      {"text", analysis::describe(v)},
+                      {"band", {v.band_low, v.band_high}},
+                      {"breaks_at_ns", or_null(v.breaks_at_ns)}};
+}
+
+json gradients_json(const std::vector<db::GradientRow>& rows,
+                    const std::map<std::int64_t, std::vector<db::GradientAmplitude>>& sweeps) {
   json out = json::array();
   for (const db::GradientRow& row : rows) {
     const db::Gradient& g = row.gradient;
-    out.push_back({{"link", row.link.label},
-                   {"type", row.type},
-                   {"gradient", g.value},
-                   {"ci_low", or_null(g.ci_low)},
-                   {"ci_high", or_null(g.ci_high)},
-                   {"actual_amplitude_ns", or_null(g.actual_amplitude_ns)},
-                   {"perturbation_ns", or_null(g.perturbation_ns)},
-                   {"throughput_change", or_null(g.throughput_change)},
-                   {"messages_per_txn", or_null(g.messages_per_txn)},
-                   {"messages_ci_low", or_null(g.messages_ci_low)},
-                   {"messages_ci_high", or_null(g.messages_ci_high)},
-                   {"waits_not_hops", stored_waits_not_hops(g)}});
+    json x{{"link", row.link.label},
+           {"type", row.type},
+           {"gradient", g.value},
+           {"ci_low", or_null(g.ci_low)},
+           {"ci_high", or_null(g.ci_high)},
+           {"actual_amplitude_ns", or_null(g.actual_amplitude_ns)},
+           {"perturbation_ns", or_null(g.perturbation_ns)},
+           {"throughput_change", or_null(g.throughput_change)},
+           {"messages_per_txn", or_null(g.messages_per_txn)},
+           {"messages_ci_low", or_null(g.messages_ci_low)},
+           {"messages_ci_high", or_null(g.messages_ci_high)},
+           {"waits_not_hops", stored_waits_not_hops(g)},
+           {"step", step_json(g)}};
+    const auto it = sweeps.find(row.id);
+    add_sweep_json(it == sweeps.end() ? std::vector<db::GradientAmplitude>{} : it->second, x);
+    out.push_back(std::move(x));
   }
   return out;
 }
@@ -112,11 +159,24 @@ void print_runs_table(const json& rows, std::ostream& out) {
   table.print(out);
 }
 
+std::string num(const json& v) {
+  return v.is_null() ? std::string("-") : format_number(v.get<double>());
+}
+
+// "1.95 [1.8, 2.1]", with " disagrees" when its CI and the spectral one are
+// disjoint; "-" without a step.
+std::string step_cell(const json& step) {
+  if (step.is_null()) return "-";
+  return num(step["gradient"]) + " [" + num(step["ci_low"]) + ", " + num(step["ci_high"]) + "]" +
+         (step["disagrees"].get<bool>() ? " disagrees" : "");
+}
+
 void print_gradients_table(const json& gradients, std::ostream& out) {
-  TextTable g({"link", "type", "gradient", "ci_low", "ci_high", "msgs/txn"});
-  auto num = [](const json& v) {
-    return v.is_null() ? std::string("-") : format_number(v.get<double>());
-  };
+  bool steps = false;
+  for (const auto& row : gradients) steps = steps || !row.value("step", json()).is_null();
+  std::vector<std::string> columns{"link", "type", "gradient", "ci_low", "ci_high", "msgs/txn"};
+  if (steps) columns.push_back("step");
+  TextTable g(columns);
   auto real = [](const json& v) {
     return v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
   };
@@ -130,11 +190,42 @@ void print_gradients_table(const json& gradients, std::ostream& out) {
     const std::string msgs = campaign::messages_cell(real(row["gradient"]), real(row["ci_low"]),
                                                      real(row["ci_high"]), m);
     flagged = flagged || msgs.ends_with(" !");
-    g.add_row({row["link"].get<std::string>(), row["type"].get<std::string>(), num(row["gradient"]),
-               num(row["ci_low"]), num(row["ci_high"]), msgs});
+    std::vector<std::string> cells{row["link"].get<std::string>(),
+                                   row["type"].get<std::string>(),
+                                   num(row["gradient"]),
+                                   num(row["ci_low"]),
+                                   num(row["ci_high"]),
+                                   msgs};
+    if (steps) cells.push_back(step_cell(row["step"]));
+    g.add_row(cells);
   }
   g.print(out);
   if (flagged) out << campaign::kWaitsNotHopsLegend << '\n';
+}
+
+// Every swept gradient's curve, then its verdict per link and type.
+void print_sweeps(const json& gradients, std::ostream& out) {
+  TextTable t({"link", "type", "amplitude_ms", "actual_ms", "gradient", "ci_low", "ci_high"});
+  std::vector<std::string> verdicts;
+  auto ms = [](const json& v) {
+    return v.is_null() ? std::string("-") : format_number(v.get<double>() / 1e6);
+  };
+  for (const auto& row : gradients) {
+    if (row.value("amplitudes", json::array()).empty()) continue;
+    for (const auto& a : row["amplitudes"]) {
+      t.add_row({row["link"].get<std::string>(), row["type"].get<std::string>(),
+                 ms(a["amplitude_ns"]), ms(a["actual_amplitude_ns"]), num(a["gradient"]),
+                 num(a["ci_low"]), num(a["ci_high"])});
+    }
+    if (!row["linearity"].is_null()) {
+      verdicts.push_back(row["link"].get<std::string>() + " " + row["type"].get<std::string>() +
+                         ": " + row["linearity"]["text"].get<std::string>());
+    }
+  }
+  if (t.empty()) return;
+  out << "\nsweep (gradient per amplitude)\n";
+  t.print(out);
+  for (const std::string& v : verdicts) out << v << '\n';
 }
 
 void print_tail_results_table(const json& tail_results, std::ostream& out) {
@@ -167,6 +258,7 @@ void print_run(const json& r, std::ostream& out) {
   if (!r["gradients"].empty()) {
     out << '\n';
     print_gradients_table(r["gradients"], out);
+    print_sweeps(r["gradients"], out);
   }
   if (!r["tail_results"].empty()) {
     out << '\n';
@@ -200,7 +292,8 @@ json runs_show(const std::string& db_path, std::int64_t run_id) {
   out["seed"] = or_null(run->seed);
   out["pid"] = run->pid;
   // The lists replace the summary's counts of the same name.
-  out["gradients"] = gradients_json(db::run_gradients(db, run_id));
+  out["gradients"] =
+      gradients_json(db::run_gradients(db, run_id), db::run_gradient_amplitudes(db, run_id));
   out["tail_results"] = tail_results_json(db::run_tail_results(db, run_id));
   if (json accel = accel_section_json(db, run_id); !accel.is_null()) out["accel"] = accel;
   if (json memlat = memlat_section_json(db, run_id); !memlat.is_null()) out["memlat"] = memlat;

@@ -345,6 +345,30 @@ std::vector<GradientRow> run_gradients(Database& db, std::int64_t run_id) {
   return read_rows(st, read_gradient_row);
 }
 
+std::map<std::int64_t, std::vector<GradientAmplitude>> run_gradient_amplitudes(
+    Database& db, std::int64_t run_id) {
+  Statement st(db,
+               "SELECT run_id, gradient_id, phase_id, amplitude_ns, actual_amplitude_ns, value, "
+               "ci_low, ci_high FROM gradient_amplitudes WHERE run_id = ? "
+               "ORDER BY gradient_id, amplitude_ns");
+  st.bind(1, run_id);
+  const Columns c(st);
+  std::map<std::int64_t, std::vector<GradientAmplitude>> out;
+  while (st.step()) {
+    GradientAmplitude a;
+    a.run_id = c.int64("run_id");
+    a.gradient_id = c.int64("gradient_id");
+    a.phase_id = c.optional_int64("phase_id");
+    a.amplitude_ns = c.int64("amplitude_ns");
+    a.actual_amplitude_ns = c.optional_real("actual_amplitude_ns");
+    a.value = c.real("value");
+    a.ci_low = c.optional_real("ci_low");
+    a.ci_high = c.optional_real("ci_high");
+    out[a.gradient_id].push_back(a);
+  }
+  return out;
+}
+
 std::vector<TailResultRow> run_tail_results(Database& db, std::int64_t run_id) {
   Statement st(db,
                "SELECT t.id AS id, t.run_id AS run_id, t.type_id AS type_id, tt.name AS type, "

@@ -303,6 +303,12 @@ TierConfig TierConfig::from_toml(std::string_view toml_text) {
     cfg.workers = static_cast<int>(*workers);
   }
   if (auto seed = root["server"]["seed"].value<int64_t>()) cfg.seed = static_cast<uint64_t>(*seed);
+  if (auto bytes = root["server"]["split_response"].value<int64_t>()) {
+    cfg.split_response_bytes = *bytes;
+  }
+  if (auto pause = root["server"]["split_pause"].value<std::string>()) {
+    cfg.split_pause_ns = parse_tier_duration_ns(*pause, "server.split_pause");
+  }
   if (const auto* tiers = root["tiers"].as_table()) {
     for (const auto& [name, node] : *tiers) {
       const auto addr = node.value<std::string>();
@@ -353,6 +359,12 @@ TierConfig TierConfig::from_toml(std::string_view toml_text) {
 void TierConfig::validate() const {
   if (workers < 1 || workers > kMaxWorkers) {
     bad("workers", std::to_string(workers), "an integer in [1, 256]");
+  }
+  if (split_response_bytes < 0 || split_response_bytes > kMaxResponseBytes) {
+    bad("split_response", std::to_string(split_response_bytes), "bytes in [0, 16 MiB]");
+  }
+  if (split_pause_ns < 0 || split_pause_ns > 1'000'000'000) {
+    bad("split_pause", std::to_string(split_pause_ns) + "ns", "a duration in [0, 1s]");
   }
   std::set<std::string> seen;
   for (const auto& url : urls) {

@@ -36,7 +36,7 @@ ready, minus downstream waits), X-Queue-Ns (wait for a worker), X-Downstream-Ns.
 Example: nabla-tier --listen 0.0.0.0:8080 --tier db=10.9.0.4:8080 --tier audit=10.9.0.5:8080 \
   --url '/view service=exp:200us call=db:serial:3' --url '/auth service=fixed:100us' \
   --url '/bid call=db:serial:1 call=audit:async:/audit' --url '/browse call=db:parallel:4'
-TOML (--config): [server] listen/workers/seed, [tiers] NAME = "HOST:PORT",
+TOML (--config): [server] listen/workers/seed/split_response/split_pause, [tiers] NAME = "HOST:PORT",
   [[url]] path/service/mode/response_bytes/calls = ["db:serial:3"].
 )";
 
@@ -60,6 +60,13 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "RNG seed; worker w uses seed + w (default 1)");
   app.add_option("--tier", tiers, "downstream tier NAME=HOST:PORT (repeatable)");
   app.add_option("--url", urls, "URL spec, see below (repeatable)");
+  int64_t split_bytes = -1;
+  std::string split_pause;
+  app.add_option("--split-response", split_bytes,
+                 "send each response longer than BYTES in two parts, the second after "
+                 "--split-pause, with TCP_NODELAY off (Nagle's algorithm on)");
+  app.add_option("--split-pause", split_pause,
+                 "pause between the two parts of a split response (default 200us)");
   if (const auto code = nabla::common::parse_command_line(app, argc, argv, "nabla-tier"))
     return *code;
 
@@ -74,6 +81,10 @@ int main(int argc, char** argv) {
     if (!listen.empty()) cfg.listen = TierAddress::parse(listen, "--listen");
     if (workers != 0) cfg.workers = workers;
     if (seed >= 0) cfg.seed = static_cast<uint64_t>(seed);
+    if (split_bytes >= 0) cfg.split_response_bytes = split_bytes;
+    if (!split_pause.empty()) {
+      cfg.split_pause_ns = nabla::tier::parse_tier_duration_ns(split_pause, "--split-pause");
+    }
     for (const auto& t : tiers) {
       const size_t eq = t.find('=');
       if (eq == std::string::npos || eq == 0) {

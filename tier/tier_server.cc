@@ -202,8 +202,11 @@ void TierServer::accept_all() {
       return;  // EAGAIN (drained) or a per-connection error (ECONNABORTED...)
     }
     if (conns_.size() >= static_cast<size_t>(config_.max_connections)) continue;
+    // A split response needs Nagle's algorithm (TierConfig::split_response_bytes).
     const int one = 1;
-    ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (config_.split_response_bytes == 0) {
+      ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
     const uint64_t id = next_conn_id_++;
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
@@ -318,8 +321,13 @@ void TierServer::drain_done() {
     const auto it = conns_.find(d.conn_id);
     if (it == conns_.end()) continue;  // client went away meanwhile
     Connection& c = *it->second;
-    c.busy = false;
     c.out.append(d.response);
+    if (d.partial) {
+      flush(c);
+      if (c.dead) close_connection(d.conn_id);
+      continue;
+    }
+    c.busy = false;
     c.close_after = c.close_after || d.close_after;
     flush(c);
     if (!c.dead) try_dispatch(c);

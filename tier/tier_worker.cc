@@ -4,6 +4,9 @@
 #include <sys/eventfd.h>
 #include <time.h>
 
+#include <chrono>
+#include <thread>
+
 #include "nabla/common/clock.hh"
 #include "nabla/tier/tier_server.hh"
 
@@ -58,15 +61,25 @@ void TierServer::worker_loop(int index) {
       job = std::move(jobs_.front());
       jobs_.pop_front();
     }
-    Done done{job.conn_id, handle(job, rng), !job.keep_alive};
+    std::string response = handle(job, rng);
     requests_.fetch_add(1, std::memory_order_relaxed);
-    {
-      std::lock_guard lock(done_mu_);
-      done_.push_back(std::move(done));
+    const auto split = static_cast<size_t>(config_.split_response_bytes);
+    if (split > 0 && response.size() > split) {
+      post(Done{job.conn_id, response.substr(0, split), false, true});
+      std::this_thread::sleep_for(std::chrono::nanoseconds(config_.split_pause_ns));
+      response.erase(0, split);
     }
-    const uint64_t one = 1;
-    [[maybe_unused]] const ssize_t w = ::write(wake_fd_.get(), &one, sizeof one);
+    post(Done{job.conn_id, std::move(response), !job.keep_alive});
   }
+}
+
+void TierServer::post(Done done) {
+  {
+    std::lock_guard lock(done_mu_);
+    done_.push_back(std::move(done));
+  }
+  const uint64_t one = 1;
+  [[maybe_unused]] const ssize_t w = ::write(wake_fd_.get(), &one, sizeof one);
 }
 
 std::string TierServer::handle(const Job& job, std::mt19937_64& rng) {

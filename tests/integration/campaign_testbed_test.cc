@@ -26,8 +26,8 @@
 #include <string>
 #include <thread>
 
+#include "campaign_nodes.hh"
 #include "nabla/common/netns.hh"
-#include "nabla/common/rpc_auth.hh"
 #include "nabla/common/text_file.hh"
 #include "nabla/db/sqlite.hh"
 #include "nabla/testbed/testbed.hh"
@@ -91,24 +91,10 @@ TEST(CampaignTestbed, MeasuresChainGradientsAndStopsCleanlyOnSigint) {
 
   const std::string tmp = ::testing::TempDir() + "campaign-" + std::to_string(::getpid());
   const std::string key = tmp + ".key";
-  nabla::common::generate_key_file(key);
-  for (const auto& h : tb.hosts()) {
-    tb.start(h->name, {NABLA_SNIFFD_PATH, "--listen", h->address + ":7312", "--key-file", key,
-                       "--interval", "100ms"});
-    tb.start(h->name, {NABLA_INJECTD_PATH, "--listen", h->address + ":7311", "--key-file", key,
-                       "--rt-priority", "10"});
-  }
-  for (const auto& h : tb.hosts()) {
-    nabla::testing::connect_in(client.ns, h->address, 7312);
-    nabla::testing::connect_in(client.ns, h->address, 7311);
-  }
+  nabla::testing::start_keyed_daemons(tb, "client", key, {"--rt-priority", "10"});
 
   std::ostringstream toml;
-  toml << "name = \"chain\"\nseed = 7\nkey_file = \"" << key << "\"\n";
-  for (const auto& h : tb.hosts()) {
-    toml << "[[node]]\nname = \"" << h->name << "\"\naddress = \"" << h->address
-         << "\"\ninjectd = \"" << h->address << ":7311\"\nsniffd = \"" << h->address << ":7312\"\n";
-  }
+  toml << nabla::testing::campaign_nodes_toml(tb, "chain", 7, key);
   toml << "[workload]\ntarget = \"http://" << web << ":9001\"\nrate = 600\nconnections = 32\n"
        << "mix = { \"/a\" = 0.5, \"/b\" = 0.5 }\nwarmup = \"500ms\"\n"
        // The client's own links (truth 1 for both types) are skipped to keep

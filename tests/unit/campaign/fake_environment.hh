@@ -15,7 +15,9 @@
 //    the configured rate over the run's duration, each type drawn by the
 //    workload's mix, with latency = base + sum over links of
 //    gradient[link][type] * delay_on_link(send time) + normal noise; the
-//    delays come from the fake daemons' injections.
+//    delays come from the fake daemons' injections (square waves, or a
+//    held delay). A link may instead have a response function of the type
+//    and the delay, so its gradient depends on the amplitude.
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -97,6 +99,8 @@ struct FakeServiceModel {
   double noise_ns = 0;          // standard deviation of a sample's noise
   // link spec (as the campaign injects it) -> gradient per type
   std::map<std::string, std::vector<double>> gradients;
+  // link spec -> the response time a delay on it adds to a type's request
+  std::map<std::string, std::function<double(std::uint32_t type, double delay_ns)>> responses;
   // link spec -> data segments per request per type crossing the link
   std::map<std::string, std::vector<double>> messages;
 };

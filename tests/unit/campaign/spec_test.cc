@@ -279,3 +279,45 @@ TEST(CampaignSpec, ANodeMayBeANamespaceOrAContainer) {
 }
 
 }  // namespace
+
+namespace {
+
+// [gradient] amplitudes and verify: sorted, distinct, in range; neither with
+// the simultaneous schedule; every error names the key.
+TEST(CampaignSpec, SweepAmplitudesAndVerify) {
+  const std::string base = kMinimal;
+  const CampaignSpec plain = parse_campaign_spec(base);
+  EXPECT_TRUE(plain.gradient.amplitudes_ns.empty());
+  EXPECT_FALSE(plain.gradient.verify);
+  const CampaignSpec s = parse_campaign_spec(
+      base + "[gradient]\namplitudes = [\"16ms\", \"1ms\", \"4ms\"]\nverify = true\n");
+  EXPECT_EQ(s.gradient.amplitudes_ns,
+            (std::vector<std::int64_t>{1'000'000, 4'000'000, 16'000'000}));
+  EXPECT_TRUE(s.gradient.verify);
+  EXPECT_EQ(to_json(s)["gradient"]["amplitudes_ns"].size(), 3u);
+  EXPECT_EQ(to_json(s)["gradient"]["verify"], true);
+  EXPECT_EQ(error_of(base + "[gradient]\namplitudes = [\"1ms\", \"1000us\"]\n"),
+            "gradient.amplitudes: lists an amplitude twice");
+  EXPECT_EQ(error_of(base + "[gradient]\namplitudes = [\"0ms\"]\n"),
+            "gradient.amplitudes: each must be in (0, 10s], got \"0ms\"");
+  EXPECT_EQ(error_of(base + "[gradient]\namplitudes = [\"11s\"]\n"),
+            "gradient.amplitudes: each must be in (0, 10s], got \"11s\"");
+  EXPECT_NE(error_of(base + "[gradient]\namplitudes = [\"5\"]\n").find("gradient.amplitudes: "),
+            std::string::npos);
+  EXPECT_NE(error_of(base + "[gradient]\namplitudes = [5]\n")
+                .find("gradient.amplitudes: must be an array of strings"),
+            std::string::npos);
+  EXPECT_EQ(
+      error_of(base + "[gradient]\namplitudes = [\"1ms\",\"2ms\",\"3ms\",\"4ms\",\"5ms\",\"6ms\","
+                      "\"7ms\",\"8ms\",\"9ms\"]\n"),
+      "gradient.amplitudes: at most 8 amplitudes, got 9");
+  EXPECT_EQ(error_of(base + "[gradient]\nverify = 1\n"),
+            "gradient.verify: must be true or false, got 1");
+  EXPECT_EQ(error_of(base + "[gradient]\nschedule = \"simultaneous\"\namplitudes = [\"1ms\"]\n"),
+            "gradient.amplitudes: needs schedule = \"sequential\" (a sweep measures one link at "
+            "a time)");
+  EXPECT_EQ(error_of(base + "[gradient]\nschedule = \"simultaneous\"\nverify = true\n"),
+            "gradient.verify: needs schedule = \"sequential\" (a step holds one link's delay)");
+}
+
+}  // namespace

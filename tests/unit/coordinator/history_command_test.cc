@@ -10,6 +10,7 @@
 #include "nabla/coordinator/csv_series.hh"
 #include "nabla/coordinator/runs_command.hh"
 #include "nabla/coordinator/sql_command.hh"
+#include "nabla/db/reads.hh"
 #include "nabla/db/store.hh"
 
 namespace nabla::coordinator {
@@ -175,6 +176,51 @@ TEST_F(HistoryTest, ShowListsExperimentsWithTheirChecks) {
 }
 
 // The CSV export is exactly what `nabla analyze` reads back.
+// A swept gradient with a step: the JSON carries the curve, its verdict and
+// the step; the text shows a step column, the curve and the verdict.
+TEST_F(HistoryTest, ShowCarriesTheSweepAndTheStep) {
+  {
+    db::Store store = db::Store::open(path_, 1'700'000'000'000'000'000);
+    db::Gradient g;
+    g.run_id = run_;
+    g.link_id = db::run_gradients(store.database(), run_)[0].gradient.link_id;
+    g.type_id = store.transaction_type_id("/bid,x");
+    g.value = 1.5;
+    g.ci_low = 1.4;
+    g.ci_high = 1.6;
+    g.step_value = 1.9;
+    g.step_ci_low = 1.7;
+    g.step_ci_high = 2.1;
+    const std::int64_t id = store.add_gradient(g);
+    const double curve[][2] = {{1'000'000, 1.0}, {4'000'000, 1.5}, {16'000'000, 1.9}};
+    for (const auto& [amplitude, value] : curve) {
+      store.add_gradient_amplitude({run_, id, std::nullopt, static_cast<std::int64_t>(amplitude),
+                                    0.8 * amplitude, value, value - 0.05, value + 0.05});
+    }
+  }
+  const auto r = runs_show(path_, run_);
+  ASSERT_EQ(r["gradients"].size(), 2u);
+  const auto& swept = r["gradients"][0];  // "/bid,x" sorts first
+  EXPECT_EQ(swept["type"], "/bid,x");
+  ASSERT_EQ(swept["amplitudes"].size(), 3u);
+  EXPECT_EQ(swept["amplitudes"][2]["amplitude_ns"], 16'000'000);
+  EXPECT_DOUBLE_EQ(swept["amplitudes"][2]["actual_amplitude_ns"].get<double>(), 12.8e6);
+  EXPECT_EQ(swept["linearity"]["verdict"], "breaks");
+  EXPECT_EQ(swept["linearity"]["breaks_at_ns"], 4e6);
+  EXPECT_EQ(swept["linearity"]["text"], "breaks at 4 ms (outside 0.90..1.10)");
+  EXPECT_DOUBLE_EQ(swept["step"]["gradient"].get<double>(), 1.9);
+  EXPECT_EQ(swept["step"]["disagrees"], true);  // [1.7, 2.1] vs [1.4, 1.6]
+  const auto& plain = r["gradients"][1];
+  EXPECT_TRUE(plain["step"].is_null());
+  EXPECT_TRUE(plain["amplitudes"].empty());
+  EXPECT_TRUE(plain["linearity"].is_null());
+  std::ostringstream text;
+  print_run(r, text);
+  EXPECT_NE(text.str().find("1.9 [1.7, 2.1] disagrees"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("sweep (gradient per amplitude)"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("/bid,x: breaks at 4 ms"), std::string::npos) << text.str();
+}
+
 TEST_F(HistoryTest, CsvExportRoundTripsThroughAnalyzeInput) {
   std::ostringstream out;
   runs_export(path_, run_, OutputFormat::kCsv, out);

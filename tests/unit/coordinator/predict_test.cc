@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -240,6 +241,108 @@ TEST_F(PredictTest, CommandLineJson) {
   const int status = ::pclose(p);
   EXPECT_EQ(WEXITSTATUS(status), 2) << out;
   EXPECT_NE(out.find("x->y"), std::string::npos) << out;
+}
+
+// A response link app -> web swept at 1, 4 and 16 ms (actual 0.8, 3.2 and
+// 12.8 ms) for /view, measured at one amplitude (4 ms actual) for /auth.
+class PredictRangeTest : public PredictTest {
+ protected:
+  void SetUp() override {
+    PredictTest::SetUp();
+    db::Store store = db::Store::open(path_, 1'700'000'000'000'000'000);
+    db::Link l;
+    l.run_id = run_;
+    l.src_host = "app";
+    l.src_port = 9002;
+    l.dst_host = "web";
+    const std::int64_t link = store.add_link(l);
+    db::Gradient g;
+    g.run_id = run_;
+    g.link_id = link;
+    g.type_id = store.transaction_type_id("/view");
+    g.value = 1.5;
+    g.ci_low = 1.4;
+    g.ci_high = 1.6;
+    g.actual_amplitude_ns = 3.2 * kMs;
+    const std::int64_t swept = store.add_gradient(g);
+    const double curve[][2] = {{1, 1.0}, {4, 1.5}, {16, 1.9}};
+    for (const auto& [ms, value] : curve) {
+      store.add_gradient_amplitude({run_, swept, std::nullopt, static_cast<std::int64_t>(ms * kMs),
+                                    0.8 * ms * kMs, value, value - 0.1, value + 0.1});
+    }
+    g.type_id = store.transaction_type_id("/auth");
+    g.value = 1.0;
+    g.actual_amplitude_ns = 4 * kMs;
+    store.add_gradient(g);
+  }
+};
+
+TEST_F(PredictRangeTest, ReadsTheGradientOffTheMeasuredCurve) {
+  const PredictionReport r = predict({"app->web=+8ms"});
+  EXPECT_TRUE(r.warnings.empty());
+  const PredictionTerm& view = type(r, "/view").terms.at(0);
+  // Between 3.2 ms (1.5) and 12.8 ms (1.9): 1.5 + 0.4 * 4.8 / 9.6.
+  EXPECT_NEAR(view.gradient, 1.7, 1e-12);
+  EXPECT_NEAR(view.contribution_ns, 1.7 * 8 * kMs, 1e-3);
+  ASSERT_TRUE(view.range_ns.has_value());
+  EXPECT_NEAR(view.range_ns->first, 0.8 * kMs, 1e-6);
+  EXPECT_NEAR(view.range_ns->second, 12.8 * kMs, 1e-6);
+  ASSERT_EQ(view.points.size(), 2u);
+  EXPECT_NEAR(view.points[0].amplitude_ns, 3.2 * kMs, 1e-6);
+  EXPECT_NEAR(view.gradient_se, 0.1 / kZ95, 1e-9);
+  EXPECT_NEAR(type(r, "/view").predicted_ns, 13 * kMs + 1.7 * 8 * kMs, 1e-3);
+  // Below the smallest amplitude: the smallest's gradient.
+  EXPECT_DOUBLE_EQ(type(predict({"app->web=+0.5ms"}), "/view").terms.at(0).gradient, 1.0);
+  const PredictionTerm& auth = type(r, "/auth").terms.at(0);
+  EXPECT_DOUBLE_EQ(auth.gradient, 1.0);
+  ASSERT_EQ(auth.points.size(), 1u);
+  EXPECT_FALSE(auth.beyond_range);  // 8 ms is 2x its 4 ms: still in range
+  const nlohmann::json j = to_json(r);
+  EXPECT_EQ(j["predictions"][1]["terms"][0]["range_ns"].size(), 2u);
+  EXPECT_EQ(j["predictions"][1]["terms"][0]["points"].size(), 2u);
+  EXPECT_TRUE(j["warnings"].empty());
+}
+
+TEST_F(PredictRangeTest, BeyondTwiceTheRangeWarnsPerTypeAndStrictRefuses) {
+  // 10 ms: beyond /auth's 2 x 4 ms, within /view's 2 x 12.8 ms.
+  const PredictionReport near = predict({"app->web=+10ms"});
+  ASSERT_EQ(near.warnings.size(), 1u);
+  EXPECT_EQ(
+      near.warnings[0],
+      "+10 ms on tcp app:9002 -> web:0 for /auth is beyond 2x its measured amplitudes (4 ms); "
+      "the gradient there was not measured");
+  const PredictionReport r = predict({"app->web=+30ms"});
+  ASSERT_EQ(r.warnings.size(), 2u);
+  EXPECT_EQ(
+      r.warnings[1],
+      "+30 ms on tcp app:9002 -> web:0 for /view is beyond 2x its measured amplitudes (0.8 to "
+      "12.8 ms); the gradient there was not measured");
+  EXPECT_DOUBLE_EQ(type(r, "/view").terms.at(0).gradient, 1.9);
+  EXPECT_TRUE(type(r, "/view").terms.at(0).beyond_range);
+  auto run_cli = [&](const std::string& extra, int& status) {
+    const std::string cmd = std::string(NABLA_BINARY) + " predict --db " + path_ + " --run " +
+                            std::to_string(run_) + " --set 'app->web=+30ms' --json " + extra;
+    FILE* p = ::popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[4096];
+    while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+    status = WEXITSTATUS(::pclose(p));
+    return out;
+  };
+  int status = -1;
+  std::string out = run_cli("2>/dev/null", status);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_EQ(nlohmann::json::parse(out)["warnings"].size(), 2u);
+  out = run_cli("2>&1 >/dev/null", status);
+  EXPECT_NE(out.find("warning: +30 ms on tcp app:9002 -> web:0 for /auth is beyond 2x"),
+            std::string::npos)
+      << out;
+  out = run_cli("--strict 2>&1", status);
+  EXPECT_EQ(status, 1) << out;
+  EXPECT_NE(out.find("--strict: +30 ms on tcp app:9002 -> web:0 for /auth is beyond 2x"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
 }
 
 }  // namespace

@@ -255,6 +255,39 @@ TEST_F(ReadsTest, GradientsByLinkLabelThenType) {
   EXPECT_TRUE(run_gradients(db(), load_).empty());
 }
 
+TEST_F(ReadsTest, SweepAmplitudesByGradientInAmplitudeOrder) {
+  EXPECT_TRUE(run_gradient_amplitudes(db(), run_).empty());
+  const std::int64_t gradient_id = run_gradients(db(), run_)[2].id;
+  GradientAmplitude a;
+  a.run_id = run_;
+  a.gradient_id = gradient_id;
+  a.phase_id = active_;
+  a.amplitude_ns = 8'000'000;
+  a.actual_amplitude_ns = 7.9e6;
+  a.value = 1.9;
+  a.ci_low = 1.8;
+  a.ci_high = 2.0;
+  store_->add_gradient_amplitude(a);
+  a.amplitude_ns = 2'000'000;
+  a.actual_amplitude_ns = std::nullopt;
+  a.value = 1.1;
+  a.ci_low = a.ci_high = std::nullopt;
+  store_->add_gradient_amplitude(a);
+  const auto sweeps = run_gradient_amplitudes(db(), run_);
+  ASSERT_EQ(sweeps.size(), 1u);
+  const auto& points = sweeps.at(gradient_id);
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_EQ(points[0].amplitude_ns, 2'000'000);
+  EXPECT_EQ(points[0].actual_amplitude_ns, std::nullopt);
+  EXPECT_EQ(points[0].ci_low, std::nullopt);
+  EXPECT_EQ(points[1].amplitude_ns, 8'000'000);
+  EXPECT_DOUBLE_EQ(*points[1].actual_amplitude_ns, 7.9e6);
+  EXPECT_DOUBLE_EQ(*points[1].ci_high, 2.0);
+  EXPECT_EQ(points[1].phase_id, active_);
+  EXPECT_EQ(points[1].run_id, run_);
+  EXPECT_TRUE(run_gradient_amplitudes(db(), load_).empty());
+}
+
 TEST_F(ReadsTest, TailResultsByRateWithAllTypesFirst) {
   const auto tails = run_tail_results(db(), load_);
   ASSERT_EQ(tails.size(), 3u);

@@ -180,6 +180,19 @@ TEST(TierConfig, RejectsBadToml) {
   EXPECT_THROW(TierConfig::from_toml("[[url]]\nservice = \"fixed:1ms\"\n"), std::invalid_argument);
 }
 
+TEST(TierConfig, SplitResponseOptions) {
+  const TierConfig plain = TierConfig::from_toml("[server]\nworkers = 2\n");
+  EXPECT_EQ(plain.split_response_bytes, 0);
+  EXPECT_EQ(plain.split_pause_ns, 200'000);
+  const TierConfig split =
+      TierConfig::from_toml("[server]\nsplit_response = 64\nsplit_pause = \"2ms\"\n");
+  EXPECT_EQ(split.split_response_bytes, 64);
+  EXPECT_EQ(split.split_pause_ns, 2'000'000);
+  EXPECT_THROW(TierConfig::from_toml("[server]\nsplit_response = -1\n"), std::invalid_argument);
+  EXPECT_THROW(TierConfig::from_toml("[server]\nsplit_pause = \"2s\"\n"), std::invalid_argument);
+  EXPECT_THROW(TierConfig::from_toml("[server]\nsplit_pause = \"soon\"\n"), std::invalid_argument);
+}
+
 TEST(TierConfig, WildcardFallback) {
   TierConfig cfg;
   cfg.urls.push_back(UrlSpec::parse("/a"));

@@ -166,6 +166,27 @@ TEST(TierServer, ResponseSizeAndNotFound) {
   EXPECT_EQ(tier.counters().not_found, 1u);
 }
 
+// A split response arrives whole, its second part no sooner than the pause
+// after the first, and the keep-alive connection serves the next request.
+TEST(TierServer, SplitResponseArrivesWholeAfterThePause) {
+  TierConfig cfg = leaf_config("/big bytes=5000", 1);
+  cfg.split_response_bytes = 64;
+  cfg.split_pause_ns = 20 * kMs;
+  TierServer tier(cfg);
+  tier.start();
+  TestClient client(tier.port());
+  for (int i = 0; i < 3; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const Reply r = client.get("/big");
+    const auto elapsed = std::chrono::steady_clock::now() - t0;
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body_bytes, 5000u);
+    EXPECT_GE(elapsed, std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(client.get("/other").status, 404);  // its 100-odd bytes are split too
+  EXPECT_EQ(tier.counters().requests, 4u);
+}
+
 TEST(TierServer, MalformedRequestsGet400WhileOthersAreServed) {
   TierServer tier(leaf_config("* service=fixed:100us", 2));
   tier.start();

@@ -66,6 +66,7 @@
 #include <vector>
 
 #include "nabla/analysis/gradient.hh"
+#include "nabla/analysis/sweep.hh"
 #include "nabla/campaign/discover.hh"
 #include "nabla/campaign/environment.hh"
 #include "nabla/campaign/math.hh"
@@ -97,6 +98,18 @@ struct TypeGradient {
   // Messages per transaction that crossed the link in its direction while it
   // was measured (messages.hh); none without a sniffd at either end.
   std::optional<MessagesPerTxn> messages;
+  // [gradient] verify: the finite difference over a held delay, and whether
+  // its CI and the spectral CI are disjoint (analysis/sweep.hh).
+  std::optional<analysis::StepEstimate> step;
+  bool step_disagrees = false;
+};
+
+// One amplitude of a sweep: the link's gradient per type measured there
+// (its active phase repeated while noisy, like the single-amplitude one).
+struct SweepAmplitude {
+  std::int64_t requested_ns = 0;
+  std::int64_t phase_id = 0;  // the last active phase at this amplitude
+  std::vector<TypeGradient> gradients;
 };
 
 struct LinkMeasurement {
@@ -112,6 +125,12 @@ struct LinkMeasurement {
   int k_d = 0;
   std::size_t bins = 0;
   bool simultaneous = false;
+  // [gradient] amplitudes: every amplitude's gradients (ascending) and a
+  // linearity verdict per type; `gradients` are then those of the headline
+  // amplitude, the swept one nearest the adaptive amplitude (log scale).
+  std::vector<SweepAmplitude> sweep;
+  std::vector<analysis::LinearityVerdict> linearity;  // per type; empty without a sweep
+  double step_delay_ns = 0;                           // actual held delay; 0 without a step
 };
 
 // One fault experiment as it ran ([[experiment]], docs/method.md "Fault
@@ -153,7 +172,7 @@ struct CampaignOutcome {
 };
 
 struct CampaignProgress {
-  std::string phase;     // discovery | training | adaptive | active
+  std::string phase;     // discovery | training | adaptive | active | step
   std::size_t link = 0;  // 1-based while measuring links
   std::size_t links = 0;
   std::size_t bins = 0;  // collected so far in this phase

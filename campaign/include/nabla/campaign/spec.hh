@@ -96,6 +96,13 @@ struct GradientSpec {
   // `repeats` times (fixed extra measurement time).
   std::size_t repeats = 1;          // [0, 5]
   double repeat_noise_ratio = 2.0;  // [0, 100]
+  // An amplitude sweep: each link's active phase at every one of these
+  // (ascending, distinct, each in (0, 10s], at most kMaxSweepAmplitudes)
+  // instead of at the adaptive amplitude alone. Empty: one amplitude.
+  std::vector<std::int64_t> amplitudes_ns;
+  // After a link's active phase(s), a step phase holds a constant delay of
+  // the measured amplitude (docs/method.md, "Step verification").
+  bool verify = false;
 };
 
 // One bound of an experiment's steady-state hypothesis (`slo = { p99 =
@@ -128,6 +135,8 @@ struct ExperimentSpec {
   std::int64_t recovery_ns = 0;
   SloSpec slo;
 };
+
+inline constexpr std::size_t kMaxSweepAmplitudes = 8;
 
 // A name in the campaign file and the address it was resolved to once at
 // start (campaign/hosts.hh); `key` is where it was written ("node[0].sniffd").

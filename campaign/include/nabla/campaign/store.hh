@@ -45,7 +45,8 @@ class CampaignRecorder {
   void add_samples(std::int64_t phase_id, std::span<const analysis::LatencyRecord> records,
                    const std::vector<std::string>& type_names, db::TimestampSource source,
                    std::int64_t start_ns, std::int64_t end_ns);
-  void add_gradient(db::Gradient gradient);  // run_id filled in
+  std::int64_t add_gradient(db::Gradient gradient);              // run_id filled in; returns its id
+  void add_gradient_amplitude(db::GradientAmplitude amplitude);  // run_id filled in
   // run_id filled in, times monotonic; returns the experiment's id.
   std::int64_t add_experiment(db::Experiment experiment);
   void add_experiment_check(const db::ExperimentCheck& check);

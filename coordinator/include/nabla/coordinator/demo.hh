@@ -53,7 +53,7 @@ struct DemoOptions {
   bool json = false;
   std::optional<std::string> keep_logs;
   std::uint64_t seed = 42;
-  std::string schedule = "sequential";  // the campaign's [gradient] schedule
+  std::string schedule = "sequential";     // the campaign's [gradient] schedule
   std::optional<std::string> report_path;  // --report FILE: the campaign run's page
 };
 

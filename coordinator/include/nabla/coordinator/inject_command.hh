@@ -34,7 +34,7 @@ struct InjectOptions {
   double lease_s = 10.0;
   std::optional<std::uint64_t> seed;
   bool json = false;
-  bool dry_run = false;               // print the inject.start request, send nothing
+  bool dry_run = false;              // print the inject.start request, send nothing
   std::optional<std::string> netns;  // NAME, /path or pid:N on the node
 };
 

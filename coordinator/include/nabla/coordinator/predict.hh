@@ -28,6 +28,16 @@
 // which enters the CI as rho(dl) in the paper's formula.
 // A type without training samples, or without a gradient on a selected
 // link, gets no prediction (its `missing` says why) instead of a wrong one.
+//
+// The gradient's range. A gradient holds for the delays it was measured at:
+// with a sweep ([gradient] amplitudes) the link has a curve of (actual
+// amplitude, gradient) points, else one point at its actual amplitude. The
+// gradient for a change dl is read off the curve at |dl|
+// (analysis/sweep.hh gradient_at: linear between the points, the nearest
+// end outside them), and each term reports the measured range and the
+// points used. A |dl| beyond 2x the largest measured amplitude gives a
+// warning naming the link, the type and the range (`--strict`: an error, exit 1). A
+// gradient stored without an amplitude has no range and no warning.
 #include <cstdint>
 #include <iosfwd>
 #include <nlohmann/json.hpp>
@@ -61,12 +71,23 @@ struct LatencySet {
 // std::invalid_argument naming the text.
 LatencySet parse_latency_set(std::string_view text);
 
+// One point of a gradient curve a term was read from.
+struct CurveUse {
+  double amplitude_ns = 0;
+  double gradient = 0;
+};
+
 struct PredictionTerm {
   std::string link;  // label
   double gradient = 0;
   double gradient_se = 0;
   double delta_ns = 0;
   double contribution_ns = 0;  // gradient * delta
+  // The measured amplitudes [low, high] and the points the gradient was
+  // read from; nullopt/empty for a gradient stored without an amplitude.
+  std::optional<std::pair<double, double>> range_ns;
+  std::vector<CurveUse> points;
+  bool beyond_range = false;  // |delta| > 2x the largest measured amplitude
 };
 
 struct TypePrediction {
@@ -93,6 +114,8 @@ struct PredictionReport {
   };
   std::vector<Selection> selections;
   std::vector<TypePrediction> types;  // sorted by name
+  // One per link and type whose change lies beyond 2x its measured range.
+  std::vector<std::string> warnings;
 };
 
 // Computes the prediction from an open database (read-only is enough).

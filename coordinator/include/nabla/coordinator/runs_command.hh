@@ -20,10 +20,12 @@ namespace nabla::coordinator {
 
 // Runs, newest first (the run_summary view).
 nlohmann::json runs_list(const std::string& db_path, int limit);
-// One run: its summary, configuration, gradients and tail results.
+// One run: its summary, configuration, gradients (each with its step
+// estimate, its sweep's amplitudes and linearity verdict) and tail results.
 nlohmann::json runs_show(const std::string& db_path, std::int64_t run_id);
 // runs_show's run as text: header, gradients (with the messages per
-// transaction, `!` for waits, not hops), tail results.
+// transaction, `!` for waits, not hops; the step; the sweep's curve and
+// verdicts), tail results.
 void print_run(const nlohmann::json& run, std::ostream& out);
 // A run's samples: CSV `t_ns,latency_ns,type` (the input of `nabla analyze`),
 // or JSON with the run, its gradients, tail results and every sample field.

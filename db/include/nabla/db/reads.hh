@@ -107,6 +107,12 @@ struct GradientRow {
 // A run's gradients, one per (link, type), ordered by link label, then type.
 std::vector<GradientRow> run_gradients(Database& db, std::int64_t run_id);
 
+// A sweep's gradients ([gradient] amplitudes) of a run: gradient row id ->
+// its amplitudes in ascending requested amplitude. Runs without a sweep
+// have none.
+std::map<std::int64_t, std::vector<GradientAmplitude>> run_gradient_amplitudes(Database& db,
+                                                                               std::int64_t run_id);
+
 // ---------------------------------------------------------------- tail results
 
 struct TailResultRow {

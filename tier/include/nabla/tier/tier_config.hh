@@ -157,6 +157,16 @@ struct TierConfig {
   int max_connections = 4096;
   std::map<std::string, TierAddress> tiers;
   std::vector<UrlSpec> urls;
+  // A two-part response (--split-response, [server] split_response): the
+  // first `split_response_bytes` bytes of every longer response (headers
+  // first) are sent, the worker waits `split_pause_ns`, then sends the rest.
+  // Splitting turns TCP_NODELAY off, so Nagle's algorithm holds the second
+  // part until the client ACKs the first whenever that takes longer than the
+  // pause: a delay on the response link then counts twice (gradient about
+  // 2); with a client that ACKs at once only above the pause, once below it
+  // (tier/README.md). 0 bytes: one send, TCP_NODELAY.
+  int64_t split_response_bytes = 0;  // [0, 16 MiB]
+  int64_t split_pause_ns = 200'000;  // [0, 1 s]
 
   // Reads a TOML document (see the header comment). Throws
   // std::invalid_argument naming the key on a bad value.

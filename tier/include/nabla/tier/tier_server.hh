@@ -69,6 +69,7 @@ class TierServer {
     uint64_t conn_id;
     std::string response;
     bool close_after;
+    bool partial = false;  // the first part of a split response: more follows
   };
   struct AsyncCall {
     DownstreamPool* pool;
@@ -90,6 +91,8 @@ class TierServer {
   void close_connection(uint64_t id);
   void set_listening(bool on);
   void drain_done();
+  // Hands a worker's (part of a) response to the I/O thread and wakes it.
+  void post(Done done);
 
   TierConfig config_;
   uint16_t port_ = 0;
