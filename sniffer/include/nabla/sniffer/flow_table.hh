@@ -114,10 +114,11 @@ class FlowTable {
   // flow, labelled through `owners`.
   void closed(int64_t now_ns, const SocketRecord& socket, const Attribution& owners);
 
-  // Records a flow seen by some other means (a conntrack event) with the
-  // given counts; creates the flow if needed.
+  // Records a flow seen by some other means (a conntrack event, or with
+  // `event` false a live conntrack entry's counts) with the given counts;
+  // creates the flow if needed.
   void note(int64_t now_ns, const FlowId& id, Direction direction, const FlowCounts& counts,
-            const std::string& comm, const std::string& cgroup = {});
+            const std::string& comm, const std::string& cgroup = {}, bool event = true);
 
   // Flows changed after `cursor` with at least `min_messages` messages in
   // total. Flows without segment counts (UDP sockets, conntrack events
