@@ -157,6 +157,14 @@ uint64_t counted_requests(const std::string& path) {
   return sum;
 }
 
+bool has_scan_line(const std::string& path) {
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line[0] == '{') return true;
+  }
+  return false;
+}
+
 int run(const std::string& sniffd, int rate, int seconds, int interval_ms) {
   const std::string ss = nabla::common::find_program("ss");
   nabla::common::NetNamespace ns("cbench");
@@ -176,8 +184,12 @@ int run(const std::string& sniffd, int rate, int seconds, int interval_ms) {
   const pid_t sniffer = spawn({sniffd, "--print", "--json", "--interval",
                                std::to_string(interval_ms) + "ms", "--no-conntrack"},
                               out);
-  std::this_thread::sleep_for(
-      std::chrono::milliseconds(3 * interval_ms));  // a scan saw the listener
+  // The churn starts once a scan saw the listener (its first JSON line):
+  // connections closed before that would have no owner yet, and their
+  // pid-0 flow, later joined to the server's, would count twice here.
+  for (int i = 0; i < 200 && !has_scan_line(out); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   double ss_cpu = 0;
   std::atomic<bool> stop_ss{false};
   std::thread ss_thread(
