@@ -213,10 +213,7 @@ ConntrackTable::ConntrackTable()
     : ConntrackTable(common::FileDescriptor::socket(AF_NETLINK, SOCK_RAW, NETLINK_NETFILTER)) {}
 
 ConntrackTable::ConntrackTable(common::FileDescriptor fd) : fd_(std::move(fd)), buf_(kRecvBytes) {
-  sockaddr_nl local{};
-  local.nl_family = AF_NETLINK;
-  common::check_syscall("bind(NETLINK_NETFILTER)",
-                        ::bind(fd_.get(), reinterpret_cast<sockaddr*>(&local), sizeof local));
+  bind_netlink(fd_.get(), "bind(NETLINK_NETFILTER)");
 }
 
 bool ConntrackTable::dump(bool udp_only, std::vector<ConntrackEvent>& out) {

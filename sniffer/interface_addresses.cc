@@ -8,7 +8,6 @@
 
 #include <cstring>
 
-#include "nabla/common/error.hh"
 #include "nabla/sniffer/netlink_events.hh"
 
 namespace nabla::sniffer {
@@ -31,10 +30,7 @@ int address_cb(const nlattr* attr, void* data) {
 
 InterfaceAddresses::InterfaceAddresses()
     : fd_(common::FileDescriptor::socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE)), buf_(kRecvBytes) {
-  sockaddr_nl local{};
-  local.nl_family = AF_NETLINK;
-  common::check_syscall("bind(NETLINK_ROUTE)",
-                        ::bind(fd_.get(), reinterpret_cast<sockaddr*>(&local), sizeof local));
+  bind_netlink(fd_.get(), "bind(NETLINK_ROUTE)");
 }
 
 bool InterfaceAddresses::list(std::vector<IpAddr>& out) {

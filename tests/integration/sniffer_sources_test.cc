@@ -60,6 +60,17 @@ std::string own_cgroup() {
   return {};
 }
 
+// A TCP listener on 127.0.0.1:PORT inside `ns`; invalid when it failed.
+FileDescriptor listen_in(const NetNamespace& ns, uint16_t port) {
+  FileDescriptor server = ns.socket(AF_INET, SOCK_STREAM, 0);
+  const sockaddr_in sa = nabla::testing::ipv4_address("127.0.0.1", port);
+  if (::bind(server.get(), reinterpret_cast<const sockaddr*>(&sa), sizeof sa) != 0 ||
+      ::listen(server.get(), 4) != 0) {
+    return FileDescriptor();
+  }
+  return server;
+}
+
 // The JSON lines of a --print --json output file (removed), flattened.
 std::vector<nlohmann::json> printed_flows(const std::string& path) {
   std::stringstream text;
@@ -164,10 +175,8 @@ TEST(SnifferSources, ConntrackChainLivesWithTheDaemonAndStaleOnesAreSwept) {
 TEST(SnifferSources, OneMillisecondConnectionReportedWithItsCounts) {
   NABLA_REQUIRE_ROOT_OR_SKIP();
   NetNamespace ns("onems");
-  FileDescriptor server = ns.socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in sa = nabla::testing::ipv4_address("127.0.0.1", 9050);
-  ASSERT_EQ(::bind(server.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
-  ASSERT_EQ(::listen(server.get(), 4), 0);
+  FileDescriptor server = listen_in(ns, 9050);
+  ASSERT_TRUE(server.valid());
   const std::string out = ::testing::TempDir() + "onems-" + std::to_string(::getpid()) + ".json";
   ChildProcess sniffd({NABLA_SNIFFD_PATH, "--print", "--json", "--interval", "1s", "--count", "3",
                        "--no-conntrack"},
@@ -229,10 +238,8 @@ TEST(SnifferSources, ShortLivedClientAttributedToItsCgroup) {
   TestCgroup cgroup;
   if (!cgroup.usable()) GTEST_SKIP() << "no writable cgroup v2 hierarchy";
   NetNamespace ns("shortcg");
-  FileDescriptor server = ns.socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in sa = nabla::testing::ipv4_address("127.0.0.1", 9051);
-  ASSERT_EQ(::bind(server.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
-  ASSERT_EQ(::listen(server.get(), 4), 0);
+  FileDescriptor server = listen_in(ns, 9051);
+  ASSERT_TRUE(server.valid());
   const std::string out = ::testing::TempDir() + "shortcg-" + std::to_string(::getpid()) + ".json";
   ChildProcess sniffd({NABLA_SNIFFD_PATH, "--print", "--json", "--interval", "1s", "--count", "3"},
                       &ns, out);

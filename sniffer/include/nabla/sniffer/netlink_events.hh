@@ -12,7 +12,17 @@
 #include <cstdint>
 #include <vector>
 
+#include "nabla/common/error.hh"
+
 namespace nabla::sniffer {
+
+// Binds a netlink socket to a port id the kernel picks. Throws
+// std::system_error naming `what` ("bind(NETLINK_ROUTE)").
+inline void bind_netlink(int fd, const char* what) {
+  sockaddr_nl local{};
+  local.nl_family = AF_NETLINK;
+  common::check_syscall(what, ::bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof local));
+}
 
 // Reads every datagram queued on a netlink event socket without blocking and
 // calls on_message(const nlmsghdr*) for each message in it (boundaries
