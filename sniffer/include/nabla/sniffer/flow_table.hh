@@ -23,7 +23,8 @@
 //
 // UDP sockets carry no counters in sock_diag: a connected UDP socket marks
 // its flow active when first seen; its traffic is known only from conntrack
-// accounting.
+// accounting (note(): the live entries' counters at each scan, the rest at
+// DESTROY).
 //
 // Owners: each socket's flow is labelled through an Attribution (its own
 // process, else the listener on its port, ...; see attribution.hh). A flow
