@@ -60,7 +60,7 @@ struct Injected {
 std::vector<Injected> inject_fault(CampaignRun& run, const ExperimentSpec& e,
                                    const std::vector<const CampaignLink*>& links, Windows& w) {
   run.wait_until(w.fault_start_ns);
-  std::vector<std::unique_ptr<ActiveInjection>> active;
+  std::vector<std::unique_ptr<LinkInjections>> active;
   for (const CampaignLink* l : links) {
     InjectionRequest request;
     request.link_spec = l->spec;
@@ -68,8 +68,9 @@ std::vector<Injected> inject_fault(CampaignRun& run, const ExperimentSpec& e,
     request.seed = run.next_seed() >> 1;
     request.netns = run.spec.node_by_name(l->src_node)->netns;
     request.fault = e.request;
-    active.push_back(std::make_unique<ActiveInjection>(run.env.daemons, run.leases, run.env.clock,
-                                                       l->src_node, request));
+    // Every address family of a dual-stack link, as the gradient phases do.
+    active.push_back(
+        std::make_unique<LinkInjections>(run.env.daemons, run.leases, run.env.clock, *l, request));
   }
   w.fault_start_ns = run.now_ns();
   run.set_phase_start(w.fault_start_ns);

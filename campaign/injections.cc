@@ -61,4 +61,22 @@ ActiveInjection::~ActiveInjection() {
   daemons_.abandon_injection(node_, id_);
 }
 
+LinkInjections::LinkInjections(Daemons& daemons, LeaseKeeper& leases, Clock& clock,
+                               const CampaignLink& link, const InjectionRequest& request) {
+  InjectionRequest each = request;
+  each.link_spec = link.spec;
+  active_.push_back(std::make_unique<ActiveInjection>(daemons, leases, clock, link.src_node, each));
+  for (const std::string& spec : link.family_specs) {
+    each.link_spec = spec;
+    active_.push_back(
+        std::make_unique<ActiveInjection>(daemons, leases, clock, link.src_node, each));
+  }
+}
+
+InjectionStats LinkInjections::stop() {
+  InjectionStats first = active_.front()->stop();
+  for (std::size_t i = 1; i < active_.size(); ++i) active_[i]->stop();
+  return first;
+}
+
 }  // namespace nabla::campaign

@@ -10,10 +10,16 @@
 //    daemon's final statistics; the destructor abandons it (best effort,
 //    short timeout) if nobody stopped it, so an exception or a signal never
 //    leaves an injection running longer than its lease.
+//  - LinkInjections: the injections of one link, one per address family its
+//    traffic used (a dual-stack pair: CampaignLink::family_specs), started
+//    back to back with the same wave on the link's source node. The first
+//    is the link's own spec; its statistics are the phase's.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "nabla/campaign/campaign.hh"
 #include "nabla/campaign/environment.hh"
 
 namespace nabla::campaign {
@@ -61,6 +67,22 @@ class ActiveInjection {
   std::string id_;
   std::int64_t anchor_ns_ = 0;
   bool stopped_ = false;
+};
+
+class LinkInjections {
+ public:
+  // Starts `request` on the link's source node for link.spec, then for each
+  // of link.family_specs (request.link_spec is replaced by each).
+  LinkInjections(Daemons& daemons, LeaseKeeper& leases, Clock& clock, const CampaignLink& link,
+                 const InjectionRequest& request);
+
+  const std::string& id() const { return active_.front()->id(); }
+  std::int64_t anchor_ns() const { return active_.front()->anchor_ns(); }
+  // Stops every one; returns the first's statistics.
+  InjectionStats stop();
+
+ private:
+  std::vector<std::unique_ptr<ActiveInjection>> active_;
 };
 
 }  // namespace nabla::campaign

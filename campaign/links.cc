@@ -3,6 +3,7 @@
 // that matches exactly its packets. See campaign.hh.
 #include "nabla/campaign/links.hh"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "nabla/common/ip_address.hh"
@@ -13,34 +14,67 @@ namespace nabla::campaign {
 namespace {
 
 std::string endpoint(const std::string& address, std::uint16_t port) {
-  const bool v6 = address.find(':') != std::string::npos;
-  const std::string a = v6 ? "[" + address + "]" : address;
+  const std::string a = address.find(':') != std::string::npos ? "[" + address + "]" : address;
   return a + ":" + (port == 0 ? std::string("*") : std::to_string(port));
 }
 
-// The addresses of a link's two ends, from the flow records that produced it
-// (`from_flows` true), else the nodes' first addresses.
-bool find_addresses(const CampaignSpec& spec, const std::vector<NodeFlows>& nodes, const Link& l,
-                    std::string& src, std::string& dst, bool& from_flows) {
-  from_flows = true;
+bool is_ipv6(const std::string& address) {
+  return address.find(':') != std::string::npos;
+}
+
+// One address family's addresses of a link's two ends, and the segments its
+// flow records carried.
+struct FamilyEnds {
+  std::string src;
+  std::string dst;
+  std::uint64_t segments = 0;
+};
+
+// The addresses of a link's two ends in each address family the flow
+// records that produced it show (a dual-stack pair talks over both), the
+// busier family first.
+std::vector<FamilyEnds> flow_addresses(const CampaignSpec& spec,
+                                       const std::vector<NodeFlows>& nodes, const Link& l) {
+  std::vector<FamilyEnds> out;
+  auto add = [&out](const std::string& src, const std::string& dst, const FlowEnd& f) {
+    const std::uint64_t segments = f.segments_out + f.segments_in;
+    for (FamilyEnds& e : out) {
+      if (is_ipv6(e.src) == is_ipv6(src)) {
+        e.segments += segments;
+        return;
+      }
+    }
+    out.push_back({src, dst, segments});
+  };
   for (const NodeFlows& n : nodes) {
     for (const FlowEnd& f : n.flows) {
       if (f.proto != l.proto) continue;
       if (n.name == l.src.host && f.local_port == l.src.port && f.remote_port == l.dst.port &&
           node_owns_address(spec, l.dst.host, f.remote_addr)) {
-        src = f.local_addr;
-        dst = f.remote_addr;
-        return true;
-      }
-      if (n.name == l.dst.host && f.local_port == l.dst.port && f.remote_port == l.src.port &&
-          node_owns_address(spec, l.src.host, f.remote_addr)) {
-        src = f.remote_addr;
-        dst = f.local_addr;
-        return true;
+        add(f.local_addr, f.remote_addr, f);
+      } else if (n.name == l.dst.host && f.local_port == l.dst.port &&
+                 f.remote_port == l.src.port && node_owns_address(spec, l.src.host, f.remote_addr)) {
+        add(f.remote_addr, f.local_addr, f);
       }
     }
   }
-  from_flows = false;
+  std::stable_sort(out.begin(), out.end(), [](const FamilyEnds& a, const FamilyEnds& b) {
+    return a.segments > b.segments;
+  });
+  return out;
+}
+
+// The addresses of a link's two ends: the busier family's from the flow
+// records that produced it (`from_flows` true), else the nodes' first
+// addresses.
+bool find_addresses(const CampaignSpec& spec, const std::vector<FamilyEnds>& families,
+                    const Link& l, std::string& src, std::string& dst, bool& from_flows) {
+  from_flows = !families.empty();
+  if (from_flows) {
+    src = families.front().src;
+    dst = families.front().dst;
+    return true;
+  }
   const CampaignNode* s = spec.node_by_name(l.src.host);
   const CampaignNode* d = spec.node_by_name(l.dst.host);
   src = s != nullptr ? s->addresses.front() : l.src.host;
@@ -117,7 +151,8 @@ std::vector<CampaignLink> assemble_links(const CampaignSpec& spec,
     c.link = l;
     std::string src, dst;
     bool from_flows = false;
-    const bool have = find_addresses(spec, nodes, l, src, dst, from_flows);
+    const std::vector<FamilyEnds> families = flow_addresses(spec, nodes, l);
+    const bool have = find_addresses(spec, families, l, src, dst, from_flows);
     if (excluded(excludes, l.proto,
                  from_flows ? std::vector<std::string>{src} : addresses_of(spec, l.src.host),
                  l.src.port,
@@ -127,6 +162,13 @@ std::vector<CampaignLink> assemble_links(const CampaignSpec& spec,
     }
     if (l.proto != "tcp" && l.proto != "udp") continue;
     c.spec = l.proto + " " + endpoint(src, l.src.port) + " -> " + endpoint(dst, l.dst.port);
+    // A dual-stack pair: the link covers its other family too.
+    for (std::size_t i = 1; i < families.size(); ++i) {
+      const FamilyEnds& f = families[i];
+      if (excluded(excludes, l.proto, {f.src}, l.src.port, {f.dst}, l.dst.port)) continue;
+      c.family_specs.push_back(l.proto + " " + endpoint(f.src, l.src.port) + " -> " +
+                               endpoint(f.dst, l.dst.port));
+    }
     if (!have) {
       c.note = "addresses of its ends unknown";
       c.label = link_label(l);

@@ -36,7 +36,7 @@ loadgen::EngineResult inject_phase(CampaignRun& run, const CampaignLink& l, doub
                              run.next_seed() >> 1,
                              run.spec.node_by_name(l.src_node)->netns,
                              inj.constant};
-    ActiveInjection a(run.env.daemons, run.leases, run.env.clock, l.src_node, request);
+    LinkInjections a(run.env.daemons, run.leases, run.env.clock, l, request);
     inj.anchor_ns = a.anchor_ns();
     inj.id = a.id();
     run.set_phase_start(inj.anchor_ns);

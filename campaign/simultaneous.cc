@@ -95,7 +95,7 @@ std::vector<Wave> make_waves(CampaignRun& run, const std::vector<CampaignLink*>&
 loadgen::EngineResult inject_all(CampaignRun& run, std::vector<Wave>& waves, std::int64_t window_ns,
                                  std::int64_t tail_ns) {
   const auto [load, warm_ns] = start_warm_load(run, window_ns + tail_ns);
-  std::vector<std::unique_ptr<ActiveInjection>> active;
+  std::vector<std::unique_ptr<LinkInjections>> active;
   for (Wave& w : waves) {
     const InjectionRequest request{w.link->spec,
                                    std::llround(w.amplitude_ns),
@@ -103,8 +103,8 @@ loadgen::EngineResult inject_all(CampaignRun& run, std::vector<Wave>& waves, std
                                    0,
                                    run.spec.gradient.lease_ns,
                                    run.next_seed() >> 1};
-    active.push_back(std::make_unique<ActiveInjection>(run.env.daemons, run.leases, run.env.clock,
-                                                       w.link->src_node, request));
+    active.push_back(std::make_unique<LinkInjections>(run.env.daemons, run.leases, run.env.clock,
+                                                      *w.link, request));
     w.injected.anchor_ns = active.back()->anchor_ns();
     w.injected.id = active.back()->id();
   }

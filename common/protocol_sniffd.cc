@@ -43,11 +43,12 @@ FlowDirection read_direction(const ObjectReader& in) {
 
 FlowOwner read_owner(const ObjectReader& local) {
   const std::string o = local.string_or("owner", "none");
-  for (FlowOwner owner :
-       {FlowOwner::kNone, FlowOwner::kSocket, FlowOwner::kListener, FlowOwner::kTuple}) {
+  for (FlowOwner owner : {FlowOwner::kNone, FlowOwner::kSocket, FlowOwner::kListener,
+                          FlowOwner::kTuple, FlowOwner::kCgroup, FlowOwner::kGone}) {
     if (o == to_string(owner)) return owner;
   }
-  bad_field(local.path("owner"), "must be socket|listener|tuple|none, got '" + o + "'");
+  bad_field(local.path("owner"),
+            "must be socket|listener|tuple|none|cgroup|gone-before-scan, got '" + o + "'");
 }
 
 // The optional identity of the local process beyond pid and comm.
@@ -103,6 +104,10 @@ std::string_view to_string(FlowOwner owner) noexcept {
       return "listener";
     case FlowOwner::kTuple:
       return "tuple";
+    case FlowOwner::kCgroup:
+      return "cgroup";
+    case FlowOwner::kGone:
+      return "gone-before-scan";
     case FlowOwner::kNone:
       break;
   }

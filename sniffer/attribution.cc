@@ -28,6 +28,10 @@ size_t Attribution::ListenKeyHash::operator()(const ListenKey& key) const noexce
 }
 
 size_t Attribution::intern(const Owner& owner) {
+  if (owner.process.pid == 0) {  // an owner gone: one entry each, by its cgroup
+    owners_.push_back(owner);
+    return owners_.size() - 1;
+  }
   const auto [it, added] = owner_index_.try_emplace(owner.process.pid, owners_.size());
   if (added) owners_.push_back(owner);
   return it->second;
@@ -37,10 +41,12 @@ void Attribution::add_listener(Proto proto, const IpAddr& addr, uint16_t port, c
   listeners_.try_emplace(ListenKey{proto, normalise(addr), port}, intern(owner));
 }
 
-void Attribution::add_socket(uint64_t cookie, const FlowId& folded_tuple, const Owner& owner) {
+void Attribution::add_socket(uint64_t cookie, const FlowId& folded_tuple, const Owner& owner,
+                             OwnerSource source) {
   const size_t index = intern(owner);
-  cookies_.try_emplace(cookie, index);
-  tuples_.try_emplace(folded_tuple, index);
+  cookies_.try_emplace(cookie, CookieOwner{index, source});
+  // Only a process tells whose the tuple's other sockets are.
+  if (owner.process.pid != 0) tuples_.try_emplace(folded_tuple, index);
 }
 
 void Attribution::add_accepted(Proto proto, const IpAddr& addr, uint16_t port, const Owner& owner) {
@@ -79,12 +85,14 @@ void Attribution::rebuild(std::span<const SocketRecord> sockets, const ProcMap& 
   }
 }
 
-const Owner* Attribution::by_cookie(uint64_t cookie) const {
-  if (const auto it = cookies_.find(cookie); it != cookies_.end()) return &owners_[it->second];
-  if (const auto it = previous_cookies_.find(cookie); it != previous_cookies_.end()) {
-    return &previous_owners_[it->second];
+Attributed Attribution::by_cookie(uint64_t cookie) const {
+  if (const auto it = cookies_.find(cookie); it != cookies_.end()) {
+    return {&owners_[it->second.index], it->second.source};
   }
-  return nullptr;
+  if (const auto it = previous_cookies_.find(cookie); it != previous_cookies_.end()) {
+    return {&previous_owners_[it->second.index], it->second.source};
+  }
+  return {};
 }
 
 const Attribution::ListenKey* Attribution::listen_key(Proto proto, const IpAddr& addr,
@@ -112,7 +120,7 @@ const Owner* Attribution::tuple_owner(const FlowId& folded_tuple) const {
 }
 
 Attributed Attribution::resolve(const SocketRecord& socket, const FlowId& folded_tuple) const {
-  if (const Owner* o = by_cookie(socket.cookie)) return {o, OwnerSource::kSocket};
+  if (const Attributed a = by_cookie(socket.cookie); a.owner != nullptr) return a;
   if (const Owner* o = listener(socket.key.proto, socket.key.local, socket.key.local_port)) {
     return {o, OwnerSource::kListener};
   }

@@ -36,6 +36,8 @@ mnl_attr_data_type top_type(uint16_t type) {
     case CTA_COUNTERS_ORIG:
     case CTA_COUNTERS_REPLY:
       return MNL_TYPE_NESTED;
+    case CTA_ID:
+      return MNL_TYPE_U32;
     default:
       return MNL_TYPE_UNSPEC;
   }
@@ -153,6 +155,7 @@ ConntrackParse parse_conntrack_event(const nlmsghdr* nlh, ConntrackEvent& out) {
   }
   const ConntrackParse tuple = parse_tuple(top.at[CTA_TUPLE_ORIG], out);
   if (tuple != ConntrackParse::kOk) return tuple;
+  if (top.at[CTA_ID] != nullptr) out.id = ntohl(mnl_attr_get_u32(top.at[CTA_ID]));
   if (top.at[CTA_COUNTERS_ORIG] != nullptr && top.at[CTA_COUNTERS_REPLY] != nullptr) {
     if (!read_counters(top.at[CTA_COUNTERS_ORIG], out.orig_packets, out.orig_bytes) ||
         !read_counters(top.at[CTA_COUNTERS_REPLY], out.reply_packets, out.reply_bytes)) {
@@ -204,6 +207,58 @@ size_t ConntrackListener::read_available(std::vector<ConntrackEvent>& out) {
     }
   });
   return added;
+}
+
+ConntrackTable::ConntrackTable()
+    : ConntrackTable(common::FileDescriptor::socket(AF_NETLINK, SOCK_RAW, NETLINK_NETFILTER)) {}
+
+ConntrackTable::ConntrackTable(common::FileDescriptor fd) : fd_(std::move(fd)), buf_(kRecvBytes) {
+  bind_netlink(fd_.get(), "bind(NETLINK_NETFILTER)");
+}
+
+bool ConntrackTable::dump(bool udp_only, std::vector<ConntrackEvent>& out) {
+  if (udp_only && filter_works_) {
+    const size_t before = out.size();
+    if (request(true, true, out)) return true;
+    out.resize(before);
+    filter_works_ = false;  // an older kernel: filter here from now on
+  }
+  if (request(false, udp_only, out)) return true;
+  ++counters_.lost;
+  return false;
+}
+
+bool ConntrackTable::request(bool filtered, bool udp_only, std::vector<ConntrackEvent>& out) {
+  // The kernel's filter flag for the protocol number
+  // (CTA_FILTER_F_CTA_PROTO_NUM, not in the uapi headers).
+  constexpr uint32_t kFilterProtoNum = 1u << 3;
+  alignas(nlmsghdr) std::byte msg[256] = {};
+  nlmsghdr* nlh = mnl_nlmsg_put_header(msg);
+  nlh->nlmsg_type = (NFNL_SUBSYS_CTNETLINK << 8) | IPCTNL_MSG_CT_GET;
+  nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  nlh->nlmsg_seq = ++seq_;
+  auto* nfg = static_cast<nfgenmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(nfgenmsg)));
+  nfg->nfgen_family = AF_UNSPEC;
+  nfg->version = NFNETLINK_V0;
+  if (filtered) {
+    nlattr* tuple = mnl_attr_nest_start(nlh, CTA_TUPLE_ORIG);
+    nlattr* proto = mnl_attr_nest_start(nlh, CTA_TUPLE_PROTO);
+    mnl_attr_put_u8(nlh, CTA_PROTO_NUM, IPPROTO_UDP);
+    mnl_attr_nest_end(nlh, proto);
+    mnl_attr_nest_end(nlh, tuple);
+    nlattr* filter = mnl_attr_nest_start(nlh, CTA_FILTER);
+    mnl_attr_put_u32(nlh, CTA_FILTER_ORIG_FLAGS, kFilterProtoNum);
+    mnl_attr_put_u32(nlh, CTA_FILTER_REPLY_FLAGS, 0);
+    mnl_attr_nest_end(nlh, filter);
+  }
+  int error = 0;
+  return netlink_dump(fd_.get(), buf_, msg, nlh->nlmsg_len, seq_, error, [&](const nlmsghdr* m) {
+    ConntrackEvent ev;
+    if (parse_conntrack_event(m, ev) != ConntrackParse::kOk) return;
+    if (udp_only && ev.proto != Proto::kUdp) return;
+    ev.type = ConntrackEventType::kNew;
+    out.push_back(ev);
+  });
 }
 
 }  // namespace nabla::sniffer

@@ -123,6 +123,7 @@ ConntrackRule::ConntrackRule() : chain_(conntrack_chain_name(::getpid())) {
 }
 
 ConntrackRule::~ConntrackRule() {
+  if (abandoned_) return;
   if (saved_acct_ && !write_text(kAcctPath, *saved_acct_)) {
     common::log_warn("could not restore ", kAcctPath, " to ", *saved_acct_);
   }

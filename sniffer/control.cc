@@ -40,6 +40,10 @@ protocol::FlowOwner owner_of(OwnerSource source) {
       return protocol::FlowOwner::kListener;
     case OwnerSource::kTuple:
       return protocol::FlowOwner::kTuple;
+    case OwnerSource::kCgroup:
+      return protocol::FlowOwner::kCgroup;
+    case OwnerSource::kGone:
+      return protocol::FlowOwner::kGone;
     case OwnerSource::kNone:
       break;
   }

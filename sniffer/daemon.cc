@@ -102,6 +102,7 @@ void log_sources(const Sniffer& sniffer) {
       common::log_info(line);
     }
   }
+  for (const std::string& line : sniffer.namespace_sources()) common::log_info(line);
 }
 
 // " @ctr-ID", " @NAME" or " @netns-INODE" for a flow of another namespace.

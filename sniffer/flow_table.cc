@@ -167,7 +167,9 @@ FlowRecord& FlowTable::flow_for(int64_t now_ns, const SocketRecord& socket,
   FlowRecord& flow =
       owned_flow(now_ns, flow_id(socket, who.owner != nullptr ? who.owner->process.pid : 0), who,
                  direction(socket), created);
-  if (who.owner != nullptr) {
+  // An owner labels the flow it names (a gone owner, pid 0, does not
+  // relabel the flow of a process the tuple already had).
+  if (who.owner != nullptr && who.owner->process.pid == flow.id.pid) {
     const ProcessInfo& p = who.owner->process;
     if (flow.comm != p.comm) flow.comm = p.comm;
     if (flow.cgroup != p.cgroup) flow.cgroup = p.cgroup;
@@ -256,7 +258,8 @@ void FlowTable::closed(int64_t now_ns, const SocketRecord& socket, const Attribu
 }
 
 void FlowTable::note(int64_t now_ns, const FlowId& id, Direction direction,
-                     const FlowCounts& counts, const std::string& comm, const std::string& cgroup) {
+                     const FlowCounts& counts, const std::string& comm, const std::string& cgroup,
+                     bool event) {
   ++*seq_;
   bool created = false;
   FlowRecord& flow = owned_flow(now_ns, id, Attributed{}, direction, created);
@@ -265,7 +268,7 @@ void FlowTable::note(int64_t now_ns, const FlowId& id, Direction direction,
     flow.cgroup = cgroup;
   }
   flow.total += counts;
-  flow.conntrack_events += 1;
+  if (event) flow.conntrack_events += 1;
   flow.last_seen_ns = now_ns;
   flow.updated_seq = *seq_;
 }

@@ -45,6 +45,21 @@ size_t read_small(int dirfd, const char* path, char* buf, size_t size) {
   return n > 0 ? static_cast<size_t>(n) : 0;
 }
 
+// Fills `info` with the process's pid, comm and cgroup; false when it is gone.
+bool read_process_at(int proc_dirfd, pid_t pid, ProcessInfo& info) {
+  char path[32];
+  char text[1024];  // comm (16 bytes) or a cgroup file
+  std::snprintf(path, sizeof path, "%d/comm", pid);
+  size_t len = read_small(proc_dirfd, path, text, sizeof text);
+  if (len > 0 && text[len - 1] == '\n') --len;
+  info.pid = pid;
+  info.comm.assign(text, len);
+  std::snprintf(path, sizeof path, "%d/cgroup", pid);
+  const size_t cgroup_len = read_small(proc_dirfd, path, text, sizeof text);
+  info.cgroup = parse_cgroup_file(std::string_view(text, cgroup_len));
+  return len > 0;
+}
+
 }  // namespace
 
 const char* to_string(OwnerSource source) {
@@ -55,6 +70,10 @@ const char* to_string(OwnerSource source) {
       return "listener";
     case OwnerSource::kTuple:
       return "tuple";
+    case OwnerSource::kCgroup:
+      return "cgroup";
+    case OwnerSource::kGone:
+      return "gone-before-scan";
     case OwnerSource::kNone:
       return "none";
   }
@@ -113,36 +132,46 @@ bool ProcMap::scan_fds(int proc_dirfd, pid_t pid) {
   return has_socket;
 }
 
+void ProcMap::note_process(int proc_dirfd, pid_t pid) {
+  Entry& entry = pids_[pid];
+  entry.generation = generation_;
+  // comm is re-read every scan: exec keeps the pid but changes the name.
+  read_process_at(proc_dirfd, pid, entry.info);
+}
+
 size_t ProcMap::scan() {
   inode_pid_.clear();
   processes_ = 0;
   ++generation_;
   Dir proc(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (proc.get() == nullptr) return 0;
-  char path[32];
-  char text[1024];  // comm (16 bytes) or a cgroup file
   for (dirent* ent = ::readdir(proc.get()); ent != nullptr; ent = ::readdir(proc.get())) {
     pid_t pid = 0;
     if (!parse_pid(ent->d_name, pid)) continue;
     ++processes_;
-    if (!scan_fds(proc.fd(), pid)) continue;
-    Entry& entry = pids_[pid];
-    entry.generation = generation_;
-    ProcessInfo& info = entry.info;
-    // comm is re-read every scan: exec keeps the pid but changes the name.
-    info.pid = pid;
-    std::snprintf(path, sizeof path, "%d/comm", pid);
-    size_t len = read_small(proc.fd(), path, text, sizeof text);
-    if (len > 0 && text[len - 1] == '\n') --len;
-    info.comm.assign(text, len);
-    std::snprintf(path, sizeof path, "%d/cgroup", pid);
-    len = read_small(proc.fd(), path, text, sizeof text);
-    info.cgroup = parse_cgroup_file(std::string_view(text, len));
+    if (scan_fds(proc.fd(), pid)) note_process(proc.fd(), pid);
   }
   // Forget processes that no longer own any socket.
   std::erase_if(pids_,
                 [this](const auto& entry) { return entry.second.generation != generation_; });
   return inode_pid_.size();
+}
+
+size_t ProcMap::scan_processes(std::span<const pid_t> pids) {
+  Dir proc(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (proc.get() == nullptr) return 0;
+  const size_t before = inode_pid_.size();
+  for (const pid_t pid : pids) {
+    if (scan_fds(proc.fd(), pid)) note_process(proc.fd(), pid);
+  }
+  return inode_pid_.size() - before;
+}
+
+ProcessInfo ProcMap::read_process(pid_t pid) const {
+  ProcessInfo info;
+  const common::FileDescriptor proc(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!proc.valid() || !read_process_at(proc.get(), pid, info)) return {};
+  return info;
 }
 
 size_t ProcMap::rescan_known() {

@@ -95,6 +95,7 @@ one in /run/nabla (see docs/protocol.md, "Local control").)");
       const nabla::sniffer::Sniffer sniffer(opts.sniffer);
       const auto sources = sniffer.sources();
       for (const auto& line : nabla::sniffer::format_sources(sources)) std::cout << line << '\n';
+      for (const auto& line : sniffer.namespace_sources()) std::cout << line << '\n';
       for (const auto& s : sources) {
         if (!s.active) return 1;
       }

@@ -1,38 +1,20 @@
 // One node's sniffer; see sniffer.hh.
 #include "nabla/sniffer/sniffer.hh"
 
-#include <ifaddrs.h>
 #include <netinet/in.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <cstring>
 
 #include "nabla/common/clock.hh"
+#include "nabla/common/error.hh"
+#include "nabla/common/log.hh"
 #include "nabla/common/netns.hh"
 
 namespace nabla::sniffer {
 namespace {
-
-void interface_addresses(std::vector<IpAddr>& out) {
-  ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0) return;
-  for (const ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
-    if (i->ifa_addr == nullptr) continue;
-    IpAddr a;
-    if (i->ifa_addr->sa_family == AF_INET) {
-      a.family = AF_INET;
-      std::memcpy(a.bytes, &reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr, 4);
-    } else if (i->ifa_addr->sa_family == AF_INET6) {
-      a.family = AF_INET6;
-      std::memcpy(a.bytes, &reinterpret_cast<const sockaddr_in6*>(i->ifa_addr)->sin6_addr, 16);
-    } else {
-      continue;
-    }
-    out.push_back(a);
-  }
-  ::freeifaddrs(list);
-}
 
 NetnsLabel own_namespace_label() {
   NetnsLabel label;
@@ -49,6 +31,16 @@ NetnsLabel own_namespace_label() {
 Sniffer::Sniffer(SnifferOptions options)
     : Sniffer(std::move(options), std::make_shared<ProcMap>(), std::make_shared<uint64_t>(0),
               own_namespace_label()) {
+  if (!options_.namespaces.only_own()) {
+    conntrack_poll_ = common::FileDescriptor(::epoll_create1(EPOLL_CLOEXEC));
+    common::check_syscall("epoll_create1", conntrack_poll_.get());
+    if (conntrack_) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      common::check_syscall(
+          "epoll_ctl", ::epoll_ctl(conntrack_poll_.get(), EPOLL_CTL_ADD, conntrack_->fd(), &ev));
+    }
+  }
   refresh_namespaces();
 }
 
@@ -61,7 +53,17 @@ Sniffer::Sniffer(SnifferOptions options, std::shared_ptr<ProcMap> procs,
   open_sources();
 }
 
-Sniffer::~Sniffer() = default;
+Sniffer::~Sniffer() {
+  // Another namespace's chain is removed from inside that namespace (the
+  // iptables commands run in the caller's).
+  if (!conntrack_rule_ || !netns_fd_.valid()) return;
+  try {
+    common::run_in_netns(netns_fd_.get(), [this] { conntrack_rule_.reset(); });
+  } catch (const std::exception& e) {
+    common::log_warn("removing ", conntrack_rule_->chain(), " in namespace ", netns_.inode, ": ",
+                     e.what());
+  }
+}
 
 void Sniffer::open_sources() {
   if (options_.destroy_events) {
@@ -92,13 +94,18 @@ void Sniffer::open_conntrack() {
   }
   try {
     conntrack_ = std::make_unique<ConntrackListener>();
+    conntrack_table_ = std::make_unique<ConntrackTable>();
+    addresses_ = std::make_unique<InterfaceAddresses>();
   } catch (const std::system_error& e) {
+    conntrack_.reset();
+    conntrack_table_.reset();
     conntrack_rule_.reset();
     conntrack_error_ = e.what();
   }
 }
 
 int Sniffer::conntrack_fd() const {
+  if (conntrack_poll_.valid()) return conntrack_poll_.get();
   return conntrack_ ? conntrack_->fd() : -1;
 }
 
@@ -121,9 +128,9 @@ std::vector<SourceStatus> Sniffer::sources() const {
   if (conntrack_ && conntrack_rule_) {
     out.push_back({"conntrack", true,
                    "NEW/DESTROY events, tracking kept on by chain " + conntrack_rule_->chain() +
-                       (conntrack_rule_->accounting() ? ", nf_conntrack_acct=1"
-                                                      : ", but nf_conntrack_acct is off: no "
-                                                        "UDP counts")});
+                       (conntrack_rule_->accounting()
+                            ? ", nf_conntrack_acct=1; live entries' counters dumped every scan"
+                            : ", but nf_conntrack_acct is off: no UDP counts")});
   } else if (conntrack_) {
     out.push_back({"conntrack", false,
                    "subscribed, but " + conntrack_error_ +
@@ -140,11 +147,46 @@ void Sniffer::scan(int64_t now_ns) {
   refresh_namespaces();
   dump_sockets();
   for (auto& [id, other] : others_) other->dump_sockets();
-  procs_->scan();
+  read_owners(now_ns);
   account_scan(now_ns);
   for (auto& [id, other] : others_) other->account_scan(now_ns);
   stats_.scans += 1;
   stats_.last_scan_ns = common::monotonic_ns() - t0;
+}
+
+size_t Sniffer::unknown_inodes() const {
+  size_t unknown = 0;
+  auto count = [&](const std::vector<SocketRecord>& sockets) {
+    for (const SocketRecord& s : sockets) {
+      if (s.inode != 0 && procs_->find(s.inode) == nullptr) ++unknown;
+    }
+  };
+  count(sockets_);
+  for (const auto& [id, other] : others_) count(other->sockets_);
+  return unknown;
+}
+
+void Sniffer::read_owners(int64_t now_ns) {
+  // Walking all of /proc costs about what the kernel's socket dump does,
+  // and under churn most scans find only sockets of processes already
+  // known. So: when every socket's inode is known, no walk (but a whole one
+  // at least every kWholeWalkMaxNs, for exec and exits); else the processes
+  // that owned sockets at the last walk (a server's new connections); and
+  // all of /proc only when sockets are still unknown and the last whole walk
+  // is kWholeWalkMinNs old (a new process is named within about a second;
+  // at intervals of 1 s and more, every scan that needs a walk gets one).
+  constexpr int64_t kWholeWalkMaxNs = 5'000'000'000;
+  constexpr int64_t kWholeWalkMinNs = 900'000'000;
+  const int64_t since_whole = now_ns - last_whole_walk_ns_;
+  bool whole = since_whole >= kWholeWalkMaxNs || !walked_;
+  if (!whole && unknown_inodes() > 0) {
+    procs_->rescan_known();
+    whole = since_whole >= kWholeWalkMinNs && unknown_inodes() > 0;
+  }
+  if (!whole) return;
+  procs_->scan();
+  last_whole_walk_ns_ = now_ns;
+  walked_ = true;
 }
 
 void Sniffer::dump_sockets() {
@@ -155,12 +197,30 @@ void Sniffer::dump_sockets() {
 }
 
 void Sniffer::account_scan(int64_t now_ns) {
-  local_addrs_.clear();
-  if (conntrack_) interface_addresses(local_addrs_);  // only conntrack events ask is_local
+  if (addresses_) addresses_->list(local_addrs_);  // only conntrack asks is_local
   owners_.rebuild(sockets_, *procs_, table_.port_range());
   table_.update(now_ns, sockets_, owners_);
+  poll_conntrack_counts(now_ns);
   table_.expire(now_ns, options_.idle_expiry_ns);
   stats_.sockets_last_scan = sockets_.size();
+}
+
+bool Sniffer::counts_conntrack(Proto proto) const {
+  // Destroy notifications and scans count every local TCP socket exactly:
+  // with them, conntrack adds no TCP counts (they would count twice).
+  return proto == Proto::kUdp || !destroy_;
+}
+
+void Sniffer::poll_conntrack_counts(int64_t now_ns) {
+  if (!conntrack_table_) return;
+  events_.clear();
+  conntrack_table_->dump(/*udp_only=*/destroy_ != nullptr, events_);
+  for (const ConntrackEvent& entry : events_) {
+    const ConntrackEvent delta = conntrack_counts_.live(entry);
+    if (!delta.has_counters || delta.orig_packets + delta.reply_packets == 0) continue;
+    note_event(now_ns, delta, /*event=*/false);
+  }
+  conntrack_counts_.end_dump();
 }
 
 size_t Sniffer::drain_destroyed(int64_t now_ns) {
@@ -174,11 +234,23 @@ size_t Sniffer::drain_destroyed(int64_t now_ns) {
 }
 
 size_t Sniffer::drain_conntrack(int64_t now_ns) {
+  size_t n = drain_own_conntrack(now_ns);
+  for (auto& [id, other] : others_) n += other->drain_own_conntrack(now_ns);
+  return n;
+}
+
+size_t Sniffer::drain_own_conntrack(int64_t now_ns) {
   if (!conntrack_) return 0;
   events_.clear();
   const size_t n = conntrack_->read_available(events_);
   resolve_initiators();
-  for (const ConntrackEvent& ev : events_) note_event(now_ns, ev);
+  for (const ConntrackEvent& ev : events_) {
+    if (ev.type == ConntrackEventType::kDestroy && counts_conntrack(ev.proto)) {
+      note_event(now_ns, conntrack_counts_.destroyed(ev));
+    } else {
+      note_event(now_ns, ev);
+    }
+  }
   return n;
 }
 
@@ -200,9 +272,35 @@ void Sniffer::resolve_initiators() {
   for (const auto& [id, rec] : pending_sockets_) {
     if (const ProcessInfo* owner = procs_->find(rec.inode)) {
       owners_.add_socket(rec.cookie, id, Owner{*owner, rec.cgroup_id});
+    } else {
+      resolve_by_cgroup(id, rec);
     }
   }
   pending_sockets_.clear();
+}
+
+void Sniffer::resolve_by_cgroup(const FlowId& id, const SocketRecord& rec) {
+  // A connecting process that owned no socket at the last scan (a client
+  // that lives for one connection) is looked for among the processes of the
+  // socket's cgroup, when they are few: a container's or a service's.
+  constexpr size_t kMaxProcesses = 64;
+  const std::string& path = cgroups_.path(rec.cgroup_id);
+  const std::vector<pid_t> pids = cgroups_.processes(path);
+  if (pids.size() <= kMaxProcesses) procs_->scan_processes(pids);
+  if (const ProcessInfo* owner = procs_->find(rec.inode)) {
+    owners_.add_socket(rec.cookie, id, Owner{*owner, rec.cgroup_id});
+    return;
+  }
+  if (pids.size() == 1) {
+    if (ProcessInfo only = procs_->read_process(pids.front()); only.pid != 0) {
+      owners_.add_socket(rec.cookie, id, Owner{std::move(only), rec.cgroup_id},
+                         OwnerSource::kCgroup);
+      return;
+    }
+  }
+  ProcessInfo gone;
+  gone.cgroup = path;
+  owners_.add_socket(rec.cookie, id, Owner{std::move(gone), rec.cgroup_id}, OwnerSource::kGone);
 }
 
 FlowId Sniffer::initiator_id(const ConntrackEvent& ev) const {
@@ -222,7 +320,7 @@ bool Sniffer::is_local(const IpAddr& addr) const {
   return std::find(local_addrs_.begin(), local_addrs_.end(), a) != local_addrs_.end();
 }
 
-void Sniffer::note_event(int64_t now_ns, const ConntrackEvent& ev) {
+void Sniffer::note_event(int64_t now_ns, const ConntrackEvent& ev, bool event) {
   const PortRange& range = table_.port_range();
   auto direction_of = [&range](uint16_t local_port, uint16_t remote_port) {
     const bool l = range.contains(local_port);
@@ -238,12 +336,14 @@ void Sniffer::note_event(int64_t now_ns, const ConntrackEvent& ev) {
     id.remote = normalise(remote);
     id.remote_port = range.fold(rport);
     const Owner* who = owners_.tuple_owner(id);
-    if (who == nullptr && !initiator) who = owners_.listener(ev.proto, local, lport);
+    // An unconnected UDP socket is in the listener table under its own
+    // port, so a UDP client that sends with sendto() is found there too.
+    if (who == nullptr && (!initiator || ev.proto == Proto::kUdp)) {
+      who = owners_.listener(ev.proto, local, lport);
+    }
     id.pid = who != nullptr ? who->process.pid : 0;
     FlowCounts counts;
-    // Destroy notifications count every local TCP socket exactly: with them,
-    // a TCP event marks its flow but adds no counts (they would count twice).
-    if (ev.has_counters && !(destroy_ && ev.proto == Proto::kTcp)) {
+    if (ev.has_counters && counts_conntrack(ev.proto)) {
       counts.data_segs_out = initiator ? ev.orig_packets : ev.reply_packets;
       counts.data_segs_in = initiator ? ev.reply_packets : ev.orig_packets;
       counts.bytes_out = initiator ? ev.orig_bytes : ev.reply_bytes;
@@ -251,7 +351,7 @@ void Sniffer::note_event(int64_t now_ns, const ConntrackEvent& ev) {
     }
     table_.note(now_ns, id, direction_of(lport, rport), counts,
                 who != nullptr ? who->process.comm : std::string(),
-                who != nullptr ? who->process.cgroup : std::string());
+                who != nullptr ? who->process.cgroup : std::string(), event);
   };
   if (is_local(ev.src)) record(ev.src, ev.src_port, ev.dst, ev.dst_port, true);
   if (is_local(ev.dst)) record(ev.dst, ev.dst_port, ev.src, ev.src_port, false);

@@ -1,5 +1,6 @@
 // The Sniffer's other network namespaces; see sniffer.hh.
 #include <fcntl.h>
+#include <sys/epoll.h>
 
 #include <exception>
 
@@ -17,16 +18,18 @@ void add_counts(DumpCounters& into, const DumpCounters& more) {
   into.errors += more.errors;
 }
 
-// What a Sniffer in another namespace runs: the scan and destroy sources
-// only. Conntrack stays with the own namespace: its rule would run iptables
-// twice per namespace, and its events need a descriptor watched per
-// namespace.
+// What a Sniffer in another namespace runs: every source of the own one,
+// and no namespaces of its own.
 SnifferOptions options_for_other(const SnifferOptions& own) {
   SnifferOptions o = own;
-  o.conntrack = false;
-  o.conntrack_rule = false;
   o.namespaces = {};
   return o;
+}
+
+std::string label_text(const NetnsLabel& netns) {
+  if (!netns.container.empty()) return "@ctr-" + netns.container;
+  if (!netns.name.empty()) return "@" + netns.name;
+  return "@netns-" + std::to_string(netns.inode);
 }
 
 }  // namespace
@@ -40,20 +43,31 @@ void Sniffer::refresh_namespaces() {
     if (!others_.contains(ns.id) && !unusable_.contains(ns.id)) add_namespace(ns);
   }
   // A namespace that is gone takes its flows with it; flows.list readers
-  // already had every change up to the last scan.
-  std::erase_if(others_, [&](const auto& entry) { return !present.contains(entry.first); });
+  // already had every change up to the last scan. Its conntrack chain went
+  // with it: nothing is left to remove there.
+  std::erase_if(others_, [&](auto& entry) {
+    if (present.contains(entry.first)) return false;
+    if (entry.second->conntrack_rule_) entry.second->conntrack_rule_->abandon();
+    return true;
+  });
   std::erase_if(unusable_, [&](const common::NetnsId& id) { return !present.contains(id); });
 }
 
 void Sniffer::add_namespace(const FoundNamespace& ns) {
   const NetnsLabel label{ns.id.inode, ns.name, ns.container, false};
   try {
-    const common::FileDescriptor fd = common::FileDescriptor::open(ns.path, O_RDONLY);
+    common::FileDescriptor fd = common::FileDescriptor::open(ns.path, O_RDONLY | O_CLOEXEC);
     std::unique_ptr<Sniffer> other;
     common::run_in_netns(fd.get(), [&] {
       other.reset(
           new Sniffer(options_for_other(options_), procs_, table_.shared_sequence(), label));
     });
+    other->netns_fd_ = std::move(fd);
+    if (conntrack_poll_.valid() && other->conntrack_) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ::epoll_ctl(conntrack_poll_.get(), EPOLL_CTL_ADD, other->conntrack_->fd(), &ev);
+    }
     common::log_info("scanning namespace ", ns.name.empty() ? ns.path : ns.name, " (inode ",
                      ns.id.inode, ns.container.empty() ? "" : ", container " + ns.container, ")");
     others_.emplace(ns.id, std::move(other));
@@ -85,7 +99,23 @@ SourceStatus Sniffer::namespaces_status() const {
   return {"namespaces", true,
           std::to_string(others_.size()) + " other network namespaces scanned (" +
               std::to_string(named) + " named, " + std::to_string(containers) +
-              " containers), re-listed every scan; conntrack in this one only"};
+              " containers), re-listed every scan"};
+}
+
+std::string Sniffer::sources_line() const {
+  std::string line = "netns " + label_text(netns_) + ":";
+  const char* sep = " ";
+  for (const SourceStatus& s : sources()) {
+    line += sep + s.name + (s.active ? " active" : " inert (" + s.detail + ")");
+    sep = ", ";
+  }
+  return line;
+}
+
+std::vector<std::string> Sniffer::namespace_sources() const {
+  std::vector<std::string> lines;
+  for (const auto& [id, other] : others_) lines.push_back(other->sources_line());
+  return lines;
 }
 
 }  // namespace nabla::sniffer

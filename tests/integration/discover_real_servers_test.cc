@@ -7,6 +7,8 @@
 //              to a second nginx;
 //   cli → app: memcached, 20 requests on one connection, and a UDP
 //              request/response pair (10 datagrams to a python3 echo).
+// The UDP pair is counted both ways while it lives (each sniffer dumps its
+// namespace's live conntrack entries at every scan), so it is two links.
 // The set of one-way links must be exactly these, with the process name at
 // both ends, ephemeral ports folded, and the client's counts (segments and
 // bytes it sent) within ±5% of what the test sent. The short connections are
@@ -232,7 +234,7 @@ TEST(DiscoverRealServers, ShortAndKeepAliveHttpProxyMemcachedAndUdp) {
       "tcp cli/" + me + ":0 -> web/nginx:8080",      "tcp web/nginx:8080 -> cli/" + me + ":0",
       "tcp web/nginx:0 -> app/nginx:8081",           "tcp app/nginx:8081 -> web/nginx:0",
       "tcp cli/" + me + ":0 -> app/memcached:11211", "tcp app/memcached:11211 -> cli/" + me + ":0",
-      "udp cli/" + me + ":0 -> app/python3:9999",
+      "udp cli/" + me + ":0 -> app/python3:9999",    "udp app/python3:9999 -> cli/" + me + ":0",
   };
   EXPECT_EQ(found, expected) << links.dump(2);
 
@@ -244,6 +246,12 @@ TEST(DiscoverRealServers, ShortAndKeepAliveHttpProxyMemcachedAndUdp) {
   ASSERT_TRUE(mc.is_object()) << links.dump(2);
   expect_within_5_percent(mc["segments"], 20, "memcached segments");
   expect_within_5_percent(mc["bytes"], 20 * set.size(), "memcached bytes");
+  // UDP: the live conntrack entries' counters, both ways, before the flow ends.
+  const json& ping = by_text["udp cli/" + me + ":0 -> app/python3:9999"];
+  const json& pong = by_text["udp app/python3:9999 -> cli/" + me + ":0"];
+  ASSERT_TRUE(ping.is_object() && pong.is_object()) << links.dump(2);
+  expect_within_5_percent(ping["segments"], 10, "UDP requests");
+  expect_within_5_percent(pong["segments"], 10, "UDP responses");
 }
 
 }  // namespace

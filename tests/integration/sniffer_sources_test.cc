@@ -7,22 +7,33 @@
 //    a chain left by a dead sniffer is swept at start-up;
 //  - a connection that lives about 1 ms between two scans is reported with
 //    its exact segment and byte counts (destroy notifications), attributed to
-//    the listening process, with the process's cgroup.
+//    the listening process, with the process's cgroup;
+//  - a client process that connects once for 1 ms and exits is attributed to
+//    its cgroup (a cgroup of its own, removed on exit), and to its pid and
+//    comm when the sniffer found it alive;
+//  - a sniffer scanning another namespace runs conntrack there too: --check
+//    says so per namespace, a live UDP flow in it has counts before it ends,
+//    and the chain it added there is gone after it exits.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "nabla/common/fd.hh"
 #include "nabla/common/netns.hh"
+#include "nabla/common/text_file.hh"
+#include "nabla/sniffer/cgroups.hh"
 #include "nabla_test_support.hh"
 #include "tier_probe.hh"
 
@@ -48,6 +59,60 @@ std::string own_cgroup() {
   }
   return {};
 }
+
+// A TCP listener on 127.0.0.1:PORT inside `ns`; invalid when it failed.
+FileDescriptor listen_in(const NetNamespace& ns, uint16_t port) {
+  FileDescriptor server = ns.socket(AF_INET, SOCK_STREAM, 0);
+  const sockaddr_in sa = nabla::testing::ipv4_address("127.0.0.1", port);
+  if (::bind(server.get(), reinterpret_cast<const sockaddr*>(&sa), sizeof sa) != 0 ||
+      ::listen(server.get(), 4) != 0) {
+    return FileDescriptor();
+  }
+  return server;
+}
+
+// The JSON lines of a --print --json output file (removed), flattened.
+std::vector<nlohmann::json> printed_flows(const std::string& path) {
+  std::stringstream text;
+  text << std::ifstream(path).rdbuf();
+  ::unlink(path.c_str());
+  std::vector<nlohmann::json> flows;
+  std::istringstream lines(text.str());
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] != '{') continue;
+    const nlohmann::json scan = nlohmann::json::parse(line);
+    for (const auto& f : scan["flows"]) flows.push_back(f);
+  }
+  return flows;
+}
+
+// A cgroup v2 directory of the test's own, removed on exit (once empty).
+class TestCgroup {
+ public:
+  TestCgroup() {
+    const std::string mount =
+        nabla::sniffer::cgroup2_mount(nabla::common::read_text_file("/proc/self/mountinfo"));
+    if (mount.empty()) return;
+    path_ = "/nabla-test-" + std::to_string(::getpid());
+    dir_ = mount + path_;
+    if (::mkdir(dir_.c_str(), 0755) != 0) dir_.clear();
+  }
+  ~TestCgroup() {
+    if (dir_.empty()) return;
+    for (int i = 0; i < 50 && ::rmdir(dir_.c_str()) != 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // its process is exiting
+    }
+  }
+  TestCgroup(const TestCgroup&) = delete;
+  TestCgroup& operator=(const TestCgroup&) = delete;
+  bool usable() const { return !dir_.empty(); }
+  const std::string& path() const { return path_; }  // as /proc/PID/cgroup writes it
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string path_;
+  std::string dir_;
+};
 
 TEST(SnifferSources, CheckListsSourcesAndWarnsWhenInert) {
   NABLA_REQUIRE_ROOT_OR_SKIP();
@@ -110,10 +175,8 @@ TEST(SnifferSources, ConntrackChainLivesWithTheDaemonAndStaleOnesAreSwept) {
 TEST(SnifferSources, OneMillisecondConnectionReportedWithItsCounts) {
   NABLA_REQUIRE_ROOT_OR_SKIP();
   NetNamespace ns("onems");
-  FileDescriptor server = ns.socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in sa = nabla::testing::ipv4_address("127.0.0.1", 9050);
-  ASSERT_EQ(::bind(server.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
-  ASSERT_EQ(::listen(server.get(), 4), 0);
+  FileDescriptor server = listen_in(ns, 9050);
+  ASSERT_TRUE(server.valid());
   const std::string out = ::testing::TempDir() + "onems-" + std::to_string(::getpid()) + ".json";
   ChildProcess sniffd({NABLA_SNIFFD_PATH, "--print", "--json", "--interval", "1s", "--count", "3",
                        "--no-conntrack"},
@@ -168,6 +231,106 @@ TEST(SnifferSources, OneMillisecondConnectionReportedWithItsCounts) {
   EXPECT_EQ(outbound["total"]["segments_out"], 1);
   EXPECT_EQ(outbound["total"]["bytes_out"], 100);
   EXPECT_EQ(outbound["local"]["port"], 0);  // ephemeral port folded
+}
+
+TEST(SnifferSources, ShortLivedClientAttributedToItsCgroup) {
+  NABLA_REQUIRE_ROOT_OR_SKIP();
+  TestCgroup cgroup;
+  if (!cgroup.usable()) GTEST_SKIP() << "no writable cgroup v2 hierarchy";
+  NetNamespace ns("shortcg");
+  FileDescriptor server = listen_in(ns, 9051);
+  ASSERT_TRUE(server.valid());
+  const std::string out = ::testing::TempDir() + "shortcg-" + std::to_string(::getpid()) + ".json";
+  ChildProcess sniffd({NABLA_SNIFFD_PATH, "--print", "--json", "--interval", "1s", "--count", "3"},
+                      &ns, out);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1300));  // chain in place, a scan done
+
+  // A client that joins its own cgroup, connects, sends, lives 1 ms and exits.
+  ChildProcess client({"bash", "-c",
+                       "echo $$ > " + cgroup.dir() +
+                           "/cgroup.procs && exec 3<>/dev/tcp/127.0.0.1/9051 && "
+                           "printf hello >&3 && sleep 0.001"},
+                      &ns);
+  FileDescriptor conn(::accept4(server.get(), nullptr, nullptr, SOCK_CLOEXEC));
+  ASSERT_TRUE(conn.valid());
+  char buf[16];
+  EXPECT_EQ(::recv(conn.get(), buf, 5, MSG_WAITALL), 5);
+  EXPECT_EQ(client.wait(std::chrono::seconds(5)), 0);
+  ASSERT_EQ(sniffd.wait(std::chrono::seconds(10)), 0);
+
+  nlohmann::json outbound;
+  const auto flows = printed_flows(out);
+  for (const auto& f : flows) {
+    if (f["remote"]["port"] == 9051) outbound = f;
+  }
+  ASSERT_TRUE(outbound.is_object()) << nlohmann::json(flows).dump();
+  const auto& local = outbound["local"];
+  EXPECT_EQ(local["cgroup"], cgroup.path()) << outbound.dump();
+  EXPECT_NE(local["cgroup_id"], 0) << outbound.dump();
+  // Found alive (its own socket), or gone before the sniffer could look.
+  if (local["owner"] == "socket") {
+    EXPECT_EQ(local["pid"], client.pid()) << outbound.dump();
+    // bash execs its last command: the process is named sleep by then.
+    EXPECT_TRUE(local["comm"] == "bash" || local["comm"] == "sleep") << outbound.dump();
+  } else {
+    EXPECT_EQ(local["owner"], "gone-before-scan") << outbound.dump();
+    EXPECT_EQ(local["pid"], 0) << outbound.dump();
+  }
+  EXPECT_EQ(outbound["total"]["bytes_out"], 5);
+}
+
+TEST(SnifferSources, ConntrackRunsInEveryScannedNamespace) {
+  NABLA_REQUIRE_ROOT_OR_SKIP();
+  NetNamespace node("ctnode");
+  NetNamespace other("ctother");
+  const auto check = node.run({NABLA_SNIFFD_PATH, "--check", "--netns", other.name()});
+  EXPECT_NE(check.stdout_text.find("netns @" + other.name() +
+                                   ": scan active, destroy active, conntrack active"),
+            std::string::npos)
+      << check.stdout_text << check.stderr_text;
+
+  // A UDP request/response pair in the other namespace, 20 exchanges a
+  // second for the whole test: it never ends while the sniffer runs, so its
+  // counts can only come from the live entry.
+  FileDescriptor server = other.socket(AF_INET, SOCK_DGRAM, 0);
+  FileDescriptor client = other.socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in sa = nabla::testing::ipv4_address("127.0.0.1", 9052);
+  ASSERT_EQ(::bind(server.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  const std::string out = ::testing::TempDir() + "ctns-" + std::to_string(::getpid()) + ".json";
+  ChildProcess sniffd({NABLA_SNIFFD_PATH, "--print", "--json", "--interval", "500ms", "--count",
+                       "4", "--netns", other.name()},
+                      &node, out);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // the chains are in place
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1800);
+  int exchanges = 0;
+  while (std::chrono::steady_clock::now() < until) {
+    char buf[64];
+    ASSERT_EQ(::sendto(client.get(), "ping", 4, 0, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 4);
+    sockaddr_in from{};
+    socklen_t len = sizeof from;
+    ASSERT_EQ(
+        ::recvfrom(server.get(), buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &len), 4);
+    ASSERT_EQ(::sendto(server.get(), "pong!", 5, 0, reinterpret_cast<sockaddr*>(&from), len), 5);
+    ASSERT_EQ(::recv(client.get(), buf, sizeof buf, 0), 5);
+    ++exchanges;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(sniffd.wait(std::chrono::seconds(10)), 0);
+
+  uint64_t served = 0;
+  const auto flows = printed_flows(out);
+  for (const auto& f : flows) {
+    if (f["proto"] != "udp" || f["local"]["port"] != 9052) continue;
+    EXPECT_EQ(f["netns"]["name"], other.name());
+    EXPECT_EQ(f["local"]["pid"], ::getpid());
+    served = std::max(served, f["total"]["segments_in"].get<uint64_t>());
+  }
+  // Every exchange the sniffer's last dump could see: the ones sent after
+  // the chain existed, up to the last scan (no more than were sent).
+  EXPECT_GE(served, 10u) << nlohmann::json(flows).dump();
+  EXPECT_LE(served, static_cast<uint64_t>(exchanges));
+  EXPECT_EQ(iptables_rules(other).find("nabla-sniffd-"), std::string::npos)
+      << iptables_rules(other);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // The campaign's link set: labels, injector specs from the flow records'
-// addresses and fixed ports, measurability, excludes and includes.
+// addresses and fixed ports, measurability, excludes and includes; a
+// dual-stack pair joins into one link that covers both families.
 #include "nabla/campaign/links.hh"
 
 #include <gtest/gtest.h>
@@ -104,6 +105,59 @@ TEST(CampaignLinks, IncludeFoundByDiscoveryIsListedOnce) {
 TEST(CampaignLinks, LabelWritesOnlyFixedPorts) {
   EXPECT_EQ(link_label(link("web", 0, "app", 9002)), "tcp web -> app:9002");
   EXPECT_EQ(link_label(link("app", 9002, "web", 0)), "tcp app:9002 -> web");
+}
+
+constexpr const char* kDualStackSpec = R"(
+name = "dual"
+[[node]]
+name = "web"
+addresses = ["10.213.0.2", "fd00::2"]
+injectd = "10.213.0.2"
+[[node]]
+name = "app"
+addresses = ["10.213.0.3", "fd00::3"]
+sniffd = "10.213.0.3"
+[workload]
+target = "http://10.213.0.2:9001"
+rate = 10
+)";
+
+FlowEnd counted(FlowEnd f, uint64_t segments_out, uint64_t segments_in) {
+  f.segments_out = segments_out;
+  f.segments_in = segments_in;
+  return f;
+}
+
+TEST(CampaignLinks, DualStackPairIsOneLinkCoveringBothFamilies) {
+  const CampaignSpec spec = parse_campaign_spec(kDualStackSpec);
+  // web's client talks to app:9002 over IPv4 and (busier) over IPv6.
+  const std::vector<NodeFlows> nodes = {
+      {"web",
+       {"10.213.0.2", "fd00::2"},
+       {counted(flow("10.213.0.2", 0, "10.213.0.3", 9002), 10, 10),
+        counted(flow("fd00::2", 0, "fd00::3", 9002), 30, 30)}},
+      {"app",
+       {"10.213.0.3", "fd00::3"},
+       {counted(flow("10.213.0.3", 9002, "10.213.0.2", 0), 10, 10),
+        counted(flow("fd00::3", 9002, "fd00::2", 0), 30, 30)}}};
+  const std::vector<Link> joined = join_flows(nodes);
+  ASSERT_EQ(joined.size(), 2u);  // one link each way, both families in each
+  const auto links = assemble_links(spec, nodes, joined);
+  const CampaignLink* req = find(links, "tcp web -> app:9002");
+  ASSERT_NE(req, nullptr);
+  EXPECT_EQ(req->link.segments, 40u);
+  EXPECT_EQ(req->spec, "tcp [fd00::2]:* -> [fd00::3]:9002");
+  EXPECT_EQ(req->family_specs, std::vector<std::string>{"tcp 10.213.0.2:* -> 10.213.0.3:9002"});
+  EXPECT_TRUE(req->measurable);
+
+  // Excluding one family's addresses leaves the link the other.
+  std::string text = kDualStackSpec;
+  text += "[links]\nexclude = [\"tcp 10.213.0.2 -> 10.213.0.3\"]\n";
+  const auto narrowed = assemble_links(parse_campaign_spec(text), nodes, joined);
+  req = find(narrowed, "tcp web -> app:9002");
+  ASSERT_NE(req, nullptr);
+  EXPECT_EQ(req->spec, "tcp [fd00::2]:* -> [fd00::3]:9002");
+  EXPECT_TRUE(req->family_specs.empty());
 }
 
 }  // namespace

@@ -79,8 +79,11 @@ namespace nabla::campaign {
 
 struct CampaignLink {
   Link link;
-  std::string label;     // "tcp web -> app:9002" (spec.hh)
-  std::string spec;      // injector link spec with addresses
+  std::string label;  // "tcp web -> app:9002" (spec.hh)
+  std::string spec;   // injector link spec with addresses
+  // The same link in its other address family, when its ends talked over
+  // both (a dual-stack pair): injected alongside `spec` with the same wave.
+  std::vector<std::string> family_specs;
   std::string src_node;  // where it is injected (direction out)
   bool measurable = false;
   std::string note;  // why it is not measured

@@ -16,9 +16,12 @@
 //                  owner;
 //   3. kTuple    — the owner of another socket of the same folded tuple in
 //                  the last scan (a client that keeps reconnecting);
-// otherwise to nobody (pid 0). Each owner also carries its cgroup: the path
-// from /proc/PID/cgroup and the socket's cgroup id from sock_diag, so a
-// container's flows carry the container's identity.
+// otherwise to nobody (pid 0). A socket looked up while it lived (a
+// conntrack NEW event) is added by cookie with how its owner was found:
+// its own process (kSocket), the one process of its cgroup (kCgroup), or
+// none left (kGone: pid 0, the socket's cgroup carried). Each owner also carries its cgroup: the
+// path from /proc/PID/cgroup and the socket's cgroup id from sock_diag, so a container's flows
+// carry the container's identity.
 #include <cstdint>
 #include <span>
 #include <string>
@@ -39,7 +42,8 @@ class Attribution {
 
   // The pieces rebuild() adds, for tests and recorded inputs.
   void add_listener(Proto proto, const IpAddr& addr, uint16_t port, const Owner& owner);
-  void add_socket(uint64_t cookie, const FlowId& folded_tuple, const Owner& owner);
+  void add_socket(uint64_t cookie, const FlowId& folded_tuple, const Owner& owner,
+                  OwnerSource source = OwnerSource::kSocket);
   // Records that `owner` holds an accepted connection on proto addr:port.
   void add_accepted(Proto proto, const IpAddr& addr, uint16_t port, const Owner& owner);
 
@@ -64,17 +68,21 @@ class Attribution {
   size_t intern(const Owner& owner);
   // The listener entry for addr:port (exact address, then wildcards).
   const ListenKey* listen_key(Proto proto, const IpAddr& addr, uint16_t port) const;
-  const Owner* by_cookie(uint64_t cookie) const;
+  Attributed by_cookie(uint64_t cookie) const;
+  struct CookieOwner {
+    size_t index = 0;
+    OwnerSource source = OwnerSource::kSocket;
+  };
 
   std::vector<Owner> owners_;  // one per process seen in the scan
   std::unordered_map<int32_t, size_t> owner_index_;
   std::unordered_map<ListenKey, size_t, ListenKeyHash> listeners_;
   std::unordered_map<ListenKey, Owner, ListenKeyHash> accepting_;  // kept across scans
-  std::unordered_map<uint64_t, size_t> cookies_;
+  std::unordered_map<uint64_t, CookieOwner> cookies_;
   // The previous scan's owners and sockets (swapped, not copied): a socket
   // freed just before a scan has its notification read after it.
   std::vector<Owner> previous_owners_;
-  std::unordered_map<uint64_t, size_t> previous_cookies_;
+  std::unordered_map<uint64_t, CookieOwner> previous_cookies_;
   std::unordered_map<FlowId, size_t, FlowIdHash> tuples_;
 };
 

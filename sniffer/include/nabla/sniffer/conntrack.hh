@@ -28,6 +28,7 @@ struct ConntrackEvent {
   uint16_t src_port = 0;
   IpAddr dst;
   uint16_t dst_port = 0;
+  uint32_t id = 0;            // the entry's conntrack id (CTA_ID); 0 when absent
   bool has_counters = false;  // only with nf_conntrack_acct=1, on DESTROY
   uint64_t orig_packets = 0;
   uint64_t orig_bytes = 0;
@@ -66,6 +67,32 @@ class ConntrackListener {
   void subscribe();
   common::FileDescriptor fd_;
   std::vector<std::byte> buf_;
+  ConntrackCounters counters_;
+};
+
+// The live conntrack entries of a namespace with their counters (a
+// ctnetlink dump), so a flow that lasts has counts while it lives, not only
+// once its DESTROY event comes. The dump asks the kernel for UDP entries
+// only when `udp_only` (a filter, Linux 5.9+; where the kernel refuses it,
+// every entry comes and the others are skipped here).
+class ConntrackTable {
+ public:
+  // Opens a NETLINK_NETFILTER socket in the caller's network namespace.
+  // Throws std::system_error naming the failing call.
+  ConntrackTable();
+  explicit ConntrackTable(common::FileDescriptor fd);
+
+  // Appends every live TCP and UDP entry (UDP only when udp_only) to `out`,
+  // typed kNew. Returns false when the dump failed (counted in lost).
+  bool dump(bool udp_only, std::vector<ConntrackEvent>& out);
+  const ConntrackCounters& counters() const { return counters_; }
+
+ private:
+  bool request(bool filtered, bool udp_only, std::vector<ConntrackEvent>& out);
+  common::FileDescriptor fd_;
+  std::vector<std::byte> buf_;
+  uint32_t seq_ = 0;
+  bool filter_works_ = true;
   ConntrackCounters counters_;
 };
 

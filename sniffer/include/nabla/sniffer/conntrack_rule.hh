@@ -41,6 +41,10 @@ class ConntrackRule {
   // Whether nf_conntrack_acct is 1 (so DESTROY events carry counters).
   bool accounting() const { return accounting_; }
 
+  // Forgets the chain without removing it: its namespace is gone, and the
+  // chain with it. The destructor then does nothing.
+  void abandon() noexcept { abandoned_ = true; }
+
   // Removes nabla-sniffd-<pid> chains whose creator is gone (both families).
   // Returns how many were removed. Never throws.
   static int remove_stale() noexcept;
@@ -49,6 +53,7 @@ class ConntrackRule {
   std::string chain_;
   bool ipv6_ = false;
   bool accounting_ = false;
+  bool abandoned_ = false;
   std::optional<std::string> saved_acct_;  // the value to restore, if we changed it
 };
 

@@ -23,7 +23,8 @@
 //
 // UDP sockets carry no counters in sock_diag: a connected UDP socket marks
 // its flow active when first seen; its traffic is known only from conntrack
-// accounting.
+// accounting (note(): the live entries' counters at each scan, the rest at
+// DESTROY).
 //
 // Owners: each socket's flow is labelled through an Attribution (its own
 // process, else the listener on its port, ...; see attribution.hh). A flow
@@ -114,10 +115,11 @@ class FlowTable {
   // flow, labelled through `owners`.
   void closed(int64_t now_ns, const SocketRecord& socket, const Attribution& owners);
 
-  // Records a flow seen by some other means (a conntrack event) with the
-  // given counts; creates the flow if needed.
+  // Records a flow seen by some other means (a conntrack event, or with
+  // `event` false a live conntrack entry's counts) with the given counts;
+  // creates the flow if needed.
   void note(int64_t now_ns, const FlowId& id, Direction direction, const FlowCounts& counts,
-            const std::string& comm, const std::string& cgroup = {});
+            const std::string& comm, const std::string& cgroup = {}, bool event = true);
 
   // Flows changed after `cursor` with at least `min_messages` messages in
   // total. Flows without segment counts (UDP sockets, conntrack events

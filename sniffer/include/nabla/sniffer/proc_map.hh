@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -28,7 +29,7 @@ struct Owner {
 };
 
 // How the owner was found (see attribution.hh).
-enum class OwnerSource : uint8_t { kNone, kSocket, kListener, kTuple };
+enum class OwnerSource : uint8_t { kNone, kSocket, kListener, kTuple, kCgroup, kGone };
 const char* to_string(OwnerSource source);
 
 struct Attributed {
@@ -47,6 +48,12 @@ class ProcMap {
   // sockets then (a cheap partial scan, e.g. for a connection conntrack just
   // reported). Returns the number of inodes added.
   size_t rescan_known();
+  // Adds the sockets of `pids` only (e.g. the processes of one cgroup), as
+  // scan() would. Returns the number of inodes added.
+  size_t scan_processes(std::span<const pid_t> pids);
+  // A live process's comm and cgroup, whether or not it owns a socket;
+  // pid 0 when it is gone.
+  ProcessInfo read_process(pid_t pid) const;
   // The owner of a socket inode from the last scan, or nullptr.
   const ProcessInfo* find(uint64_t inode) const;
   size_t processes_scanned() const { return processes_; }
@@ -55,6 +62,8 @@ class ProcMap {
 
  private:
   bool scan_fds(int proc_dirfd, pid_t pid);  // true if the process owns a socket
+  // Records a process that owns sockets, its comm and cgroup read again.
+  void note_process(int proc_dirfd, pid_t pid);
 
   std::string root_;
   std::unordered_map<uint64_t, pid_t> inode_pid_;

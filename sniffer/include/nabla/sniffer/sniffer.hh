@@ -5,11 +5,13 @@
 //   - destroy notifications (sock_diag multicast): every socket freed in
 //     between, with its final tcp_info, so a connection that lives 1 ms is
 //     reported with its segments and bytes;
-//   - conntrack NEW/DESTROY events: kept live by nabla's own iptables chain
-//     (conntrack_rule.hh); they give UDP flows their packet and byte counts,
-//     and TCP flows when destroy notifications are unavailable (when they
-//     are, a TCP event marks its flow and names the connecting process but
-//     adds no counts, so nothing is counted twice).
+//   - conntrack: NEW/DESTROY events, and at each scan a dump of the live
+//     entries with their counters (conntrack_counts.hh), kept live by
+//     nabla's own iptables chain (conntrack_rule.hh); they give UDP flows
+//     their packet and byte counts while they live and when they end, and
+//     TCP flows when destroy notifications are unavailable (when they are, a
+//     TCP event marks its flow and names the connecting process but adds no
+//     counts, so nothing is counted twice).
 // sources() says which are active, and why one is inert.
 //
 // Owners: see attribution.hh (the socket's process, else the listener on its
@@ -24,8 +26,9 @@
 //
 // Network namespaces: a Sniffer scans the namespace it was made in and,
 // with `namespaces` set, every selected namespace of the node (namespaces.hh)
-// through a Sniffer of its own whose sockets were opened inside it (scan
-// and destroy sources; conntrack in the own namespace only). They share one
+// through a Sniffer of its own whose sockets were opened inside it (scan,
+// destroy and conntrack sources, the last with its chain in that namespace,
+// removed there when the sniffer stops). They share one
 // process map (socket inodes are unique across namespaces) and one flow
 // sequence (one cursor reads them all). The list is refreshed at every
 // scan; each flow is reported with its namespace.
@@ -41,10 +44,14 @@
 #include <utility>
 #include <vector>
 
+#include "nabla/common/fd.hh"
 #include "nabla/sniffer/attribution.hh"
+#include "nabla/sniffer/cgroups.hh"
 #include "nabla/sniffer/conntrack.hh"
+#include "nabla/sniffer/conntrack_counts.hh"
 #include "nabla/sniffer/conntrack_rule.hh"
 #include "nabla/sniffer/flow_table.hh"
+#include "nabla/sniffer/interface_addresses.hh"
 #include "nabla/sniffer/namespaces.hh"
 #include "nabla/sniffer/proc_map.hh"
 #include "nabla/sniffer/sock_diag.hh"
@@ -112,15 +119,22 @@ class Sniffer {
   // One sock_diag + /proc scan at monotonic time now_ns (of every namespace,
   // after refreshing their list).
   void scan(int64_t now_ns);
-  // Reads queued conntrack events (non-blocking) into the flow table.
+  // Reads queued conntrack events (non-blocking) of every namespace into
+  // the flow tables.
   size_t drain_conntrack(int64_t now_ns);
   // Reads queued destroy notifications (non-blocking) of every namespace.
   size_t drain_destroyed(int64_t now_ns);
-  // The sockets to wait on, or -1 when that source is inactive.
+  // The sockets to wait on, or -1 when that source is inactive. With other
+  // namespaces, conntrack_fd() is an epoll descriptor readable when any
+  // namespace's conntrack socket is.
   int conntrack_fd() const;
   int destroy_fd() const;
   // Each source's state, for --check and the start-up log.
   std::vector<SourceStatus> sources() const;
+  // One line per other namespace scanned: its label and which of its
+  // sources are active ("netns @ctr-3f2a…: scan active, destroy active,
+  // conntrack inert (why)"), for --check and the start-up log.
+  std::vector<std::string> namespace_sources() const;
 
   // Flows changed after `cursor` with at least `min_messages` messages
   // (std::nullopt: the configured default); control flows only on request.
@@ -135,16 +149,25 @@ class Sniffer {
   Sniffer(SnifferOptions options, std::shared_ptr<ProcMap> procs,
           std::shared_ptr<uint64_t> flow_sequence, NetnsLabel netns);
   void open_sources();
+  std::string sources_line() const;
   void refresh_namespaces();
   void add_namespace(const FoundNamespace& ns);
   void add_namespace_stats(SnifferStats& s) const;
   SourceStatus namespaces_status() const;
   void dump_sockets();
+  // Brings the /proc map up to date for this scan's sockets (see sniffer.cc).
+  void read_owners(int64_t now_ns);
+  size_t unknown_inodes() const;
   void account_scan(int64_t now_ns);
   void append_flows(uint64_t cursor, uint64_t min_messages, bool include_control,
                     std::vector<ReportedFlow>& out, uint64_t& next_cursor) const;
-  void note_event(int64_t now_ns, const ConntrackEvent& ev);
+  size_t drain_own_conntrack(int64_t now_ns);
+  void poll_conntrack_counts(int64_t now_ns);
+  // Records a conntrack event (`event`) or a dumped entry's counts.
+  void note_event(int64_t now_ns, const ConntrackEvent& ev, bool event = true);
+  bool counts_conntrack(Proto proto) const;
   void resolve_initiators();
+  void resolve_by_cgroup(const FlowId& id, const SocketRecord& rec);
   FlowId initiator_id(const ConntrackEvent& ev) const;
   bool is_local(const IpAddr& addr) const;
   bool is_control(const FlowId& id) const;
@@ -160,13 +183,23 @@ class Sniffer {
   std::string destroy_error_;  // why destroy notifications are off
   std::unique_ptr<ConntrackRule> conntrack_rule_;
   std::unique_ptr<ConntrackListener> conntrack_;
-  std::string conntrack_error_;        // why conntrack is off or inert
-  std::vector<SocketRecord> sockets_;  // reused by every scan
+  std::unique_ptr<ConntrackTable> conntrack_table_;  // live entries' counters
+  ConntrackCounts conntrack_counts_;
+  std::unique_ptr<InterfaceAddresses> addresses_;  // for conntrack: which end is local
+  Cgroups cgroups_;
+  std::string conntrack_error_;  // why conntrack is off or inert
+  // Another namespace's Sniffer: its namespace, entered again to remove the
+  // conntrack chain there.
+  common::FileDescriptor netns_fd_;
+  common::FileDescriptor conntrack_poll_;  // epoll over every namespace's conntrack socket
+  std::vector<SocketRecord> sockets_;      // reused by every scan
   std::vector<SocketRecord> destroyed_;
   std::vector<ConntrackEvent> events_;
   std::vector<IpAddr> local_addrs_;
   std::vector<std::pair<FlowId, SocketRecord>> pending_sockets_;  // reused by resolve_initiators
   SnifferStats stats_;
+  bool walked_ = false;  // a whole /proc walk was done
+  int64_t last_whole_walk_ns_ = 0;
   std::map<common::NetnsId, std::unique_ptr<Sniffer>> others_;  // other namespaces
   std::set<common::NetnsId> unusable_;  // namespaces that could not be opened
 };

@@ -32,8 +32,11 @@ std::string_view to_string(FlowProto proto) noexcept;
 
 // How the reporting node found the local process of a flow: its own socket,
 // the listener on its address and port (an accepted socket already gone),
-// another socket of the same tuple, or not at all.
-enum class FlowOwner : uint8_t { kNone, kSocket, kListener, kTuple };
+// another socket of the same tuple, among the processes of the socket's
+// cgroup ("cgroup"), or not at all: "gone-before-scan" when the process had
+// left before any scan or lookup found it (the socket's cgroup is carried),
+// "none" otherwise.
+enum class FlowOwner : uint8_t { kNone, kSocket, kListener, kTuple, kCgroup, kGone };
 std::string_view to_string(FlowOwner owner) noexcept;
 
 // Who opened the flow, seen from the reporting node.

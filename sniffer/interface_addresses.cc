@@ -1,0 +1,65 @@
+// A namespace's interface addresses; see interface_addresses.hh.
+#include "nabla/sniffer/interface_addresses.hh"
+
+#include <libmnl/libmnl.h>
+#include <linux/if_addr.h>
+#include <linux/rtnetlink.h>
+#include <sys/socket.h>
+
+#include <cstring>
+
+#include "nabla/sniffer/netlink_events.hh"
+
+namespace nabla::sniffer {
+namespace {
+
+constexpr size_t kRecvBytes = 32 * 1024;
+
+int address_cb(const nlattr* attr, void* data) {
+  // IFA_LOCAL is the address itself; IFA_ADDRESS is the peer's on a
+  // point-to-point link, the same as IFA_LOCAL elsewhere (and the only one
+  // IPv6 sends).
+  const uint16_t type = mnl_attr_get_type(attr);
+  if (type == IFA_LOCAL || type == IFA_ADDRESS) {
+    static_cast<const nlattr**>(data)[type == IFA_LOCAL ? 0 : 1] = attr;
+  }
+  return MNL_CB_OK;
+}
+
+}  // namespace
+
+InterfaceAddresses::InterfaceAddresses()
+    : fd_(common::FileDescriptor::socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE)), buf_(kRecvBytes) {
+  bind_netlink(fd_.get(), "bind(NETLINK_ROUTE)");
+}
+
+bool InterfaceAddresses::list(std::vector<IpAddr>& out) {
+  alignas(nlmsghdr) std::byte msg[64] = {};
+  nlmsghdr* nlh = mnl_nlmsg_put_header(msg);
+  nlh->nlmsg_type = RTM_GETADDR;
+  nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  nlh->nlmsg_seq = ++seq_;
+  auto* ifa = static_cast<ifaddrmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(ifaddrmsg)));
+  ifa->ifa_family = AF_UNSPEC;
+  std::vector<IpAddr> found;
+  int error = 0;
+  const bool ok =
+      netlink_dump(fd_.get(), buf_, msg, nlh->nlmsg_len, seq_, error, [&](const nlmsghdr* m) {
+        if (m->nlmsg_type != RTM_NEWADDR || m->nlmsg_len < NLMSG_HDRLEN + sizeof(ifaddrmsg)) return;
+        const auto* a = static_cast<const ifaddrmsg*>(mnl_nlmsg_get_payload(m));
+        if (a->ifa_family != AF_INET && a->ifa_family != AF_INET6) return;
+        const nlattr* attrs[2] = {};
+        if (mnl_attr_parse(m, sizeof(ifaddrmsg), address_cb, attrs) < 0) return;
+        const nlattr* addr = attrs[0] != nullptr ? attrs[0] : attrs[1];
+        const size_t len = a->ifa_family == AF_INET ? 4 : 16;
+        if (addr == nullptr || mnl_attr_get_payload_len(addr) != len) return;
+        IpAddr ip;
+        ip.family = a->ifa_family;
+        std::memcpy(ip.bytes, mnl_attr_get_payload(addr), len);
+        found.push_back(ip);
+      });
+  if (ok) out = std::move(found);
+  return ok;
+}
+
+}  // namespace nabla::sniffer
