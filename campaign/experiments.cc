@@ -50,15 +50,16 @@ struct Windows {
   std::int64_t recovery_start_ns = 0, recovery_end_ns = 0;
 };
 
-struct Injected {
+// One link the fault was on, and what its injector reported.
+struct FaultOnLink {
   const CampaignLink* link = nullptr;
   InjectionStats stats;
 };
 
 // Starts the fault on every link at the baseline's end, holds it for the
 // fault window and stops it; fills the windows' limits.
-std::vector<Injected> inject_fault(CampaignRun& run, const ExperimentSpec& e,
-                                   const std::vector<const CampaignLink*>& links, Windows& w) {
+std::vector<FaultOnLink> inject_fault(CampaignRun& run, const ExperimentSpec& e,
+                                      const std::vector<const CampaignLink*>& links, Windows& w) {
   run.wait_until(w.fault_start_ns);
   std::vector<std::unique_ptr<LinkInjections>> active;
   for (const CampaignLink* l : links) {
@@ -76,7 +77,7 @@ std::vector<Injected> inject_fault(CampaignRun& run, const ExperimentSpec& e,
   run.set_phase_start(w.fault_start_ns);
   run.wait_until(w.fault_start_ns + e.fault_ns);
   w.fault_end_ns = run.now_ns();
-  std::vector<Injected> out;
+  std::vector<FaultOnLink> out;
   for (std::size_t i = 0; i < links.size(); ++i) out.push_back({links[i], active[i]->stop()});
   w.recovery_start_ns = run.now_ns();
   w.recovery_end_ns = w.recovery_start_ns + e.recovery_ns;
@@ -120,8 +121,8 @@ bool pure_delay(const common::FaultRequest& r) {
 // Σ over links of (the link's gradient, weighted by the fault window's type
 // mix) × the delay it actually got; the CI treats a link's types as fully
 // correlated and the links as independent.
-void predict(const CampaignRun& run, const std::vector<Injected>& injected, const WindowData& fault,
-             ExperimentOutcome& out) {
+void predict(const CampaignRun& run, const std::vector<FaultOnLink>& injected,
+             const WindowData& fault, ExperimentOutcome& out) {
   const std::size_t types = run.out.types.size();
   std::vector<double> share(types, 0.0);
   for (std::int32_t t : fault.types) {
@@ -129,7 +130,7 @@ void predict(const CampaignRun& run, const std::vector<Injected>& injected, cons
   }
   for (double& s : share) s /= std::max<double>(1.0, static_cast<double>(fault.types.size()));
   double predicted = 0, variance = 0;
-  for (const Injected& i : injected) {
+  for (const FaultOnLink& i : injected) {
     const auto m = std::find_if(run.out.measurements.begin(), run.out.measurements.end(),
                                 [&](const LinkMeasurement& x) { return x.label == i.link->label; });
     const std::optional<double> delay = mean_delay_ns(i.stats);
@@ -159,7 +160,7 @@ std::vector<WindowData> windows_data(const loadgen::EngineResult& r, const Windo
 
 ExperimentOutcome judge_experiment(const CampaignRun& run, const ExperimentSpec& e,
                                    const std::vector<WindowData>& data, const Windows& w,
-                                   const std::vector<Injected>& injected) {
+                                   const std::vector<FaultOnLink>& injected) {
   const double confidence = run.spec.gradient.confidence;
   const std::int64_t lengths[] = {w.fault_start_ns - w.baseline_start_ns,
                                   w.fault_end_ns - w.fault_start_ns,
@@ -171,7 +172,7 @@ ExperimentOutcome judge_experiment(const CampaignRun& run, const ExperimentSpec&
   }
   ExperimentOutcome out;
   out.name = e.name;
-  for (const Injected& i : injected) out.links.push_back(i.link->label);
+  for (const FaultOnLink& i : injected) out.links.push_back(i.link->label);
   for (std::size_t i = 0; i < 3; ++i) {
     const auto checks = check_window(kWindowNames[i], stats[i], stats[0], e.slo, confidence);
     out.checks.insert(out.checks.end(), checks.begin(), checks.end());
@@ -181,7 +182,7 @@ ExperimentOutcome judge_experiment(const CampaignRun& run, const ExperimentSpec&
                [](const TermCheck& c) { return c.window != "baseline"; });
   out.verdict = overall_verdict(judged);
   double delayed = 0, weight = 0;
-  for (const Injected& i : injected) {
+  for (const FaultOnLink& i : injected) {
     const auto d = mean_delay_ns(i.stats);
     if (!d) continue;
     const double n = static_cast<double>(i.stats.high.count + i.stats.low.count);
@@ -266,7 +267,7 @@ void run_experiment(CampaignRun& run, std::size_t index) {
   Windows w;
   w.baseline_start_ns = warm_ns;
   w.fault_start_ns = warm_ns + e.baseline_ns;
-  std::vector<Injected> injected = inject_fault(run, e, links, w);
+  std::vector<FaultOnLink> injected = inject_fault(run, e, links, w);
   const std::int64_t load_end_ns = warm_ns + total_ns + 2 * kEngineSlackNs;
   if (w.recovery_end_ns > load_end_ns) {
     throw std::runtime_error("experiment " + e.name +

@@ -53,7 +53,8 @@ std::vector<FamilyEnds> flow_addresses(const CampaignSpec& spec,
           node_owns_address(spec, l.dst.host, f.remote_addr)) {
         add(f.local_addr, f.remote_addr, f);
       } else if (n.name == l.dst.host && f.local_port == l.dst.port &&
-                 f.remote_port == l.src.port && node_owns_address(spec, l.src.host, f.remote_addr)) {
+                 f.remote_port == l.src.port &&
+                 node_owns_address(spec, l.src.host, f.remote_addr)) {
         add(f.remote_addr, f.local_addr, f);
       }
     }

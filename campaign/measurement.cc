@@ -35,6 +35,7 @@ loadgen::EngineResult inject_phase(CampaignRun& run, const CampaignLink& l, doub
                              run.spec.gradient.lease_ns,
                              run.next_seed() >> 1,
                              run.spec.node_by_name(l.src_node)->netns,
+                             std::nullopt,
                              inj.constant};
     LinkInjections a(run.env.daemons, run.leases, run.env.clock, l, request);
     inj.anchor_ns = a.anchor_ns();
