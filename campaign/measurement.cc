@@ -129,6 +129,7 @@ std::vector<analysis::BinnedSeries> bin_types(CampaignRun& run, const CampaignLi
 std::span<const std::complex<double>> training_baseline(const CampaignRun& run, std::size_t t,
                                                         const GradientWindow& window) {
   if (window.bins != run.spec.gradient.bins) return {};
+  if (run.spec.gradient.schedule == Schedule::kSimultaneous) return {};
   return run.trainings[t].fft0_mean;
 }
 

@@ -82,7 +82,10 @@ std::vector<analysis::BinnedSeries> bin_types(CampaignRun& run, const CampaignLi
                                               const GradientWindow& window);
 
 // Type t's training spectrum as the baseline FFT^0 when the window has the
-// training's N bins, else none (FFT^0 = 0).
+// training's N bins, else none (FFT^0 = 0). None in the simultaneous
+// schedule too: its short training (M = 2) would add half the noise
+// variance of a phase, shared by both phases, to cancel only a service
+// component phase-locked to the bin grid.
 std::span<const std::complex<double>> training_baseline(const CampaignRun& run, std::size_t t,
                                                         const GradientWindow& window);
 

@@ -262,7 +262,8 @@ GradientSpec parse_gradient(const Section& s) {
   if ((g.bins & (g.bins - 1)) != 0) {
     fail(s.key("bins"), "must be a power of two >= 8, got " + std::to_string(g.bins));
   }
-  g.chunks = static_cast<std::size_t>(s.integer("chunks", 2, 1000).value_or(9));
+  g.chunks = static_cast<std::size_t>(s.integer("chunks", 2, 1000).value_or(
+      g.schedule == Schedule::kSimultaneous ? kSimultaneousChunks : kSequentialChunks));
   g.requests_per_bin =
       static_cast<std::size_t>(s.integer("requests_per_bin", 1, 100000).value_or(5));
   g.delay_scale = s.number("delay_scale").value_or(30.0);

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <thread>
 
+#include "nabla/campaign/spec.hh"
 #include "nabla/common/clock.hh"
 #include "nabla/common/link_label.hh"
 #include "nabla/common/netns.hh"
@@ -112,8 +113,10 @@ std::size_t nonzero_truths(const TruthTable& truth,
 
 }  // namespace
 
-DemoCampaign demo_campaign(const ServiceModel& model, bool quick, std::uint64_t seed) {
+DemoCampaign demo_campaign(const ServiceModel& model, bool quick, std::uint64_t seed,
+                           const std::string& schedule) {
   DemoCampaign c;
+  c.schedule = schedule;
   c.name = quick ? "demo-quick" : "demo";
   c.seed = seed;
   // 600 requests/s over an even mix: the least frequent type (25%) fills a
@@ -162,6 +165,7 @@ DemoCampaign demo_campaign(const ServiceModel& model, bool quick, std::uint64_t 
     c.requests_per_bin = 5;
     c.discover_for = "2s";
   }
+  if (schedule == "simultaneous") c.chunks = static_cast<int>(campaign::kSimultaneousChunks);
   const std::size_t k =
       std::max<std::size_t>(1, nonzero_truths(testbed::true_gradients(model), c.only_links));
   c.confidence = 1.0 - 0.05 / static_cast<double>(k);
@@ -351,8 +355,8 @@ void run_demo_steps(DemoRun& d) {
     d.log << "  tier " << t.name << " on " << t.host << " " << tb.address(t.host) << ":" << t.port
           << "\n";
   }
-  testbed::DemoCampaign campaign = demo_campaign(tb.model(), d.opt.quick, d.opt.seed);
-  campaign.schedule = d.opt.schedule;
+  testbed::DemoCampaign campaign =
+      demo_campaign(tb.model(), d.opt.quick, d.opt.seed, d.opt.schedule);
   const std::int64_t run_id = run_campaign(d, bin, tb, campaign);
   check_gradients(d, tb, campaign, run_id);
   run_load_step(d, bin, tb);

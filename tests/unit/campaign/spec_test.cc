@@ -124,6 +124,20 @@ TEST(CampaignSpec, ParsesEveryField) {
   EXPECT_EQ(j["seed"], 42);
 }
 
+// The simultaneous schedule uses its training only to rank frequencies and
+// size the first amplitudes, so it trains on 2 chunks unless told otherwise.
+TEST(CampaignSpec, TrainingChunksDefaultByScheduleAndAnExplicitValueWins) {
+  const std::string base = std::string(kMinimal);
+  EXPECT_EQ(parse_campaign_spec(base + "[gradient]\nschedule = \"simultaneous\"\n").gradient.chunks,
+            nabla::campaign::kSimultaneousChunks);
+  EXPECT_EQ(parse_campaign_spec(base + "[gradient]\nschedule = \"sequential\"\n").gradient.chunks,
+            nabla::campaign::kSequentialChunks);
+  EXPECT_EQ(
+      parse_campaign_spec(base + "[gradient]\nschedule = \"simultaneous\"\nchunks = 6\n")
+          .gradient.chunks,
+      6u);
+}
+
 TEST(CampaignSpec, DefaultsFollowThePaper) {
   const CampaignSpec s = parse_campaign_spec(kMinimal);
   EXPECT_FALSE(s.seed.has_value());

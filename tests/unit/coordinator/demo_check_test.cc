@@ -136,6 +136,11 @@ TEST(DemoCampaign, QuickMeasuresTwoLinksWithBonferroniConfidence) {
   EXPECT_EQ(quick.bins, 128);
   EXPECT_LT(quick.chunks, full.chunks);  // a shorter training
   EXPECT_EQ(quick.max_amplitude, "15ms");
+  EXPECT_EQ(full.schedule, "sequential");
+  const DemoCampaign at_once = demo_campaign(m, false, 1, "simultaneous");
+  EXPECT_EQ(at_once.schedule, "simultaneous");
+  EXPECT_EQ(at_once.chunks, 2);  // the simultaneous schedule's own training
+  EXPECT_EQ(at_once.bins, full.bins);
 }
 
 }  // namespace

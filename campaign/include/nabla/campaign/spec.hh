@@ -72,6 +72,10 @@ struct LinksSpec {
 // at distinct frequencies (analysis/frequency_plan.hh).
 enum class Schedule { kSequential, kSimultaneous };
 
+// Training chunks (M) when [gradient] chunks is not given.
+inline constexpr std::size_t kSequentialChunks = 9;
+inline constexpr std::size_t kSimultaneousChunks = 2;
+
 struct GradientSpec {
   // false: no training and no gradient phases (a campaign of experiments
   // only; discovery still runs to find the links and the types).
@@ -81,7 +85,11 @@ struct GradientSpec {
   // (0: 4 x max_amplitude).
   std::int64_t perturbation_budget_ns = 0;
   std::size_t bins = 128;               // N, a power of two >= 8
-  std::size_t chunks = 9;               // M >= 2
+  // M >= 2. Default 9 for the sequential schedule, which picks its one
+  // frequency and subtracts the training's mean spectrum; 2 for the
+  // simultaneous one, which uses the training only to rank frequencies and
+  // size the first amplitudes (docs/method.md, "Simultaneous schedule").
+  std::size_t chunks = 9;
   std::size_t requests_per_bin = 5;     // k >= 1
   double delay_scale = 30;              // d > 0
   std::size_t min_bins_per_period = 8;  // >= 4, <= N

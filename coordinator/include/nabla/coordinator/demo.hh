@@ -60,8 +60,11 @@ struct DemoOptions {
 // The campaign parameters of the full demo and of --quick (fewer links,
 // smaller N; the quick demo measures web -> app and app -> db:8082, both
 // directions of neither: the two request directions carry every pattern).
+// The simultaneous schedule trains on M = 2 chunks (its default), the
+// sequential one on the M given in the definition.
 testbed::DemoCampaign demo_campaign(const tier::ServiceModel& model, bool quick,
-                                    std::uint64_t seed);
+                                    std::uint64_t seed,
+                                    const std::string& schedule = "sequential");
 
 // Acceptance of one measured gradient: |value - truth| <= 10% of
 // max(|truth|, 1) (an absolute 0.1 for zero truths), the CI contains the
