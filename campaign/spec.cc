@@ -245,6 +245,13 @@ void parse_sweep(const Section& s, GradientSpec& g) {
   }
 }
 
+// Without [gradient] schedule: simultaneous, unless the campaign sweeps
+// amplitudes or verifies with steps, which hold one link at a time.
+std::string default_schedule(const Section& s) {
+  const bool one_link_at_a_time = s.get("amplitudes") != nullptr || s.get("verify") != nullptr;
+  return one_link_at_a_time ? "sequential" : "simultaneous";
+}
+
 GradientSpec parse_gradient(const Section& s) {
   s.allow_only({"enabled", "bins", "chunks", "requests_per_bin", "delay_scale",
                 "min_bins_per_period", "max_amplitude", "min_amplitude", "confidence", "lease",
@@ -252,10 +259,12 @@ GradientSpec parse_gradient(const Section& s) {
                 "verify"});
   GradientSpec g;
   g.enabled = s.boolean("enabled").value_or(true);
-  const std::string schedule = s.string("schedule").value_or("sequential");
+  const std::string schedule = s.string("schedule").value_or(default_schedule(s));
   if (schedule == "simultaneous") {
     g.schedule = Schedule::kSimultaneous;
-  } else if (schedule != "sequential") {
+  } else if (schedule == "sequential") {
+    g.schedule = Schedule::kSequential;
+  } else {
     fail(s.key("schedule"), "must be \"sequential\" or \"simultaneous\", got \"" + schedule + "\"");
   }
   g.bins = static_cast<std::size_t>(s.integer("bins", 8, 1 << 20).value_or(128));

@@ -433,7 +433,8 @@ void register_demo_command(CLI::App& app) {
       "compare with the truth, run one tail measurement, clean up (needs root)");
   cmd->add_flag(
       "--quick", opts->quick,
-      "Two links, N = 128 bins, M = 5 training chunks (about 1.5 minutes; the CI smoke test)");
+      "Two links, N = 128 bins (under a minute simultaneously, 1.5 minutes sequentially; the CI "
+      "smoke test)");
   cmd->add_option("--db", opts->db_path, "Run history database")->capture_default_str();
   cmd->add_flag("--json", opts->json, "Print one JSON document (progress goes to stderr)");
   cmd->add_option("--keep-logs", opts->keep_logs,

@@ -107,7 +107,8 @@ TEST(CampaignTestbed, MeasuresChainGradientsAndStopsCleanlyOnSigint) {
        // and M = 4 chunks to stay in the time budget: on this shared 2-core
        // VM the training asks for 4-12 ms at d = 30, and with N = 64 the SNR
        // of /a was 9-27 (4-8% standard error), too close to the 10% bound.
-       << "[gradient]\nbins = 128\nchunks = 4\nmax_amplitude = \"8ms\"\nlease = \"3s\"\n"
+       << "[gradient]\nschedule = \"sequential\"\nbins = 128\nchunks = 4\nmax_amplitude = \"8ms\"\n"
+       << "lease = \"3s\"\n"
        // Every active phase measured twice (ratio 0): the repeat-and-combine
        // path runs on every link, whatever the machine's noise.
        << "repeats = 1\nrepeat_noise_ratio = 0\n"

@@ -168,7 +168,8 @@ class Ipv6EndToEnd : public ::testing::Test {
          << "[links]\ndiscover_for = \"1s\"\nexclude = [\"tcp [" << client_ << "] -> "
          << bracketed(web_, 9001) << "\", \"tcp " << bracketed(web_, 9001) << " -> [" << client_
          << "]\", \"tcp " << bracketed(app_, 9002) << " -> [" << web_ << "]\"]\n"
-         << "[gradient]\nbins = 32\nchunks = 2\nmax_amplitude = \"4ms\"\nlease = \"3s\"\n"
+         << "[gradient]\nschedule = \"sequential\"\nbins = 32\nchunks = 2\nmax_amplitude = \"4ms\"\n"
+         << "lease = \"3s\"\n"
          << "repeats = 0\n";
     return toml.str();
   }

@@ -51,10 +51,19 @@ warmup = "100ms"
 [links]
 discover_for = "1s"
 [gradient]
+schedule = "sequential"
 bins = 64
 chunks = 4
 lease = "1s"
 )";
+
+// kSpec with every link measured in the same phases.
+std::string simultaneous_spec(const std::string& bins) {
+  std::string spec = kSpec;
+  spec.replace(spec.find("schedule = \"sequential\""), 23, "schedule = \"simultaneous\"");
+  spec.replace(spec.find("bins = 64"), 9, "bins = " + bins);
+  return spec;
+}
 
 // The links the fake sniffers show, as the campaign injects them.
 const std::string kWebToApp = "tcp 10.0.0.1:* -> 10.0.0.2:9002";
@@ -177,8 +186,7 @@ TEST_F(CampaignFakes, SimultaneousScheduleRecoversTheGradientsInLessTime) {
   TearDown();
   const std::size_t sequential_injections = daemons_.injections().size();
 
-  std::string spec = kSpec;
-  spec.replace(spec.find("bins = 64"), 9, "bins = 64\nschedule = \"simultaneous\"");
+  const std::string spec = simultaneous_spec("64");
   const std::int64_t start = clock_.now_ns();
   const CampaignOutcome o = run(spec);
   const std::int64_t simultaneous_ns = clock_.now_ns() - start;
@@ -276,8 +284,7 @@ TEST_F(CampaignFakes, MessagesPerTransactionFromScansStayWithinTheirIntervals) {
   const FakeServiceModel m = model_with_messages();
   FakeService service{daemons_, m};
   count_messages_like_a_sniffer(daemons_, service, 130'000'000);
-  std::string spec = kSpec;
-  spec.replace(spec.find("bins = 64"), 9, "bins = 256\nschedule = \"simultaneous\"");
+  const std::string spec = simultaneous_spec("256");
   const CampaignOutcome o = run(spec, &service);
   ASSERT_TRUE(o.complete) << o.error;
   for (std::size_t i = 0; i < o.links.size(); ++i) {

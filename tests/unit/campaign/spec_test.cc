@@ -138,11 +138,25 @@ TEST(CampaignSpec, TrainingChunksDefaultByScheduleAndAnExplicitValueWins) {
       6u);
 }
 
+// Without a schedule, a sweep or a step verification (one link at a time)
+// makes the campaign sequential, with the sequential training.
+TEST(CampaignSpec, SweepsAndStepsDefaultToTheSequentialSchedule) {
+  using nabla::campaign::Schedule;
+  const std::string base = std::string(kMinimal) + "[gradient]\n";
+  const auto sweep = parse_campaign_spec(base + "amplitudes = [\"1ms\", \"4ms\"]\n").gradient;
+  EXPECT_EQ(sweep.schedule, Schedule::kSequential);
+  EXPECT_EQ(sweep.chunks, nabla::campaign::kSequentialChunks);
+  EXPECT_EQ(parse_campaign_spec(base + "verify = false\n").gradient.schedule,
+            Schedule::kSequential);
+  EXPECT_EQ(parse_campaign_spec(base + "bins = 64\n").gradient.schedule, Schedule::kSimultaneous);
+}
+
 TEST(CampaignSpec, DefaultsFollowThePaper) {
   const CampaignSpec s = parse_campaign_spec(kMinimal);
   EXPECT_FALSE(s.seed.has_value());
   EXPECT_EQ(s.gradient.bins, 128u);
-  EXPECT_EQ(s.gradient.chunks, 9u);
+  EXPECT_EQ(s.gradient.schedule, nabla::campaign::Schedule::kSimultaneous);
+  EXPECT_EQ(s.gradient.chunks, 2u);  // the simultaneous schedule's training
   EXPECT_EQ(s.gradient.requests_per_bin, 5u);
   EXPECT_DOUBLE_EQ(s.gradient.delay_scale, 30);
   EXPECT_EQ(s.gradient.min_bins_per_period, 8u);

@@ -134,13 +134,15 @@ TEST(DemoCampaign, QuickMeasuresTwoLinksWithBonferroniConfidence) {
             (std::vector<std::string>{"tcp web -> app:8081", "tcp app -> db:8082"}));
   EXPECT_NEAR(quick.confidence, 1 - 0.05 / 7, 1e-12);  // 4 + 3
   EXPECT_EQ(quick.bins, 128);
-  EXPECT_LT(quick.chunks, full.chunks);  // a shorter training
+  EXPECT_LT(demo_campaign(m, true, 1, "sequential").chunks,
+            demo_campaign(m, false, 1, "sequential").chunks);  // a shorter training
   EXPECT_EQ(quick.max_amplitude, "15ms");
-  EXPECT_EQ(full.schedule, "sequential");
-  const DemoCampaign at_once = demo_campaign(m, false, 1, "simultaneous");
-  EXPECT_EQ(at_once.schedule, "simultaneous");
-  EXPECT_EQ(at_once.chunks, 2);  // the simultaneous schedule's own training
-  EXPECT_EQ(at_once.bins, full.bins);
+  EXPECT_EQ(full.schedule, "simultaneous");
+  EXPECT_EQ(full.chunks, 2);  // the simultaneous schedule's own training
+  const DemoCampaign one_by_one = demo_campaign(m, false, 1, "sequential");
+  EXPECT_EQ(one_by_one.schedule, "sequential");
+  EXPECT_EQ(one_by_one.chunks, 7);
+  EXPECT_EQ(one_by_one.bins, full.bins);
 }
 
 }  // namespace
@@ -164,7 +166,8 @@ TEST(DemoCampaignToml, ParsesWithTheCampaignParser) {
   EXPECT_EQ(full.workload.mix.size(), 4u);
   EXPECT_TRUE(full.links.exclude.empty());
   EXPECT_EQ(full.gradient.bins, 256u);
-  EXPECT_EQ(full.gradient.chunks, 7u);
+  EXPECT_EQ(full.gradient.chunks, 2u);
+  EXPECT_EQ(full.gradient.schedule, campaign::Schedule::kSimultaneous);
   EXPECT_NEAR(full.gradient.confidence, 1 - 0.05 / 22, 1e-6);
   EXPECT_EQ(full.truth, true_gradients(m));
   ASSERT_TRUE(full.node_by_name("app"));
@@ -176,7 +179,11 @@ TEST(DemoCampaignToml, ParsesWithTheCampaignParser) {
   EXPECT_EQ(quick.truth.size(), 2u);
   EXPECT_EQ(quick.truth.at("tcp app -> db:8082").at("/view"), 3);
   EXPECT_EQ(quick.gradient.bins, 128u);
-  EXPECT_EQ(quick.gradient.chunks, 5u);
+  EXPECT_EQ(quick.gradient.chunks, 2u);
+  const campaign::CampaignSpec quick_sequential = campaign::parse_campaign_spec(
+      demo_campaign_toml(m, addr, "/tmp/k", demo_campaign(m, true, 9, "sequential")));
+  EXPECT_EQ(quick_sequential.gradient.schedule, campaign::Schedule::kSequential);
+  EXPECT_EQ(quick_sequential.gradient.chunks, 5u);
   EXPECT_EQ(quick.gradient.repeats, 0u);  // the smoke test keeps its 2 minutes
   EXPECT_EQ(full.gradient.repeats, 1u);
   EXPECT_EQ(quick.gradient.max_amplitude_ns, 15'000'000);

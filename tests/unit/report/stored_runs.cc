@@ -38,7 +38,7 @@ discover_for = "1s"
 bins = 64
 chunks = 4
 lease = "1s"
-)" + (simultaneous ? std::string("schedule = \"simultaneous\"\n") : std::string()) +
+)" + std::string(simultaneous ? "schedule = \"simultaneous\"\n" : "schedule = \"sequential\"\n") +
          R"(
 [truth]
 "tcp web -> app:9002" = { "/a" = 1.5, "/b" = 0.5 }

@@ -80,7 +80,8 @@ struct GradientSpec {
   // false: no training and no gradient phases (a campaign of experiments
   // only; discovery still runs to find the links and the types).
   bool enabled = true;
-  Schedule schedule = Schedule::kSequential;
+  // Default simultaneous; sequential when amplitudes or verify is given.
+  Schedule schedule = Schedule::kSimultaneous;
   // Simultaneous schedule: the sum of the links' amplitudes is at most this
   // (0: 4 x max_amplitude).
   std::int64_t perturbation_budget_ns = 0;
@@ -89,7 +90,7 @@ struct GradientSpec {
   // frequency and subtracts the training's mean spectrum; 2 for the
   // simultaneous one, which uses the training only to rank frequencies and
   // size the first amplitudes (docs/method.md, "Simultaneous schedule").
-  std::size_t chunks = 9;
+  std::size_t chunks = kSimultaneousChunks;
   std::size_t requests_per_bin = 5;     // k >= 1
   double delay_scale = 30;              // d > 0
   std::size_t min_bins_per_period = 8;  // >= 4, <= N

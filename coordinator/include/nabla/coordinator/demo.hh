@@ -53,18 +53,18 @@ struct DemoOptions {
   bool json = false;
   std::optional<std::string> keep_logs;
   std::uint64_t seed = 42;
-  std::string schedule = "sequential";     // the campaign's [gradient] schedule
+  std::string schedule = "simultaneous";   // the campaign's [gradient] schedule
   std::optional<std::string> report_path;  // --report FILE: the campaign run's page
 };
 
 // The campaign parameters of the full demo and of --quick (fewer links,
 // smaller N; the quick demo measures web -> app and app -> db:8082, both
 // directions of neither: the two request directions carry every pattern).
-// The simultaneous schedule trains on M = 2 chunks (its default), the
-// sequential one on the M given in the definition.
+// The simultaneous schedule (the default) trains on M = 2 chunks, the
+// sequential one on 7 (full) or 5 (quick).
 testbed::DemoCampaign demo_campaign(const tier::ServiceModel& model, bool quick,
                                     std::uint64_t seed,
-                                    const std::string& schedule = "sequential");
+                                    const std::string& schedule = "simultaneous");
 
 // Acceptance of one measured gradient: |value - truth| <= 10% of
 // max(|truth|, 1) (an absolute 0.1 for zero truths), the CI contains the

@@ -113,7 +113,7 @@ struct DemoCampaign {
   double confidence = 0.95;
   std::string lease = "3s";
   int repeats = 1;  // [gradient] repeats: noisy active phases measured again
-  std::string schedule = "sequential";  // [gradient] schedule
+  std::string schedule = "simultaneous";  // [gradient] schedule
 };
 
 // The campaign TOML for this testbed: one [[node]] per host (address,
