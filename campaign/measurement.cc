@@ -13,15 +13,12 @@
 #include "phases.hh"
 
 namespace nabla::campaign {
-namespace {
 
 std::string format_ratio(double r) {
   const double rounded = std::round(r * 10.0) / 10.0;
   std::string s = std::to_string(rounded);
   return s.substr(0, s.find('.') + 2);
 }
-
-}  // namespace
 
 loadgen::EngineResult inject_phase(CampaignRun& run, const CampaignLink& l, double amplitude_ns,
                                    int cycles, std::int64_t window_ns, std::int64_t tail_ns,

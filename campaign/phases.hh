@@ -102,4 +102,7 @@ TypeGradient type_gradient(CampaignRun& run, const CampaignLink& link, std::size
 // them.
 TypeGradient combine_type_gradients(const std::vector<TypeGradient>& phases);
 
+// A noise ratio for a message: one decimal ("2.4").
+std::string format_ratio(double r);
+
 }  // namespace nabla::campaign

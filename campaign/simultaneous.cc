@@ -244,6 +244,66 @@ void adapt_amplitudes(CampaignRun& run, std::vector<Wave>& waves, const PhaseRes
   for (std::size_t i = 0; i < waves.size(); ++i) waves[i].amplitude_ns = amplitudes[i];
 }
 
+// The training's noise at frequency k, averaged over the frequencies
+// within kNoiseNeighbours of it: the default two chunks estimate one
+// frequency's sigma from two draws.
+constexpr std::size_t kNoiseNeighbours = 4;
+
+double training_noise_near(const analysis::TrainingResult& t, std::size_t k) {
+  const std::size_t last = t.fft0_sigma.size() - 2;  // below Nyquist
+  const std::size_t lo = k > kNoiseNeighbours ? k - kNoiseNeighbours : 1;
+  const std::size_t hi = std::min(last, k + kNoiseNeighbours);
+  double sum = 0;
+  for (std::size_t j = lo; j <= hi; ++j) sum += t.fft0_sigma[j];
+  return hi >= lo ? sum / static_cast<double>(hi - lo + 1) : 0.0;
+}
+
+// The largest ratio, over links and types, of a phase's noise at a link's
+// frequency to the training's near it; 0 when the phase's N is not the
+// training's (no comparable spectrum: then only repeat_noise_ratio = 0
+// repeats).
+double worst_noise_ratio(const CampaignRun& run, const std::vector<Wave>& waves,
+                         const PhaseResult& phase, std::size_t bins) {
+  if (bins != run.spec.gradient.bins) return 0.0;
+  double worst = 0;
+  for (std::size_t i = 0; i < waves.size(); ++i) {
+    for (std::size_t t = 0; t < phase.gradients[i].size(); ++t) {
+      const double trained =
+          training_noise_near(run.trainings[t], static_cast<std::size_t>(waves[i].k_d));
+      if (trained <= 0) continue;
+      worst = std::max(worst, phase.gradients[i][t].estimate.noise_sigma / trained);
+    }
+  }
+  return worst;
+}
+
+// The first phase at the training amplitude (within the budget), the second
+// at the adapted ones, then more at those while the last was much noisier
+// than the training (`repeats`, `repeat_noise_ratio`, as a sequential
+// active phase is repeated).
+std::vector<PhaseResult> simultaneous_phases(CampaignRun& run, std::vector<Wave>& waves,
+                                             const SimultaneousPlan& plan) {
+  const GradientSpec& g = run.spec.gradient;
+  std::vector<double> budget(waves.size(), run.out.training_amplitude_ns);
+  budget = analysis::fit_amplitudes_to_budget(budget, static_cast<double>(g.perturbation_budget_ns));
+  for (std::size_t i = 0; i < waves.size(); ++i) waves[i].amplitude_ns = budget[i];
+  std::vector<PhaseResult> phases;
+  phases.push_back(simultaneous_phase(run, waves, plan, "simultaneous 1/2"));
+  adapt_amplitudes(run, waves, phases.front());
+  phases.push_back(simultaneous_phase(run, waves, plan, "simultaneous 2/2"));
+  for (std::size_t extra = 0; extra < g.repeats; ++extra) {
+    const double ratio = worst_noise_ratio(run, waves, phases.back(), plan.bins);
+    if (g.repeat_noise_ratio > 0 && ratio <= g.repeat_noise_ratio) break;  // 0: always
+    run.note("simultaneous: the last phase was " + format_ratio(ratio) +
+             "x as noisy as the training at some link; measuring every link again");
+    run.deadline_ns += static_cast<std::int64_t>(plan.bins) * run.out.bin_width_ns +
+                       run.spec.workload.warmup_ns;
+    phases.push_back(simultaneous_phase(run, waves, plan,
+                                        "simultaneous " + std::to_string(phases.size() + 1)));
+  }
+  return phases;
+}
+
 }  // namespace
 
 void measure_links_simultaneously(CampaignRun& run, const std::vector<CampaignLink*>& links) {
@@ -254,13 +314,7 @@ void measure_links_simultaneously(CampaignRun& run, const std::vector<CampaignLi
     ks += (ks.empty() ? "" : ", ") + w.link->label + " k=" + std::to_string(w.k_d);
   run.note("simultaneous: " + std::to_string(waves.size()) + " links over " +
            std::to_string(plan.bins) + " bins: " + ks);
-  std::vector<double> budget(waves.size(), run.out.training_amplitude_ns);
-  budget = analysis::fit_amplitudes_to_budget(
-      budget, static_cast<double>(run.spec.gradient.perturbation_budget_ns));
-  for (std::size_t i = 0; i < waves.size(); ++i) waves[i].amplitude_ns = budget[i];
-  const PhaseResult first = simultaneous_phase(run, waves, plan, "simultaneous 1/2");
-  adapt_amplitudes(run, waves, first);
-  const PhaseResult second = simultaneous_phase(run, waves, plan, "simultaneous 2/2");
+  const std::vector<PhaseResult> phases = simultaneous_phases(run, waves, plan);
   db::Transaction tx(run.recorder.store_database());
   for (std::size_t i = 0; i < waves.size(); ++i) {
     LinkMeasurement m;
@@ -273,10 +327,11 @@ void measure_links_simultaneously(CampaignRun& run, const std::vector<CampaignLi
     m.bins = plan.bins;
     m.simultaneous = true;
     for (std::size_t t = 0; t < run.out.types.size(); ++t) {
-      m.gradients.push_back(
-          combine_type_gradients({first.gradients[i][t], second.gradients[i][t]}));
+      std::vector<TypeGradient> per_phase;
+      for (const PhaseResult& p : phases) per_phase.push_back(p.gradients[i][t]);
+      m.gradients.push_back(combine_type_gradients(per_phase));
     }
-    store_gradients(run, *waves[i].link, m, second.phase_id);
+    store_gradients(run, *waves[i].link, m, phases.back().phase_id);
     run.out.measurements.push_back(std::move(m));
   }
   tx.commit();

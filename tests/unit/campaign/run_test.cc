@@ -219,6 +219,32 @@ TEST_F(CampaignFakes, SimultaneousScheduleRecoversTheGradientsInLessTime) {
   EXPECT_EQ(count("SELECT COUNT(DISTINCT k_d) FROM gradients"), 4);
 }
 
+// A simultaneous phase noisier than the training is measured again, as a
+// sequential active phase is: repeat_noise_ratio = 0 makes every phase
+// "noisier", so `repeats` = 1 adds one phase of every link and 0 adds none.
+TEST_F(CampaignFakes, SimultaneousScheduleRepeatsANoisyPhaseUpToRepeats) {
+  std::string spec = simultaneous_spec("128");  // the training's N holds the four links
+  spec.replace(spec.find("lease = \"1s\""), 12, "lease = \"1s\"\nrepeat_noise_ratio = 0");
+  const CampaignOutcome o = run(spec);
+  ASSERT_TRUE(o.complete) << o.error;
+  EXPECT_EQ(count("SELECT COUNT(*) FROM phases WHERE kind = 'simultaneous'"), 3);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM injections"), 12);
+  EXPECT_EQ(count("SELECT COUNT(DISTINCT phase_id) FROM gradients"), 1);
+  EXPECT_EQ(count("SELECT MAX(id) FROM phases WHERE kind = 'simultaneous'"),
+            count("SELECT MIN(phase_id) FROM gradients"));
+  const FakeServiceModel truth = model();
+  for (std::size_t i = 0; i < o.links.size(); ++i) {
+    for (std::size_t t = 0; t < 2; ++t) {
+      const analysis::GradientEstimate& e = o.measurements[i].gradients[t].estimate;
+      EXPECT_NEAR(e.value, truth.gradients.at(o.links[i].spec)[t], 4 * e.standard_error);
+    }
+  }
+  TearDown();
+  spec.replace(spec.find("repeat_noise_ratio = 0"), 22, "repeat_noise_ratio = 0\nrepeats = 0");
+  ASSERT_TRUE(run(spec).complete);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM phases WHERE kind = 'simultaneous'"), 2);  // a new file
+}
+
 // Sniffers whose counts move with the load, on a clock 5 s behind the
 // campaign's: the client sends one segment per request to web -> app, app
 // sends three per /a and none per /b to the database. A scan every `scan_ns`
