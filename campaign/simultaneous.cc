@@ -220,10 +220,29 @@ PhaseResult simultaneous_phase(CampaignRun& run, std::vector<Wave>& waves,
   return out;
 }
 
+// The amplitude a unit gradient needs at wave w's frequency, per type, by
+// the training's rule (d * sigma / min|W|) but with the phase's own noise
+// there: the phase saw the service slowed by every link, which the
+// training did not, and its noise bins estimate sigma far better than the
+// training's two chunks (whose smallest sigma made some amplitudes a third
+// of what the phase needed).
+std::vector<double> unit_amplitudes_ns(const CampaignRun& run, const Wave& w,
+                                       const std::vector<TypeGradient>& phase, std::size_t bins) {
+  const auto k = static_cast<std::size_t>(w.k_d);
+  const double gain = analysis::square_wave_min_coefficient_magnitude(
+      bins, k, static_cast<double>(bins) / static_cast<double>(k));
+  std::vector<double> out;
+  for (const TypeGradient& tg : phase) {
+    out.push_back(run.spec.gradient.delay_scale * tg.estimate.noise_sigma / gain);
+  }
+  return out;
+}
+
 // Each link's amplitude for the second phase from the first phase's
-// estimates (a clear gradient g needs the unit amplitude / g), all scaled
-// together into the perturbation budget.
-void adapt_amplitudes(CampaignRun& run, std::vector<Wave>& waves, const PhaseResult& first) {
+// estimates and noise (a clear gradient g needs the unit amplitude / g),
+// all scaled together into the perturbation budget.
+void adapt_amplitudes(CampaignRun& run, std::vector<Wave>& waves, const PhaseResult& first,
+                      std::size_t bins) {
   const GradientSpec& g = run.spec.gradient;
   std::vector<double> amplitudes;
   for (std::size_t i = 0; i < waves.size(); ++i) {
@@ -235,9 +254,9 @@ void adapt_amplitudes(CampaignRun& run, std::vector<Wave>& waves, const PhaseRes
       r.clear = tg.estimate.detected && r.value > 0;
       rough.push_back(r);
     }
-    amplitudes.push_back(adapted_amplitude_ns(run.kd.per_type_amplitude_ns, rough,
-                                              static_cast<double>(g.min_amplitude_ns),
-                                              static_cast<double>(g.max_amplitude_ns)));
+    amplitudes.push_back(adapted_amplitude_ns(
+        unit_amplitudes_ns(run, waves[i], first.gradients[i], bins), rough,
+        static_cast<double>(g.min_amplitude_ns), static_cast<double>(g.max_amplitude_ns)));
   }
   amplitudes =
       analysis::fit_amplitudes_to_budget(amplitudes, static_cast<double>(g.perturbation_budget_ns));
@@ -285,21 +304,22 @@ std::vector<PhaseResult> simultaneous_phases(CampaignRun& run, std::vector<Wave>
                                              const SimultaneousPlan& plan) {
   const GradientSpec& g = run.spec.gradient;
   std::vector<double> budget(waves.size(), run.out.training_amplitude_ns);
-  budget = analysis::fit_amplitudes_to_budget(budget, static_cast<double>(g.perturbation_budget_ns));
+  budget =
+      analysis::fit_amplitudes_to_budget(budget, static_cast<double>(g.perturbation_budget_ns));
   for (std::size_t i = 0; i < waves.size(); ++i) waves[i].amplitude_ns = budget[i];
   std::vector<PhaseResult> phases;
   phases.push_back(simultaneous_phase(run, waves, plan, "simultaneous 1/2"));
-  adapt_amplitudes(run, waves, phases.front());
+  adapt_amplitudes(run, waves, phases.front(), plan.bins);
   phases.push_back(simultaneous_phase(run, waves, plan, "simultaneous 2/2"));
   for (std::size_t extra = 0; extra < g.repeats; ++extra) {
     const double ratio = worst_noise_ratio(run, waves, phases.back(), plan.bins);
     if (g.repeat_noise_ratio > 0 && ratio <= g.repeat_noise_ratio) break;  // 0: always
     run.note("simultaneous: the last phase was " + format_ratio(ratio) +
              "x as noisy as the training at some link; measuring every link again");
-    run.deadline_ns += static_cast<std::int64_t>(plan.bins) * run.out.bin_width_ns +
-                       run.spec.workload.warmup_ns;
-    phases.push_back(simultaneous_phase(run, waves, plan,
-                                        "simultaneous " + std::to_string(phases.size() + 1)));
+    run.deadline_ns +=
+        static_cast<std::int64_t>(plan.bins) * run.out.bin_width_ns + run.spec.workload.warmup_ns;
+    phases.push_back(
+        simultaneous_phase(run, waves, plan, "simultaneous " + std::to_string(phases.size() + 1)));
   }
   return phases;
 }
