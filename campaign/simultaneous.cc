@@ -263,34 +263,17 @@ void adapt_amplitudes(CampaignRun& run, std::vector<Wave>& waves, const PhaseRes
   for (std::size_t i = 0; i < waves.size(); ++i) waves[i].amplitude_ns = amplitudes[i];
 }
 
-// The training's noise at frequency k, averaged over the frequencies
-// within kNoiseNeighbours of it: the default two chunks estimate one
-// frequency's sigma from two draws.
-constexpr std::size_t kNoiseNeighbours = 4;
-
-double training_noise_near(const analysis::TrainingResult& t, std::size_t k) {
-  const std::size_t last = t.fft0_sigma.size() - 2;  // below Nyquist
-  const std::size_t lo = k > kNoiseNeighbours ? k - kNoiseNeighbours : 1;
-  const std::size_t hi = std::min(last, k + kNoiseNeighbours);
-  double sum = 0;
-  for (std::size_t j = lo; j <= hi; ++j) sum += t.fft0_sigma[j];
-  return hi >= lo ? sum / static_cast<double>(hi - lo + 1) : 0.0;
-}
-
 // The largest ratio, over links and types, of a phase's noise at a link's
-// frequency to the training's near it; 0 when the phase's N is not the
-// training's (no comparable spectrum: then only repeat_noise_ratio = 0
-// repeats).
-double worst_noise_ratio(const CampaignRun& run, const std::vector<Wave>& waves,
-                         const PhaseResult& phase, std::size_t bins) {
-  if (bins != run.spec.gradient.bins) return 0.0;
+// frequency to the first phase's there: the second phase's amplitudes were
+// sized for the first phase's noise, as a sequential active phase's are for
+// the training's, so a phase much noisier than that met a noisy spell.
+double worst_noise_ratio(const PhaseResult& phase, const PhaseResult& first) {
   double worst = 0;
-  for (std::size_t i = 0; i < waves.size(); ++i) {
+  for (std::size_t i = 0; i < phase.gradients.size(); ++i) {
     for (std::size_t t = 0; t < phase.gradients[i].size(); ++t) {
-      const double trained =
-          training_noise_near(run.trainings[t], static_cast<std::size_t>(waves[i].k_d));
-      if (trained <= 0) continue;
-      worst = std::max(worst, phase.gradients[i][t].estimate.noise_sigma / trained);
+      const double sized_for = first.gradients[i][t].estimate.noise_sigma;
+      if (sized_for <= 0) continue;
+      worst = std::max(worst, phase.gradients[i][t].estimate.noise_sigma / sized_for);
     }
   }
   return worst;
@@ -298,8 +281,8 @@ double worst_noise_ratio(const CampaignRun& run, const std::vector<Wave>& waves,
 
 // The first phase at the training amplitude (within the budget), the second
 // at the adapted ones, then more at those while the last was much noisier
-// than the training (`repeats`, `repeat_noise_ratio`, as a sequential
-// active phase is repeated).
+// than the first (`repeats`, `repeat_noise_ratio`, as a sequential active
+// phase is repeated).
 std::vector<PhaseResult> simultaneous_phases(CampaignRun& run, std::vector<Wave>& waves,
                                              const SimultaneousPlan& plan) {
   const GradientSpec& g = run.spec.gradient;
@@ -312,10 +295,10 @@ std::vector<PhaseResult> simultaneous_phases(CampaignRun& run, std::vector<Wave>
   adapt_amplitudes(run, waves, phases.front(), plan.bins);
   phases.push_back(simultaneous_phase(run, waves, plan, "simultaneous 2/2"));
   for (std::size_t extra = 0; extra < g.repeats; ++extra) {
-    const double ratio = worst_noise_ratio(run, waves, phases.back(), plan.bins);
+    const double ratio = worst_noise_ratio(phases.back(), phases.front());
     if (g.repeat_noise_ratio > 0 && ratio <= g.repeat_noise_ratio) break;  // 0: always
     run.note("simultaneous: the last phase was " + format_ratio(ratio) +
-             "x as noisy as the training at some link; measuring every link again");
+             "x as noisy as the first at some link; measuring every link again");
     run.deadline_ns +=
         static_cast<std::int64_t>(plan.bins) * run.out.bin_width_ns + run.spec.workload.warmup_ns;
     phases.push_back(

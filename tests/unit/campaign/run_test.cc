@@ -223,7 +223,7 @@ TEST_F(CampaignFakes, SimultaneousScheduleRecoversTheGradientsInLessTime) {
 // sequential active phase is: repeat_noise_ratio = 0 makes every phase
 // "noisier", so `repeats` = 1 adds one phase of every link and 0 adds none.
 TEST_F(CampaignFakes, SimultaneousScheduleRepeatsANoisyPhaseUpToRepeats) {
-  std::string spec = simultaneous_spec("128");  // the training's N holds the four links
+  std::string spec = simultaneous_spec("64");
   spec.replace(spec.find("lease = \"1s\""), 12, "lease = \"1s\"\nrepeat_noise_ratio = 0");
   const CampaignOutcome o = run(spec);
   ASSERT_TRUE(o.complete) << o.error;
