@@ -25,6 +25,7 @@ struct Wave {
   int k_d = 0;
   std::int64_t period_ns = 0;
   double amplitude_ns = 0;
+  std::vector<double> unit_amplitude_ns;  // per type: what a gradient of 1 needs at k_d
   Injected injected;
 };
 
@@ -74,6 +75,38 @@ SimultaneousPlan plan_waves(CampaignRun& run, std::size_t links) {
   return {sized->bins, sized->plan};
 }
 
+// The training's noise at frequency k, averaged over the frequencies within
+// kNoiseNeighbours of it: two chunks give one frequency two draws.
+constexpr std::size_t kNoiseNeighbours = 4;
+
+double training_noise_near(const analysis::TrainingResult& t, std::size_t k) {
+  const std::size_t last = t.fft0_sigma.size() - 2;  // below Nyquist
+  const std::size_t lo = k > kNoiseNeighbours ? k - kNoiseNeighbours : 1;
+  const std::size_t hi = std::min(last, k + kNoiseNeighbours);
+  double sum = 0;
+  for (std::size_t j = lo; j <= hi; ++j) sum += t.fft0_sigma[j];
+  return hi >= lo ? sum / static_cast<double>(hi - lo + 1) : 0.0;
+}
+
+// Per type, the amplitude a gradient of 1 needs at frequency k of an N-bin
+// phase: the training's rule (d * sigma / min|W|) at the link's own
+// frequency, not at the training's quietest one, whose sigma is the minimum
+// of noisy estimates and biased low (with two chunks it once asked for
+// 1.3 ms, and every gradient read 5% high: the injector's fixed cost per
+// delayed packet weighs more against a small step). The training's
+// quietest-frequency amplitudes when N grew past the training's.
+std::vector<double> unit_amplitudes_at(const CampaignRun& run, std::size_t k, std::size_t bins) {
+  const GradientSpec& g = run.spec.gradient;
+  if (bins != g.bins) return run.kd.per_type_amplitude_ns;
+  const double gain = analysis::square_wave_min_coefficient_magnitude(
+      bins, k, static_cast<double>(bins) / static_cast<double>(k));
+  std::vector<double> out;
+  for (const analysis::TrainingResult& t : run.trainings) {
+    out.push_back(g.delay_scale * training_noise_near(t, k) / gain);
+  }
+  return out;
+}
+
 std::vector<Wave> make_waves(CampaignRun& run, const std::vector<CampaignLink*>& links,
                              const SimultaneousPlan& plan) {
   std::vector<Wave> waves;
@@ -83,7 +116,13 @@ std::vector<Wave> make_waves(CampaignRun& run, const std::vector<CampaignLink*>&
     w.link = links[i];
     w.k_d = static_cast<int>(plan.frequencies.k[i]);
     w.period_ns = window / w.k_d;
-    w.amplitude_ns = run.out.training_amplitude_ns;
+    w.unit_amplitude_ns = unit_amplitudes_at(run, plan.frequencies.k[i], plan.bins);
+    const double largest =
+        w.unit_amplitude_ns.empty()
+            ? run.out.training_amplitude_ns
+            : *std::max_element(w.unit_amplitude_ns.begin(), w.unit_amplitude_ns.end());
+    w.amplitude_ns = std::clamp(largest, static_cast<double>(run.spec.gradient.min_amplitude_ns),
+                                static_cast<double>(run.spec.gradient.max_amplitude_ns));
     waves.push_back(std::move(w));
   }
   return waves;
@@ -221,7 +260,7 @@ PhaseResult simultaneous_phase(CampaignRun& run, std::vector<Wave>& waves,
 }
 
 // Each link's amplitude for the second phase from the first phase's
-// estimates (a clear gradient g needs the training's unit amplitude / g),
+// estimates (a clear gradient g needs the unit amplitude at its frequency / g),
 // all scaled together into the perturbation budget. Sizing them by the
 // first phase's own noise instead raised them to the slowed service's
 // noise, and the narrower CIs exposed the demo's +2-3% bias: 5 of 96
@@ -238,7 +277,7 @@ void adapt_amplitudes(CampaignRun& run, std::vector<Wave>& waves, const PhaseRes
       r.clear = tg.estimate.detected && r.value > 0;
       rough.push_back(r);
     }
-    amplitudes.push_back(adapted_amplitude_ns(run.kd.per_type_amplitude_ns, rough,
+    amplitudes.push_back(adapted_amplitude_ns(waves[i].unit_amplitude_ns, rough,
                                               static_cast<double>(g.min_amplitude_ns),
                                               static_cast<double>(g.max_amplitude_ns)));
   }
@@ -263,14 +302,15 @@ double worst_noise_ratio(const PhaseResult& phase, const PhaseResult& first) {
   return worst;
 }
 
-// The first phase at the training amplitude (within the budget), the second
+// The first phase at each link's unit amplitude (within the budget), the second
 // at the adapted ones, then more at those while the last was much noisier
 // than the first (`repeats`, `repeat_noise_ratio`, as a sequential active
 // phase is repeated).
 std::vector<PhaseResult> simultaneous_phases(CampaignRun& run, std::vector<Wave>& waves,
                                              const SimultaneousPlan& plan) {
   const GradientSpec& g = run.spec.gradient;
-  std::vector<double> budget(waves.size(), run.out.training_amplitude_ns);
+  std::vector<double> budget;
+  for (const Wave& w : waves) budget.push_back(w.amplitude_ns);
   budget =
       analysis::fit_amplitudes_to_budget(budget, static_cast<double>(g.perturbation_budget_ns));
   for (std::size_t i = 0; i < waves.size(); ++i) waves[i].amplitude_ns = budget[i];
