@@ -91,10 +91,9 @@ double training_noise_near(const analysis::TrainingResult& t, std::size_t k) {
 // Per type, the amplitude a gradient of 1 needs at frequency k of an N-bin
 // phase: the training's rule (d * sigma / min|W|) at the link's own
 // frequency, not at the training's quietest one, whose sigma is the minimum
-// of noisy estimates and biased low (with two chunks it once asked for
-// 1.3 ms, and every gradient read 5% high: the injector's fixed cost per
-// delayed packet weighs more against a small step). The training's
-// quietest-frequency amplitudes when N grew past the training's.
+// of noisy estimates: with two chunks biased low enough to ask for steps so
+// small that a fixed cost per delayed packet shows in the gradients. The
+// training's quietest-frequency amplitudes when N grew past the training's.
 std::vector<double> unit_amplitudes_at(const CampaignRun& run, std::size_t k, std::size_t bins) {
   const GradientSpec& g = run.spec.gradient;
   if (bins != g.bins) return run.kd.per_type_amplitude_ns;
@@ -261,10 +260,10 @@ PhaseResult simultaneous_phase(CampaignRun& run, std::vector<Wave>& waves,
 
 // Each link's amplitude for the second phase from the first phase's
 // estimates (a clear gradient g needs the unit amplitude at its frequency / g),
-// all scaled together into the perturbation budget. Sizing them by the
-// first phase's own noise instead raised them to the slowed service's
-// noise, and the narrower CIs exposed the demo's +2-3% bias: 5 of 96
-// gradients missed over three full demos, against 3 of 160 this way.
+// all scaled together into the perturbation budget. The unit amplitude stays
+// the training's: sizing by the first phase's own noise raises every link
+// to the slowed service's noise, and CIs that narrow miss the truth by the
+// few-percent bias both schedules show on the demo (docs/method.md).
 void adapt_amplitudes(CampaignRun& run, std::vector<Wave>& waves, const PhaseResult& first) {
   const GradientSpec& g = run.spec.gradient;
   std::vector<double> amplitudes;
