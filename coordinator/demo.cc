@@ -165,7 +165,14 @@ DemoCampaign demo_campaign(const ServiceModel& model, bool quick, std::uint64_t 
     c.requests_per_bin = 5;
     c.discover_for = "2s";
   }
-  if (schedule == "simultaneous") c.chunks = static_cast<int>(campaign::kSimultaneousChunks);
+  if (schedule == "simultaneous") {
+    c.chunks = static_cast<int>(campaign::kSimultaneousChunks);
+    // --quick keeps N = 256 too: both links' two phases then cost what one
+    // sequential link's phases do, and at N = 128 most of the quick demo's
+    // gradients came out too imprecise for the acceptance test's +-10%
+    // check (3 of 8 in one run).
+    c.bins = 256;
+  }
   const std::size_t k =
       std::max<std::size_t>(1, nonzero_truths(testbed::true_gradients(model), c.only_links));
   c.confidence = 1.0 - 0.05 / static_cast<double>(k);
@@ -433,8 +440,7 @@ void register_demo_command(CLI::App& app) {
       "compare with the truth, run one tail measurement, clean up (needs root)");
   cmd->add_flag(
       "--quick", opts->quick,
-      "Two links, N = 128 bins (under a minute simultaneously, 1.5 minutes sequentially; the CI "
-      "smoke test)");
+      "Two links (about 1.5 minutes; the CI smoke test)");
   cmd->add_option("--db", opts->db_path, "Run history database")->capture_default_str();
   cmd->add_flag("--json", opts->json, "Print one JSON document (progress goes to stderr)");
   cmd->add_option("--keep-logs", opts->keep_logs,

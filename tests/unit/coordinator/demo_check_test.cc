@@ -133,7 +133,8 @@ TEST(DemoCampaign, QuickMeasuresTwoLinksWithBonferroniConfidence) {
   EXPECT_EQ(*quick.only_links,
             (std::vector<std::string>{"tcp web -> app:8081", "tcp app -> db:8082"}));
   EXPECT_NEAR(quick.confidence, 1 - 0.05 / 7, 1e-12);  // 4 + 3
-  EXPECT_EQ(quick.bins, 128);
+  EXPECT_EQ(quick.bins, 256);  // simultaneous
+  EXPECT_EQ(demo_campaign(m, true, 1, "sequential").bins, 128);
   EXPECT_LT(demo_campaign(m, true, 1, "sequential").chunks,
             demo_campaign(m, false, 1, "sequential").chunks);  // a shorter training
   EXPECT_EQ(quick.max_amplitude, "15ms");
@@ -178,12 +179,13 @@ TEST(DemoCampaignToml, ParsesWithTheCampaignParser) {
   EXPECT_EQ(quick.links.exclude.size(), 6u);  // 8 one-way links, 2 measured
   EXPECT_EQ(quick.truth.size(), 2u);
   EXPECT_EQ(quick.truth.at("tcp app -> db:8082").at("/view"), 3);
-  EXPECT_EQ(quick.gradient.bins, 128u);
+  EXPECT_EQ(quick.gradient.bins, 256u);
   EXPECT_EQ(quick.gradient.chunks, 2u);
   const campaign::CampaignSpec quick_sequential = campaign::parse_campaign_spec(
       demo_campaign_toml(m, addr, "/tmp/k", demo_campaign(m, true, 9, "sequential")));
   EXPECT_EQ(quick_sequential.gradient.schedule, campaign::Schedule::kSequential);
   EXPECT_EQ(quick_sequential.gradient.chunks, 5u);
+  EXPECT_EQ(quick_sequential.gradient.bins, 128u);
   EXPECT_EQ(quick.gradient.repeats, 0u);  // the smoke test keeps its 2 minutes
   EXPECT_EQ(full.gradient.repeats, 1u);
   EXPECT_EQ(quick.gradient.max_amplitude_ns, 15'000'000);

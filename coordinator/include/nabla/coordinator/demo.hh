@@ -60,8 +60,9 @@ struct DemoOptions {
 // The campaign parameters of the full demo and of --quick (fewer links,
 // smaller N; the quick demo measures web -> app and app -> db:8082, both
 // directions of neither: the two request directions carry every pattern).
-// The simultaneous schedule (the default) trains on M = 2 chunks, the
-// sequential one on 7 (full) or 5 (quick).
+// The simultaneous schedule (the default) trains on M = 2 chunks of
+// N = 256 bins; the sequential one on 7 chunks of 256 (full) or 5 of 128
+// (quick).
 testbed::DemoCampaign demo_campaign(const tier::ServiceModel& model, bool quick,
                                     std::uint64_t seed,
                                     const std::string& schedule = "simultaneous");
