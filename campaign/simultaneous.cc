@@ -24,7 +24,8 @@ struct Wave {
   CampaignLink* link = nullptr;
   int k_d = 0;
   std::int64_t period_ns = 0;
-  double amplitude_ns = 0;
+  double amplitude_ns = 0;                // of the phase being run
+  double first_amplitude_ns = 0;          // of the first phase, before adapting
   std::vector<double> unit_amplitude_ns;  // per type: what a gradient of 1 needs at k_d
   Injected injected;
 };
@@ -312,7 +313,9 @@ std::vector<PhaseResult> simultaneous_phases(CampaignRun& run, std::vector<Wave>
   for (const Wave& w : waves) budget.push_back(w.amplitude_ns);
   budget =
       analysis::fit_amplitudes_to_budget(budget, static_cast<double>(g.perturbation_budget_ns));
-  for (std::size_t i = 0; i < waves.size(); ++i) waves[i].amplitude_ns = budget[i];
+  for (std::size_t i = 0; i < waves.size(); ++i) {
+    waves[i].amplitude_ns = waves[i].first_amplitude_ns = budget[i];
+  }
   std::vector<PhaseResult> phases;
   phases.push_back(simultaneous_phase(run, waves, plan, "simultaneous 1/2"));
   adapt_amplitudes(run, waves, phases.front());
@@ -345,7 +348,7 @@ void measure_links_simultaneously(CampaignRun& run, const std::vector<CampaignLi
   for (std::size_t i = 0; i < waves.size(); ++i) {
     LinkMeasurement m;
     m.label = waves[i].link->label;
-    m.training_amplitude_ns = run.out.training_amplitude_ns;
+    m.training_amplitude_ns = waves[i].first_amplitude_ns;
     m.amplitude_ns = waves[i].amplitude_ns;
     m.delta_l_ns = waves[i].injected.delta_l_ns;
     m.delta_l_measured = waves[i].injected.measured;

@@ -209,6 +209,12 @@ TEST_F(CampaignFakes, SimultaneousScheduleRecoversTheGradientsInLessTime) {
     }
   }
   EXPECT_EQ(frequencies.size(), 4u);  // one frequency per link
+  // Each link's first amplitude is the one its first phase injected.
+  for (std::size_t i = 0; i < o.links.size(); ++i) {
+    const fake::FakeInjection& first = daemons_.injections().at(sequential_injections + i);
+    EXPECT_EQ(first.request.link_spec, o.links[i].spec);
+    EXPECT_EQ(first.request.amplitude_ns, std::llround(o.measurements[i].training_amplitude_ns));
+  }
   // Two phases, each injecting all four links at once.
   EXPECT_EQ(daemons_.injections().size() - sequential_injections, 8u);
   EXPECT_EQ(daemons_.running(), 0u);
