@@ -43,6 +43,7 @@ nlohmann::json config_json(const LoadOptions& o, const LoadPlan& plan) {
       {"late_threshold_ns", plan.controller.engine.late_threshold_ns},
       {"spin_ns", plan.controller.engine.spin_ns ? nlohmann::json(*plan.controller.engine.spin_ns)
                                                  : nlohmann::json()},
+      {"slice_ns", plan.controller.engine.slice_ns},
       {"rt_priority", plan.controller.engine.rt_priority},
       {"cpus", plan.controller.engine.cpus},
       {"cpu_latency_us",
@@ -261,6 +262,11 @@ void register_load_command(CLI::App& app) {
                   "quantile of the load thread's own measured wake-up lateness, at most half of "
                   "each ms; or a fixed duration, e.g. 50us; 0 = sleep only")
       ->default_val("auto");
+  cmd->add_option("--slice", o->slice,
+                  "scheduler slice the load threads ask for (EEVDF, Linux 6.12+; no privilege): "
+                  "shorter than other tasks' so a send timer's wake-up preempts them at once; "
+                  "100us..100ms, or off")
+      ->default_val("100us");
   cmd->add_option("--rt-priority", numbers->rt_priority,
                   "SCHED_FIFO priority 1-99 of the load threads, so the server and other "
                   "tasks cannot delay sends (needs root; default 0 = normal scheduling)");

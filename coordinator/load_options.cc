@@ -273,6 +273,14 @@ void apply_send_timing(const LoadOptions& o, loadgen::EngineConfig& e) {
             "): spinning real-time threads on every core starve the rest of the machine");
   }
   e.rt_priority = o.rt_priority;
+  if (o.slice == "off") {
+    e.slice_ns = 0;
+  } else {
+    e.slice_ns = parse_duration("--slice", o.slice);
+    if (e.slice_ns < 100'000 || e.slice_ns > 100'000'000) {
+      bad("--slice", "must be from 100us to 100ms, or off, got '" + o.slice + "'");
+    }
+  }
   if (!o.cpus.empty()) e.cpus = parse_cpu_list(o.cpus);
 }
 

@@ -71,6 +71,9 @@ json send_timer_json(const loadgen::SendTimer& t) {
           {"lead_ns", t.lead_ns},
           {"wakeup_lateness_ns", {{"p50", t.wakeup_p50_ns}, {"p99", t.wakeup_p99_ns}}},
           {"wakeups", t.wakeups},
+          {"slice_ns", t.slice_ns},
+          {"slice_granted", t.slice_granted},
+          {"slice_note", t.slice_note},
           {"polled_fraction", t.polled_fraction()}};
 }
 
@@ -187,6 +190,7 @@ json load_result_json(const ControllerResult& r, const loadgen::ControllerConfig
           {"ci_width_target_ns", c.ci_width_ns},
           {"confidence", c.confidence},
           {"percentiles", percentile_json(r.percentiles)},
+          {"sojourn_percentiles", percentile_json(r.sojourn_percentiles)},
           {"service_percentiles", percentile_json(r.service_percentiles)},
           {"in_flight_percentiles", percentile_json(r.in_flight_percentiles)},
           {"per_type", per_type},
@@ -237,7 +241,14 @@ void print_load_point(std::ostream& out, const json& p) {
         << loadgen::format_latency_ns(t["wakeup_lateness_ns"]["p50"].get<double>()) << ", p99 "
         << loadgen::format_latency_ns(t["wakeup_lateness_ns"]["p99"].get<double>()) << "), polling "
         << format_number(100.0 * t["polled_fraction"].get<double>(), 3)
-        << "% of the load threads' time\n";
+        << "% of the load threads' time";
+    if (const double slice = t.value("slice_ns", 0.0); slice > 0) {
+      out << "; scheduler slice " << loadgen::format_latency_ns(slice)
+          << (t.value("slice_granted", false)
+                  ? std::string(" (granted)")
+                  : " (not granted: " + t.value("slice_note", std::string("?")) + ")");
+    }
+    out << '\n';
   }
   if (const auto it = p.find("cpu_latency"); it != p.end() && !it->is_null()) {
     out << "  CPU latency limit " << (*it)["limit_us"].get<int>() << " us "
@@ -256,11 +267,12 @@ void print_load_point(std::ostream& out, const json& p) {
       t.add_row({metric, type, p_name(x["p"].get<double>()), ns_text(x["value_ns"]), ci_text(x)});
     }
   };
-  rows("sojourn", "all", p["percentiles"]);
+  rows("response", "all", p["percentiles"]);
+  for (const auto& ty : p["per_type"])
+    rows("response", ty["type"].get<std::string>(), ty["percentiles"]);
+  rows("sojourn", "all", p["sojourn_percentiles"]);
   rows("service", "all", p["service_percentiles"]);
   rows("in flight", "all", p["in_flight_percentiles"]);
-  for (const auto& ty : p["per_type"])
-    rows("sojourn", ty["type"].get<std::string>(), ty["percentiles"]);
   out << '\n';
   t.print(out);
 }
@@ -330,14 +342,15 @@ std::int64_t LoadRunRecorder::add_point(const ControllerResult& r,
   };
   std::size_t service_samples = 0;
   for (const auto& s : r.kept_samples) service_samples += s.service_time_ns >= 0;
-  add(std::nullopt, "sojourn", r.percentiles, r.kept);
+  add(std::nullopt, "response", r.percentiles, r.kept);
+  add(std::nullopt, "sojourn", r.sojourn_percentiles, r.kept);
   add(std::nullopt, "service", r.service_percentiles, service_samples);
   for (const auto& t : r.per_type) {
-    add(store_.transaction_type_id(t.type), "sojourn", t.percentiles, t.samples);
+    add(store_.transaction_type_id(t.type), "response", t.percentiles, t.samples);
   }
   if (r.percentiles.empty()) {
     // Nothing measured (e.g. calibration never ran): still one row saying why.
-    add(std::nullopt, "sojourn", {TailPercentile{c.percentiles.front(), 0, {}, {}}}, 0);
+    add(std::nullopt, "response", {TailPercentile{c.percentiles.front(), 0, {}, {}}}, 0);
   }
   // Samples: wall-clock send times (intended), as the schema asks. Each rate
   // point's samples hang off one 'baseline' phase (an unperturbed

@@ -31,7 +31,7 @@ Evaluation evaluate(const ControllerConfig& c, const std::vector<Sample>& series
   Evaluation e;
   std::vector<double> latency;
   latency.reserve(series.size());
-  for (const auto& s : series) latency.push_back(static_cast<double>(s.latency_ns));
+  for (const auto& s : series) latency.push_back(static_cast<double>(response_ns(s)));
   e.scan = choose_stride(latency, c.alpha, c.max_stride, c.min_kept);
   e.iid = e.scan.stride.has_value();
   // Without a passing stride the numbers shown use the largest stride tried:
@@ -48,15 +48,18 @@ Evaluation evaluate(const ControllerConfig& c, const std::vector<Sample>& series
   return e;
 }
 
-// The verdict's view of the client's own lateness (controller_checks.hh).
-void judge_client_lateness(const ControllerConfig& c, const analysis::LatencyHistogram& lateness,
-                           ControllerResult& out) {
-  const ClientLatenessCheck check =
-      check_client_lateness(lateness, out.percentiles.front(), c.max_client_lateness_share);
+// The client's own lateness beside the sojourn from the intended send
+// (controller_checks.hh): a note, never a reason, because the answer leaves
+// it out (response_ns).
+void note_client_lateness(const ControllerConfig& c, const analysis::LatencyHistogram& lateness,
+                          ControllerResult& out) {
+  if (out.sojourn_percentiles.empty()) return;
+  const ClientLatenessCheck check = check_client_lateness(
+      lateness, out.sojourn_percentiles.front(), c.client_lateness_note_share);
   if (!check.applied) return;
   out.client_lateness_at_target_ns = check.at_target_ns;
   out.client_lateness_share = check.share;
-  if (!check.ok) out.reasons.push_back(check.reason);
+  if (!check.ok) out.notes.push_back(check.reason);
 }
 
 TimestampSource dominant_source(const std::vector<Sample>& samples) {
@@ -67,8 +70,11 @@ TimestampSource dominant_source(const std::vector<Sample>& samples) {
   return TimestampSource::kUser;
 }
 
-// Service-time, in-flight and per-type percentiles of the kept samples.
+// Service-time, sojourn, in-flight and per-type percentiles of the kept samples.
 void describe_kept(const ControllerConfig& c, ControllerResult& out) {
+  std::vector<double> sojourn;
+  for (const auto& s : out.kept_samples) sojourn.push_back(static_cast<double>(s.latency_ns));
+  out.sojourn_percentiles = tail_percentiles(sojourn, c.percentiles, c.confidence);
   std::vector<double> service;
   for (const auto& s : out.kept_samples) {
     if (s.service_time_ns >= 0) service.push_back(static_cast<double>(s.service_time_ns));
@@ -83,7 +89,7 @@ void describe_kept(const ControllerConfig& c, ControllerResult& out) {
     for (std::size_t t = 0; t < out.type_names.size(); ++t) {
       std::vector<double> lat;
       for (const auto& s : out.kept_samples) {
-        if (s.type == t) lat.push_back(static_cast<double>(s.latency_ns));
+        if (s.type == t) lat.push_back(static_cast<double>(response_ns(s)));
       }
       out.per_type.push_back(
           {out.type_names[t], lat.size(), tail_percentiles(lat, c.percentiles, c.confidence)});
@@ -257,7 +263,7 @@ class ControllerRun {
   void show_calibration_samples() {
     std::vector<double> lat;
     for (const auto& s : last_calibration_samples_) {
-      lat.push_back(static_cast<double>(s.latency_ns));
+      lat.push_back(static_cast<double>(response_ns(s)));
     }
     out_.percentiles = tail_percentiles(lat, c_.percentiles, c_.confidence);
     out_.samples = out_.kept = lat.size();
@@ -339,11 +345,9 @@ class ControllerRun {
       add_convergence_reasons(c_, ev_, series_.size(), out_.reasons);
       for (const auto& s : stop_) out_.notes.push_back(s);
     }
-    if (evaluated_ && !out_.percentiles.empty()) {
-      judge_client_lateness(c_, used_timer_lateness_, out_);
-    }
     out_.ok = out_.reasons.empty() && evaluated_ && ev_.converged;
     describe_kept(c_, out_);
+    if (evaluated_) note_client_lateness(c_, used_timer_lateness_, out_);
     out_.timestamp_source = dominant_source(out_.kept_samples);
     out_.elapsed_ns = clock_() - t0_;
     return std::move(out_);

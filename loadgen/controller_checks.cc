@@ -200,10 +200,10 @@ ClientLatenessCheck check_client_lateness(const analysis::LatencyHistogram& time
   const std::string p = "p" + fixed(target.p, target.p == std::floor(target.p) ? 0 : 2);
   out.reason = "the load generator's own send lateness at " + p + " (" +
                format_latency_ns(static_cast<double>(out.at_target_ns)) + ") is " +
-               fixed(100.0 * out.share, 0) + "% of the " + p + " sojourn (" +
+               fixed(100.0 * out.share, 0) + "% of the " + p + " sojourn from the intended send (" +
                format_latency_ns(target.value_ns) + "), more than " + fixed(100.0 * max_share, 0) +
-               "%: the answer would bill the client's timer to the service (try --rt-priority, "
-               "--cpus or --cpu-latency-us 0)";
+               "%: the response times leave it out, each timed from when the client was ready "
+               "to send";
   return out;
 }
 

@@ -23,6 +23,7 @@
 #include "nabla/common/clock.hh"
 #include "nabla/common/fd.hh"
 #include "nabla/common/ip_address.hh"
+#include "nabla/common/sched_slice.hh"
 #include "nabla/loadgen/phc_clock.hh"
 
 namespace nabla::loadgen {
@@ -90,6 +91,7 @@ std::runtime_error realtime_refused(int priority, int err) {
 struct Outstanding {
   int64_t intended_ns;
   int64_t lateness_ns;
+  int64_t timer_lateness_ns;  // noticed - intended: the client's own part of lateness_ns
   uint64_t id;
   uint32_t type;
   uint32_t end_key;           // OPT_ID byte offset of the request's last byte
@@ -365,7 +367,9 @@ class Worker {
       uint32_t type = codec_->encode(best->out, id, rng_);
       best->tx_bytes += static_cast<uint32_t>(best->out.size() - before);
       int64_t lateness = now - intended;
-      best->outstanding.push_back({intended, lateness, id, type, best->tx_bytes - 1});
+      best->outstanding.push_back({intended, lateness,
+                                   std::max<int64_t>(due.noticed_ns - intended, 0), id, type,
+                                   best->tx_bytes - 1});
       ++result_.sent;
       result_.lateness.record(std::max<int64_t>(lateness, 0));
       const int64_t slot_wait = now - due.noticed_ns;
@@ -649,6 +653,7 @@ class Worker {
       s.intended_ns = o.intended_ns;
       s.latency_ns = rx_ns - o.intended_ns;
       s.lateness_ns = o.lateness_ns;
+      s.timer_lateness_ns = o.timer_lateness_ns;
       s.type = o.type;
       s.service_time_ns = f.service_time_ns;
       s.source = source;
@@ -701,6 +706,11 @@ class Worker {
 }  // namespace
 
 void SendTimer::add(const SendTimer& t) {
+  // The slice was granted only if it was to every thread of every round.
+  const bool first = thread_run_ns == 0 && wakeups == 0;
+  slice_ns = std::max(slice_ns, t.slice_ns);
+  slice_granted = first ? t.slice_granted : slice_granted && t.slice_granted;
+  if (slice_note.empty()) slice_note = t.slice_note;
   self_calibrated = t.self_calibrated;
   lead_ns = std::max(lead_ns, t.lead_ns);
   wakeup_p50_ns = std::max(wakeup_p50_ns, t.wakeup_p50_ns);
@@ -776,8 +786,15 @@ void run_load_thread(const EngineConfig& config, size_t i, Worker& worker, Threa
       return;
     }
   }
+  common::SliceRequest slice;
+  if (config.rt_priority == 0 && config.slice_ns > 0) {
+    slice = common::request_short_slice(config.slice_ns);
+  }
   try {
     result = worker.run();
+    result.timer.slice_ns = config.rt_priority == 0 ? config.slice_ns : 0;
+    result.timer.slice_granted = slice.granted;
+    result.timer.slice_note = slice.note;
   } catch (...) {
     failure = std::current_exception();
   }

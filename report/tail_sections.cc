@@ -63,9 +63,14 @@ json percentile_chart(const json& rows) {
 }
 
 json load_curve_chart(const json& rows) {
+  // The answer's metric: 'response' since it exists, 'sojourn' in older runs.
+  std::string answer = "sojourn";
+  for (const json& r : rows) {
+    if (r["metric"] == "response") answer = "response";
+  }
   json values = json::array();
   for (const json& r : rows) {
-    if (r["type"] != "*" || r["metric"] != "sojourn") continue;
+    if (r["type"] != "*" || r["metric"] != answer) continue;
     json v = r;
     v["load_rps"] = r["throughput_rps"].is_null() ? r["rate_rps"] : r["throughput_rps"];
     std::string reasons;

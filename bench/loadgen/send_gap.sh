@@ -76,7 +76,7 @@ except Exception as e:
     print(f"{name:<10} {rate:>6} {mode:<8} failed: {e}")
     sys.exit(0)
 p = j if "percentiles" in j else (j.get("points") or j.get("results") or [j])[0]
-soj = {x["p"]: x["value_ns"] for x in p["percentiles"]}
+soj = {x["p"]: x["value_ns"] for x in p.get("sojourn_percentiles", p["percentiles"])}
 fl = {x["p"]: x["value_ns"] for x in p["in_flight_percentiles"]}
 timer = p["lateness_ns"]["timer"] or {"p50": 0, "p99": 0}
 st = p["send_timer"]

@@ -483,21 +483,26 @@ TEST(LoadTier, DbStoresTheRunTailResultsAndKeptSamples) {
     EXPECT_EQ(samples, j["samples_stored"].get<std::int64_t>());
     auto& database = store.database();
     auto rows = database.prepare(
-        "SELECT COUNT(*), SUM(verdict = ?), SUM(type_id IS NOT NULL), SUM(metric = 'service') "
+        "SELECT COUNT(*), SUM(verdict = ?), SUM(type_id IS NOT NULL), SUM(metric = 'service'), "
+        "SUM(metric = 'sojourn'), SUM(metric = 'response' AND type_id IS NULL) "
         "FROM tail_results WHERE run_id = ?");
     rows.bind(1, j["verdict"].get<std::string>());
     rows.bind(2, run_id);
     ASSERT_TRUE(rows.step());
-    // One row per percentile: sojourn and service overall, then per type
-    // (/a and /b) when the measurement got that far.
+    // One row per percentile: response (the answer), sojourn and service
+    // overall, then response per type (/a and /b) when the measurement got
+    // that far.
     std::size_t per_type = 0;
     for (const auto& t : j["per_type"]) per_type += t["percentiles"].size();
-    const auto expected = j["percentiles"].size() + j["service_percentiles"].size() + per_type;
+    const auto expected = j["percentiles"].size() + j["sojourn_percentiles"].size() +
+                          j["service_percentiles"].size() + per_type;
     EXPECT_GE(expected, 2u);
     EXPECT_EQ(rows.column_int64(0), static_cast<std::int64_t>(expected));
     EXPECT_EQ(rows.column_int64(1), static_cast<std::int64_t>(expected));
     EXPECT_EQ(rows.column_int64(2), static_cast<std::int64_t>(per_type));
     EXPECT_EQ(rows.column_int64(3), static_cast<std::int64_t>(j["service_percentiles"].size()));
+    EXPECT_EQ(rows.column_int64(4), static_cast<std::int64_t>(j["sojourn_percentiles"].size()));
+    EXPECT_EQ(rows.column_int64(5), static_cast<std::int64_t>(j["percentiles"].size()));
     if (j["verdict"] == "ok") {
       EXPECT_EQ(per_type, 4u);  // p99 and p50 of /a and /b
     }

@@ -123,6 +123,42 @@ TEST(Migrations, ReadOnlyOpenNeedsCurrentSchema) {
   }
 }
 
+// The migration that admits the 'response' metric rebuilds tail_results:
+// every stored tail row of an older database is kept, still readable
+// through tail_over_time, and the constraint still refuses unknown metrics.
+TEST(Migrations, ResponseMetricKeepsEveryStoredTailResult) {
+  testing::TempDir dir;
+  Database db = Database::open(dir.file("v5.db"));
+  const auto steps = builtin_migrations();
+  std::size_t step = steps.size();
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i].find("'response'") != std::string_view::npos) step = i;
+  }
+  ASSERT_LT(step, steps.size()) << "no migration admits the response metric";
+  ASSERT_EQ(migrate(db, steps.first(step)), static_cast<int>(step));
+  db.exec(
+      "INSERT INTO runs (id, kind, status, tool_version, started_ns, ended_ns, pid, "
+      "pid_start_ticks, boot_id) VALUES (1, 'load', 'complete', 't', 1, 2, 1, 1, 'b');"
+      "INSERT INTO tail_results (run_id, metric, rate_rps, percentile, value_ns, verdict) "
+      "VALUES (1, 'sojourn', 2000, 99, 1e5, 'ok'), (1, 'service', 2000, 99, 5e4, 'ok');");
+  EXPECT_THROW(db.exec("INSERT INTO tail_results (run_id, metric, rate_rps, percentile, verdict) "
+                       "VALUES (1, 'response', 2000, 99, 'n/a')"),
+               Error);
+  EXPECT_EQ(migrate(db), static_cast<int>(schema_version()) - static_cast<int>(step));
+  EXPECT_EQ(query(db, "SELECT count(*) FROM tail_over_time").rows[0][0], Value(std::int64_t{2}));
+  EXPECT_NO_THROW(db.exec("INSERT INTO tail_results (run_id, metric, rate_rps, percentile, "
+                          "value_ns, verdict) VALUES (1, 'response', 2000, 99, 9e4, 'ok')"));
+  EXPECT_THROW(db.exec("INSERT INTO tail_results (run_id, metric, rate_rps, percentile, verdict) "
+                       "VALUES (1, 'other', 2000, 99, 'n/a')"),
+               Error);
+  EXPECT_EQ(query(db, "SELECT count(*) FROM sqlite_schema WHERE name = 'tail_results_by_run'")
+                .rows[0][0],
+            Value(std::int64_t{1}));
+  EXPECT_TRUE(query(db, "PRAGMA foreign_key_check").rows.empty());
+  db.exec("DELETE FROM runs WHERE id = 1");  // the cascade still reaches the rebuilt table
+  EXPECT_EQ(query(db, "SELECT count(*) FROM tail_results").rows[0][0], Value(std::int64_t{0}));
+}
+
 // A version-1 database with a campaign's rows keeps every row through the
 // migration that rebuilds `phases`: were foreign keys on while the old
 // table is dropped, its injections and samples would be deleted with it.

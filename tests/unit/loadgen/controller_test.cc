@@ -114,6 +114,17 @@ TEST(Controller, DelayStationConvergesToOkWithEveryDecisionRecorded) {
   EXPECT_LT(r.lateness.percentile(0.5), c.engine.late_threshold_ns);
   EXPECT_GE(r.lateness.max(), r.lateness.percentile(0.99));
   EXPECT_LE(r.elapsed_ns, c.max_duration_ns + 2'000'000'000);
+  // The answer is the response time of the kept samples (the client's own
+  // timer lateness left out); the sojourn from the intended send, which
+  // includes it, is never below it.
+  std::vector<double> response;
+  for (const Sample& s : r.kept_samples) response.push_back(static_cast<double>(response_ns(s)));
+  const auto recomputed = tail_percentiles(response, c.percentiles, c.confidence);
+  ASSERT_EQ(r.sojourn_percentiles.size(), r.percentiles.size());
+  for (std::size_t i = 0; i < r.percentiles.size(); ++i) {
+    EXPECT_EQ(r.percentiles[i].value_ns, recomputed[i].value_ns);
+    EXPECT_GE(r.sojourn_percentiles[i].value_ns, r.percentiles[i].value_ns);
+  }
 }
 
 TEST(Controller, OneSlotAgainstTwoMillisecondsIsClosedLoop) {

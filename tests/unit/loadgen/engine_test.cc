@@ -118,6 +118,14 @@ TEST(Engine, ClosedLoopConfigurationShowsSlotWaitsAndNoCoordinatedOmission) {
   EXPECT_GT(r.samples.back().latency_ns, 350'000'000);
   EXPECT_GT(r.samples.back().lateness_ns, 300'000'000);
   EXPECT_GT(r.latency.percentile(0.9), 250'000'000);
+  // The answer, response_ns, leaves out only the client's own timer
+  // lateness: the slot wait, the server's doing, stays in it.
+  EXPECT_GT(response_ns(r.samples.back()), 350'000'000);
+  for (const Sample& s : r.samples) {
+    EXPECT_GE(s.timer_lateness_ns, 0);
+    EXPECT_LE(s.timer_lateness_ns, s.lateness_ns);  // user-space send stamps: exact
+    EXPECT_EQ(response_ns(s), s.latency_ns - s.timer_lateness_ns);
+  }
 }
 
 TEST(Engine, BrokenConnectionsAreReopenedAndCounted) {

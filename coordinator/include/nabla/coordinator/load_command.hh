@@ -8,7 +8,8 @@
 //              [--mix /view=0.7,/bid=0.3 | get=0.9,set=0.1]
 //              [--percentile 99 ...] [--ci-width 50us] [--confidence 0.95]
 //              [--max-duration 120s] [--sweep LO:HI:STEPS] [--db nabla.db] [--json]
-//              [--late-threshold 200us] [--spin auto] [--rt-priority P] [--seed N]
+//              [--late-threshold 200us] [--spin auto] [--slice 100us|off]
+//              [--rt-priority P] [--seed N]
 //              [--cpus LIST] [--cpu-latency-us N|off]
 //
 // Flags are parsed by parse_load_options() without touching a socket, so
@@ -56,6 +57,10 @@ struct LoadOptions {
   // Busy-poll this long before each intended send (precision for CPU; 0 =
   // sleep on the timer only). A VM's timer wake-ups are ~50 us late.
   std::string spin = "auto";
+  // The scheduler slice each load thread asks for (common/sched_slice.hh):
+  // a duration from 100us to 100ms, or "off". Shorter than the others' lets
+  // a send timer's wake-up preempt them at once. Needs no privilege.
+  std::string slice = "100us";
   // SCHED_FIFO priority of the load threads (1-99; 0 = normal scheduling).
   // Refused when every core would hold a spinning real-time thread.
   int rt_priority = 0;

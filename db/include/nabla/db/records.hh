@@ -167,7 +167,7 @@ struct GradientAmplitude {
 struct TailResult {
   std::int64_t run_id = 0;
   std::optional<std::int64_t> type_id;  // nullopt = all types
-  std::string metric = "sojourn";       // sojourn | service
+  std::string metric = "sojourn";       // response | sojourn | service
   double rate_rps = 0;
   std::optional<double> throughput_rps;
   double percentile = 99;

@@ -72,10 +72,10 @@ struct ControllerConfig {
   std::size_t min_kept = 200;    // fewest kept samples a stride is tested on
   std::size_t adf_max_values = 100'000;
   CalibrationLimits limits;
-  // The verdict cannot be ok when the client's own timer lateness at the
-  // target percentile exceeds this share of the sojourn measured there: the
-  // answer would bill the instrument's delay to the service.
-  double max_client_lateness_share = 0.1;
+  // A note (never a reason: the answer leaves the client's lateness out,
+  // response_ns) when the client's own timer lateness at the target
+  // percentile exceeds this share of the sojourn from the intended send.
+  double client_lateness_note_share = 0.1;
 };
 
 struct RoundRecord {
@@ -122,8 +122,8 @@ struct ControllerResult {
   uint64_t slot_late = 0;  // slot waits over the late threshold, every round
   SendTimer timer;         // how the sends were timed, every round
   // The client's timer lateness at the target percentile over the
-  // measurement rounds used, and its share of the sojourn there: above
-  // ControllerConfig::max_client_lateness_share the verdict is n/a.
+  // measurement rounds used, and its share of the sojourn from the intended
+  // send there (a note above ControllerConfig::client_lateness_note_share).
   std::optional<int64_t> client_lateness_at_target_ns;
   std::optional<double> client_lateness_share;
   ErrorCounts errors;  // every round
@@ -137,13 +137,16 @@ struct ControllerResult {
   std::size_t stride = 1;   // chosen (or the largest tried when none passed)
   StrideChoice stride_scan;
   StationarityCheck stationarity;
-  std::vector<TailPercentile> percentiles;          // sojourn, all types, kept samples
+  // The answer: response time (response_ns), all types, kept samples.
+  std::vector<TailPercentile> percentiles;
+  // Diagnostic: from the intended send, the client's own lateness included.
+  std::vector<TailPercentile> sojourn_percentiles;
   std::vector<TailPercentile> service_percentiles;  // X-Service-Time-Ns / echo, when reported
   // Diagnostic: actual send → receive (sojourn minus the client's lateness),
   // i.e. network + server without the client's own delay. The verdict and
   // `percentiles` always time from the intended send.
   std::vector<TailPercentile> in_flight_percentiles;
-  std::vector<TypePercentiles> per_type;  // when more than one type
+  std::vector<TypePercentiles> per_type;  // response time, when more than one type
   std::vector<std::string> type_names;
   // In send order. When no measurement round was used, the last calibration
   // round's samples (every one), with percentiles flagged as not conclusive.

@@ -185,14 +185,15 @@ struct TailPercentile {
 };
 
 // The client's own timer lateness at the target percentile against the
-// sojourn measured there (engine.hh, docs/timing.md). Above max_share the
-// answer would mostly bill the instrument's delay to the service: not ok.
+// sojourn from the intended send measured there (engine.hh, docs/timing.md).
+// Above max_share it is worth a note: the answer, response_ns, leaves that
+// lateness out, while the sojourn would mostly show the instrument's delay.
 struct ClientLatenessCheck {
   bool applied = false;  // false: no sends, or no positive sojourn to compare with
   int64_t at_target_ns = 0;
   double share = 0;  // at_target_ns / sojourn at the target percentile
-  bool ok = true;
-  std::string reason;  // when not ok
+  bool ok = true;      // share <= max_share
+  std::string reason;  // when not ok: the note's text
 };
 ClientLatenessCheck check_client_lateness(const analysis::LatencyHistogram& timer_lateness,
                                           const TailPercentile& target, double max_share);

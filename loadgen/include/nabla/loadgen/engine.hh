@@ -89,6 +89,12 @@ struct EngineConfig {
   // tasks 5% of each core, but a spinning real-time thread takes the rest:
   // keep threads below the number of cores (the `nabla load` flag refuses).
   int rt_priority = 0;
+  // Without rt_priority: the scheduler slice each load thread asks for
+  // (common/sched_slice.hh), so that its send timer's wake-up preempts a
+  // task of the fair class at once instead of after that task's slice
+  // (EEVDF, Linux 6.6+, honours the request from 6.12). 0 = do not ask.
+  // Needs no privilege and leaves the thread's CPU share as it was.
+  int64_t slice_ns = 100'000;
   // CPUs the load threads run on: thread i is pinned to cpus[i % size()].
   // Empty = wherever the scheduler puts them. On a machine shared with the
   // server, pinning the server and the load threads to different cores keeps
@@ -120,11 +126,21 @@ struct Sample {
   int64_t intended_ns = 0;  // monotonic
   int64_t latency_ns = 0;   // receive - intended
   int64_t lateness_ns = 0;  // actual send - intended (send per send_source)
+  // The client's own part of lateness_ns: when its loop noticed the send was
+  // due - intended (timer lateness, docs/timing.md). The rest is the wait for
+  // a free connection slot (the service's) and the send itself.
+  int64_t timer_lateness_ns = 0;
   uint32_t type = 0;
   int64_t service_time_ns = -1;
   TimestampSource source = TimestampSource::kUser;       // of the receive time
   TimestampSource send_source = TimestampSource::kUser;  // of the actual send time
 };
+
+// What `nabla load` answers (docs/method.md, "Response time"): the reply
+// less the moment the client was ready to send, i.e. the sojourn from the
+// intended send without the client's own timer lateness. Waits for a free
+// connection slot (the service's) stay in it.
+inline int64_t response_ns(const Sample& s) { return s.latency_ns - s.timer_lateness_ns; }
 
 // How the load threads timed their sends.
 struct SendTimer {
@@ -133,6 +149,11 @@ struct SendTimer {
   int64_t wakeup_p50_ns = 0;  // the largest of the threads' wake-up lateness p50
   int64_t wakeup_p99_ns = 0;  // likewise p99
   uint64_t wakeups = 0;       // recorded, all threads
+  // The scheduler slice the threads asked for (EngineConfig::slice_ns) and
+  // whether every thread got it; slice_note says why not.
+  int64_t slice_ns = 0;
+  bool slice_granted = false;
+  std::string slice_note;
   int64_t polled_ns = 0;      // spent polling, all threads
   int64_t thread_run_ns = 0;  // run time, all threads
   // Folds in another thread's (or round's) figures: leads and lateness
