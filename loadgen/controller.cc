@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "nabla/analysis/spearman.hh"
+
 namespace nabla::loadgen {
 namespace {
 
@@ -124,18 +126,34 @@ void validate(const ControllerConfig& c) {
 
 namespace {
 
+// "about 12 s more at this rate", for `more` samples at `rate_rps`.
+std::string time_for(std::size_t more, double rate_rps) {
+  const double seconds = static_cast<double>(more) / rate_rps;
+  return "about " + fixed(std::ceil(seconds), 0) + " s more at this rate";
+}
+
 // Why an evaluation did not converge: not iid, not stationary, CI too wide
-// (each that applies). series_size: the samples the evaluation saw.
+// (each that applies), over `series`, the samples the evaluation saw.
 void add_convergence_reasons(const ControllerConfig& c, const Evaluation& ev,
-                             std::size_t series_size, std::vector<std::string>& reasons) {
+                             const std::vector<Sample>& series,
+                             std::vector<std::string>& reasons) {
+  const std::size_t series_size = series.size();
+  const double rate = c.engine.schedule.rate_per_s;
   if (!ev.iid && ev.scan.steps.empty()) {
     reasons.push_back("not iid: too few samples to test independence (" +
                       std::to_string(series_size) + " < " + std::to_string(c.min_kept) + ")");
   } else if (!ev.iid) {
     const auto& last = ev.scan.steps.back();
-    reasons.push_back(
-        "not iid at the lowest sampling rate tried (1:" + std::to_string(last.stride) +
-        ", Spearman rho=" + fixed(last.rho, 3) + ", p=" + fixed(last.p_value, 4) + ")");
+    std::string why = "not iid at the lowest sampling rate tried (1:" +
+                      std::to_string(last.stride) + ", Spearman rho=" + fixed(last.rho, 3) +
+                      ", p=" + fixed(last.p_value, 4) + ")" +
+                      whose_dependence(series, last.stride, c.alpha);
+    if (!ev.scan.exhausted && last.stride * 2 <= c.max_stride) {
+      const std::size_t need = c.min_kept * last.stride * 2;
+      why += "; testing 1:" + std::to_string(last.stride * 2) + " needs " + std::to_string(need) +
+             " samples, " + time_for(need > series_size ? need - series_size : 0, rate);
+    }
+    reasons.push_back(why);
   }
   if (ev.stationarity.applied && !ev.stationarity.stationary) {
     reasons.push_back("not stationary (ADF statistic " + fixed(ev.stationarity.statistic, 2) +
@@ -147,8 +165,12 @@ void add_convergence_reasons(const ControllerConfig& c, const Evaluation& ev,
       "p" + fixed(c.percentiles.front(),
                   c.percentiles.front() == std::floor(c.percentiles.front()) ? 0 : 2);
   if (!ev.target_width_ns) {
-    reasons.push_back("CI too wide: too few samples (" + std::to_string(ev.kept_index.size()) +
-                      ") for a " + fixed(100 * c.confidence, 0) + "% CI of " + target);
+    const std::size_t need = min_samples_for_ci(c.percentiles.front(), c.confidence);
+    const std::size_t kept = ev.kept_index.size();
+    reasons.push_back("CI too wide: too few samples (" + std::to_string(kept) + ") for a " +
+                      fixed(100 * c.confidence, 0) + "% CI of " + target + " (" +
+                      std::to_string(need) + " needed at 1:" + std::to_string(ev.stride) + ", " +
+                      time_for((need > kept ? need - kept : 0) * ev.stride, rate) + ")");
   } else if (*ev.target_width_ns > c.ci_width_ns) {
     reasons.push_back("CI too wide (" + target + " CI width " +
                       format_latency_ns(*ev.target_width_ns) + " reached, " +
@@ -342,7 +364,7 @@ class ControllerRun {
           "percentiles are from the last calibration round, every sample, not conclusive");
       show_calibration_samples();
     } else if (out_.reasons.empty() && !ev_.converged) {
-      add_convergence_reasons(c_, ev_, series_.size(), out_.reasons);
+      add_convergence_reasons(c_, ev_, series_, out_.reasons);
       for (const auto& s : stop_) out_.notes.push_back(s);
     }
     out_.ok = out_.reasons.empty() && evaluated_ && ev_.converged;

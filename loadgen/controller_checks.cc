@@ -123,6 +123,29 @@ ClosedLoopCheck check_closed_loop(const EngineResult& round, double target_rps, 
   return out;
 }
 
+namespace {
+
+// What the client was late by, how its threads were scheduled, and what is
+// left to try: the tail of a late-sends reason.
+std::string client_remedies(const EngineResult& round, const EngineConfig& config) {
+  std::string out = " (its timer lateness p99 " +
+                    format_latency_ns(static_cast<double>(round.timer_lateness.percentile(0.99))) +
+                    ", max " + format_latency_ns(static_cast<double>(round.timer_lateness.max()));
+  if (config.rt_priority > 0) {
+    out += "; SCHED_FIFO " + std::to_string(config.rt_priority) + " was used";
+  } else if (round.timer.slice_ns > 0) {
+    out += "; a " + format_latency_ns(static_cast<double>(round.timer.slice_ns)) +
+           " scheduler slice was " +
+           (round.timer.slice_granted ? std::string("granted") : "not granted");
+  }
+  out += "; left to try: ";
+  out += config.rt_priority > 0 ? "" : "--rt-priority 1 (root), ";
+  out += "--cpu-latency-us 0 (root), or fewer other tasks on this machine)";
+  return out;
+}
+
+}  // namespace
+
 CalibrationCheck check_calibration(const EngineResult& round, const EngineConfig& config,
                                    const CalibrationLimits& limits) {
   CalibrationCheck out;
@@ -183,7 +206,8 @@ CalibrationCheck check_calibration(const EngineResult& round, const EngineConfig
         format_latency_ns(static_cast<double>(config.late_threshold_ns)) +
         " after their intended time (limit " + fixed(100.0 * limits.late_fraction_limit, 1) +
         "%; waits for a free connection slot are not counted): the client cannot keep the "
-        "schedule");
+        "schedule" +
+        client_remedies(round, config));
   }
   return out;
 }
@@ -233,6 +257,38 @@ StrideChoice choose_stride(std::span<const double> latencies, double alpha, std:
   }
   out.exhausted = last != 0 && last * 2 > max_stride;
   return out;
+}
+
+std::string whose_dependence(std::span<const Sample> series, std::size_t stride, double alpha) {
+  if (stride == 0) throw std::invalid_argument("whose_dependence: stride must be >= 1");
+  std::vector<double> in_flight;
+  for (std::size_t i = 0; i < series.size(); i += stride) {
+    const Sample& s = series[i];
+    in_flight.push_back(static_cast<double>(s.latency_ns - std::max<int64_t>(0, s.lateness_ns)));
+  }
+  const auto r = analysis::spearman_autocorrelation(in_flight, 1);
+  if (std::isnan(r.rho) || r.p_value >= alpha) {
+    return "; the in-flight times alone are independent there (p=" + fixed(r.p_value, 3) +
+           "): the dependence is the client's, its sends stalled and then waited for slots in "
+           "bursts";
+  }
+  return "; the in-flight times are dependent too (rho=" + fixed(r.rho, 3) +
+         "): the service, or the machine it shares, changed over time";
+}
+
+std::size_t min_samples_for_ci(double p, double confidence) {
+  // The ranks' reach grows with n; doubling then bisecting finds the first n.
+  std::size_t hi = 1;
+  while (!analysis::percentile_ci_ranks(hi, p / 100.0, confidence)) {
+    if (hi > (std::size_t{1} << 40)) return hi;
+    hi *= 2;
+  }
+  std::size_t lo = hi / 2;
+  while (lo + 1 < hi) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    (analysis::percentile_ci_ranks(mid, p / 100.0, confidence) ? hi : lo) = mid;
+  }
+  return hi;
 }
 
 StationarityCheck check_stationarity(std::span<const double> kept, double alpha,

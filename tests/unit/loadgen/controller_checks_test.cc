@@ -8,6 +8,9 @@
 #include <cmath>
 #include <random>
 
+#include "nabla/analysis/percentile.hh"
+#include "nabla/analysis/spearman.hh"
+
 namespace nabla::loadgen {
 namespace {
 
@@ -165,6 +168,9 @@ TEST(ControllerChecks, LateSendsWithoutSlotShortageAreTheClientsFault) {
   for (int i = 0; i < 1000; ++i) t.push_back(int64_t{i} * 1'000'000);
   auto r = round_with(t, 100'000);
   r.late = 100;  // 10%
+  for (int i = 0; i < 1000; ++i) r.timer_lateness.record(i < 900 ? 1'000 : 3'000'000);
+  r.timer.slice_ns = 100'000;
+  r.timer.slice_granted = true;
   auto check = check_calibration(r, c, CalibrationLimits{});
   EXPECT_FALSE(check.closed_loop.closed_loop);
   ASSERT_EQ(check.reasons.size(), 1u);
@@ -172,6 +178,62 @@ TEST(ControllerChecks, LateSendsWithoutSlotShortageAreTheClientsFault) {
       check.reasons[0].rfind("late sends: the load generator itself got to 10.0% of requests", 0),
       0u)
       << check.reasons[0];
+  // It names how late the client was, what was tried and what is left.
+  EXPECT_NE(check.reasons[0].find("timer lateness p99 3.0"), std::string::npos) << check.reasons[0];
+  EXPECT_NE(check.reasons[0].find("100us scheduler slice was granted"), std::string::npos)
+      << check.reasons[0];
+  EXPECT_NE(check.reasons[0].find("left to try: --rt-priority 1 (root)"), std::string::npos)
+      << check.reasons[0];
+  c.rt_priority = 5;
+  check = check_calibration(r, c, CalibrationLimits{});
+  ASSERT_EQ(check.reasons.size(), 1u);
+  EXPECT_NE(check.reasons[0].find("SCHED_FIFO 5 was used"), std::string::npos) << check.reasons[0];
+  EXPECT_EQ(check.reasons[0].find("--rt-priority"), std::string::npos) << check.reasons[0];
+}
+
+// A series whose sends stalled (the client's lateness and slot waits come in
+// runs) but whose in-flight times are independent: the dependence is the
+// client's. In-flight times that drift slowly: the service's.
+TEST(ControllerChecks, ADependenceIsTheClientsWhenTheInFlightTimesAreIndependent) {
+  std::mt19937_64 rng(7);
+  std::exponential_distribution<double> noise(1.0 / 20'000);
+  std::vector<Sample> client_bursts, service_drift;
+  for (int i = 0; i < 4000; ++i) {
+    const int64_t in_flight = static_cast<int64_t>(noise(rng));
+    const int64_t stall = (i / 50) % 2 == 0 ? 0 : 400'000;  // runs of 50 late sends
+    Sample s;
+    s.lateness_ns = stall;
+    s.latency_ns = stall + in_flight;
+    client_bursts.push_back(s);
+    Sample d;
+    d.latency_ns = in_flight + 10 * static_cast<int64_t>(i);  // a slow upward drift
+    service_drift.push_back(d);
+  }
+  // The response series of the first is dependent at stride 1 (its runs),
+  // yet its in-flight times are not.
+  std::vector<double> response;
+  for (const Sample& s : client_bursts) response.push_back(static_cast<double>(s.latency_ns));
+  ASSERT_LT(analysis::spearman_autocorrelation(response, 1).p_value, 0.05);
+  EXPECT_NE(whose_dependence(client_bursts, 1, 0.05).find("the dependence is the client's"),
+            std::string::npos);
+  EXPECT_NE(whose_dependence(service_drift, 1, 0.05).find("in-flight times are dependent too"),
+            std::string::npos);
+  EXPECT_THROW(whose_dependence(client_bursts, 0, 0.05), std::invalid_argument);
+}
+
+// The fewest samples for a CI: the ranks exist there and not one sample
+// before (p99 at 95% needs a few hundred; the n = 10,000 ranks of the
+// method's example exist).
+TEST(ControllerChecks, MinSamplesForACiIsTheFirstWithBothRanks) {
+  for (double p : {50.0, 90.0, 99.0, 99.9}) {
+    const std::size_t n = min_samples_for_ci(p, 0.95);
+    EXPECT_TRUE(analysis::percentile_ci_ranks(n, p / 100, 0.95).has_value()) << p;
+    EXPECT_FALSE(analysis::percentile_ci_ranks(n - 1, p / 100, 0.95).has_value()) << p;
+  }
+  EXPECT_GT(min_samples_for_ci(99, 0.95), 200u);
+  EXPECT_LT(min_samples_for_ci(99, 0.95), 1000u);
+  EXPECT_GT(min_samples_for_ci(99.9, 0.95), min_samples_for_ci(99, 0.95));
+  EXPECT_LE(min_samples_for_ci(99, 0.95), 10'000u);
 }
 
 // Waits for a free slot are the service's latency: with most slots idle they

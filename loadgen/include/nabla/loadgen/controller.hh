@@ -68,7 +68,10 @@ struct ControllerConfig {
   int64_t round_warmup_ns = 10'000'000;
   int64_t round_lead_ns = 20'000'000;
   double alpha = 0.05;           // Spearman and ADF significance
-  std::size_t max_stride = 256;  // lowest sampling rate 1:256
+  // Lowest sampling rate 1:4096. A stride is tested only once the series
+  // keeps min_kept samples at it, so a dependent series makes the run go
+  // on, within max_duration, until a larger stride can be tested.
+  std::size_t max_stride = 4096;
   std::size_t min_kept = 200;    // fewest kept samples a stride is tested on
   std::size_t adf_max_values = 100'000;
   CalibrationLimits limits;

@@ -153,6 +153,18 @@ struct StrideChoice {
 StrideChoice choose_stride(std::span<const double> latencies, double alpha, std::size_t max_stride,
                            std::size_t min_kept);
 
+// Whose is a dependence the stride scan found at `stride`: the in-flight
+// times (kernel TX to RX stamp, without the client's lateness and its slot
+// waits) are tested alone at that stride. Independent there (p >= alpha),
+// the dependence came from the client's sends, a stall and then a burst
+// waiting for slots; dependent too, from the service or the machine it
+// runs on. Returns the clause a not-iid reason ends with ("; the ...").
+std::string whose_dependence(std::span<const Sample> series, std::size_t stride, double alpha);
+
+// The fewest samples that give an order-statistic CI of the p-th
+// percentile (p in percent) at `confidence` (analysis/percentile.hh).
+std::size_t min_samples_for_ci(double p, double confidence);
+
 // Every stride-th value, starting at the first.
 std::vector<double> keep_every(std::span<const double> values, std::size_t stride);
 
