@@ -36,7 +36,8 @@ std::vector<std::string> check_environment(uint16_t queue_num) {
     }
   }
   if (missing.empty()) {
-    const auto r = common::run_command({"iptables", "-w", "5", "-L", "OUTPUT", "-n"});
+    const auto r = common::run_command(
+        {"iptables", "-w", "5", "-t", IptablesBackend::table(), "-L", "OUTPUT", "-n"});
     if (r.exit_code != 0) missing.push_back("iptables does not work: " + r.stderr_text);
     try {
       NfQueueConfig config;
