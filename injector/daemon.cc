@@ -15,6 +15,7 @@
 
 #include "nabla/common/clock.hh"
 #include "nabla/common/host_port.hh"
+#include "nabla/common/instance_lock.hh"
 #include "nabla/common/local_keys.hh"
 #include "nabla/common/log.hh"
 #include "nabla/common/netns.hh"
@@ -70,6 +71,11 @@ common::protocol::NodeFacts injector_node_facts(const DaemonOptions& options) {
 }  // namespace
 
 int run_daemon(const DaemonOptions& options) {
+  // First of all: a second injectd in the namespace it injects in would
+  // remove this one's chains as stale (common/instance_lock.hh).
+  const common::InstanceLock lock = common::InstanceLock::acquire(
+      common::kInjectdKeyName,
+      options.netns ? common::netns_path(*options.netns) : std::string("/proc/self/ns/net"));
   const common::HostPort listen =
       common::parse_listen_address(options.listen, common::kInjectdPort);
   common::RpcServerOptions rpc;
