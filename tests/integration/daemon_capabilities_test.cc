@@ -90,15 +90,34 @@ std::string temp_path(const std::string& what) {
   return ::testing::TempDir() + "nabla-caps-" + what + "-" + std::to_string(::getpid());
 }
 
+// nabla-injectd on 127.0.0.1:7311 of `ns` with the bounding set `caps`,
+// its output in a temporary log; stop() ends it with SIGTERM and checks
+// that it exits 0.
+class CappedInjectd {
+ public:
+  CappedInjectd(const std::string& caps, const NetNamespace& ns, const std::string& what)
+      : log_(temp_path(what + ".log")),
+        daemon_(with_capabilities(caps, {NABLA_INJECTD_PATH, "--listen", "127.0.0.1:7311"}), &ns,
+                log_) {}
+  ~CappedInjectd() { ::unlink(log_.c_str()); }
+  pid_t pid() const { return daemon_.pid(); }
+  std::string log() const { return common::read_text_file(log_); }
+  void stop() {
+    daemon_.signal(SIGTERM);
+    EXPECT_EQ(daemon_.wait(std::chrono::seconds(10)), 0) << log();
+  }
+
+ private:
+  std::string log_;
+  ChildProcess daemon_;
+};
+
 TEST(DaemonCapabilities, InjectdDelaysALinkWithNetAdminAlone) {
   NABLA_REQUIRE_ROOT_OR_SKIP();
   NABLA_REQUIRE_PROGRAM_OR_SKIP("setpriv");
   NetNamespace ns("capinj");
-  const std::string log = temp_path("injectd.log");
-  ChildProcess daemon(
-      with_capabilities(",+net_admin", {NABLA_INJECTD_PATH, "--listen", "127.0.0.1:7311"}), &ns,
-      log);
-  ASSERT_TRUE(answers(ns, 7311)) << common::read_text_file(log);
+  CappedInjectd daemon(",+net_admin", ns, "injectd");
+  ASSERT_TRUE(answers(ns, 7311)) << daemon.log();
   EXPECT_EQ(effective_capabilities_of(daemon.pid()), bit(CAP_NET_ADMIN));
 
   // UDP to a bound receiver, 100/s, for longer than the injection.
@@ -125,15 +144,12 @@ TEST(DaemonCapabilities, InjectdDelaysALinkWithNetAdminAlone) {
   traffic.join();
   const std::string text = common::read_text_file(out);
   ::unlink(out.c_str());
-  ASSERT_EQ(rc, 0) << text << common::read_text_file(log);
+  ASSERT_EQ(rc, 0) << text << daemon.log();
   const json r = json::parse(text);
   EXPECT_GE(r["packets"].get<int64_t>(), 10) << text;  // about 100 sent
   EXPECT_EQ(r["delayed"].get<int64_t>(), r["packets"].get<int64_t>()) << text;
   EXPECT_GE(r["actual_delay_ns"]["mean"].get<double>(), 5e6) << text;
-
-  daemon.signal(SIGTERM);
-  EXPECT_EQ(daemon.wait(std::chrono::seconds(10)), 0) << common::read_text_file(log);
-  ::unlink(log.c_str());
+  daemon.stop();
 }
 
 // The bounding set the packaged unit gives a daemon, as setpriv's
@@ -177,10 +193,8 @@ TEST(DaemonCapabilities, InjectdDuplicatesUnderTheUnitsCapabilitySet) {
   uint64_t mask = 0;
   const std::string caps = unit_capabilities("nabla-injectd", &mask);
   NetNamespace ns("capdup");
-  const std::string log = temp_path("dup.log");
-  ChildProcess daemon(with_capabilities(caps, {NABLA_INJECTD_PATH, "--listen", "127.0.0.1:7311"}),
-                      &ns, log);
-  ASSERT_TRUE(answers(ns, 7311)) << common::read_text_file(log);
+  CappedInjectd daemon(caps, ns, "dup");
+  ASSERT_TRUE(answers(ns, 7311)) << daemon.log();
   EXPECT_EQ(effective_capabilities_of(daemon.pid()), mask) << caps;
 
   FileDescriptor receiver = ns.socket(AF_INET, SOCK_DGRAM, 0);
@@ -207,10 +221,7 @@ TEST(DaemonCapabilities, InjectdDuplicatesUnderTheUnitsCapabilitySet) {
   EXPECT_EQ(stats.at("packets").get<int64_t>(), kSent) << stats.dump();
   EXPECT_EQ(received, 2 * kSent) << stats.dump();
   EXPECT_EQ(stats.at("duplicated").get<int64_t>(), received - kSent) << stats.dump();
-
-  daemon.signal(SIGTERM);
-  EXPECT_EQ(daemon.wait(std::chrono::seconds(10)), 0) << common::read_text_file(log);
-  ::unlink(log.c_str());
+  daemon.stop();
 }
 
 // Without CAP_NET_RAW (a daemon started by hand with CAP_NET_ADMIN alone)
@@ -220,11 +231,8 @@ TEST(DaemonCapabilities, InjectdWithoutNetRawRefusesDuplicateAtStart) {
   NABLA_REQUIRE_ROOT_OR_SKIP();
   NABLA_REQUIRE_PROGRAM_OR_SKIP("setpriv");
   NetNamespace ns("capnoraw");
-  const std::string log = temp_path("noraw.log");
-  ChildProcess daemon(
-      with_capabilities(",+net_admin", {NABLA_INJECTD_PATH, "--listen", "127.0.0.1:7311"}), &ns,
-      log);
-  ASSERT_TRUE(answers(ns, 7311)) << common::read_text_file(log);
+  CappedInjectd daemon(",+net_admin", ns, "noraw");
+  ASSERT_TRUE(answers(ns, 7311)) << daemon.log();
   std::string refusal;
   try {
     call_in(ns, 7311, "inject.start", duplicate_everything(9503));
@@ -238,10 +246,7 @@ TEST(DaemonCapabilities, InjectdWithoutNetRawRefusesDuplicateAtStart) {
       ns, 7311, "inject.start",
       {{"link", "udp 127.0.0.1 -> 127.0.0.1:9503"}, {"delay", "1ms"}, {"lease_s", 30}});
   call_in(ns, 7311, "inject.stop", {{"id", delay.at("id")}});
-
-  daemon.signal(SIGTERM);
-  EXPECT_EQ(daemon.wait(std::chrono::seconds(10)), 0) << common::read_text_file(log);
-  ::unlink(log.c_str());
+  daemon.stop();
 }
 
 TEST(DaemonCapabilities, InjectdWithoutACapabilityNamesIt) {
