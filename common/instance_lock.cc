@@ -33,13 +33,19 @@ bool same_file(int fd, const std::string& path) {
 
 }  // namespace
 
+std::string InstanceLock::path_for(std::string_view daemon, const std::string& netns_file,
+                                   const std::string& run_dir) {
+  struct stat ns {};
+  check_syscall("stat " + netns_file, ::stat(netns_file.c_str(), &ns));
+  return run_dir + "/" + std::string(daemon) + "-net" + std::to_string(ns.st_ino) + ".lock";
+}
+
 InstanceLock InstanceLock::acquire(std::string_view daemon, const std::string& netns_file,
                                    const std::string& run_dir) {
   struct stat ns {};
   check_syscall("stat " + netns_file, ::stat(netns_file.c_str(), &ns));
   prepare_run_dir(run_dir, kKeyGroup);
-  const std::string path =
-      run_dir + "/" + std::string(daemon) + "-net" + std::to_string(ns.st_ino) + ".lock";
+  const std::string path = path_for(daemon, netns_file, run_dir);
   // A holder that exits unlinks the file before it lets go of the lock: one
   // that locked a file that is no longer the one named `path` starts over.
   for (int attempt = 0; attempt < 8; ++attempt) {

@@ -48,6 +48,12 @@ class InstanceLock {
 
   const std::string& path() const { return path_; }
 
+  // RUN_DIR/<daemon>-net<inode of netns_file>.lock; throws std::system_error
+  // when netns_file cannot be read.
+  static std::string path_for(std::string_view daemon,
+                              const std::string& netns_file = "/proc/self/ns/net",
+                              const std::string& run_dir = "/run/nabla");
+
  private:
   InstanceLock(FileDescriptor fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {}
 
