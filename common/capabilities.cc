@@ -14,6 +14,10 @@ RequiredCapability cap_net_admin(std::string needed_for) {
   return {CAP_NET_ADMIN, "CAP_NET_ADMIN", std::move(needed_for)};
 }
 
+RequiredCapability cap_net_raw(std::string needed_for) {
+  return {CAP_NET_RAW, "CAP_NET_RAW", std::move(needed_for)};
+}
+
 RequiredCapability cap_sys_nice(std::string needed_for) {
   return {CAP_SYS_NICE, "CAP_SYS_NICE", std::move(needed_for)};
 }

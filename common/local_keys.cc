@@ -42,7 +42,7 @@ bool file_exists(const std::string& path) {
 
 // RUN_DIR, mode 0750 and of `gid` when given (and allowed). An existing
 // directory this process does not own is left as its owner made it.
-void prepare_run_dir(const std::string& dir, std::optional<unsigned> gid) {
+void prepare_run_dir_for(const std::string& dir, std::optional<unsigned> gid) {
   if (::mkdir(dir.c_str(), 0750) != 0 && errno != EEXIST) {
     throw std::system_error(errno, std::generic_category(), "mkdir " + dir);
   }
@@ -90,6 +90,10 @@ KeyLocations KeyLocations::from_environment() {
   const char* env = std::getenv("NABLA_KEY_FILE");
   if (env != nullptr && *env != '\0') at.env_key_file = env;
   return at;
+}
+
+void prepare_run_dir(const std::string& dir, const std::string& group) {
+  prepare_run_dir_for(dir, group_id(group));
 }
 
 std::string run_key_path(const KeyLocations& at, std::string_view daemon, uint16_t port) {
@@ -146,7 +150,7 @@ void DaemonKey::apply(RpcServerOptions& options) const {
 void DaemonKey::publish(uint16_t port) {
   if (!fresh_) return;
   const std::optional<unsigned> gid = group_id(at_.group);
-  prepare_run_dir(at_.run_dir, gid);
+  prepare_run_dir_for(at_.run_dir, gid);
   const std::string path = run_key_path(at_, daemon_, port);
   write_run_key(path, *fresh_, gid);
   published_ = path;

@@ -231,11 +231,37 @@ struct RpcClient::Impl {
     return nonce;
   }
 
+  // No downgrade: a client that holds a key for this server never talks to
+  // it unauthenticated. Every nabla daemon requires a key, so a server that
+  // says auth_required: false is not one, or someone on the path rewrote
+  // the challenge; either way nothing may be sent to it in plaintext. Only
+  // a client without any key (in-process tests of a keyless RpcServer) goes
+  // on unsealed.
+  void refuse_downgrade(const KeySource& key_source) {
+    bool holds_key = false;
+    try {
+      (void)key_source();
+      holds_key = true;
+    } catch (const std::exception&) {
+      // No key to lose: nothing secret is sent to a keyless server.
+    }
+    if (!holds_key) return;
+    close();
+    throw RpcConnectionError(where +
+                             " does not ask for authentication (auth_required: false), but this "
+                             "nabla holds a key for it: refusing to send anything unauthenticated "
+                             "(a nabla daemon always requires a key; not a nabla daemon, or the "
+                             "connection is tampered with)");
+  }
+
   void handshake(const KeySource& key_source, Clock::time_point deadline,
                  std::chrono::milliseconds timeout) {
     bool auth_required = true;
     const Nonce server_nonce = read_challenge(deadline, timeout, auth_required);
-    if (!auth_required) return;
+    if (!auth_required) {
+      refuse_downgrade(key_source);
+      return;
+    }
     std::optional<Key> key;
     try {
       key.emplace(key_source());

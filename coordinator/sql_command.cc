@@ -5,9 +5,11 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <stdexcept>
 
 #include "nabla/coordinator/history_db.hh"
 #include "nabla/db/sqlite.hh"
+#include "nabla/db/user_query.hh"
 
 namespace nabla::coordinator {
 namespace {
@@ -68,9 +70,14 @@ void print_table(const db::QueryResult& r, std::ostream& out) {
 }  // namespace
 
 void sql_query(const std::string& db_path, const std::string& sql, OutputFormat format,
-               std::ostream& out) {
+               std::ostream& out, const db::UserQueryLimits& limits) {
   db::Store store = open_history_read_only(db_path);
-  const db::QueryResult result = db::query(store.database(), sql);
+  db::QueryResult result;
+  try {
+    result = db::user_query(store.database(), sql, limits);
+  } catch (const db::UserQueryError& e) {
+    throw std::runtime_error(std::string("nabla sql: ") + e.what());
+  }
   switch (format) {
     case OutputFormat::kJson:
       out << rows_to_json(result).dump(2) << '\n';
@@ -89,17 +96,29 @@ void register_sql_command(CLI::App& app) {
   auto db_path = std::make_shared<std::string>("nabla.db");
   auto as_json = std::make_shared<bool>(false);
   auto as_csv = std::make_shared<bool>(false);
+  auto max_memory_mib = std::make_shared<std::int64_t>(256);
+  auto timeout_s = std::make_shared<std::int64_t>(600);
   auto* cmd = app.add_subcommand("sql", "run one SQL statement on the run history, read-only");
   cmd->add_option("QUERY", *sql, "e.g. \"SELECT * FROM run_summary\"")->required();
   cmd->add_option("--db", *db_path, "SQLite database")->default_str("nabla.db");
   auto* j = cmd->add_flag("--json", *as_json, "print JSON rows");
   cmd->add_flag("--csv", *as_csv, "print CSV")->excludes(j);
-  cmd->callback([sql, db_path, as_json, as_csv] {
+  cmd->add_option("--max-memory", *max_memory_mib,
+                  "MiB the query may use (SQLite's heap, and the rows held for printing)")
+      ->default_val(256)
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--timeout", *timeout_s, "seconds before the query is stopped (0 = never)")
+      ->default_val(600)
+      ->check(CLI::Range(0, 1 << 30));
+  cmd->callback([sql, db_path, as_json, as_csv, max_memory_mib, timeout_s] {
+    db::UserQueryLimits limits;
+    limits.memory_bytes = *max_memory_mib << 20;
+    limits.timeout_ns = *timeout_s * 1'000'000'000;
     sql_query(*db_path, *sql,
               *as_json  ? OutputFormat::kJson
               : *as_csv ? OutputFormat::kCsv
                         : OutputFormat::kTable,
-              std::cout);
+              std::cout, limits);
   });
 }
 

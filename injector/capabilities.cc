@@ -11,4 +11,8 @@ std::vector<common::RequiredCapability> required_capabilities(const DaemonOption
   return required;
 }
 
+std::vector<common::RequiredCapability> optional_capabilities() {
+  return {common::cap_net_raw("the duplicate fault: copies are re-sent through a raw socket")};
+}
+
 }  // namespace nabla::injector

@@ -15,6 +15,7 @@
 
 #include "nabla/common/clock.hh"
 #include "nabla/common/host_port.hh"
+#include "nabla/common/instance_lock.hh"
 #include "nabla/common/local_keys.hh"
 #include "nabla/common/log.hh"
 #include "nabla/common/netns.hh"
@@ -36,7 +37,8 @@ std::vector<std::string> check_environment(uint16_t queue_num) {
     }
   }
   if (missing.empty()) {
-    const auto r = common::run_command({"iptables", "-w", "5", "-L", "OUTPUT", "-n"});
+    const auto r = common::run_command(
+        {"iptables", "-w", "5", "-t", IptablesBackend::table(), "-L", "OUTPUT", "-n"});
     if (r.exit_code != 0) missing.push_back("iptables does not work: " + r.stderr_text);
     try {
       NfQueueConfig config;
@@ -69,6 +71,11 @@ common::protocol::NodeFacts injector_node_facts(const DaemonOptions& options) {
 }  // namespace
 
 int run_daemon(const DaemonOptions& options) {
+  // First of all: a second injectd in the namespace it injects in would
+  // remove this one's chains as stale (common/instance_lock.hh).
+  const common::InstanceLock lock = common::InstanceLock::acquire(
+      common::kInjectdKeyName,
+      options.netns ? common::netns_path(*options.netns) : std::string("/proc/self/ns/net"));
   const common::HostPort listen =
       common::parse_listen_address(options.listen, common::kInjectdPort);
   common::RpcServerOptions rpc;

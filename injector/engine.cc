@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 
 #include "nabla/common/clock.hh"
 #include "nabla/common/error.hh"
@@ -166,7 +167,7 @@ void DelayEngine::on_packet(uint64_t slot_id, Slot& slot, const QueuedPacket& pa
     // A locally sent packet may carry only the pseudo-header sum
     // (CHECKSUM_PARTIAL); the raw-socket copy must be complete.
     if (packet.checksum_not_ready && held.rewritten.empty()) fix_transport_checksum(held.copy);
-    ++counters.duplicated;
+    // Counted when the copy is sent (send_duplicate), not when planned.
   }
   if (plan.reordered) ++counters.reordered;
   if (plan.release_ns <= now_ns) {
@@ -189,7 +190,7 @@ void DelayEngine::on_packet(uint64_t slot_id, Slot& slot, const QueuedPacket& pa
     }
     slot.queue->verdict(packet.id, NfQueue::kAccept, held.rewritten);
     pipeline.accounting().record_delay(common::monotonic_ns() - arrival_ns, plan.wave);
-    if (!held.copy.empty()) send_duplicate(held.copy);
+    if (!held.copy.empty() && send_duplicate(held.copy)) ++counters.duplicated;
     return;
   }
   ++counters.delayed;
@@ -298,7 +299,9 @@ void DelayEngine::release_marked(Slot& slot) {
   for (uint32_t id : slot.releasing) {
     auto it = slot.held.find(id);
     pipeline.accounting().record_delay(verdict_ns - it->second.arrival_ns, it->second.wave);
-    if (!it->second.copy.empty()) send_duplicate(it->second.copy);
+    if (!it->second.copy.empty() && send_duplicate(it->second.copy)) {
+      ++pipeline.accounting().counters().duplicated;
+    }
     wheel_.cancel(it->second.timer);  // no-op when it fired
     slot.held.erase(it);
   }
@@ -327,26 +330,40 @@ common::FileDescriptor open_raw(int family) {
 
 }  // namespace
 
-void DelayEngine::send_duplicate(const std::vector<uint8_t>& packet) {
-  if (packet.empty()) return;
+void DelayEngine::open_duplicate_socket(int family) {
+  std::lock_guard lock(mutex_);
+  common::FileDescriptor& raw = family == AF_INET6 ? raw6_ : raw4_;
+  if (raw) return;
+  raw = open_raw(family);
+  if (!raw) {
+    throw std::system_error(errno, std::system_category(),
+                            family == AF_INET6 ? "socket(AF_INET6, SOCK_RAW)"
+                                               : "socket(AF_INET, SOCK_RAW)");
+  }
+}
+
+bool DelayEngine::send_duplicate(const std::vector<uint8_t>& packet) {
+  if (packet.empty()) return false;
   const int version = packet[0] >> 4;
+  ssize_t sent = -1;
   if (version == 4 && packet.size() >= 20) {
     if (!raw4_) raw4_ = open_raw(AF_INET);
-    if (!raw4_) return;
+    if (!raw4_) return false;
     sockaddr_in dst{};
     dst.sin_family = AF_INET;
     std::memcpy(&dst.sin_addr, &packet[16], 4);
-    ::sendto(raw4_.get(), packet.data(), packet.size(), MSG_DONTWAIT,
-             reinterpret_cast<const sockaddr*>(&dst), sizeof dst);
+    sent = ::sendto(raw4_.get(), packet.data(), packet.size(), MSG_DONTWAIT,
+                    reinterpret_cast<const sockaddr*>(&dst), sizeof dst);
   } else if (version == 6 && packet.size() >= 40) {
     if (!raw6_) raw6_ = open_raw(AF_INET6);
-    if (!raw6_) return;
+    if (!raw6_) return false;
     sockaddr_in6 dst{};
     dst.sin6_family = AF_INET6;
     std::memcpy(&dst.sin6_addr, &packet[24], 16);
-    ::sendto(raw6_.get(), packet.data(), packet.size(), MSG_DONTWAIT,
-             reinterpret_cast<const sockaddr*>(&dst), sizeof dst);
+    sent = ::sendto(raw6_.get(), packet.data(), packet.size(), MSG_DONTWAIT,
+                    reinterpret_cast<const sockaddr*>(&dst), sizeof dst);
   }
+  return sent == static_cast<ssize_t>(packet.size());
 }
 
 int64_t DelayEngine::lead_ns() const {

@@ -22,16 +22,27 @@ const char* program_for(bool ipv6) {
   return ipv6 ? "ip6tables" : "iptables";
 }
 
-common::CommandResult run(bool ipv6, Argv args) {
-  Argv argv = {program_for(ipv6), "-w", "5"};
+// The table the chains live in: mangle runs before filter on every hook
+// (INPUT, OUTPUT and FORWARD alike), so a packet NFQUEUE accepts, or lets
+// by with --queue-bypass while no daemon listens, still meets every rule
+// of filter: the host firewall (ufw, Docker's isolation, a plain DROP)
+// keeps deciding. In filter, the verdict would skip all of them.
+constexpr const char* kTable = "mangle";
+// Where chains of older builds lived; swept at start like stale ones.
+constexpr const char* kLegacyTable = "filter";
+
+Argv command(bool ipv6, const char* table, Argv args) {
+  Argv argv = {program_for(ipv6), "-w", "5", "-t", table};
   argv.insert(argv.end(), args.begin(), args.end());
-  return common::run_command(argv);
+  return argv;
+}
+
+common::CommandResult run(bool ipv6, Argv args, const char* table = kTable) {
+  return common::run_command(command(ipv6, table, std::move(args)));
 }
 
 void run_checked(bool ipv6, Argv args) {
-  Argv argv = {program_for(ipv6), "-w", "5"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  common::run_checked(argv);
+  common::run_checked(command(ipv6, kTable, std::move(args)));
 }
 
 std::string ports_arg(const common::PortRange& r) {
@@ -39,15 +50,16 @@ std::string ports_arg(const common::PortRange& r) {
                          : std::to_string(r.low) + ":" + std::to_string(r.high);
 }
 
-int remove_family(bool ipv6) noexcept {
+int remove_family(bool ipv6, const char* table = kTable) noexcept {
   int removed = 0;
   try {
     for (const auto& c : kChains) {
       // Delete every jump (a crash between runs may have left several).
       for (int i = 0; i < 16; ++i) {
-        if (run(ipv6, {"-D", c.base, "-j", c.own}).exit_code != 0) break;
+        if (run(ipv6, {"-D", c.base, "-j", c.own}, table).exit_code != 0) break;
       }
-      if (run(ipv6, {"-F", c.own}).exit_code == 0 && run(ipv6, {"-X", c.own}).exit_code == 0) {
+      if (run(ipv6, {"-F", c.own}, table).exit_code == 0 &&
+          run(ipv6, {"-X", c.own}, table).exit_code == 0) {
         ++removed;
       }
     }
@@ -128,7 +140,9 @@ IptablesBackend::IptablesBackend() {
     try {
       for (const auto& c : kChains) {
         run_checked(v6, {"-N", c.own});
-        run_checked(v6, {"-I", c.base, "1", "-j", c.own});
+        // Appended: every mangle rule already there (a MARK for policy
+        // routing, say) still runs before the packet is queued.
+        run_checked(v6, {"-A", c.base, "-j", c.own});
       }
     } catch (const std::exception& e) {
       if (!v6) {
@@ -148,7 +162,15 @@ IptablesBackend::~IptablesBackend() {
 }
 
 int IptablesBackend::remove_stale_chains() noexcept {
-  return remove_family(false) + remove_family(true);
+  int removed = 0;
+  for (const char* table : {kTable, kLegacyTable}) {
+    removed += remove_family(false, table) + remove_family(true, table);
+  }
+  return removed;
+}
+
+const char* IptablesBackend::table() {
+  return kTable;
 }
 
 std::vector<std::string> IptablesBackend::nabla_lines() {

@@ -149,6 +149,11 @@ int run_check(const nabla::injector::DaemonOptions& options) {
   }
   for (const auto& m : missing) std::cout << "missing: " << m << "\n";
   if (missing.empty()) std::cout << "ok: root, iptables, ip6tables, NFQUEUE usable\n";
+  for (const auto& cap : nabla::common::missing_capabilities(
+           nabla::injector::optional_capabilities(), nabla::common::effective_capabilities())) {
+    std::cout << "note: no capability " << nabla::common::describe_capability(cap)
+              << "; injections that need it are refused\n";
+  }
   print_timer_check(options.spin_ns);
   // Advisory only: injections run without it, less precisely.
   if (!options.cpu_latency_us) {

@@ -1,10 +1,12 @@
 #include "nabla/injector/service.hh"
 
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <set>
 #include <stdexcept>
+#include <system_error>
 
 #include "nabla/common/log.hh"
 #include "nabla/common/node_facts.hh"
@@ -113,6 +115,23 @@ void check_namespace(const std::optional<std::string>& requested, const std::str
                               *requested + "'; start one there with --netns " + *requested);
 }
 
+// The duplicate fault re-sends copies through a raw socket, which needs
+// CAP_NET_RAW: refused here, naming it, rather than counting copies that
+// are never sent.
+void require_duplicates(DelayEngine& engine, const InjectionConfig& config) {
+  if (!config.duplicate) return;
+  const bool v6 = config.link.src.address.is_v6();
+  try {
+    engine.open_duplicate_socket(v6 ? AF_INET6 : AF_INET);
+  } catch (const std::system_error& e) {
+    throw std::invalid_argument(
+        "faults.duplicate: this nabla-injectd cannot re-send copies: its raw socket needs "
+        "CAP_NET_RAW (" +
+        e.code().message() +
+        "); give the daemon CAP_NET_RAW (the unit does, docs/deploy.md) or leave out duplicate");
+  }
+}
+
 }  // namespace
 
 json InjectorService::start(const json& params) {
@@ -121,6 +140,7 @@ json InjectorService::start(const json& params) {
   check_namespace(request.netns, options_.netns_description);
   InjectionConfig config = injection_config(request, seed_source_());
   const double lease_s = request.settings.lease_s.value_or(kDefaultLeaseS);
+  require_duplicates(engine_, config);
   // All validated; from here on the kernel is touched.
   std::set<uint16_t> used;
   for (const auto& [id, a] : active_) used.insert(a.queue_num);
@@ -176,6 +196,7 @@ json InjectorService::update(const json& params) {
     throw std::invalid_argument(
         "faults: corrupt/duplicate need whole packets; stop and start the injection to add them");
   }
+  if (!a.config.duplicate) require_duplicates(engine_, config);
   engine_.with_slot(a.slot, [&](InjectionPipeline& p, const QueueView&) { p.update(config); });
   a.config = config;
   a.lease_ns = seconds_to_ns(lease_s);

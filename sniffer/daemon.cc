@@ -12,6 +12,7 @@
 #include <ostream>
 
 #include "nabla/common/clock.hh"
+#include "nabla/common/instance_lock.hh"
 #include "nabla/common/local_keys.hh"
 #include "nabla/common/log.hh"
 #include "nabla/sniffer/control.hh"
@@ -136,6 +137,14 @@ std::string format_flow_row(const ReportedFlow& flow) {
 }
 
 int run_daemon(const DaemonOptions& options, std::ostream& out) {
+  // One sniffd per network namespace: a second one would sweep this one's
+  // conntrack chain and turn nf_conntrack_acct back off under it
+  // (common/instance_lock.hh). Keyed by the namespace it runs in.
+  std::optional<common::InstanceLock> lock;
+  if (::geteuid() == 0) {
+    lock.emplace(
+        common::InstanceLock::acquire(common::kSniffdKeyName, "/proc/self/ns/net", options.run_dir));
+  }
   asio::io_context io;
   std::unique_ptr<common::RpcServer> server;
   std::optional<common::DaemonKey> key;

@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "nabla/common/clock.hh"
+#include "nabla/common/instance_lock.hh"
 #include "nabla/common/local_keys.hh"
 #include "nabla/common/rpc.hh"
 #include "nabla/common/rpc_in_namespace.hh"
@@ -106,12 +107,15 @@ void InjectorTestbed::kill_daemon_hard() {
   daemon_->signal(SIGKILL);
   daemon_->wait(std::chrono::seconds(5));
   daemon_.reset();
-  // A killed daemon leaves its run key file (/run/nabla, named after the
-  // daemon's namespace); the test removes it as it removes the namespace.
+  // A killed daemon leaves its run key file and its (no longer held) lock
+  // file in /run/nabla, named after the daemon's namespace; the test
+  // removes them as it removes the namespace.
   const common::FileDescriptor ns = daemon_ns_->open();
   std::thread helper([&] {
     if (::setns(ns.get(), CLONE_NEWNET) == 0) {
       ::unlink(common::run_key_path({}, common::kInjectdKeyName, 7311).c_str());
+      ::unlink(common::InstanceLock::path_for(common::kInjectdKeyName, "/proc/thread-self/ns/net")
+                   .c_str());
     }
   });
   helper.join();

@@ -570,9 +570,9 @@ class ThroughputRows {
   }
 
   // iptables inserting the floor rule first in its chain ("-I") or deleting
-  // it ("-D").
+  // it ("-D"), in mangle where the daemon's chains are.
   std::vector<std::string> floor_iptables(const char* op) const {
-    std::vector<std::string> argv = {"iptables", "-w", "5", op};
+    std::vector<std::string> argv = {"iptables", "-w", "5", "-t", "mangle", op};
     if (std::string(op) == "-I") {
       argv.push_back(floor_rule_.front());
       argv.push_back("1");
@@ -780,16 +780,17 @@ void accuracy_in_section(InjectorTestbed& bed, const BenchFlags& f, int spin_us)
 
 // The naive delayer: same queue discipline, sleeps 1 ms per packet inline.
 void naive_section(InjectorTestbed& bed, int64_t base_ns) {
-  bed.sender().run_checked({"iptables", "-w", "5", "-A", "OUTPUT", "-p", "udp", "--dport", "9000",
-                            "-j", "NFQUEUE", "--queue-num", "7", "--queue-bypass"});
+  bed.sender().run_checked({"iptables", "-w", "5", "-t", "mangle", "-A", "OUTPUT", "-p", "udp",
+                            "--dport", "9000", "-j", "NFQUEUE", "--queue-num", "7",
+                            "--queue-bypass"});
   {
     nabla::common::ChildProcess naive({g_self, "--naive", "7", "1000"}, &bed.sender());
     ::usleep(200'000);
     // One rate only: at 1 ms per packet it saturates at 1k pps anyway.
     print_accuracy("naive (sleeps)", 10'000.0, accuracy(bed, 10'000.0, 0.5, 1'000'000, base_ns));
   }
-  bed.sender().run({"iptables", "-w", "5", "-D", "OUTPUT", "-p", "udp", "--dport", "9000", "-j",
-                    "NFQUEUE", "--queue-num", "7", "--queue-bypass"});
+  bed.sender().run({"iptables", "-w", "5", "-t", "mangle", "-D", "OUTPUT", "-p", "udp", "--dport",
+                    "9000", "-j", "NFQUEUE", "--queue-num", "7", "--queue-bypass"});
 }
 
 }  // namespace

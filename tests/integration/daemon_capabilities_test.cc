@@ -5,7 +5,9 @@
 // serves a real request: nabla-injectd delays a loopback UDP link for
 // `nabla inject`, nabla-sniffd names the process of another user behind a
 // connection in flows.list. With one required capability dropped, each
-// exits 1 with the line naming it. Everything runs in the test's own
+// exits 1 with the line naming it. nabla-injectd under the unit's exact set
+// (read from the unit file) duplicates packets and counts only the copies
+// sent; without CAP_NET_RAW it refuses duplicate at inject.start. Everything runs in the test's own
 // namespace (removed on exit with its rules).
 #include <gtest/gtest.h>
 #include <linux/capability.h>
@@ -16,7 +18,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <cctype>
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -86,15 +90,34 @@ std::string temp_path(const std::string& what) {
   return ::testing::TempDir() + "nabla-caps-" + what + "-" + std::to_string(::getpid());
 }
 
+// nabla-injectd on 127.0.0.1:7311 of `ns` with the bounding set `caps`,
+// its output in a temporary log; stop() ends it with SIGTERM and checks
+// that it exits 0.
+class CappedInjectd {
+ public:
+  CappedInjectd(const std::string& caps, const NetNamespace& ns, const std::string& what)
+      : log_(temp_path(what + ".log")),
+        daemon_(with_capabilities(caps, {NABLA_INJECTD_PATH, "--listen", "127.0.0.1:7311"}), &ns,
+                log_) {}
+  ~CappedInjectd() { ::unlink(log_.c_str()); }
+  pid_t pid() const { return daemon_.pid(); }
+  std::string log() const { return common::read_text_file(log_); }
+  void stop() {
+    daemon_.signal(SIGTERM);
+    EXPECT_EQ(daemon_.wait(std::chrono::seconds(10)), 0) << log();
+  }
+
+ private:
+  std::string log_;
+  ChildProcess daemon_;
+};
+
 TEST(DaemonCapabilities, InjectdDelaysALinkWithNetAdminAlone) {
   NABLA_REQUIRE_ROOT_OR_SKIP();
   NABLA_REQUIRE_PROGRAM_OR_SKIP("setpriv");
   NetNamespace ns("capinj");
-  const std::string log = temp_path("injectd.log");
-  ChildProcess daemon(
-      with_capabilities(",+net_admin", {NABLA_INJECTD_PATH, "--listen", "127.0.0.1:7311"}), &ns,
-      log);
-  ASSERT_TRUE(answers(ns, 7311)) << common::read_text_file(log);
+  CappedInjectd daemon(",+net_admin", ns, "injectd");
+  ASSERT_TRUE(answers(ns, 7311)) << daemon.log();
   EXPECT_EQ(effective_capabilities_of(daemon.pid()), bit(CAP_NET_ADMIN));
 
   // UDP to a bound receiver, 100/s, for longer than the injection.
@@ -121,15 +144,109 @@ TEST(DaemonCapabilities, InjectdDelaysALinkWithNetAdminAlone) {
   traffic.join();
   const std::string text = common::read_text_file(out);
   ::unlink(out.c_str());
-  ASSERT_EQ(rc, 0) << text << common::read_text_file(log);
+  ASSERT_EQ(rc, 0) << text << daemon.log();
   const json r = json::parse(text);
   EXPECT_GE(r["packets"].get<int64_t>(), 10) << text;  // about 100 sent
   EXPECT_EQ(r["delayed"].get<int64_t>(), r["packets"].get<int64_t>()) << text;
   EXPECT_GE(r["actual_delay_ns"]["mean"].get<double>(), 5e6) << text;
+  daemon.stop();
+}
 
-  daemon.signal(SIGTERM);
-  EXPECT_EQ(daemon.wait(std::chrono::seconds(10)), 0) << common::read_text_file(log);
-  ::unlink(log.c_str());
+// The bounding set the packaged unit gives a daemon, as setpriv's
+// ",+net_admin,+net_raw", read from packaging/<unit>.service.in.
+std::string unit_capabilities(const std::string& unit, uint64_t* mask) {
+  std::istringstream lines(common::read_text_file(std::string(NABLA_SOURCE_DIR) + "/packaging/" +
+                                                  unit + ".service.in"));
+  std::string line;
+  const std::string key = "CapabilityBoundingSet=";
+  while (std::getline(lines, line)) {
+    if (line.rfind(key, 0) != 0) continue;
+    std::istringstream words(line.substr(key.size()));
+    std::string caps;
+    *mask = 0;
+    for (std::string cap; words >> cap;) {
+      std::string name = cap.substr(4);  // CAP_NET_RAW -> net_raw
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      caps += ",+" + name;
+      if (cap == "CAP_NET_ADMIN") *mask |= bit(CAP_NET_ADMIN);
+      if (cap == "CAP_NET_RAW") *mask |= bit(CAP_NET_RAW);
+      if (cap == "CAP_SYS_NICE") *mask |= bit(CAP_SYS_NICE);
+    }
+    return caps;
+  }
+  ADD_FAILURE() << "no CapabilityBoundingSet= in " << unit;
+  return "";
+}
+
+json duplicate_everything(uint16_t port) {
+  return {{"link", "udp 127.0.0.1 -> 127.0.0.1:" + std::to_string(port)},
+          {"faults", {{"duplicate", {{"probability", 1.0}}}}},
+          {"lease_s", 30}};
+}
+
+// Under exactly the unit's set, --duplicate 100% sends every datagram
+// twice, and the daemon reports as duplicated exactly the copies that
+// arrived.
+TEST(DaemonCapabilities, InjectdDuplicatesUnderTheUnitsCapabilitySet) {
+  NABLA_REQUIRE_ROOT_OR_SKIP();
+  NABLA_REQUIRE_PROGRAM_OR_SKIP("setpriv");
+  uint64_t mask = 0;
+  const std::string caps = unit_capabilities("nabla-injectd", &mask);
+  NetNamespace ns("capdup");
+  CappedInjectd daemon(caps, ns, "dup");
+  ASSERT_TRUE(answers(ns, 7311)) << daemon.log();
+  EXPECT_EQ(effective_capabilities_of(daemon.pid()), mask) << caps;
+
+  FileDescriptor receiver = ns.socket(AF_INET, SOCK_DGRAM, 0);
+  const sockaddr_in to = ipv4_address("127.0.0.1", 9502);
+  ASSERT_EQ(::bind(receiver.get(), reinterpret_cast<const sockaddr*>(&to), sizeof to), 0);
+  json started;
+  try {
+    started = call_in(ns, 7311, "inject.start", duplicate_everything(9502));
+  } catch (const std::exception& e) {
+    FAIL() << "duplicate refused under the unit's set (" << caps << "): " << e.what();
+  }
+  constexpr int kSent = 50;
+  FileDescriptor sender = ns.socket(AF_INET, SOCK_DGRAM, 0);
+  for (int i = 0; i < kSent; ++i) {
+    ::sendto(sender.get(), "x", 1, 0, reinterpret_cast<const sockaddr*>(&to), sizeof to);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  int received = 0;
+  char buf[16];
+  while (::recv(receiver.get(), buf, sizeof buf, MSG_DONTWAIT) > 0) ++received;
+  const json stats = call_in(ns, 7311, "inject.stats", {{"id", started.at("id")}});
+  call_in(ns, 7311, "inject.stop", {{"id", started.at("id")}});
+  EXPECT_EQ(stats.at("packets").get<int64_t>(), kSent) << stats.dump();
+  EXPECT_EQ(received, 2 * kSent) << stats.dump();
+  EXPECT_EQ(stats.at("duplicated").get<int64_t>(), received - kSent) << stats.dump();
+  daemon.stop();
+}
+
+// Without CAP_NET_RAW (a daemon started by hand with CAP_NET_ADMIN alone)
+// inject.start refuses duplicate, naming the capability, instead of
+// reporting copies it cannot send; other injections are still served.
+TEST(DaemonCapabilities, InjectdWithoutNetRawRefusesDuplicateAtStart) {
+  NABLA_REQUIRE_ROOT_OR_SKIP();
+  NABLA_REQUIRE_PROGRAM_OR_SKIP("setpriv");
+  NetNamespace ns("capnoraw");
+  CappedInjectd daemon(",+net_admin", ns, "noraw");
+  ASSERT_TRUE(answers(ns, 7311)) << daemon.log();
+  std::string refusal;
+  try {
+    call_in(ns, 7311, "inject.start", duplicate_everything(9503));
+  } catch (const std::exception& e) {
+    refusal = e.what();
+  }
+  EXPECT_NE(refusal.find("faults.duplicate: "), std::string::npos) << refusal;
+  EXPECT_NE(refusal.find("CAP_NET_RAW"), std::string::npos) << refusal;
+  EXPECT_TRUE(call_in(ns, 7311, "inject.list", json::object()).at("injections").empty());
+  const json delay = call_in(
+      ns, 7311, "inject.start",
+      {{"link", "udp 127.0.0.1 -> 127.0.0.1:9503"}, {"delay", "1ms"}, {"lease_s", 30}});
+  call_in(ns, 7311, "inject.stop", {{"id", delay.at("id")}});
+  daemon.stop();
 }
 
 TEST(DaemonCapabilities, InjectdWithoutACapabilityNamesIt) {

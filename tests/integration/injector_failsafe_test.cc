@@ -1,5 +1,7 @@
 // nabla-injectd safety: a crashed daemon leaves traffic flowing (fail-open via
-// --queue-bypass) and its next start removes the stale chains; lapsed leases
+// --queue-bypass) and its next start removes the stale chains; neither an
+// injection nor its stale rule after kill -9 lets a packet past a DROP of
+// the host's filter table (the chains live in mangle); lapsed leases
 // remove injections; bad and unauthenticated requests are refused while the
 // daemon keeps serving.
 #include <gtest/gtest.h>
@@ -81,6 +83,54 @@ TEST(InjectorFailsafe, Kill9KeepsTrafficFlowingAndNextStartRemovesStaleChains) {
   // SIGTERM removes everything.
   bed.stop_daemon();
   EXPECT_TRUE(bed.nabla_rules().empty());
+}
+
+// The host firewall keeps deciding: a DROP in filter INPUT for the matched
+// traffic drops every probe while the link is delayed (the queue's ACCEPT
+// ends only the mangle chain) and after the daemon is killed with -9 (its
+// stale rule lets packets by with --queue-bypass, again only past mangle).
+TEST(InjectorFailsafe, FilterDropKeepsDroppingWhileDelayedAndAfterKill9) {
+  NABLA_REQUIRE_ROOT_OR_SKIP();
+  InjectorTestbed bed;
+  bed.start_daemon({}, InjectorTestbed::Host::kReceiver);
+  bed.set_probe_receive_call_stamps(true);  // delayed after the kernel's stamp
+  const auto started = bed.call("inject.start", {{"link", "udp 10.77.0.1 -> 10.77.0.2:9000"},
+                                                 {"direction", "in"},
+                                                 {"delay", "5ms"},
+                                                 {"lease_s", 30}});
+  const std::string id = started.at("id");
+  // The rules match: without a DROP the probes arrive, delayed.
+  const auto delayed = run_udp_probes(bed, 9000, 50, 500.0);
+  EXPECT_EQ(lost(delayed), 0u);
+  EXPECT_GE(delay_percentile(delayed, 0.5), 5 * kMs);
+  // The chains are in mangle, none in filter.
+  EXPECT_NE(bed.receiver().run({"iptables", "-w", "5", "-t", "mangle", "-S"}).stdout_text.find(
+                "-A INPUT -j NABLA-IN"),
+            std::string::npos);
+  EXPECT_EQ(bed.receiver().run({"iptables", "-w", "5", "-t", "filter", "-S"}).stdout_text.find(
+                "NABLA"),
+            std::string::npos);
+
+  const std::vector<std::string> drop = {"INPUT", "-p", "udp", "--dport", "9000", "-j", "DROP"};
+  std::vector<std::string> add = {"iptables", "-w", "5", "-A"};
+  add.insert(add.end(), drop.begin(), drop.end());
+  bed.receiver().run_checked(add);
+  const auto during = run_udp_probes(bed, 9000, 200, 500.0);
+  EXPECT_EQ(lost(during), during.size()) << "a filter DROP was skipped during the injection";
+  // They were queued (and released) before filter dropped them.
+  const auto stats = bed.call("inject.stats", {{"id", id}});
+  EXPECT_GE(stats.at("packets").get<uint64_t>(), 250u) << stats.dump();
+
+  bed.kill_daemon_hard();
+  EXPECT_EQ(count_containing(bed.nabla_rules(), "nabla:" + id), 1u);  // the stale rule stays
+  const auto after_kill = run_udp_probes(bed, 9000, 200, 500.0);
+  EXPECT_EQ(lost(after_kill), after_kill.size()) << "a filter DROP was skipped after kill -9";
+
+  // Fail-open still: without the DROP, the stale rule lets traffic by.
+  std::vector<std::string> del = {"iptables", "-w", "5", "-D"};
+  del.insert(del.end(), drop.begin(), drop.end());
+  bed.receiver().run_checked(del);
+  EXPECT_EQ(lost(run_udp_probes(bed, 9000, 50, 500.0)), 0u);
 }
 
 TEST(InjectorFailsafe, LapsedLeaseRemovesTheInjectionWithinOneSecond) {

@@ -284,6 +284,60 @@ TEST(RpcSealed, ClientRefusesAServerWithoutTheKey) {
   }
 }
 
+// No downgrade: a fake server that answers the handshake with
+// auth_required: false is refused by a client holding a key (given as a key
+// or found by a key source, as the nabla CLI finds its key), before the
+// client sends anything: no inject.start in plaintext. A client without any
+// key still talks to a keyless server (in-process tests only).
+TEST(RpcSealed, ClientWithAKeyRefusesAServerSayingAuthRequiredFalse) {
+  const auto no_auth_server = [](std::vector<std::string>& received) {
+    return [&received](FileDescriptor& conn, FrameDecoder& decoder) {
+      conn.write_all(encode_frame(
+          make_notification("auth.challenge",
+                            {{"version", kProtocolVersion}, {"auth_required", false}})
+              .dump()));
+      for (std::string f; !(f = ScriptedServer::next_frame(conn, decoder)).empty();) {
+        received.push_back(f);
+      }
+    };
+  };
+  const json start = {{"link", "udp 10.0.0.1 -> 10.0.0.2:9000"}, {"delay", "20ms"}};
+  const std::vector<std::function<RpcClient(uint16_t)>> keyed = {
+      [](uint16_t port) { return RpcClient::connect("127.0.0.1", port, test_key(0x42), 2s); },
+      [](uint16_t port) {
+        return RpcClient::connect(
+            "127.0.0.1", port, [] { return test_key(0x42); }, 2s);
+      },
+  };
+  for (const auto& connect : keyed) {
+    std::vector<std::string> received;
+    std::string error;
+    {
+      ScriptedServer server(no_auth_server(received));
+      try {
+        RpcClient c = connect(server.port());
+        c.call("inject.start", start, 1s);
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+    }
+    EXPECT_NE(error.find("does not ask for authentication (auth_required: false)"),
+              std::string::npos)
+        << error;
+    EXPECT_NE(error.find("holds a key"), std::string::npos) << error;
+    EXPECT_TRUE(received.empty()) << "the client sent: " << received.front();
+    for (const auto& frame : received) EXPECT_EQ(frame.find("inject.start"), std::string::npos);
+  }
+  // Without a key there is nothing to downgrade from.
+  std::vector<std::string> received;
+  {
+    ScriptedServer server(no_auth_server(received));
+    RpcClient c = RpcClient::connect("127.0.0.1", server.port(), std::nullopt, 2s);
+    EXPECT_TRUE(c.connected());
+  }
+  EXPECT_TRUE(received.empty());
+}
+
 TEST(RpcVersions, BothEndsRefuseVersionOneNamingBothVersions) {
   ScriptedServer old_server([](FileDescriptor& conn, FrameDecoder& decoder) {
     conn.write_all(encode_frame(challenge_message(1, nonce_of(3)).dump()));

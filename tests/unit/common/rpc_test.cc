@@ -234,8 +234,13 @@ TEST(Rpc, KeylessLoopbackAndConstructionChecks) {
   ServerThread s(open);
   RpcClient c = RpcClient::connect("127.0.0.1", s.port(), std::nullopt, 2s);
   EXPECT_EQ(c.call("add", {{"a", 3}, {"b", 4}}, 2s), json(7));
-  RpcClient with_key = RpcClient::connect("localhost", s.port(), test_key(1), 2s);
-  EXPECT_EQ(with_key.call("echo", {{"k", 1}}, 2s), json({{"k", 1}}));
+  // A client holding a key never talks to it unauthenticated (no downgrade).
+  try {
+    RpcClient::connect("localhost", s.port(), test_key(1), 2s);
+    FAIL() << "a keyed client accepted a keyless server";
+  } catch (const RpcConnectionError& e) {
+    EXPECT_NE(std::string(e.what()).find("auth_required: false"), std::string::npos) << e.what();
+  }
 
   asio::io_context io;
   RpcServerOptions wide;

@@ -22,5 +22,13 @@ TEST(InjectdCapabilities, RealtimePriorityAddsSysNice) {
   EXPECT_NE(required[1].needed_for.find("--rt-priority"), std::string::npos);
 }
 
+// The duplicate fault's raw socket: not needed to start (a daemon without
+// it refuses duplicate at inject.start), so not required, but named.
+TEST(InjectdCapabilities, NetRawIsOptionalForTheDuplicateFault) {
+  const auto optional = optional_capabilities();
+  EXPECT_EQ(capability_names(optional), std::vector<std::string>{"CAP_NET_RAW"});
+  EXPECT_NE(optional[0].needed_for.find("duplicate"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace nabla::injector

@@ -182,6 +182,9 @@ TEST(SnifferDaemon, PrintModeRunsBoundedScans) {
   opts.sniffer.interval_ns = 20'000'000;
   opts.print = true;
   opts.max_scans = 3;
+  // Its one-per-namespace lock (as root) in a directory of its own, not the
+  // host's /run/nabla.
+  opts.run_dir = ::testing::TempDir() + "nabla-sniffd-lock-" + std::to_string(::getpid());
   std::ostringstream out;
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(run_daemon(opts, out), 0);
@@ -192,6 +195,7 @@ TEST(SnifferDaemon, PrintModeRunsBoundedScans) {
   const std::string text = out.str();
   EXPECT_NE(text.find("segs_out"), std::string::npos);
   EXPECT_NE(text.find("127.0.0.1:" + std::to_string(link.port)), std::string::npos) << text;
+  ::rmdir(opts.run_dir.c_str());  // the lock file went with the daemon
 }
 
 }  // namespace

@@ -24,6 +24,7 @@ struct RequiredCapability {
 
 // The capabilities the daemons name. Numbers are the kernel ABI's.
 RequiredCapability cap_net_admin(std::string needed_for);
+RequiredCapability cap_net_raw(std::string needed_for);
 RequiredCapability cap_sys_nice(std::string needed_for);
 RequiredCapability cap_sys_ptrace(std::string needed_for);
 RequiredCapability cap_dac_read_search(std::string needed_for);

@@ -45,6 +45,10 @@ struct KeyLocations {
   static KeyLocations from_environment();
 };
 
+// Makes RUN_DIR (mode 0750, of `group` when it exists) unless it exists;
+// an existing directory this process does not own is left as it is.
+void prepare_run_dir(const std::string& dir, const std::string& group);
+
 // RUN_DIR/<daemon>-<port>-net<inode of this thread's network namespace>.key
 std::string run_key_path(const KeyLocations& at, std::string_view daemon, uint16_t port);
 

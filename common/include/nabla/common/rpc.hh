@@ -33,7 +33,8 @@
 // A server without keys (allowed only on a loopback listen address, for
 // in-process tests; the daemons always have a key) sends auth_required
 // false, the connection is authenticated at once, frames stay unsealed, and
-// the client goes straight to requests. Key files: see rpc_auth.hh; where the
+// a client without any key goes straight to requests; a client holding a
+// key refuses such a server (no downgrade). Key files: see rpc_auth.hh; where the
 // daemons and the CLI find theirs: local_keys.hh.
 //
 // ## Requests
@@ -158,8 +159,9 @@ class RpcTimeoutError : public RpcConnectionError {
 
 class RpcClient {
  public:
-  // Connects, reads the challenge and authenticates (a key is ignored when
-  // the server does not require one). `host` may be a name or an address
+  // Connects, reads the challenge and authenticates. A server that does not
+  // require a key is refused when this client holds one (no downgrade:
+  // every daemon requires a key), before anything is sent. `host` may be a name or an address
   // literal; `timeout` bounds the whole handshake. Throws RpcConnectionError / RpcTimeoutError
   // naming host:port (also for a server of another protocol version, or one
   // whose proof or frames do not verify), or RpcError (e.g. -32001) when the

@@ -34,6 +34,12 @@ struct DaemonOptions {
 // NFQUEUE and iptables, CAP_SYS_NICE when a SCHED_FIFO priority is asked for.
 std::vector<common::RequiredCapability> required_capabilities(const DaemonOptions& options);
 
+// The capabilities that only some requests need; without them the daemon
+// starts and refuses those requests, naming the capability: CAP_NET_RAW
+// for the duplicate fault (inject.start refuses duplicate without it). The
+// unit grants them; --check lists the missing ones as notes.
+std::vector<common::RequiredCapability> optional_capabilities();
+
 // What --check found missing, in plain words (empty: all good).
 std::vector<std::string> check_environment(uint16_t queue_num);
 

@@ -105,6 +105,12 @@ class DelayEngine {
   bool with_slot(uint64_t slot,
                  const std::function<void(InjectionPipeline&, const QueueView&)>& fn);
 
+  // Opens, once, the raw socket (AF_INET or AF_INET6) that duplicates of
+  // that family are re-sent through. Throws std::system_error when it
+  // cannot: without CAP_NET_RAW the duplicate fault cannot work, and
+  // inject.start refuses it rather than report copies it never sent.
+  void open_duplicate_socket(int family);
+
   uint64_t loop_wakeups() const { return wakeups_.load(); }
   TimerReport timer_report();
 
@@ -154,7 +160,8 @@ class DelayEngine {
   // A timer expiry seen after a blocking wait that began before the armed
   // time is one wake-up lateness sample.
   void record_wakeup(int64_t wait_start_ns, int64_t awake_ns);
-  void send_duplicate(const std::vector<uint8_t>& packet);
+  // True when the copy went out whole; only then is it counted duplicated.
+  bool send_duplicate(const std::vector<uint8_t>& packet);
 
   EngineOptions options_;
   std::mutex mutex_;

@@ -3,8 +3,11 @@
 // interface so an nftables backend can be added.
 //
 // The iptables backend keeps every rule in the daemon's own chains NABLA-OUT,
-// NABLA-IN and NABLA-FWD (for iptables and ip6tables), jumped to from OUTPUT,
-// INPUT and FORWARD. Each rule carries `-m comment --comment nabla:<id>` and
+// NABLA-IN and NABLA-FWD of the mangle table (for iptables and ip6tables),
+// jumped to from the end of mangle's OUTPUT, INPUT and FORWARD. mangle runs
+// before filter on each of these hooks, so a packet the queue accepts (or
+// bypasses) still traverses every filter rule: an injection never weakens
+// the host firewall. Each rule carries `-m comment --comment nabla:<id>` and
 // `-j NFQUEUE --queue-num N --queue-bypass`, so if the daemon dies packets
 // flow on undelayed. A rule is an object whose destructor deletes it; the
 // chains object removes jumps and chains on destruction, and its constructor
@@ -66,9 +69,13 @@ class IptablesBackend : public RuleBackend {
 
   std::unique_ptr<InstalledRule> install(const RuleSpec& spec) override;
 
-  // Removes NABLA jumps and chains left in this namespace. Returns how many
-  // chains were removed (per family). Never throws.
+  // Removes NABLA jumps and chains left in this namespace, in mangle and in
+  // filter (where older builds kept them). Returns how many chains were
+  // removed (per family and table). Never throws.
   static int remove_stale_chains() noexcept;
+
+  // "mangle": the table of the chains.
+  static const char* table();
 
   // `iptables-save` output lines containing NABLA (for tests and --check).
   static std::vector<std::string> nabla_lines();

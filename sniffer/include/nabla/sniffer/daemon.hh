@@ -32,6 +32,9 @@ struct DaemonOptions {
   // The protocol version daemon.info reports: the build's, unless a test
   // makes the daemon claim another (--report-protocol-version, hidden).
   int64_t report_protocol_version = common::kProtocolVersion;
+  // Where the one-per-namespace lock lives (common/instance_lock.hh); taken
+  // when running as root, the only case with kernel state to protect.
+  std::string run_dir = "/run/nabla";
 };
 
 // The capabilities the daemon needs with these options: CAP_SYS_PTRACE and
