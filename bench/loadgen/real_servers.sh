@@ -45,6 +45,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+trap "exit 130" INT TERM
 
 condition="quiet machine"
 if [ "${NABLA_BENCH_BESIDE:-}" = build ]; then

@@ -6,13 +6,16 @@
 #include "nabla/campaign/daemons.hh"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "nabla/common/protocol/injectd.hh"
+#include "nabla/common/rpc_auth.hh"
 
 namespace nabla::campaign {
 namespace {
@@ -20,10 +23,43 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
+// A key file of its own for the fake daemons, as every nabla daemon has one:
+// a keyless server would be refused by a client that finds a key on this
+// machine (no downgrade), so the test would depend on /etc/nabla/key.
+class TestKeyFile {
+ public:
+  TestKeyFile() : path_(fresh_path()), key_(common::generate_key_file(path_)) {}
+  ~TestKeyFile() { std::filesystem::remove(path_); }
+  const std::string& path() const { return path_; }
+  const common::Key& key() const { return key_; }
+
+ private:
+  static std::string fresh_path() {
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("nabla-daemons-test-" + std::to_string(::getpid()) + ".key");
+    std::filesystem::remove(path);
+    return path.string();
+  }
+
+  std::string path_;
+  common::Key key_;
+};
+
+const TestKeyFile& test_key() {
+  static const TestKeyFile file;
+  return file;
+}
+
+common::RpcServerOptions keyed_options() {
+  common::RpcServerOptions o;
+  o.keys.push_back(test_key().key());
+  return o;
+}
+
 // One loopback server answering both daemons' methods, recording every call.
 class FakeDaemonServer {
  public:
-  FakeDaemonServer() : server_(io_, common::RpcServerOptions{}) {
+  FakeDaemonServer() : server_(io_, keyed_options()) {
     server_.add_method("flows.list", [this](const json& p) {
       record("flows.list", p);
       const json flow = {
@@ -90,6 +126,7 @@ class FakeDaemonServer {
 CampaignSpec spec_with(const std::string& injectd, const std::string& sniffd) {
   return parse_campaign_spec(R"(
 name = "daemons"
+key_file = ")" + test_key().path() + R"("
 [[node]]
 name = "web"
 address = "10.0.0.1"
