@@ -16,6 +16,7 @@
 #include "nabla/common/clock.hh"
 #include "nabla/common/link_label.hh"
 #include "nabla/common/netns.hh"
+#include "nabla/common/units.hh"
 #include "nabla/coordinator/report_command.hh"
 #include "nabla/coordinator/text_table.hh"
 #include "nabla/db/reads.hh"
@@ -364,6 +365,8 @@ void run_demo_steps(DemoRun& d) {
   }
   testbed::DemoCampaign campaign =
       demo_campaign(tb.model(), d.opt.quick, d.opt.seed, d.opt.schedule);
+  campaign.verify = d.opt.verify;
+  campaign.amplitudes = d.opt.amplitudes;
   const std::int64_t run_id = run_campaign(d, bin, tb, campaign);
   check_gradients(d, tb, campaign, run_id);
   run_load_step(d, bin, tb);
@@ -453,7 +456,29 @@ void register_demo_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--report", opts->report_path,
                   "Also write the campaign run's HTML report (nabla report) to FILE");
-  cmd->callback([opts, code] {
+  cmd->add_flag("--verify", opts->verify,
+                "After each link's active phase, hold a constant delay of its amplitude and "
+                "report that step's gradient beside the spectral one (implies --schedule "
+                "sequential)");
+  cmd->add_option("--amplitudes", opts->amplitudes,
+                  "Measure every link at each of these amplitudes, e.g. 500us,1ms,4ms (implies "
+                  "--schedule sequential)")
+      ->delimiter(',');
+  cmd->callback([opts, code, cmd] {
+    opts->schedule_given = cmd->count("--schedule") > 0;
+    if (opts->verify || !opts->amplitudes.empty()) {
+      if (opts->schedule_given && opts->schedule != "sequential") {
+        throw CLI::ValidationError("--verify and --amplitudes need --schedule sequential");
+      }
+      opts->schedule = "sequential";
+    }
+    for (const std::string& a : opts->amplitudes) {
+      try {
+        if (common::parse_duration_ns(a) <= 0) throw std::invalid_argument("must be > 0");
+      } catch (const std::invalid_argument& e) {
+        throw CLI::ValidationError("--amplitudes: '" + a + "': " + e.what());
+      }
+    }
     *code = run_demo(*opts, std::cout, std::cerr);
     if (*code != 0) throw CLI::RuntimeError(*code);
   });

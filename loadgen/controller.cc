@@ -6,8 +6,6 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "nabla/analysis/spearman.hh"
-
 namespace nabla::loadgen {
 namespace {
 

@@ -144,6 +144,21 @@ std::string client_remedies(const EngineResult& round, const EngineConfig& confi
   return out;
 }
 
+// Whose is a violated inter-arrival distribution: the client's when its own
+// timer lateness reaches the late threshold at p99 (its sends came in
+// bursts after stalls), else what happened between noticing a send and the
+// kernel's stamp of it.
+std::string whose_gaps(const EngineResult& round, const EngineConfig& config) {
+  if (round.timer_lateness.count() == 0) return "";
+  if (round.timer_lateness.percentile(0.99) >= config.late_threshold_ns) {
+    return ": the client's own sends were not Poisson" + client_remedies(round, config);
+  }
+  return ": the client kept its timer (lateness p99 " +
+         format_latency_ns(static_cast<double>(round.timer_lateness.percentile(0.99))) +
+         "); the gaps changed between its loop and the kernel's send stamp (slot waits, the "
+         "send path)";
+}
+
 }  // namespace
 
 CalibrationCheck check_calibration(const EngineResult& round, const EngineConfig& config,
@@ -191,7 +206,7 @@ CalibrationCheck check_calibration(const EngineResult& round, const EngineConfig
     out.reasons.push_back("inter-arrival distribution violated (A²=" + fixed(out.ad.statistic, 3) +
                           " > " + fixed(out.ad.critical, 3) + " at " +
                           fixed(limits.ad_level_percent, 1) + "%, " + std::to_string(out.ad.gaps) +
-                          " gaps)");
+                          " gaps)" + whose_gaps(round, config));
   }
   if (cl.closed_loop) {
     out.reasons.push_back("closed-loop: C×K=" + std::to_string(cl.slots) + " cannot carry " +

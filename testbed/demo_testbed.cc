@@ -224,6 +224,14 @@ std::string demo_campaign_toml(const ServiceModel& model,
     << "\nmin_bins_per_period = 8\nmax_amplitude = " << toml_string(c.max_amplitude)
     << "\nmin_amplitude = " << toml_string(c.min_amplitude) << "\nconfidence = " << c.confidence
     << "\nlease = " << toml_string(c.lease) << "\nrepeats = " << c.repeats << "\n";
+  if (c.verify) o << "verify = true\n";
+  if (!c.amplitudes.empty()) {
+    o << "amplitudes = [";
+    for (std::size_t i = 0; i < c.amplitudes.size(); ++i) {
+      o << (i ? ", " : "") << toml_string(c.amplitudes[i]);
+    }
+    o << "]\n";
+  }
   o << "\n[truth]\n";
   for (const auto& [label, by_type] : truth) {
     if (c.only_links &&

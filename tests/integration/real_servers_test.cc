@@ -358,6 +358,74 @@ void expect_sets_refused(const json& j) {
   EXPECT_NE(j["reasons"].dump().find("server "), std::string::npos) << j["reasons"].dump();
 }
 
+// The README's flags (4 connections, 1 thread, p99; the time budget bounded
+// for the suite), run as a newcomer would. What must hold on any machine,
+// whatever the verdict: the three timings are ordered sample by sample
+// (sojourn >= response >= in flight, the last up to the kernel TX stamp's
+// mapping from CLOCK_REALTIME, measured once per thread),
+// the client's own lateness is never a reason for n/a, the load threads
+// asked for their scheduler slice, and nabla's counts equal the server's.
+void expect_readme_run_is_consistent(const json& j, const std::map<std::string, Seen>& server) {
+  auto p = [](const json& ps, double which) {
+    for (const auto& x : ps) {
+      if (x["p"] == which) return x["value_ns"].get<double>();
+    }
+    ADD_FAILURE() << "no p" << which << " in " << ps.dump();
+    return 0.0;
+  };
+  for (double which : {50.0, 99.0}) {
+    EXPECT_GE(p(j["sojourn_percentiles"], which), p(j["percentiles"], which)) << which;
+    EXPECT_GE(p(j["percentiles"], which) + 100'000, p(j["in_flight_percentiles"], which)) << which;
+  }
+  for (const auto& reason : j["reasons"]) {
+    EXPECT_EQ(reason.get<std::string>().find("send lateness at"), std::string::npos) << reason;
+  }
+  if (j["verdict"] == "ok") {
+    EXPECT_TRUE(j["reasons"].empty());
+    ASSERT_FALSE(j["percentiles"][0]["ci_low_ns"].is_null());
+    EXPECT_LE(j["percentiles"][0]["ci_low_ns"].get<double>(), p(j["percentiles"], 99));
+  }
+  EXPECT_EQ(j["send_timer"]["slice_ns"], 100'000);
+  EXPECT_EQ(j["send_timer"]["slice_granted"].get<bool>(),
+            j["send_timer"]["slice_note"].get<std::string>().empty());
+  expect_same_counts(j, server);
+  EXPECT_EQ(j["errors"]["server"], 0);
+}
+
+json run_readme_load(const std::string& target) {
+  const auto r = common::run_command(
+      {NABLA_PATH, "load", "--target", target, "--rate", "2000", "--connections", "4",
+       "--threads", "1", "--percentile", "99", "--max-duration", "10s", "--json"},
+      nullptr, std::chrono::seconds(60));
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  try {
+    return json::parse(r.stdout_text);
+  } catch (const json::exception& e) {
+    ADD_FAILURE() << "not JSON (" << e.what() << "): " << r.stdout_text << r.stderr_text;
+    return json::object();
+  }
+}
+
+TEST(RealServers, MemcachedWithTheReadmesFlagsAnswersConsistently) {
+  NABLA_REQUIRE_PROGRAM_OR_SKIP("memcached");
+  auto server = start_memcached();
+  ASSERT_TRUE(server->up()) << "memcached did not accept connections: " << server->log();
+  const auto before = memcached_stats(server->port());
+  const json j = run_readme_load("memcache://127.0.0.1:" + std::to_string(server->port()));
+  ASSERT_TRUE(j.contains("verdict")) << j.dump();
+  expect_readme_run_is_consistent(j, memcached_seen(before, memcached_stats(server->port())));
+}
+
+TEST(RealServers, RedisWithTheReadmesFlagsAnswersConsistently) {
+  NABLA_REQUIRE_PROGRAM_OR_SKIP("redis-server");
+  auto server = start_redis();
+  ASSERT_TRUE(server->up()) << "redis-server did not accept connections: " << server->log();
+  ASSERT_TRUE(redis_reset_stats(server->port()));
+  const json j = run_readme_load("redis://127.0.0.1:" + std::to_string(server->port()));
+  ASSERT_TRUE(j.contains("verdict")) << j.dump();
+  expect_readme_run_is_consistent(j, redis_seen(server->port()));
+}
+
 TEST(RealServers, MemcachedObjectTooLargeIsAServerErrorNotASample) {
   NABLA_REQUIRE_PROGRAM_OR_SKIP("memcached");
   // The smallest item size memcached accepts (1 KiB; its slab chunks must

@@ -191,6 +191,32 @@ TEST(ControllerChecks, LateSendsWithoutSlotShortageAreTheClientsFault) {
   EXPECT_EQ(check.reasons[0].find("--rt-priority"), std::string::npos) << check.reasons[0];
 }
 
+// A violated inter-arrival distribution names whose it is: the client's when
+// its own timer lateness reached the late threshold at p99, else what lay
+// between its loop and the kernel's send stamp.
+TEST(ControllerChecks, AViolatedGapDistributionSaysWhoseItIs) {
+  EngineConfig c;
+  c.connections = 100;
+  c.schedule.rate_per_s = 1000;  // asked Poisson, sent evenly: A² rejects
+  std::vector<int64_t> t;
+  for (int i = 0; i < 2000; ++i) t.push_back(int64_t{i} * 1'000'000);
+  auto on_time = round_with(t, 100'000);
+  for (int i = 0; i < 2000; ++i) on_time.timer_lateness.record(1'000);
+  auto check = check_calibration(on_time, c, CalibrationLimits{});
+  ASSERT_FALSE(check.reasons.empty());
+  EXPECT_EQ(check.reasons[0].rfind("inter-arrival distribution violated", 0), 0u)
+      << check.reasons[0];
+  EXPECT_NE(check.reasons[0].find("the client kept its timer"), std::string::npos)
+      << check.reasons[0];
+  auto stalled = round_with(t, 100'000);
+  for (int i = 0; i < 2000; ++i) stalled.timer_lateness.record(i % 10 == 0 ? 3'000'000 : 1'000);
+  check = check_calibration(stalled, c, CalibrationLimits{});
+  ASSERT_FALSE(check.reasons.empty());
+  EXPECT_NE(check.reasons[0].find("the client's own sends were not Poisson"), std::string::npos)
+      << check.reasons[0];
+  EXPECT_NE(check.reasons[0].find("left to try"), std::string::npos) << check.reasons[0];
+}
+
 // A series whose sends stalled (the client's lateness and slot waits come in
 // runs) but whose in-flight times are independent: the dependence is the
 // client's. In-flight times that drift slowly: the service's.

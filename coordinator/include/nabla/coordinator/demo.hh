@@ -54,6 +54,12 @@ struct DemoOptions {
   std::optional<std::string> keep_logs;
   std::uint64_t seed = 42;
   std::string schedule = "simultaneous";   // the campaign's [gradient] schedule
+  bool schedule_given = false;             // --schedule was on the command line
+  // --verify: a constant-delay step oracle on every link; --amplitudes: a
+  // sweep. Both measure one link at a time, so they imply the sequential
+  // schedule (with --schedule simultaneous they are a usage error).
+  bool verify = false;
+  std::vector<std::string> amplitudes;
   std::optional<std::string> report_path;  // --report FILE: the campaign run's page
 };
 

@@ -114,6 +114,12 @@ struct DemoCampaign {
   std::string lease = "3s";
   int repeats = 1;  // [gradient] repeats: noisy active phases measured again
   std::string schedule = "simultaneous";  // [gradient] schedule
+  // [gradient] verify: a constant-delay step on every link after its active
+  // phase, the oracle a demo on a busy machine is judged against beside the
+  // structural truth (sequential schedule only).
+  bool verify = false;
+  // [gradient] amplitudes: a sweep of every link (sequential schedule only).
+  std::vector<std::string> amplitudes;
 };
 
 // The campaign TOML for this testbed: one [[node]] per host (address,
