@@ -373,7 +373,7 @@ std::int64_t LoadRunRecorder::add_point(const ControllerResult& r,
     db::Sample row;
     row.phase_id = phase_id;
     row.send_ns = s.intended_ns + offset;
-    row.latency_ns = std::max<std::int64_t>(s.latency_ns, 0);
+    row.latency_ns = std::max<std::int64_t>(loadgen::response_ns(s), 0);  // the answer's series
     if (s.service_time_ns >= 0) row.service_ns = s.service_time_ns;
     row.type_id = s.type < type_ids.size() ? type_ids[s.type] : store_.transaction_type_id("?");
     row.source = db_source(s.source);

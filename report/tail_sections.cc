@@ -110,7 +110,9 @@ json load_curve_chart(const json& rows) {
   return layered(values, json::array({band, line, refused}), 640, 260);
 }
 
-// Log-spaced histogram of sojourn and service times over the run's samples.
+// Log-spaced histogram of the stored response and service times over the
+// run's samples (runs stored before schema version 6 hold the sojourn from
+// the intended send instead, docs/schema.md).
 json histogram_chart(db::Database& db, const StoredRun& run) {
   std::vector<double> sojourn, service;
   for (const db::PhaseRow& p : run.phases) {
@@ -142,7 +144,7 @@ json histogram_chart(db::Database& db, const StoredRun& run) {
                         {"count", counts[static_cast<std::size_t>(b)]}});
     }
   };
-  add(sojourn, "sojourn (from intended send)");
+  add(sojourn, "response (stored samples)");
   add(service, "service (server-reported)");
   return {
       {"width", 640},
