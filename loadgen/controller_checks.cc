@@ -140,7 +140,7 @@ std::string client_remedies(const EngineResult& round, const EngineConfig& confi
   }
   out += "; left to try: ";
   out += config.rt_priority > 0 ? "" : "--rt-priority 1 (root), ";
-  out += "--cpu-latency-us 0 (root), or fewer other tasks on this machine)";
+  out += "--cpu-latency-us 0 (root) if not given, or fewer other tasks on this machine)";
   return out;
 }
 
