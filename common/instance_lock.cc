@@ -51,13 +51,13 @@ InstanceLock InstanceLock::acquire(std::string_view daemon, const std::string& n
   for (int attempt = 0; attempt < 8; ++attempt) {
     FileDescriptor fd = FileDescriptor::open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
     if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
-      if (errno != EWOULDBLOCK) throw std::system_error(errno, std::generic_category(), "flock " + path);
+      if (errno != EWOULDBLOCK)
+        throw std::system_error(errno, std::generic_category(), "flock " + path);
       const std::string pid = read_pid(fd.get());
-      throw AlreadyRunningError("another nabla-" + std::string(daemon) +
-                                (pid.empty() ? "" : " (pid " + pid + ")") +
-                                " already runs in this network namespace (net:[" +
-                                std::to_string(ns.st_ino) + "], lock " + path +
-                                "); refusing to start, which would take its rules apart");
+      throw AlreadyRunningError(
+          "another nabla-" + std::string(daemon) + (pid.empty() ? "" : " (pid " + pid + ")") +
+          " already runs in this network namespace (net:[" + std::to_string(ns.st_ino) +
+          "], lock " + path + "); refusing to start, which would take its rules apart");
     }
     if (!same_file(fd.get(), path)) continue;
     const std::string pid = std::to_string(::getpid()) + "\n";

@@ -441,9 +441,7 @@ void register_demo_command(CLI::App& app) {
       "demo",
       "Build a namespace testbed with a RUBiS-like service, measure every link gradient, "
       "compare with the truth, run one tail measurement, clean up (needs root)");
-  cmd->add_flag(
-      "--quick", opts->quick,
-      "Two links (about 1.5 minutes; the CI smoke test)");
+  cmd->add_flag("--quick", opts->quick, "Two links (about 1.5 minutes; the CI smoke test)");
   cmd->add_option("--db", opts->db_path, "Run history database")->capture_default_str();
   cmd->add_flag("--json", opts->json, "Print one JSON document (progress goes to stderr)");
   cmd->add_option("--keep-logs", opts->keep_logs,

@@ -18,20 +18,18 @@ constexpr int kMaxSqlBytes = 1 << 20;
 // Pragmas that only read. The first take a table or index name as their
 // argument; the others are allowed only without one (with one they set).
 constexpr const char* kPragmasWithName[] = {
-    "table_info",       "table_xinfo",       "table_list",     "index_list",  "index_info",
-    "index_xinfo",      "foreign_key_list",  "foreign_key_check", "integrity_check",
-    "quick_check"};
+    "table_info",  "table_xinfo",      "table_list",        "index_list",      "index_info",
+    "index_xinfo", "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check"};
 constexpr const char* kPragmasBare[] = {
-    "user_version", "schema_version", "application_id", "page_count",      "page_size",
-    "freelist_count", "encoding",     "journal_mode",   "compile_options", "collation_list",
-    "database_list",  "function_list", "module_list",   "pragma_list",     "data_version",
+    "user_version",   "schema_version", "application_id", "page_count",      "page_size",
+    "freelist_count", "encoding",       "journal_mode",   "compile_options", "collation_list",
+    "database_list",  "function_list",  "module_list",    "pragma_list",     "data_version",
     "query_only",     "foreign_keys"};
 
 template <std::size_t N>
 bool listed(const char* const (&list)[N], const char* name) {
-  return name != nullptr && std::any_of(std::begin(list), std::end(list), [&](const char* p) {
-           return ::strcasecmp(p, name) == 0;
-         });
+  return name != nullptr && std::any_of(std::begin(list), std::end(list),
+                                        [&](const char* p) { return ::strcasecmp(p, name) == 0; });
 }
 
 std::string named(const char* what, const char* name) {
@@ -55,8 +53,7 @@ std::string describe_action(int action, const char* a, const char* b) {
     case SQLITE_SAVEPOINT:
       return "a transaction or savepoint";
     case SQLITE_PRAGMA:
-      return b != nullptr ? std::string("PRAGMA ") + (a ? a : "") + " = " + b
-                          : named("PRAGMA", a);
+      return b != nullptr ? std::string("PRAGMA ") + (a ? a : "") + " = " + b : named("PRAGMA", a);
     case SQLITE_ALTER_TABLE:
       return "ALTER TABLE";
     case SQLITE_ANALYZE:
@@ -182,9 +179,9 @@ QueryResult user_query(Database& db, std::string_view sql, const UserQueryLimits
     // SQLITE_AUTH or, for schema changes, another code: what it refused
     // is the word.
     if (code == SQLITE_AUTH || !guard.refused.empty()) {
-      throw UserQueryError("read-only: " +
-                           (guard.refused.empty() ? std::string("statement") : guard.refused) +
-                           " is not allowed");
+      throw UserQueryError(
+          "read-only: " + (guard.refused.empty() ? std::string("statement") : guard.refused) +
+          " is not allowed");
     }
     if (code == SQLITE_INTERRUPT && guard.timed_out) {
       throw UserQueryError("the query ran longer than " +

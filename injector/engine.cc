@@ -336,9 +336,9 @@ void DelayEngine::open_duplicate_socket(int family) {
   if (raw) return;
   raw = open_raw(family);
   if (!raw) {
-    throw std::system_error(errno, std::system_category(),
-                            family == AF_INET6 ? "socket(AF_INET6, SOCK_RAW)"
-                                               : "socket(AF_INET, SOCK_RAW)");
+    throw std::system_error(
+        errno, std::system_category(),
+        family == AF_INET6 ? "socket(AF_INET6, SOCK_RAW)" : "socket(AF_INET, SOCK_RAW)");
   }
 }
 

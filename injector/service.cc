@@ -9,8 +9,8 @@
 #include <system_error>
 
 #include "nabla/common/log.hh"
-#include "nabla/common/node_facts.hh"
 #include "nabla/common/netns.hh"
+#include "nabla/common/node_facts.hh"
 #include "nabla/common/protocol/injectd.hh"
 #include "nabla/common/protocol/no_params.hh"
 #include "nabla/common/rpc.hh"

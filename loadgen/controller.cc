@@ -54,8 +54,8 @@ Evaluation evaluate(const ControllerConfig& c, const std::vector<Sample>& series
 void note_client_lateness(const ControllerConfig& c, const analysis::LatencyHistogram& lateness,
                           ControllerResult& out) {
   if (out.sojourn_percentiles.empty()) return;
-  const ClientLatenessCheck check = check_client_lateness(
-      lateness, out.sojourn_percentiles.front(), c.client_lateness_note_share);
+  const ClientLatenessCheck check = check_client_lateness(lateness, out.sojourn_percentiles.front(),
+                                                          c.client_lateness_note_share);
   if (!check.applied) return;
   out.client_lateness_at_target_ns = check.at_target_ns;
   out.client_lateness_share = check.share;
@@ -133,8 +133,7 @@ std::string time_for(std::size_t more, double rate_rps) {
 // Why an evaluation did not converge: not iid, not stationary, CI too wide
 // (each that applies), over `series`, the samples the evaluation saw.
 void add_convergence_reasons(const ControllerConfig& c, const Evaluation& ev,
-                             const std::vector<Sample>& series,
-                             std::vector<std::string>& reasons) {
+                             const std::vector<Sample>& series, std::vector<std::string>& reasons) {
   const std::size_t series_size = series.size();
   const double rate = c.engine.schedule.rate_per_s;
   if (!ev.iid && ev.scan.steps.empty()) {
@@ -142,10 +141,10 @@ void add_convergence_reasons(const ControllerConfig& c, const Evaluation& ev,
                       std::to_string(series_size) + " < " + std::to_string(c.min_kept) + ")");
   } else if (!ev.iid) {
     const auto& last = ev.scan.steps.back();
-    std::string why = "not iid at the lowest sampling rate tried (1:" +
-                      std::to_string(last.stride) + ", Spearman rho=" + fixed(last.rho, 3) +
-                      ", p=" + fixed(last.p_value, 4) + ")" +
-                      whose_dependence(series, last.stride, c.alpha);
+    std::string why =
+        "not iid at the lowest sampling rate tried (1:" + std::to_string(last.stride) +
+        ", Spearman rho=" + fixed(last.rho, 3) + ", p=" + fixed(last.p_value, 4) + ")" +
+        whose_dependence(series, last.stride, c.alpha);
     if (!ev.scan.exhausted && last.stride * 2 <= c.max_stride) {
       const std::size_t need = c.min_kept * last.stride * 2;
       why += "; testing 1:" + std::to_string(last.stride * 2) + " needs " + std::to_string(need) +

@@ -142,8 +142,8 @@ int run_daemon(const DaemonOptions& options, std::ostream& out) {
   // (common/instance_lock.hh). Keyed by the namespace it runs in.
   std::optional<common::InstanceLock> lock;
   if (::geteuid() == 0) {
-    lock.emplace(
-        common::InstanceLock::acquire(common::kSniffdKeyName, "/proc/self/ns/net", options.run_dir));
+    lock.emplace(common::InstanceLock::acquire(common::kSniffdKeyName, "/proc/self/ns/net",
+                                               options.run_dir));
   }
   asio::io_context io;
   std::unique_ptr<common::RpcServer> server;

@@ -139,9 +139,9 @@ std::string InjectorTestbed::daemon_log() const {
 nlohmann::json InjectorTestbed::call(const std::string& method, const nlohmann::json& params) {
   // The daemon listens on its namespace's loopback. Without a client key,
   // the daemon's own key from its run file, as the nabla CLI finds it.
-  const auto key = key_ ? common::RpcClient::KeySource([this] { return *key_; })
-                        : common::client_key_source(std::nullopt, common::kInjectdKeyName,
-                                                    "127.0.0.1", 7311);
+  const auto key =
+      key_ ? common::RpcClient::KeySource([this] { return *key_; })
+           : common::client_key_source(std::nullopt, common::kInjectdKeyName, "127.0.0.1", 7311);
   return common::call_in_namespace(*daemon_ns_, "127.0.0.1", 7311, key, method, params);
 }
 

@@ -17,11 +17,11 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <cctype>
+#include <chrono>
 #include <fstream>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -155,8 +155,8 @@ TEST(DaemonCapabilities, InjectdDelaysALinkWithNetAdminAlone) {
 // The bounding set the packaged unit gives a daemon, as setpriv's
 // ",+net_admin,+net_raw", read from packaging/<unit>.service.in.
 std::string unit_capabilities(const std::string& unit, uint64_t* mask) {
-  std::istringstream lines(common::read_text_file(std::string(NABLA_SOURCE_DIR) + "/packaging/" +
-                                                  unit + ".service.in"));
+  std::istringstream lines(
+      common::read_text_file(std::string(NABLA_SOURCE_DIR) + "/packaging/" + unit + ".service.in"));
   std::string line;
   const std::string key = "CapabilityBoundingSet=";
   while (std::getline(lines, line)) {
@@ -242,9 +242,9 @@ TEST(DaemonCapabilities, InjectdWithoutNetRawRefusesDuplicateAtStart) {
   EXPECT_NE(refusal.find("faults.duplicate: "), std::string::npos) << refusal;
   EXPECT_NE(refusal.find("CAP_NET_RAW"), std::string::npos) << refusal;
   EXPECT_TRUE(call_in(ns, 7311, "inject.list", json::object()).at("injections").empty());
-  const json delay = call_in(
-      ns, 7311, "inject.start",
-      {{"link", "udp 127.0.0.1 -> 127.0.0.1:9503"}, {"delay", "1ms"}, {"lease_s", 30}});
+  const json delay =
+      call_in(ns, 7311, "inject.start",
+              {{"link", "udp 127.0.0.1 -> 127.0.0.1:9503"}, {"delay", "1ms"}, {"lease_s", 30}});
   call_in(ns, 7311, "inject.stop", {{"id", delay.at("id")}});
   daemon.stop();
 }

@@ -104,12 +104,13 @@ TEST(InjectorFailsafe, FilterDropKeepsDroppingWhileDelayedAndAfterKill9) {
   EXPECT_EQ(lost(delayed), 0u);
   EXPECT_GE(delay_percentile(delayed, 0.5), 5 * kMs);
   // The chains are in mangle, none in filter.
-  EXPECT_NE(bed.receiver().run({"iptables", "-w", "5", "-t", "mangle", "-S"}).stdout_text.find(
-                "-A INPUT -j NABLA-IN"),
+  EXPECT_NE(bed.receiver()
+                .run({"iptables", "-w", "5", "-t", "mangle", "-S"})
+                .stdout_text.find("-A INPUT -j NABLA-IN"),
             std::string::npos);
-  EXPECT_EQ(bed.receiver().run({"iptables", "-w", "5", "-t", "filter", "-S"}).stdout_text.find(
-                "NABLA"),
-            std::string::npos);
+  EXPECT_EQ(
+      bed.receiver().run({"iptables", "-w", "5", "-t", "filter", "-S"}).stdout_text.find("NABLA"),
+      std::string::npos);
 
   const std::vector<std::string> drop = {"INPUT", "-p", "udp", "--dport", "9000", "-j", "DROP"};
   std::vector<std::string> add = {"iptables", "-w", "5", "-A"};

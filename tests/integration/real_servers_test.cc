@@ -241,13 +241,9 @@ bool redis_reset_stats(uint16_t port) {
 
 // `nabla load --json` against `target` with the get/set mix and zipf keys,
 // pipelined (one connection, up to 8 outstanding); `extra` adds flags.
-json run_load(const std::string& target, const std::vector<std::string>& extra) {
-  std::vector<std::string> argv{
-      NABLA_PATH,       "load", "--target",         target, "--mix",         "get=0.9,set=0.1",
-      "--key-dist",     "zipf", "--connections",    "1",    "--outstanding", "8",
-      "--max-duration", "2s",   "--late-threshold", "1ms",  "--json"};
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  const auto r = common::run_command(argv, nullptr, std::chrono::seconds(30));
+// Runs `argv` (a `nabla load --json`), expects exit 0, returns its JSON.
+json load_json(const std::vector<std::string>& argv, std::chrono::seconds limit) {
+  const auto r = common::run_command(argv, nullptr, limit);
   EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
   try {
     return json::parse(r.stdout_text);
@@ -255,6 +251,15 @@ json run_load(const std::string& target, const std::vector<std::string>& extra) 
     ADD_FAILURE() << "not JSON (" << e.what() << "): " << r.stdout_text << r.stderr_text;
     return json::object();
   }
+}
+
+json run_load(const std::string& target, const std::vector<std::string>& extra) {
+  std::vector<std::string> argv{
+      NABLA_PATH,       "load", "--target",         target, "--mix",         "get=0.9,set=0.1",
+      "--key-dist",     "zipf", "--connections",    "1",    "--outstanding", "8",
+      "--max-duration", "2s",   "--late-threshold", "1ms",  "--json"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return load_json(argv, std::chrono::seconds(30));
 }
 
 // The requests_by_type entry of `type`.
@@ -393,17 +398,9 @@ void expect_readme_run_is_consistent(const json& j, const std::map<std::string, 
 }
 
 json run_readme_load(const std::string& target) {
-  const auto r = common::run_command(
-      {NABLA_PATH, "load", "--target", target, "--rate", "2000", "--connections", "4",
-       "--threads", "1", "--percentile", "99", "--max-duration", "10s", "--json"},
-      nullptr, std::chrono::seconds(60));
-  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
-  try {
-    return json::parse(r.stdout_text);
-  } catch (const json::exception& e) {
-    ADD_FAILURE() << "not JSON (" << e.what() << "): " << r.stdout_text << r.stderr_text;
-    return json::object();
-  }
+  return load_json({NABLA_PATH, "load", "--target", target, "--rate", "2000", "--connections", "4",
+                    "--threads", "1", "--percentile", "99", "--max-duration", "10s", "--json"},
+                   std::chrono::seconds(60));
 }
 
 TEST(RealServers, MemcachedWithTheReadmesFlagsAnswersConsistently) {

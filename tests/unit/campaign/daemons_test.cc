@@ -126,7 +126,8 @@ class FakeDaemonServer {
 CampaignSpec spec_with(const std::string& injectd, const std::string& sniffd) {
   return parse_campaign_spec(R"(
 name = "daemons"
-key_file = ")" + test_key().path() + R"("
+key_file = ")" + test_key().path() +
+                             R"("
 [[node]]
 name = "web"
 address = "10.0.0.1"

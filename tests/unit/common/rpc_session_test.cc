@@ -292,10 +292,10 @@ TEST(RpcSealed, ClientRefusesAServerWithoutTheKey) {
 TEST(RpcSealed, ClientWithAKeyRefusesAServerSayingAuthRequiredFalse) {
   const auto no_auth_server = [](std::vector<std::string>& received) {
     return [&received](FileDescriptor& conn, FrameDecoder& decoder) {
-      conn.write_all(encode_frame(
-          make_notification("auth.challenge",
-                            {{"version", kProtocolVersion}, {"auth_required", false}})
-              .dump()));
+      conn.write_all(
+          encode_frame(make_notification("auth.challenge",
+                                         {{"version", kProtocolVersion}, {"auth_required", false}})
+                           .dump()));
       for (std::string f; !(f = ScriptedServer::next_frame(conn, decoder)).empty();) {
         received.push_back(f);
       }

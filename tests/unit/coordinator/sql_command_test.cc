@@ -4,6 +4,8 @@
 // and runaway recursive queries end with one clear error line and exit 1
 // (the `nabla` binary with small --max-memory and --timeout), while plain
 // SELECTs and read-only pragmas still work.
+#include "nabla/coordinator/sql_command.hh"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -14,7 +16,6 @@
 #include <vector>
 
 #include "nabla/common/netns.hh"
-#include "nabla/coordinator/sql_command.hh"
 #include "nabla/db/sqlite.hh"
 #include "nabla/db/store.hh"
 
@@ -55,7 +56,8 @@ class SqlCommand : public ::testing::Test {
 
   std::int64_t count_types() {
     db::Database db = db::Database::open(path_, db::OpenMode::kReadOnly);
-    return std::get<std::int64_t>(db::query(db, "SELECT count(*) FROM transaction_types").rows[0][0]);
+    return std::get<std::int64_t>(
+        db::query(db, "SELECT count(*) FROM transaction_types").rows[0][0]);
   }
 
   fs::path dir_;

@@ -32,28 +32,15 @@ TEST(Migrations, EmptyFileBecomesCurrentSchemaAndReopenIsNoop) {
   EXPECT_EQ(migrate(db), 0);
   EXPECT_EQ(db.user_version(), schema_version());
   EXPECT_EQ(query(db, "PRAGMA application_id").rows[0][0], Value(kApplicationId));
-  EXPECT_EQ(tables(db), (std::vector<std::string>{"accel_projections",
-                                                  "accel_results",
-                                                  "campaigns",
-                                                  "experiment_checks",
-                                                  "experiments",
-                                                  "flows",
-                                                  "gradient_amplitudes",
-                                                  "gradients",
-                                                  "injections",
-                                                  "latest_gradients",
-                                                  "links",
-                                                  "memlat",
-                                                  "memlat_probe",
-                                                  "nodes",
-                                                  "phases",
-                                                  "run_summary",
-                                                  "runs",
-                                                  "samples",
-                                                  "tail_over_time",
-                                                  "tail_results",
-                                                  "timestamp_sources",
-                                                  "transaction_types"}));
+  EXPECT_EQ(tables(db),
+            (std::vector<std::string>{"accel_projections",   "accel_results", "campaigns",
+                                      "experiment_checks",   "experiments",   "flows",
+                                      "gradient_amplitudes", "gradients",     "injections",
+                                      "latest_gradients",    "links",         "memlat",
+                                      "memlat_probe",        "nodes",         "phases",
+                                      "run_summary",         "runs",          "samples",
+                                      "tail_over_time",      "tail_results",  "timestamp_sources",
+                                      "transaction_types"}));
   EXPECT_EQ(query(db, "PRAGMA integrity_check").rows[0][0], Value(std::string("ok")));
   EXPECT_TRUE(query(db, "PRAGMA foreign_key_check").rows.empty());
   EXPECT_NO_THROW(require_current_schema(db));
@@ -146,14 +133,15 @@ TEST(Migrations, ResponseMetricKeepsEveryStoredTailResult) {
                Error);
   EXPECT_EQ(migrate(db), static_cast<int>(schema_version()) - static_cast<int>(step));
   EXPECT_EQ(query(db, "SELECT count(*) FROM tail_over_time").rows[0][0], Value(std::int64_t{2}));
-  EXPECT_NO_THROW(db.exec("INSERT INTO tail_results (run_id, metric, rate_rps, percentile, "
-                          "value_ns, verdict) VALUES (1, 'response', 2000, 99, 9e4, 'ok')"));
+  EXPECT_NO_THROW(
+      db.exec("INSERT INTO tail_results (run_id, metric, rate_rps, percentile, "
+              "value_ns, verdict) VALUES (1, 'response', 2000, 99, 9e4, 'ok')"));
   EXPECT_THROW(db.exec("INSERT INTO tail_results (run_id, metric, rate_rps, percentile, verdict) "
                        "VALUES (1, 'other', 2000, 99, 'n/a')"),
                Error);
-  EXPECT_EQ(query(db, "SELECT count(*) FROM sqlite_schema WHERE name = 'tail_results_by_run'")
-                .rows[0][0],
-            Value(std::int64_t{1}));
+  EXPECT_EQ(
+      query(db, "SELECT count(*) FROM sqlite_schema WHERE name = 'tail_results_by_run'").rows[0][0],
+      Value(std::int64_t{1}));
   EXPECT_TRUE(query(db, "PRAGMA foreign_key_check").rows.empty());
   db.exec("DELETE FROM runs WHERE id = 1");  // the cascade still reaches the rebuilt table
   EXPECT_EQ(query(db, "SELECT count(*) FROM tail_results").rows[0][0], Value(std::int64_t{0}));

@@ -53,8 +53,8 @@ struct DemoOptions {
   bool json = false;
   std::optional<std::string> keep_logs;
   std::uint64_t seed = 42;
-  std::string schedule = "simultaneous";   // the campaign's [gradient] schedule
-  bool schedule_given = false;             // --schedule was on the command line
+  std::string schedule = "simultaneous";  // the campaign's [gradient] schedule
+  bool schedule_given = false;            // --schedule was on the command line
   // --verify: a constant-delay step oracle on every link; --amplitudes: a
   // sweep. Both measure one link at a time, so they imply the sequential
   // schedule (with --schedule simultaneous they are a usage error).
@@ -69,8 +69,7 @@ struct DemoOptions {
 // The simultaneous schedule (the default) trains on M = 2 chunks of
 // N = 256 bins; the sequential one on 7 chunks of 256 (full) or 5 of 128
 // (quick).
-testbed::DemoCampaign demo_campaign(const tier::ServiceModel& model, bool quick,
-                                    std::uint64_t seed,
+testbed::DemoCampaign demo_campaign(const tier::ServiceModel& model, bool quick, std::uint64_t seed,
                                     const std::string& schedule = "simultaneous");
 
 // Acceptance of one measured gradient: |value - truth| <= 10% of

@@ -4,8 +4,8 @@
 // connection is read-only and an authorizer refuses everything but reads
 // (no ATTACH, no VACUUM INTO, no write, no pragma that sets), with memory
 // and time limits (db/user_query.hh), so a query can never change, copy out
-// or corrupt a stored run, nor take the machine's memory. The one command that reads the database by the
-// user's own SQL; everything else uses the typed reads (db/reads.hh).
+// or corrupt a stored run, nor take the machine's memory. The one command that reads the database
+// by the user's own SQL; everything else uses the typed reads (db/reads.hh).
 #include <iosfwd>
 #include <string>
 

@@ -67,12 +67,12 @@ struct ControllerConfig {
   int64_t max_round_ns = 2'000'000'000;
   int64_t round_warmup_ns = 10'000'000;
   int64_t round_lead_ns = 20'000'000;
-  double alpha = 0.05;           // Spearman and ADF significance
+  double alpha = 0.05;  // Spearman and ADF significance
   // Lowest sampling rate 1:4096. A stride is tested only once the series
   // keeps min_kept samples at it, so a dependent series makes the run go
   // on, within max_duration, until a larger stride can be tested.
   std::size_t max_stride = 4096;
-  std::size_t min_kept = 200;    // fewest kept samples a stride is tested on
+  std::size_t min_kept = 200;  // fewest kept samples a stride is tested on
   std::size_t adf_max_values = 100'000;
   CalibrationLimits limits;
   // A note (never a reason: the answer leaves the client's lateness out,

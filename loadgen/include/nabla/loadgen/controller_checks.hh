@@ -203,7 +203,7 @@ struct TailPercentile {
 struct ClientLatenessCheck {
   bool applied = false;  // false: no sends, or no positive sojourn to compare with
   int64_t at_target_ns = 0;
-  double share = 0;  // at_target_ns / sojourn at the target percentile
+  double share = 0;    // at_target_ns / sojourn at the target percentile
   bool ok = true;      // share <= max_share
   std::string reason;  // when not ok: the note's text
 };

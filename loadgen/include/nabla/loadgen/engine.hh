@@ -140,7 +140,9 @@ struct Sample {
 // less the moment the client was ready to send, i.e. the sojourn from the
 // intended send without the client's own timer lateness. Waits for a free
 // connection slot (the service's) stay in it.
-inline int64_t response_ns(const Sample& s) { return s.latency_ns - s.timer_lateness_ns; }
+inline int64_t response_ns(const Sample& s) {
+  return s.latency_ns - s.timer_lateness_ns;
+}
 
 // How the load threads timed their sends.
 struct SendTimer {

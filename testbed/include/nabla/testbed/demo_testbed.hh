@@ -112,7 +112,7 @@ struct DemoCampaign {
   std::string min_amplitude = "200us";
   double confidence = 0.95;
   std::string lease = "3s";
-  int repeats = 1;  // [gradient] repeats: noisy active phases measured again
+  int repeats = 1;                        // [gradient] repeats: noisy active phases measured again
   std::string schedule = "simultaneous";  // [gradient] schedule
   // [gradient] verify: a constant-delay step on every link after its active
   // phase, the oracle a demo on a busy machine is judged against beside the
