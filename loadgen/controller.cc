@@ -82,7 +82,7 @@ void describe_kept(const ControllerConfig& c, ControllerResult& out) {
   out.service_percentiles = tail_percentiles(service, c.percentiles, c.confidence);
   std::vector<double> in_flight;
   for (const auto& s : out.kept_samples) {
-    in_flight.push_back(static_cast<double>(s.latency_ns - std::max<int64_t>(0, s.lateness_ns)));
+    in_flight.push_back(static_cast<double>(in_flight_ns(s)));
   }
   out.in_flight_percentiles = tail_percentiles(in_flight, c.percentiles, c.confidence);
   if (out.type_names.size() > 1) {

@@ -114,7 +114,7 @@ ClosedLoopCheck check_closed_loop(const EngineResult& round, double target_rps, 
   // since only the mean of non-negative ns values (<~1e12) is needed.
   long double sum = 0;
   for (const auto& s : round.samples) {
-    sum += static_cast<long double>(s.latency_ns - std::max<int64_t>(0, s.lateness_ns));
+    sum += static_cast<long double>(in_flight_ns(s));
   }
   out.mean_in_flight_ns =
       std::max(0.0, static_cast<double>(sum / static_cast<long double>(round.samples.size())));
@@ -279,7 +279,7 @@ std::string whose_dependence(std::span<const Sample> series, std::size_t stride,
   std::vector<double> in_flight;
   for (std::size_t i = 0; i < series.size(); i += stride) {
     const Sample& s = series[i];
-    in_flight.push_back(static_cast<double>(s.latency_ns - std::max<int64_t>(0, s.lateness_ns)));
+    in_flight.push_back(static_cast<double>(in_flight_ns(s)));
   }
   const auto r = analysis::spearman_autocorrelation(in_flight, 1);
   if (std::isnan(r.rho) || r.p_value >= alpha) {

@@ -144,6 +144,12 @@ inline int64_t response_ns(const Sample& s) {
   return s.latency_ns - s.timer_lateness_ns;
 }
 
+// Diagnostic: the actual send (kernel TX stamp when there is one) to the
+// reply, without the client's lateness and without slot waits.
+inline int64_t in_flight_ns(const Sample& s) {
+  return s.latency_ns - (s.lateness_ns > 0 ? s.lateness_ns : 0);
+}
+
 // How the load threads timed their sends.
 struct SendTimer {
   bool self_calibrated = true;
