@@ -109,13 +109,16 @@ bool invert(std::vector<std::vector<double>>& a, std::vector<std::vector<double>
   return true;
 }
 
-// Several types: least squares without intercept over the columns `used`.
-std::vector<std::optional<MessagesPerTxn>> least_squares_estimate(
-    const Intervals& in, const std::vector<std::size_t>& used, std::size_t types,
-    double confidence) {
-  std::vector<std::optional<MessagesPerTxn>> out(types);
+// The least-squares fit without intercept over the columns `used`: the
+// coefficients, (X'X)^-1's diagonal and the residual sum of squares; none
+// when the columns are inseparable.
+struct Fit {
+  std::vector<double> beta, variance_factor;
+  double rss = 0;
+};
+
+std::optional<Fit> least_squares(const Intervals& in, const std::vector<std::size_t>& used) {
   const std::size_t n = in.segments.size(), p = used.size();
-  if (n < p + 1) return out;
   std::vector<std::vector<double>> xtx(p, std::vector<double>(p, 0.0)), inverse;
   std::vector<double> xty(p, 0.0);
   for (std::size_t j = 0; j < n; ++j) {
@@ -126,22 +129,60 @@ std::vector<std::optional<MessagesPerTxn>> least_squares_estimate(
       }
     }
   }
-  if (!invert(xtx, inverse)) return out;
-  std::vector<double> beta(p, 0.0);
+  if (!invert(xtx, inverse)) return std::nullopt;
+  Fit f;
+  f.beta.assign(p, 0.0);
   for (std::size_t a = 0; a < p; ++a) {
-    for (std::size_t b = 0; b < p; ++b) beta[a] += inverse[a][b] * xty[b];
+    for (std::size_t b = 0; b < p; ++b) f.beta[a] += inverse[a][b] * xty[b];
+    f.variance_factor.push_back(inverse[a][a]);
   }
-  double rss = 0;
   for (std::size_t j = 0; j < n; ++j) {
     double fit = 0;
-    for (std::size_t a = 0; a < p; ++a) fit += beta[a] * in.requests[j][used[a]];
-    rss += (in.segments[j] - fit) * (in.segments[j] - fit);
+    for (std::size_t a = 0; a < p; ++a) fit += f.beta[a] * in.requests[j][used[a]];
+    f.rss += (in.segments[j] - fit) * (in.segments[j] - fit);
   }
+  return f;
+}
+
+// Several types: least squares without intercept, kept in the physical
+// range. A message count is never negative, so a type whose coefficient
+// comes out below zero is held at 0 and the others are fitted again
+// (the most negative first, until none is); its interval is [0, the upper
+// end of the unconstrained fit's]. The standard errors come from the
+// residuals of the final fit, over n - p degrees of freedom of the full
+// model (the held types were still estimated).
+std::vector<std::optional<MessagesPerTxn>> least_squares_estimate(
+    const Intervals& in, const std::vector<std::size_t>& used, std::size_t types,
+    double confidence) {
+  std::vector<std::optional<MessagesPerTxn>> out(types);
+  const std::size_t n = in.segments.size(), p = used.size();
+  if (n < p + 1) return out;
   const double df = static_cast<double>(n - p);
-  const double sigma2 = rss / df;
+  const auto full = least_squares(in, used);
+  if (!full) return out;
+  std::vector<std::size_t> free = used;
+  std::optional<Fit> fit = full;
+  while (true) {
+    const auto lowest = std::min_element(fit->beta.begin(), fit->beta.end());
+    if (*lowest >= 0 || free.size() == 1) break;
+    free.erase(free.begin() + (lowest - fit->beta.begin()));
+    fit = least_squares(in, free);
+    if (!fit) return out;
+  }
+  const double sigma2 = fit->rss / df;
+  for (std::size_t a = 0; a < free.size(); ++a) {
+    const double value = std::max(0.0, fit->beta[a]);
+    const double se = std::sqrt(std::max(0.0, sigma2 * fit->variance_factor[a]));
+    MessagesPerTxn m = with_interval(value, se, df, confidence);
+    m.ci_low = std::max(0.0, m.ci_low);
+    out[free[a]] = m;
+  }
+  const double full_sigma2 = full->rss / df;
   for (std::size_t a = 0; a < p; ++a) {
-    const double se = std::sqrt(std::max(0.0, sigma2 * inverse[a][a]));
-    out[used[a]] = with_interval(beta[a], se, df, confidence);
+    if (out[used[a]]) continue;
+    const double se = std::sqrt(std::max(0.0, full_sigma2 * full->variance_factor[a]));
+    const MessagesPerTxn unconstrained = with_interval(full->beta[a], se, df, confidence);
+    out[used[a]] = MessagesPerTxn{0.0, se, 0.0, std::max(0.0, unconstrained.ci_high)};
   }
   return out;
 }

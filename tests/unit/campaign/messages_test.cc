@@ -91,6 +91,33 @@ TEST(MessagesPerTransaction, NoisyCountsKeepTheTruthInsideTheIntervalAtAboutTheL
   EXPECT_LT(coverage, 0.995);
 }
 
+// A message count is never negative: with a type that crosses the link not
+// at all and noisy counts, the unconstrained fit would go below 0 about half
+// the time; the estimate and its interval stay in [0, inf) and still cover
+// the truth at about the level.
+TEST(MessagesPerTransaction, SeveralTypesStayInThePhysicalRange) {
+  int covered = 0, total = 0, held_at_zero = 0;
+  for (std::uint64_t seed = 0; seed < 200; ++seed) {
+    const Observed o = observe({1.0, 0.0}, 10, 8.0, seed + 500);
+    const auto m = messages_per_transaction(o.counts, o.records, 2, 0, end_of(10), 0.95);
+    const double truth[] = {1.0, 0.0};
+    for (std::size_t t = 0; t < 2; ++t) {
+      ASSERT_TRUE(m[t]);
+      EXPECT_GE(m[t]->value, 0.0) << seed;
+      EXPECT_GE(m[t]->ci_low, 0.0) << seed;
+      EXPECT_LE(m[t]->ci_low, m[t]->value) << seed;
+      EXPECT_LE(m[t]->value, m[t]->ci_high) << seed;
+      covered += (m[t]->ci_low <= truth[t] && truth[t] <= m[t]->ci_high) ? 1 : 0;
+      ++total;
+    }
+    held_at_zero += m[1]->value == 0.0 ? 1 : 0;
+  }
+  EXPECT_GT(held_at_zero, 20);  // the constraint was exercised
+  const double coverage = static_cast<double>(covered) / total;
+  EXPECT_GT(coverage, 0.88);
+  EXPECT_LE(coverage, 1.0);
+}
+
 TEST(MessagesPerTransaction, OnlyTheCountsInsideTheWindowCount) {
   // Outside the window the link carried 10 segments per request.
   Observed o = observe({2.0}, 10, 0, 3);
