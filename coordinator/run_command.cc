@@ -15,6 +15,7 @@
 
 #include "nabla/campaign/hosts.hh"
 #include "nabla/campaign/messages.hh"
+#include "nabla/campaign/operating_point.hh"
 #include "nabla/common/clock.hh"
 #include "nabla/common/resolve.hh"
 #include "nabla/common/units.hh"
@@ -86,6 +87,15 @@ std::string duration_text(double ns) {
   if (a >= 1e6) return sign + format_number(a / 1e6, 3) + "ms";
   if (a >= 1e3) return sign + format_number(a / 1e3, 3) + "us";
   return sign + format_number(a, 3) + "ns";
+}
+
+// The campaign's gradient rows folded per type (campaign/operating_point.hh).
+std::vector<campaign::OperatingPointShift> operating_point_shifts_of(const CampaignOutcome& o) {
+  std::vector<campaign::PhaseShift> rows;
+  for (const LinkMeasurement& m : o.measurements) {
+    for (const TypeGradient& g : m.gradients) rows.push_back({m.label, g.type, g.perturbation_ns});
+  }
+  return campaign::operating_point_shifts(rows, o.types, o.training_mean_ns);
 }
 
 std::string number_or_null(double v, int digits) {
@@ -215,6 +225,18 @@ ojson outcome_to_json(const CampaignSpec& spec, const CampaignOutcome& o) {
     }
   }
   j["gradients"] = grads;
+  ojson shifts = ojson::array();
+  for (const campaign::OperatingPointShift& s : operating_point_shifts_of(o)) {
+    shifts.push_back({{"type", s.type},
+                      {"training_mean_ns",
+                       s.training_mean_ns ? json_number(*s.training_mean_ns) : ojson(nullptr)},
+                      {"largest_shift_ns", json_number(s.largest_ns)},
+                      {"largest_shift_link", s.largest_link},
+                      {"mean_shift_ns", json_number(s.mean_ns)},
+                      {"phases", s.phases},
+                      {"text", campaign::describe_shift(s)}});
+  }
+  j["operating_point_shift"] = shifts;
   ojson experiments = ojson::array();
   for (const campaign::ExperimentOutcome& e : o.experiments) {
     ojson x{{"name", e.name},
@@ -264,6 +286,14 @@ void print_outcome_table(std::ostream& out, const CampaignSpec& spec, const Camp
   if (!o.measurements.empty()) {
     t.print(out);
     if (flagged) out << campaign::kWaitsNotHopsLegend << '\n';
+    const auto shifts = operating_point_shifts_of(o);
+    if (!shifts.empty()) {
+      out << "operating-point shift (mean response in a phase minus the training's, largest per "
+             "type):\n";
+      for (const campaign::OperatingPointShift& s : shifts) {
+        out << "  " << campaign::describe_shift(s) << '\n';
+      }
+    }
     out << '\n';
   }
   for (const campaign::ExperimentOutcome& e : o.experiments) {

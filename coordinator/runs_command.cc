@@ -11,6 +11,7 @@
 
 #include "nabla/analysis/sweep.hh"
 #include "nabla/campaign/messages.hh"
+#include "nabla/campaign/operating_point.hh"
 #include "nabla/coordinator/history_db.hh"
 #include "nabla/db/reads.hh"
 #include "runs_accel_memlat.hh"
@@ -120,6 +121,48 @@ json gradients_json(const std::vector<db::GradientRow>& rows,
     out.push_back(std::move(x));
   }
   return out;
+}
+
+// Per type, how far the measurement moved the mean response from the
+// training's (campaign/operating_point.hh); empty without gradient rows.
+json operating_point_json(db::Database& db, std::int64_t run_id,
+                          const std::vector<db::GradientRow>& rows) {
+  std::vector<campaign::PhaseShift> shifts;
+  for (const db::GradientRow& row : rows) {
+    if (row.gradient.perturbation_ns) {
+      shifts.push_back({row.link.label, row.type, *row.gradient.perturbation_ns});
+    }
+  }
+  json out = json::array();
+  if (shifts.empty()) return out;
+  std::vector<std::string> types;
+  std::vector<double> means;
+  for (const auto& [type, latencies] :
+       db::latencies_by_type(db, run_id, db::PhaseKind::kTraining)) {
+    if (latencies.empty()) continue;
+    double sum = 0;
+    for (std::int64_t l : latencies) sum += static_cast<double>(l);
+    types.push_back(type);
+    means.push_back(sum / static_cast<double>(latencies.size()));
+  }
+  for (const campaign::OperatingPointShift& s :
+       campaign::operating_point_shifts(shifts, types, means)) {
+    out.push_back({{"type", s.type},
+                   {"training_mean_ns", or_null(s.training_mean_ns)},
+                   {"largest_shift_ns", s.largest_ns},
+                   {"largest_shift_link", s.largest_link},
+                   {"mean_shift_ns", s.mean_ns},
+                   {"phases", s.phases},
+                   {"text", campaign::describe_shift(s)}});
+  }
+  return out;
+}
+
+void print_operating_point(const json& shifts, std::ostream& out) {
+  if (shifts.empty()) return;
+  out << "operating-point shift (mean response in a phase minus the training's, largest per "
+         "type):\n";
+  for (const json& s : shifts) out << "  " << s["text"].get<std::string>() << '\n';
 }
 
 json tail_results_json(const std::vector<db::TailResultRow>& rows) {
@@ -259,6 +302,7 @@ void print_run(const json& r, std::ostream& out) {
     out << '\n';
     print_gradients_table(r["gradients"], out);
     print_sweeps(r["gradients"], out);
+    if (r.contains("operating_point_shift")) print_operating_point(r["operating_point_shift"], out);
   }
   if (!r["tail_results"].empty()) {
     out << '\n';
@@ -292,8 +336,9 @@ json runs_show(const std::string& db_path, std::int64_t run_id) {
   out["seed"] = or_null(run->seed);
   out["pid"] = run->pid;
   // The lists replace the summary's counts of the same name.
-  out["gradients"] =
-      gradients_json(db::run_gradients(db, run_id), db::run_gradient_amplitudes(db, run_id));
+  const std::vector<db::GradientRow> gradient_rows = db::run_gradients(db, run_id);
+  out["gradients"] = gradients_json(gradient_rows, db::run_gradient_amplitudes(db, run_id));
+  out["operating_point_shift"] = operating_point_json(db, run_id, gradient_rows);
   out["tail_results"] = tail_results_json(db::run_tail_results(db, run_id));
   if (json accel = accel_section_json(db, run_id); !accel.is_null()) out["accel"] = accel;
   if (json memlat = memlat_section_json(db, run_id); !memlat.is_null()) out["memlat"] = memlat;
