@@ -111,16 +111,25 @@ void plan(CampaignRun& run) {
     return;
   }
   const bool together = g.schedule == Schedule::kSimultaneous;
-  // Simultaneous: two phases of (at least) N bins for all the links.
-  const std::size_t phases = together ? 2 : measurable;
-  run.out.budget_ns = campaign_budget_ns(run.out.bin_width_ns, g.bins, g.chunks, phases,
-                                         static_cast<double>(g.min_bins_per_period),
-                                         run.spec.workload.warmup_ns, 0) +
-                      experiments_ns;
+  const double period_bins = static_cast<double>(g.min_bins_per_period);
+  // Simultaneous: the training at N, then two phases at the N the links'
+  // frequencies need, which may be larger.
+  const std::size_t phase_bins = together ? simultaneous_phase_bins(g, measurable) : g.bins;
+  if (together) {
+    run.out.budget_ns = campaign_budget_ns(run.out.bin_width_ns, g.bins, g.chunks, 0, period_bins,
+                                           run.spec.workload.warmup_ns, 0) +
+                        campaign_budget_ns(run.out.bin_width_ns, phase_bins, 0, 2, period_bins,
+                                           run.spec.workload.warmup_ns, 0) +
+                        experiments_ns;
+  } else {
+    run.out.budget_ns = campaign_budget_ns(run.out.bin_width_ns, g.bins, g.chunks, measurable,
+                                           period_bins, run.spec.workload.warmup_ns, 0) +
+                        experiments_ns;
+  }
   run.out.budget_ns += static_cast<std::int64_t>(measurable) * sweep_and_step_ns(run);
   run.deadline_ns = run.now_ns() + run.out.budget_ns;
   const std::string measuring =
-      together ? "2 simultaneous phases of " + std::to_string(g.bins) + "+ bins"
+      together ? "2 simultaneous phases of " + std::to_string(phase_bins) + " bins"
                : std::to_string(measurable) + " links x (" + std::to_string(g.bins) +
                      " bins + one cycle)";
   run.note(

@@ -35,6 +35,10 @@ void measure_link(CampaignRun& run, CampaignLink& link, std::size_t index, std::
 // perturbation budget), the two combined by inverse variance per link and
 // type; stored like measure_link's, under `simultaneous` phases.
 void measure_links_simultaneously(CampaignRun& run, const std::vector<CampaignLink*>& links);
+// The N of the simultaneous phases for `links` links: `bins` when a plan of
+// distinct frequencies fits there, else the smallest power of two up to
+// 16 x `bins` that holds one (the time estimate uses it before training).
+std::size_t simultaneous_phase_bins(const GradientSpec& g, std::size_t links);
 
 // The experiment[index] of the spec: one load run through its baseline,
 // fault and recovery windows, the fault on its links meanwhile; judged

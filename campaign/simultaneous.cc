@@ -76,6 +76,18 @@ SimultaneousPlan plan_waves(CampaignRun& run, std::size_t links) {
   return {sized->bins, sized->plan};
 }
 
+}  // namespace
+
+std::size_t simultaneous_phase_bins(const GradientSpec& g, std::size_t links) {
+  analysis::FrequencyPlanOptions o;
+  o.bins = g.bins;
+  o.min_bins_per_period = g.min_bins_per_period;
+  const auto sized = analysis::smallest_frequency_plan(links, o, g.bins * kMaxBinsGrowth);
+  return sized ? sized->bins : g.bins;
+}
+
+namespace {
+
 // The training's noise at frequency k, averaged over the frequencies within
 // kNoiseNeighbours of it: two chunks give one frequency two draws.
 constexpr std::size_t kNoiseNeighbours = 4;
