@@ -245,13 +245,6 @@ void parse_sweep(const Section& s, GradientSpec& g) {
   }
 }
 
-// Without [gradient] schedule: simultaneous, unless the campaign sweeps
-// amplitudes or verifies with steps, which hold one link at a time.
-std::string default_schedule(const Section& s) {
-  const bool one_link_at_a_time = s.get("amplitudes") != nullptr || s.get("verify") != nullptr;
-  return one_link_at_a_time ? "sequential" : "simultaneous";
-}
-
 GradientSpec parse_gradient(const Section& s) {
   s.allow_only({"enabled", "bins", "chunks", "requests_per_bin", "delay_scale",
                 "min_bins_per_period", "max_amplitude", "min_amplitude", "confidence", "lease",
@@ -259,7 +252,7 @@ GradientSpec parse_gradient(const Section& s) {
                 "verify"});
   GradientSpec g;
   g.enabled = s.boolean("enabled").value_or(true);
-  const std::string schedule = s.string("schedule").value_or(default_schedule(s));
+  const std::string schedule = s.string("schedule").value_or("sequential");
   if (schedule == "simultaneous") {
     g.schedule = Schedule::kSimultaneous;
   } else if (schedule == "sequential") {
@@ -271,8 +264,10 @@ GradientSpec parse_gradient(const Section& s) {
   if ((g.bins & (g.bins - 1)) != 0) {
     fail(s.key("bins"), "must be a power of two >= 8, got " + std::to_string(g.bins));
   }
-  g.chunks = static_cast<std::size_t>(s.integer("chunks", 2, 1000).value_or(
-      g.schedule == Schedule::kSimultaneous ? kSimultaneousChunks : kSequentialChunks));
+  g.chunks = static_cast<std::size_t>(s.integer("chunks", 2, 1000)
+                                          .value_or(g.schedule == Schedule::kSimultaneous
+                                                        ? kSimultaneousChunks
+                                                        : kSequentialChunks));
   g.requests_per_bin =
       static_cast<std::size_t>(s.integer("requests_per_bin", 1, 100000).value_or(5));
   g.delay_scale = s.number("delay_scale").value_or(30.0);

@@ -148,6 +148,10 @@ class FakeRun final : public LoadRun {
       for (const auto& [link, response] : model_.responses) {
         latency += response(s.type, daemons_.delay_ns(link, s.intended_ns));
       }
+      for (const FakeServiceModel::Interaction& x : model_.interactions) {
+        latency += x.per_type.at(s.type) * daemons_.delay_ns(x.a, s.intended_ns) *
+                   daemons_.delay_ns(x.b, s.intended_ns);
+      }
       s.latency_ns = std::max<std::int64_t>(1, std::llround(latency));
       r.samples.push_back(s);
     });

@@ -17,7 +17,8 @@
 //    gradient[link][type] * delay_on_link(send time) + normal noise; the
 //    delays come from the fake daemons' injections (square waves, or a
 //    held delay). A link may instead have a response function of the type
-//    and the delay, so its gradient depends on the amplitude.
+//    and the delay, so its gradient depends on the amplitude; a pair of
+//    links may interact (a term in the product of their delays).
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -103,6 +104,14 @@ struct FakeServiceModel {
   std::map<std::string, std::function<double(std::uint32_t type, double delay_ns)>> responses;
   // link spec -> data segments per request per type crossing the link
   std::map<std::string, std::vector<double>> messages;
+  // Pairwise interactions: a type's response also rises by
+  // per_type[type] * delay(a) * delay(b) (per ns of each delay), so the
+  // gradient of one link depends on the other's delay.
+  struct Interaction {
+    std::string a, b;
+    std::vector<double> per_type;
+  };
+  std::vector<Interaction> interactions;
 };
 
 class FakeService final : public LoadRunner {

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <set>
 #include <string>
 
@@ -223,6 +224,65 @@ TEST_F(CampaignFakes, SimultaneousScheduleRecoversTheGradientsInLessTime) {
   EXPECT_EQ(count("SELECT COUNT(*) FROM injections"), 8);
   EXPECT_EQ(count("SELECT COUNT(*) FROM gradients WHERE schedule = 'simultaneous'"), 8);
   EXPECT_EQ(count("SELECT COUNT(DISTINCT k_d) FROM gradients"), 4);
+}
+
+// Links that interact: a request's response also rises by c times the
+// product of the delays on web -> app and app -> db (and on their response
+// directions). The default sequential schedule delays one link at a time,
+// so it reads every gradient at the undisturbed operating point, the
+// others at no added delay; the simultaneous one reads g_j + c * Δl_l / 2,
+// the gradient with the other link at its mean injected delay
+// (docs/method.md, "Choosing the schedule"), and moves the mean response
+// further from the training's.
+TEST_F(CampaignFakes, InteractingLinksSequentialScheduleReadsTheUndisturbedGradients) {
+  FakeServiceModel interacting = model();
+  constexpr double kC = 6e-7;  // response ns per ns of one delay per ns of the other
+  interacting.interactions = {{kWebToApp, kAppToDb, {kC, kC}}, {kAppToWeb, kDbToApp, {kC, kC}}};
+  const std::map<std::string, std::string> partner = {
+      {kWebToApp, kAppToDb}, {kAppToDb, kWebToApp}, {kAppToWeb, kDbToApp}, {kDbToApp, kAppToWeb}};
+  FakeService sequential_service{daemons_, interacting};
+  const CampaignOutcome seq = run(kSpec, &sequential_service);
+  ASSERT_TRUE(seq.complete) << seq.error;
+  TearDown();
+  FakeService simultaneous_service{daemons_, interacting};
+  const CampaignOutcome sim = run(simultaneous_spec("64"), &simultaneous_service);
+  ASSERT_TRUE(sim.complete) << sim.error;
+  ASSERT_EQ(seq.measurements.size(), 4u);
+  ASSERT_EQ(sim.measurements.size(), 4u);
+
+  auto delta_l_of = [](const CampaignOutcome& o, const std::string& spec) {
+    for (std::size_t i = 0; i < o.links.size(); ++i) {
+      if (o.links[i].spec == spec) return o.measurements[i].delta_l_ns;
+    }
+    ADD_FAILURE() << "no link " << spec;
+    return 0.0;
+  };
+  int told_apart = 0;
+  for (std::size_t i = 0; i < 4; ++i) {
+    const std::string& spec = seq.links[i].spec;
+    ASSERT_EQ(sim.links[i].spec, spec);
+    for (std::size_t t = 0; t < 2; ++t) {
+      const double g = interacting.gradients.at(spec)[t];
+      const analysis::GradientEstimate& s = seq.measurements[i].gradients[t].estimate;
+      EXPECT_NEAR(s.value, g, 4 * s.standard_error) << "sequential " << spec << " " << t;
+      const analysis::GradientEstimate& m = sim.measurements[i].gradients[t].estimate;
+      const double shifted = g + kC * delta_l_of(sim, partner.at(spec)) / 2;
+      EXPECT_NEAR(m.value, shifted, 4 * m.standard_error) << "simultaneous " << spec << " " << t;
+      if (shifted - g > 4 * (s.standard_error + m.standard_error)) ++told_apart;
+    }
+  }
+  EXPECT_GE(told_apart, 4);  // the interaction is strong enough to tell the schedules apart
+  // Every delay at once moves each type's mean response further.
+  for (std::size_t t = 0; t < 2; ++t) {
+    double seq_largest = 0, sim_largest = 0;
+    for (const LinkMeasurement& m : seq.measurements) {
+      seq_largest = std::max(seq_largest, m.gradients[t].perturbation_ns);
+    }
+    for (const LinkMeasurement& m : sim.measurements) {
+      sim_largest = std::max(sim_largest, m.gradients[t].perturbation_ns);
+    }
+    EXPECT_GT(sim_largest, seq_largest) << seq.types[t];
+  }
 }
 
 // A simultaneous phase noisier than the training is measured again, as a

@@ -132,14 +132,13 @@ TEST(CampaignSpec, TrainingChunksDefaultByScheduleAndAnExplicitValueWins) {
             nabla::campaign::kSimultaneousChunks);
   EXPECT_EQ(parse_campaign_spec(base + "[gradient]\nschedule = \"sequential\"\n").gradient.chunks,
             nabla::campaign::kSequentialChunks);
-  EXPECT_EQ(
-      parse_campaign_spec(base + "[gradient]\nschedule = \"simultaneous\"\nchunks = 6\n")
-          .gradient.chunks,
-      6u);
+  EXPECT_EQ(parse_campaign_spec(base + "[gradient]\nschedule = \"simultaneous\"\nchunks = 6\n")
+                .gradient.chunks,
+            6u);
 }
 
-// Without a schedule, a sweep or a step verification (one link at a time)
-// makes the campaign sequential, with the sequential training.
+// Without a schedule a campaign is sequential, with the sequential training,
+// so a sweep or a step verification (one link at a time) needs no schedule.
 TEST(CampaignSpec, SweepsAndStepsDefaultToTheSequentialSchedule) {
   using nabla::campaign::Schedule;
   const std::string base = std::string(kMinimal) + "[gradient]\n";
@@ -148,15 +147,15 @@ TEST(CampaignSpec, SweepsAndStepsDefaultToTheSequentialSchedule) {
   EXPECT_EQ(sweep.chunks, nabla::campaign::kSequentialChunks);
   EXPECT_EQ(parse_campaign_spec(base + "verify = false\n").gradient.schedule,
             Schedule::kSequential);
-  EXPECT_EQ(parse_campaign_spec(base + "bins = 64\n").gradient.schedule, Schedule::kSimultaneous);
+  EXPECT_EQ(parse_campaign_spec(base + "bins = 64\n").gradient.schedule, Schedule::kSequential);
 }
 
 TEST(CampaignSpec, DefaultsFollowThePaper) {
   const CampaignSpec s = parse_campaign_spec(kMinimal);
   EXPECT_FALSE(s.seed.has_value());
   EXPECT_EQ(s.gradient.bins, 128u);
-  EXPECT_EQ(s.gradient.schedule, nabla::campaign::Schedule::kSimultaneous);
-  EXPECT_EQ(s.gradient.chunks, 2u);  // the simultaneous schedule's training
+  EXPECT_EQ(s.gradient.schedule, nabla::campaign::Schedule::kSequential);
+  EXPECT_EQ(s.gradient.chunks, 9u);  // the sequential schedule's training
   EXPECT_EQ(s.gradient.requests_per_bin, 5u);
   EXPECT_DOUBLE_EQ(s.gradient.delay_scale, 30);
   EXPECT_EQ(s.gradient.min_bins_per_period, 8u);

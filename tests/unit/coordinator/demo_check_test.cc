@@ -133,17 +133,16 @@ TEST(DemoCampaign, QuickMeasuresTwoLinksWithBonferroniConfidence) {
   EXPECT_EQ(*quick.only_links,
             (std::vector<std::string>{"tcp web -> app:8081", "tcp app -> db:8082"}));
   EXPECT_NEAR(quick.confidence, 1 - 0.05 / 7, 1e-12);  // 4 + 3
-  EXPECT_EQ(quick.bins, 256);  // simultaneous
-  EXPECT_EQ(demo_campaign(m, true, 1, "sequential").bins, 128);
-  EXPECT_LT(demo_campaign(m, true, 1, "sequential").chunks,
-            demo_campaign(m, false, 1, "sequential").chunks);  // a shorter training
+  EXPECT_EQ(quick.bins, 128);                          // sequential, the default
+  EXPECT_EQ(demo_campaign(m, true, 1, "simultaneous").bins, 256);
+  EXPECT_LT(quick.chunks, full.chunks);  // a shorter training
   EXPECT_EQ(quick.max_amplitude, "15ms");
-  EXPECT_EQ(full.schedule, "simultaneous");
-  EXPECT_EQ(full.chunks, 2);  // the simultaneous schedule's own training
-  const DemoCampaign one_by_one = demo_campaign(m, false, 1, "sequential");
-  EXPECT_EQ(one_by_one.schedule, "sequential");
-  EXPECT_EQ(one_by_one.chunks, 7);
-  EXPECT_EQ(one_by_one.bins, full.bins);
+  EXPECT_EQ(full.schedule, "sequential");
+  EXPECT_EQ(full.chunks, 7);
+  const DemoCampaign all_at_once = demo_campaign(m, false, 1, "simultaneous");
+  EXPECT_EQ(all_at_once.schedule, "simultaneous");
+  EXPECT_EQ(all_at_once.chunks, 2);  // the simultaneous schedule's own training
+  EXPECT_EQ(all_at_once.bins, full.bins);
 }
 
 }  // namespace
@@ -167,8 +166,8 @@ TEST(DemoCampaignToml, ParsesWithTheCampaignParser) {
   EXPECT_EQ(full.workload.mix.size(), 4u);
   EXPECT_TRUE(full.links.exclude.empty());
   EXPECT_EQ(full.gradient.bins, 256u);
-  EXPECT_EQ(full.gradient.chunks, 2u);
-  EXPECT_EQ(full.gradient.schedule, campaign::Schedule::kSimultaneous);
+  EXPECT_EQ(full.gradient.chunks, 7u);
+  EXPECT_EQ(full.gradient.schedule, campaign::Schedule::kSequential);
   EXPECT_NEAR(full.gradient.confidence, 1 - 0.05 / 22, 1e-6);
   EXPECT_EQ(full.truth, true_gradients(m));
   ASSERT_TRUE(full.node_by_name("app"));
@@ -179,13 +178,14 @@ TEST(DemoCampaignToml, ParsesWithTheCampaignParser) {
   EXPECT_EQ(quick.links.exclude.size(), 6u);  // 8 one-way links, 2 measured
   EXPECT_EQ(quick.truth.size(), 2u);
   EXPECT_EQ(quick.truth.at("tcp app -> db:8082").at("/view"), 3);
-  EXPECT_EQ(quick.gradient.bins, 256u);
-  EXPECT_EQ(quick.gradient.chunks, 2u);
-  const campaign::CampaignSpec quick_sequential = campaign::parse_campaign_spec(
-      demo_campaign_toml(m, addr, "/tmp/k", demo_campaign(m, true, 9, "sequential")));
-  EXPECT_EQ(quick_sequential.gradient.schedule, campaign::Schedule::kSequential);
-  EXPECT_EQ(quick_sequential.gradient.chunks, 5u);
-  EXPECT_EQ(quick_sequential.gradient.bins, 128u);
+  EXPECT_EQ(quick.gradient.schedule, campaign::Schedule::kSequential);
+  EXPECT_EQ(quick.gradient.chunks, 5u);
+  EXPECT_EQ(quick.gradient.bins, 128u);
+  const campaign::CampaignSpec quick_simultaneous = campaign::parse_campaign_spec(
+      demo_campaign_toml(m, addr, "/tmp/k", demo_campaign(m, true, 9, "simultaneous")));
+  EXPECT_EQ(quick_simultaneous.gradient.schedule, campaign::Schedule::kSimultaneous);
+  EXPECT_EQ(quick_simultaneous.gradient.chunks, 2u);
+  EXPECT_EQ(quick_simultaneous.gradient.bins, 256u);
   EXPECT_EQ(quick.gradient.repeats, 0u);  // the smoke test keeps its 2 minutes
   EXPECT_EQ(full.gradient.repeats, 1u);
   EXPECT_EQ(quick.gradient.max_amplitude_ns, 15'000'000);

@@ -80,17 +80,19 @@ struct GradientSpec {
   // false: no training and no gradient phases (a campaign of experiments
   // only; discovery still runs to find the links and the types).
   bool enabled = true;
-  // Default simultaneous; sequential when amplitudes or verify is given.
-  Schedule schedule = Schedule::kSimultaneous;
+  // Default sequential: one link's small perturbation at a time keeps the
+  // service at its own operating point (docs/method.md, "Choosing the
+  // schedule"). Simultaneous is opt-in.
+  Schedule schedule = Schedule::kSequential;
   // Simultaneous schedule: the sum of the links' amplitudes is at most this
   // (0: 4 x max_amplitude).
   std::int64_t perturbation_budget_ns = 0;
-  std::size_t bins = 128;               // N, a power of two >= 8
+  std::size_t bins = 128;  // N, a power of two >= 8
   // M >= 2. Default 9 for the sequential schedule, which picks its one
   // frequency and subtracts the training's mean spectrum; 2 for the
   // simultaneous one, which uses the training only to rank frequencies and
   // size the first amplitudes (docs/method.md, "Simultaneous schedule").
-  std::size_t chunks = kSimultaneousChunks;
+  std::size_t chunks = kSequentialChunks;
   std::size_t requests_per_bin = 5;     // k >= 1
   double delay_scale = 30;              // d > 0
   std::size_t min_bins_per_period = 8;  // >= 4, <= N

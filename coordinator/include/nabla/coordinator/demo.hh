@@ -53,8 +53,8 @@ struct DemoOptions {
   bool json = false;
   std::optional<std::string> keep_logs;
   std::uint64_t seed = 42;
-  std::string schedule = "simultaneous";  // the campaign's [gradient] schedule
-  bool schedule_given = false;            // --schedule was on the command line
+  std::string schedule = "sequential";  // the campaign's [gradient] schedule
+  bool schedule_given = false;          // --schedule was on the command line
   // --verify: a constant-delay step oracle on every link; --amplitudes: a
   // sweep. Both measure one link at a time, so they imply the sequential
   // schedule (with --schedule simultaneous they are a usage error).
@@ -66,11 +66,11 @@ struct DemoOptions {
 // The campaign parameters of the full demo and of --quick (fewer links,
 // smaller N; the quick demo measures web -> app and app -> db:8082, both
 // directions of neither: the two request directions carry every pattern).
-// The simultaneous schedule (the default) trains on M = 2 chunks of
-// N = 256 bins; the sequential one on 7 chunks of 256 (full) or 5 of 128
-// (quick).
+// The sequential schedule (the default) trains on 7 chunks of 256 bins
+// (full) or 5 of 128 (quick); the simultaneous one on M = 2 chunks of
+// N = 256.
 testbed::DemoCampaign demo_campaign(const tier::ServiceModel& model, bool quick, std::uint64_t seed,
-                                    const std::string& schedule = "simultaneous");
+                                    const std::string& schedule = "sequential");
 
 // Acceptance of one measured gradient: |value - truth| <= 10% of
 // max(|truth|, 1) (an absolute 0.1 for zero truths), the CI contains the
