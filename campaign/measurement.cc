@@ -287,6 +287,35 @@ TypeGradient combine_attempts(CampaignRun& run, const CampaignLink& l,
 
 }  // namespace
 
+namespace {
+
+// The interaction bias of an inverse-variance combination of phases: the
+// same weights as the gradients'; none unless every phase has one.
+std::optional<analysis::InteractionBias> combine_interactions(
+    const std::vector<TypeGradient>& phases) {
+  double weight = 0, value = 0, variance = 0;
+  for (const TypeGradient& x : phases) {
+    if (!x.interaction) return std::nullopt;
+    const double w = inverse_variance_weight(x.estimate.standard_error);
+    weight += w;
+    value += w * x.interaction->value;
+    variance += w * w * x.interaction->standard_error * x.interaction->standard_error;
+  }
+  if (phases.empty() || weight <= 0) {
+    return phases.size() == 1 ? phases.front().interaction : std::nullopt;
+  }
+  return analysis::InteractionBias{value / weight, std::sqrt(variance) / weight};
+}
+
+}  // namespace
+
+bool depends_on_other_links(const TypeGradient& tg) {
+  if (!tg.interaction) return false;
+  const double half_width = (tg.estimate.ci_high - tg.estimate.ci_low) / 2.0;
+  const double bias = std::abs(tg.interaction->value);
+  return bias > half_width && bias > 2.0 * tg.interaction->standard_error;
+}
+
 TypeGradient combine_type_gradients(const std::vector<TypeGradient>& phases) {
   std::vector<analysis::GradientEstimate> estimates;
   std::vector<double> errors, amplitudes, perturbations, throughputs;
@@ -303,6 +332,8 @@ TypeGradient combine_type_gradients(const std::vector<TypeGradient>& phases) {
   }
   tg.estimate = combine_estimates(estimates);
   tg.messages = combine_messages(messages);
+  tg.interaction = combine_interactions(phases);
+  tg.depends_on_other_links = depends_on_other_links(tg);
   if (phases.size() == 1) return tg;
   tg.actual_amplitude_ns =
       inverse_variance_mean(amplitudes, errors).value_or(tg.actual_amplitude_ns);

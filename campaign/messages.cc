@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "nabla/analysis/distributions.hh"
+#include "nabla/analysis/least_squares.hh"
 #include "nabla/campaign/math.hh"
 #include "nabla/common/units.hh"
 
@@ -74,74 +75,15 @@ std::optional<MessagesPerTxn> ratio_estimate(const std::vector<double>& segments
   return with_interval(value, se, nd - 1.0, confidence);
 }
 
-// Inverts the symmetric p x p matrix `a` by Gauss-Jordan with partial
-// pivoting; false when it is singular.
-bool invert(std::vector<std::vector<double>>& a, std::vector<std::vector<double>>& inverse) {
-  const std::size_t p = a.size();
-  inverse.assign(p, std::vector<double>(p, 0.0));
-  double scale = 0;
-  for (std::size_t i = 0; i < p; ++i) {
-    inverse[i][i] = 1.0;
-    scale = std::max(scale, std::abs(a[i][i]));
+// The least-squares fit without intercept on the request counts of the
+// types `used`; none when they are inseparable.
+std::optional<analysis::LeastSquaresFit> fit_types(const Intervals& in,
+                                                   const std::vector<std::size_t>& used) {
+  std::vector<std::vector<double>> columns(used.size());
+  for (std::size_t a = 0; a < used.size(); ++a) {
+    for (const auto& r : in.requests) columns[a].push_back(r[used[a]]);
   }
-  for (std::size_t c = 0; c < p; ++c) {
-    std::size_t pivot = c;
-    for (std::size_t r = c + 1; r < p; ++r) {
-      if (std::abs(a[r][c]) > std::abs(a[pivot][c])) pivot = r;
-    }
-    if (std::abs(a[pivot][c]) <= 1e-12 * scale) return false;
-    std::swap(a[c], a[pivot]);
-    std::swap(inverse[c], inverse[pivot]);
-    const double d = a[c][c];
-    for (std::size_t k = 0; k < p; ++k) {
-      a[c][k] /= d;
-      inverse[c][k] /= d;
-    }
-    for (std::size_t r = 0; r < p; ++r) {
-      if (r == c || a[r][c] == 0) continue;
-      const double f = a[r][c];
-      for (std::size_t k = 0; k < p; ++k) {
-        a[r][k] -= f * a[c][k];
-        inverse[r][k] -= f * inverse[c][k];
-      }
-    }
-  }
-  return true;
-}
-
-// The least-squares fit without intercept over the columns `used`: the
-// coefficients, (X'X)^-1's diagonal and the residual sum of squares; none
-// when the columns are inseparable.
-struct Fit {
-  std::vector<double> beta, variance_factor;
-  double rss = 0;
-};
-
-std::optional<Fit> least_squares(const Intervals& in, const std::vector<std::size_t>& used) {
-  const std::size_t n = in.segments.size(), p = used.size();
-  std::vector<std::vector<double>> xtx(p, std::vector<double>(p, 0.0)), inverse;
-  std::vector<double> xty(p, 0.0);
-  for (std::size_t j = 0; j < n; ++j) {
-    for (std::size_t a = 0; a < p; ++a) {
-      xty[a] += in.requests[j][used[a]] * in.segments[j];
-      for (std::size_t b = 0; b < p; ++b) {
-        xtx[a][b] += in.requests[j][used[a]] * in.requests[j][used[b]];
-      }
-    }
-  }
-  if (!invert(xtx, inverse)) return std::nullopt;
-  Fit f;
-  f.beta.assign(p, 0.0);
-  for (std::size_t a = 0; a < p; ++a) {
-    for (std::size_t b = 0; b < p; ++b) f.beta[a] += inverse[a][b] * xty[b];
-    f.variance_factor.push_back(inverse[a][a]);
-  }
-  for (std::size_t j = 0; j < n; ++j) {
-    double fit = 0;
-    for (std::size_t a = 0; a < p; ++a) fit += f.beta[a] * in.requests[j][used[a]];
-    f.rss += (in.segments[j] - fit) * (in.segments[j] - fit);
-  }
-  return f;
+  return analysis::least_squares(columns, in.segments);
 }
 
 // Several types: least squares without intercept, kept in the physical
@@ -158,21 +100,22 @@ std::vector<std::optional<MessagesPerTxn>> least_squares_estimate(
   const std::size_t n = in.segments.size(), p = used.size();
   if (n < p + 1) return out;
   const double df = static_cast<double>(n - p);
-  const auto full = least_squares(in, used);
+  const auto full = fit_types(in, used);
   if (!full) return out;
   std::vector<std::size_t> free = used;
-  std::optional<Fit> fit = full;
+  analysis::LeastSquaresFit fit = *full;
   while (true) {
-    const auto lowest = std::min_element(fit->beta.begin(), fit->beta.end());
+    const auto lowest = std::min_element(fit.beta.begin(), fit.beta.end());
     if (*lowest >= 0 || free.size() == 1) break;
-    free.erase(free.begin() + (lowest - fit->beta.begin()));
-    fit = least_squares(in, free);
-    if (!fit) return out;
+    free.erase(free.begin() + (lowest - fit.beta.begin()));
+    auto refit = fit_types(in, free);
+    if (!refit) return out;
+    fit = std::move(*refit);
   }
-  const double sigma2 = fit->rss / df;
+  const double sigma2 = fit.rss / df;
   for (std::size_t a = 0; a < free.size(); ++a) {
-    const double value = std::max(0.0, fit->beta[a]);
-    const double se = std::sqrt(std::max(0.0, sigma2 * fit->variance_factor[a]));
+    const double value = std::max(0.0, fit.beta[a]);
+    const double se = std::sqrt(std::max(0.0, sigma2 * fit.xtx_inverse[a][a]));
     MessagesPerTxn m = with_interval(value, se, df, confidence);
     m.ci_low = std::max(0.0, m.ci_low);
     out[free[a]] = m;
@@ -180,7 +123,7 @@ std::vector<std::optional<MessagesPerTxn>> least_squares_estimate(
   const double full_sigma2 = full->rss / df;
   for (std::size_t a = 0; a < p; ++a) {
     if (out[used[a]]) continue;
-    const double se = std::sqrt(std::max(0.0, full_sigma2 * full->variance_factor[a]));
+    const double se = std::sqrt(std::max(0.0, full_sigma2 * full->xtx_inverse[a][a]));
     const MessagesPerTxn unconstrained = with_interval(full->beta[a], se, df, confidence);
     out[used[a]] = MessagesPerTxn{0.0, se, 0.0, std::max(0.0, unconstrained.ci_high)};
   }

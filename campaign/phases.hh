@@ -102,9 +102,13 @@ TypeGradient type_gradient(CampaignRun& run, const CampaignLink& link, std::size
                            double delta_l_ns);
 
 // Type t's gradient over several phases: the estimates combined by inverse
-// variance, and amplitude, perturbation and throughput change weighted like
-// them.
+// variance, and amplitude, perturbation, throughput change and interaction
+// bias weighted like them.
 TypeGradient combine_type_gradients(const std::vector<TypeGradient>& phases);
+
+// Whether a gradient's interaction bias exceeds both its CI half-width and
+// twice the bias's own standard error (docs/method.md, "Interaction check").
+bool depends_on_other_links(const TypeGradient& tg);
 
 // A noise ratio for a message: one decimal ("2.4").
 std::string format_ratio(double r);

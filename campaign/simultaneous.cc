@@ -9,6 +9,7 @@
 #include "load.hh"
 #include "message_sampler.hh"
 #include "nabla/analysis/frequency_plan.hh"
+#include "nabla/analysis/interaction.hh"
 #include "nabla/analysis/square_wave_synth.hh"
 #include "nabla/common/units.hh"
 #include "phase_store.hh"
@@ -184,8 +185,8 @@ loadgen::EngineResult inject_all(CampaignRun& run, std::vector<Wave>& waves, std
 // the other links' frequencies kept out of the noise estimate.
 std::vector<TypeGradient> wave_gradients(CampaignRun& run, const Wave& w,
                                          const std::vector<analysis::LatencyRecord>& records,
-                                         const GradientWindow& window,
-                                         const SimultaneousPlan& plan) {
+                                         const GradientWindow& window, const SimultaneousPlan& plan,
+                                         double& phase_bins) {
   const auto series = bin_types(run, *w.link, records, window);
   analysis::GradientOptions go;
   go.confidence = run.spec.gradient.confidence;
@@ -204,12 +205,35 @@ std::vector<TypeGradient> wave_gradients(CampaignRun& run, const Wave& w,
     go.phase_bins = static_cast<double>(w.injected.anchor_ns - window.start_ns) /
                     static_cast<double>(run.out.bin_width_ns);
   }
+  phase_bins = *go.phase_bins;
   std::vector<TypeGradient> out;
   for (std::size_t t = 0; t < series.size(); ++t) {
     out.push_back(
         type_gradient(run, *w.link, t, series[t], records, window, go, w.injected.delta_l_ns));
   }
   return out;
+}
+
+// Per type, each link's interaction bias in this phase (how much the other
+// links' mean delays move its gradient, analysis/interaction.hh), from the
+// one response series every wave shares, each wave at the phase its
+// gradients were read at.
+void add_interaction_biases(CampaignRun& run, const std::vector<Wave>& waves,
+                            const std::vector<double>& phase_bins,
+                            const std::vector<analysis::LatencyRecord>& records,
+                            const GradientWindow& window,
+                            std::vector<std::vector<TypeGradient>>& gradients) {
+  std::vector<analysis::WaveInSeries> in_series;
+  for (std::size_t i = 0; i < waves.size(); ++i) {
+    in_series.push_back({static_cast<double>(window.bins) / waves[i].k_d, phase_bins[i],
+                         waves[i].injected.delta_l_ns});
+  }
+  const auto series = bin_types(run, *waves.front().link, records, window);
+  for (std::size_t t = 0; t < series.size(); ++t) {
+    const auto biases = analysis::interaction_biases(series[t].mean_latency_ns, in_series);
+    if (!biases) continue;
+    for (std::size_t i = 0; i < waves.size(); ++i) gradients[i][t].interaction = (*biases)[i];
+  }
 }
 
 struct PhaseResult {
@@ -255,16 +279,20 @@ PhaseResult simultaneous_phase(CampaignRun& run, std::vector<Wave>& waves,
   }
   PhaseResult out;
   const std::int64_t start = waves.front().injected.anchor_ns;
+  std::vector<double> phase_bins;
   for (const Wave& wave : waves) {
     if (!wave.injected.measured) {
       run.out.warnings.push_back(wave.link->label +
                                  ": the injector saw no packet in a half-cycle; the "
                                  "requested amplitude is used as delta-l");
     }
-    out.gradients.push_back(
-        wave_gradients(run, wave, records, GradientWindow{start, plan.bins, wave.k_d}, plan));
+    phase_bins.push_back(0);
+    out.gradients.push_back(wave_gradients(
+        run, wave, records, GradientWindow{start, plan.bins, wave.k_d}, plan, phase_bins.back()));
     sampler.fill(out.gradients.size() - 1, out.gradients.back(), records, start, start + window);
   }
+  add_interaction_biases(run, waves, phase_bins, records, GradientWindow{start, plan.bins, 1},
+                         out.gradients);
   db::Transaction tx(run.recorder.store_database());
   out.phase_id = store_simultaneous_phase(run, waves, plan.bins, result, records, window);
   tx.commit();
@@ -345,6 +373,18 @@ std::vector<PhaseResult> simultaneous_phases(CampaignRun& run, std::vector<Wave>
   return phases;
 }
 
+void warn_if_it_depends_on_other_links(CampaignRun& run, const std::string& label,
+                                       const TypeGradient& tg) {
+  if (!tg.depends_on_other_links) return;
+  const analysis::InteractionBias& b = *tg.interaction;
+  run.out.warnings.push_back(
+      label + " " + tg.type + ": the other links' delays move this gradient by " +
+      (b.value >= 0 ? "+" : "") + common::format_number(b.value, 3) + " (se " +
+      common::format_number(b.standard_error, 3) +
+      ", more than its CI allows): it was read with them at their mean delay, not at the "
+      "service's own operating point; measure it with schedule = \"sequential\"");
+}
+
 }  // namespace
 
 void measure_links_simultaneously(CampaignRun& run, const std::vector<CampaignLink*>& links) {
@@ -371,6 +411,7 @@ void measure_links_simultaneously(CampaignRun& run, const std::vector<CampaignLi
       std::vector<TypeGradient> per_phase;
       for (const PhaseResult& p : phases) per_phase.push_back(p.gradients[i][t]);
       m.gradients.push_back(combine_type_gradients(per_phase));
+      warn_if_it_depends_on_other_links(run, m.label, m.gradients.back());
     }
     store_gradients(run, *waves[i].link, m, phases.back().phase_id);
     run.out.measurements.push_back(std::move(m));

@@ -220,6 +220,11 @@ ojson outcome_to_json(const CampaignSpec& spec, const CampaignOutcome& o) {
       x["waits_not_hops"] =
           g.messages && campaign::waits_not_hops(g.estimate.value, g.estimate.ci_low,
                                                  g.estimate.ci_high, *g.messages);
+      if (g.interaction) {
+        x["interaction_bias"] = json_number(g.interaction->value);
+        x["interaction_se"] = json_number(g.interaction->standard_error);
+        x["depends_on_other_links"] = g.depends_on_other_links;
+      }
       add_sweep_and_step(m, t, x);
       grads.push_back(std::move(x));
     }

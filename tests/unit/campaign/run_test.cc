@@ -210,6 +210,13 @@ TEST_F(CampaignFakes, SimultaneousScheduleRecoversTheGradientsInLessTime) {
     }
   }
   EXPECT_EQ(frequencies.size(), 4u);  // one frequency per link
+  // Links that do not interact: no gradient is said to depend on the others.
+  for (const LinkMeasurement& m : o.measurements) {
+    for (const TypeGradient& g : m.gradients) {
+      ASSERT_TRUE(g.interaction) << m.label << " " << g.type;
+      EXPECT_FALSE(g.depends_on_other_links) << m.label << " " << g.type;
+    }
+  }
   // Each link's first amplitude is the one its first phase injected.
   for (std::size_t i = 0; i < o.links.size(); ++i) {
     const fake::FakeInjection& first = daemons_.injections().at(sequential_injections + i);
@@ -269,6 +276,16 @@ TEST_F(CampaignFakes, InteractingLinksSequentialScheduleReadsTheUndisturbedGradi
       const double shifted = g + kC * delta_l_of(sim, partner.at(spec)) / 2;
       EXPECT_NEAR(m.value, shifted, 4 * m.standard_error) << "simultaneous " << spec << " " << t;
       if (shifted - g > 4 * (s.standard_error + m.standard_error)) ++told_apart;
+      // The interaction check reads the shift from the product lines, and
+      // the sequential gradients carry none.
+      const TypeGradient& flagged = sim.measurements[i].gradients[t];
+      ASSERT_TRUE(flagged.interaction) << spec << " " << t;
+      EXPECT_NEAR(flagged.interaction->value, shifted - g, 4 * flagged.interaction->standard_error)
+          << spec << " " << t;
+      if (shifted - g > 4 * (s.standard_error + m.standard_error)) {
+        EXPECT_TRUE(flagged.depends_on_other_links) << spec << " " << t;
+      }
+      EXPECT_FALSE(seq.measurements[i].gradients[t].interaction);
     }
   }
   EXPECT_GE(told_apart, 4);  // the interaction is strong enough to tell the schedules apart

@@ -66,6 +66,7 @@
 #include <vector>
 
 #include "nabla/analysis/gradient.hh"
+#include "nabla/analysis/interaction.hh"
 #include "nabla/analysis/sweep.hh"
 #include "nabla/campaign/discover.hh"
 #include "nabla/campaign/environment.hh"
@@ -105,6 +106,11 @@ struct TypeGradient {
   // its CI and the spectral CI are disjoint (analysis/sweep.hh).
   std::optional<analysis::StepEstimate> step;
   bool step_disagrees = false;
+  // Simultaneous schedule: how much the other links' delays move this
+  // gradient (analysis/interaction.hh), and whether that exceeds both its
+  // CI half-width and twice its own standard error.
+  std::optional<analysis::InteractionBias> interaction;
+  bool depends_on_other_links = false;
 };
 
 // One amplitude of a sweep: the link's gradient per type measured there
