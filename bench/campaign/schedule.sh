@@ -58,6 +58,7 @@ for run in $(seq "$runs"); do
   for schedule in "${schedules[@]}"; do
     load=$(cut -d' ' -f1 /proc/loadavg)
     "$nabla" demo "${flags[@]}" --schedule "$schedule" --db "$work/$schedule-$run.db" --json \
+      --keep-logs "$work/$schedule-$run.logs" \
       >"$work/$schedule-$run.json" 2>"$work/$schedule-$run.log" || true
     echo "$load $(cut -d' ' -f1 /proc/loadavg)" >"$work/$schedule-$run.load"
   done
@@ -94,7 +95,11 @@ def one(schedule, run):
             "WHERE g.run_id = ? AND g.perturbation_ns IS NOT NULL", (j.get("run_id"),)):
         per_type.setdefault(t, []).append(p)
     out["perturbation_ms"] = {t: statistics.mean(v) / 1e6 for t, v in per_type.items()}
-    m = re.search(r"estimated time: (\S+)", open(f"{base}.log", errors="replace").read())
+    try:
+        run_log = open(f"{base}.logs/nabla-run.log", errors="replace").read()
+    except OSError:
+        run_log = ""
+    m = re.search(r"estimated time: (\S+)", run_log)
     out["estimate_s"] = seconds(m.group(1)) if m else None
     out["misses"] = [f"{g['link']} {g['type']} {g.get('value', float('nan')):.3f} "
                      f"[{g.get('ci_low', float('nan')):.3f}, {g.get('ci_high', float('nan')):.3f}] "
