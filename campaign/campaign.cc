@@ -97,6 +97,7 @@ void measure_gradients(CampaignRun& run) {
     measure_links_simultaneously(run, links);
     return;
   }
+  revise_estimate_after_training(run, measurable);
   std::size_t index = 0;
   for (CampaignLink& l : run.out.links) {
     if (l.measurable) measure_link(run, l, ++index, measurable);

@@ -111,7 +111,9 @@ void plan(CampaignRun& run) {
     return;
   }
   const bool together = g.schedule == Schedule::kSimultaneous;
-  const double period_bins = static_cast<double>(g.min_bins_per_period);
+  // Until training picks k_d, one adaptive cycle is taken as twice the
+  // shortest period, plus the active phase's tail of two bins.
+  const double period_bins = 2.0 * static_cast<double>(g.min_bins_per_period) + 2.0;
   // Simultaneous: the training at N, then two phases at the N the links'
   // frequencies need, which may be larger.
   const std::size_t phase_bins = together ? simultaneous_phase_bins(g, measurable) : g.bins;
@@ -139,6 +141,26 @@ void plan(CampaignRun& run) {
 }
 
 }  // namespace
+
+void revise_estimate_after_training(CampaignRun& run, std::size_t links) {
+  const GradientSpec& g = run.spec.gradient;
+  if (g.schedule != Schedule::kSequential || run.out.k_d <= 0 || links == 0) return;
+  const std::int64_t w = run.out.bin_width_ns;
+  const std::int64_t cycle_bins = static_cast<std::int64_t>(g.bins) / run.out.k_d;
+  const std::int64_t tail = std::min<std::int64_t>(2 * w, 200'000'000);
+  const std::int64_t per_link = (static_cast<std::int64_t>(g.bins) + cycle_bins) * w + tail +
+                                2 * run.spec.workload.warmup_ns + sweep_and_step_ns(run);
+  std::int64_t experiments_ns = 0;
+  for (const ExperimentSpec& e : run.spec.experiments) {
+    experiments_ns += run.spec.workload.warmup_ns + e.baseline_ns + e.fault_ns + e.recovery_ns;
+  }
+  const std::int64_t left = static_cast<std::int64_t>(links) * per_link + experiments_ns;
+  run.deadline_ns = run.now_ns() + left;
+  run.note("estimated time left: " + common::format_duration_ns(left / 1'000'000 * 1'000'000) +
+           " (" + std::to_string(links) + " links x (" + std::to_string(g.bins) +
+           " bins + a cycle of " + std::to_string(cycle_bins) +
+           " at k_d = " + std::to_string(run.out.k_d) + "), more if a noisy phase is repeated)");
+}
 
 void discover(CampaignRun& run) {
   const LinksSpec& ls = run.spec.links;

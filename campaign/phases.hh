@@ -25,6 +25,11 @@ void discover(CampaignRun& run);
 // training amplitude; stored with its samples.
 void train(CampaignRun& run);
 
+// Sequential schedule: once training has chosen k_d, the time left for
+// `links` links (each an adaptive cycle of N/k_d bins and N active bins),
+// noted and set as the progress line's deadline.
+void revise_estimate_after_training(CampaignRun& run, std::size_t links);
+
 // The adaptive sub-phase and the active phase(s) of one link (index of
 // count), each stored in its own transaction, the gradients with the last.
 void measure_link(CampaignRun& run, CampaignLink& link, std::size_t index, std::size_t count);

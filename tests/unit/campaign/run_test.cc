@@ -9,8 +9,11 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "fake_environment.hh"
@@ -95,6 +98,8 @@ class CampaignFakes : public ::testing::Test {
     db::Store store = db::Store::open(db_path_, common::realtime_ns());
     CampaignOptions options;
     options.cancel = &cancel_;
+    options.log = &log_;
+    options.progress = progress_;
     return run_campaign(parse_campaign_spec(spec), store, options,
                         CampaignEnvironment{clock_, load != nullptr ? *load : service_, daemons_});
   }
@@ -126,6 +131,8 @@ class CampaignFakes : public ::testing::Test {
 
  protected:
   std::string db_path_;
+  std::ostringstream log_;  // the campaign's notes
+  std::function<void(const CampaignProgress&)> progress_;
   std::atomic<int> cancel_{0};
   FakeClock clock_;
   FakeDaemons daemons_{clock_};
@@ -176,6 +183,27 @@ TEST_F(CampaignFakes, NormalPathRecoversTheServiceGradients) {
   EXPECT_EQ(count("SELECT COUNT(*) FROM injections"), 8);
   EXPECT_EQ(count("SELECT COUNT(*) FROM gradients"), 8);
   EXPECT_GT(count("SELECT COUNT(*) FROM samples"), 10'000);
+}
+
+// The estimates against the campaign's (virtual) time: the printed one,
+// made after discovery, and the one revised once training chose k_d, each
+// within 10% of what the campaign then took (read from the progress line's
+// time left, which both set).
+TEST_F(CampaignFakes, TimeEstimatesAreWithinTenPercent) {
+  std::optional<std::pair<std::int64_t, std::int64_t>> at_training, at_links;  // (now, left)
+  progress_ = [&](const CampaignProgress& p) {
+    if (p.phase == "training" && !at_training) at_training = {{clock_.now_ns(), p.left_ns}};
+    if (p.phase == "adaptive" && !at_links) at_links = {{clock_.now_ns(), p.left_ns}};
+  };
+  const CampaignOutcome o = run();
+  ASSERT_TRUE(o.complete) << o.error;
+  const std::int64_t end = clock_.now_ns();
+  ASSERT_TRUE(at_training && at_links);
+  for (const auto& [now, left] : {*at_training, *at_links}) {
+    const double took = static_cast<double>(end - now);
+    EXPECT_NEAR(static_cast<double>(left), took, 0.1 * took) << log_.str();
+  }
+  EXPECT_NE(log_.str().find("estimated time left: "), std::string::npos) << log_.str();
 }
 
 // Every link in the same two phases, each at its own frequency: the same
