@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <optional>
@@ -328,6 +329,77 @@ TEST_F(CampaignFakes, InteractingLinksSequentialScheduleReadsTheUndisturbedGradi
     }
     EXPECT_GT(sim_largest, seq_largest) << seq.types[t];
   }
+}
+
+// Eight links with known gradients and two interacting pairs, over 30
+// seeds with the default schedule: every gradient at the undisturbed
+// operating point (the other links at no added delay) within 5% of
+// max(g, 1), and the CIs covering at about their level. The interaction is
+// as strong as on the demo under load: both links of a pair delayed by 5 ms
+// raise the response 2.5% more than the sum of each.
+TEST_F(CampaignFakes, EightInteractingLinksOverManySeedsKeepGradientsAndCoverage) {
+  const std::string kAppToCache = "tcp 10.0.0.2:* -> 10.0.0.4:11211";
+  const std::string kCacheToApp = "tcp 10.0.0.4:11211 -> 10.0.0.2:*";
+  const std::string kWebToAuth = "tcp 10.0.0.1:* -> 10.0.0.5:9100";
+  const std::string kAuthToWeb = "tcp 10.0.0.5:9100 -> 10.0.0.1:*";
+  daemons_.flows["app"].push_back(
+      fake::tcp_flow_end("10.0.0.2", 0, 20, "app", "10.0.0.4", 11211, "outbound"));
+  daemons_.flows["cache"] = {
+      fake::tcp_flow_end("10.0.0.4", 11211, 40, "memcached", "10.0.0.2", 0, "inbound")};
+  daemons_.flows["web"].push_back(
+      fake::tcp_flow_end("10.0.0.1", 0, 10, "client", "10.0.0.5", 9100, "outbound"));
+  daemons_.flows["auth"] = {
+      fake::tcp_flow_end("10.0.0.5", 9100, 50, "auth", "10.0.0.1", 0, "inbound")};
+  FakeServiceModel interacting = model();
+  interacting.noise_ns = 100'000;
+  interacting.gradients[kAppToCache] = {2.0, 0.0};
+  interacting.gradients[kCacheToApp] = {2.0, 0.0};
+  interacting.gradients[kWebToAuth] = {0.0, 1.0};
+  interacting.gradients[kAuthToWeb] = {0.0, 1.0};
+  constexpr double kC = 5e-9;  // x 5 ms of each: 2.5% of their 10 ms sum
+  interacting.interactions = {{kWebToApp, kAppToDb, {kC, kC}},
+                              {kAppToCache, kCacheToApp, {kC, kC}}};
+  std::string nodes = std::string(kSpec);
+  const std::string more_nodes = R"([[node]]
+name = "cache"
+address = "10.0.0.4"
+injectd = "127.0.0.1:7341"
+sniffd = "127.0.0.1:7342"
+[[node]]
+name = "auth"
+address = "10.0.0.5"
+injectd = "127.0.0.1:7351"
+sniffd = "127.0.0.1:7352"
+)";
+  nodes.insert(nodes.find("[workload]"), more_nodes);
+  int covered = 0, total = 0, within = 0;
+  for (int seed = 1; seed <= 30; ++seed) {
+    std::string spec = nodes;
+    spec.replace(spec.find("seed = 7"), 8, "seed = " + std::to_string(seed));
+    // d = 300: an SNR high enough that 5% is several standard errors.
+    spec.replace(spec.find("lease = \"1s\""), 12, "lease = \"1s\"\ndelay_scale = 300");
+    FakeService service{daemons_, interacting};
+    const CampaignOutcome o = run(spec, &service);
+    ASSERT_TRUE(o.complete) << seed << ": " << o.error;
+    ASSERT_EQ(o.measurements.size(), 8u);
+    for (std::size_t i = 0; i < o.links.size(); ++i) {
+      for (std::size_t t = 0; t < 2; ++t) {
+        const double g = interacting.gradients.at(o.links[i].spec)[t];
+        const analysis::GradientEstimate& e = o.measurements[i].gradients[t].estimate;
+        const bool close = std::abs(e.value - g) <= 0.05 * std::max(g, 1.0);
+        EXPECT_TRUE(close) << seed << " " << o.links[i].label << " " << t << ": " << e.value;
+        within += close ? 1 : 0;
+        covered += e.ci_low <= g && g <= e.ci_high ? 1 : 0;
+        ++total;
+      }
+    }
+    TearDown();
+  }
+  EXPECT_EQ(within, total);
+  const double coverage = static_cast<double>(covered) / total;
+  EXPECT_GE(coverage, 0.90);
+  EXPECT_LE(coverage, 0.99);
+  std::printf("coverage %.3f over %d CIs\n", coverage, total);
 }
 
 // A simultaneous phase noisier than the training is measured again, as a
