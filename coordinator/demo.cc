@@ -182,13 +182,10 @@ DemoCampaign demo_campaign(const ServiceModel& model, bool quick, std::uint64_t 
 
 namespace {
 
-// One measurement point of `nabla load --json`: the object itself, or the
-// first of a list of them.
+// One measurement point of `nabla load --json`: the object itself (one
+// rate), or the first point of a sweep ({"sweep": [...]}).
 const json& load_point(const json& j) {
-  if (j.contains("percentiles")) return j;
-  for (const char* key : {"points", "results", "loads"}) {
-    if (j.contains(key) && j[key].is_array() && !j[key].empty()) return j[key][0];
-  }
+  if (j.contains("sweep") && j["sweep"].is_array() && !j["sweep"].empty()) return j["sweep"][0];
   return j;
 }
 
