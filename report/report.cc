@@ -15,7 +15,11 @@ using detail::json;
 constexpr int kDataVersion = 1;
 
 json run_page(db::Database& db, const detail::StoredRun& run) {
-  json page{{"header", detail::run_header(run)},
+  json header = detail::run_header(run);
+  json answer = detail::answer_section(db, run, header);
+  header["status_line"] = answer["status"];
+  json page{{"answer", std::move(answer)},
+            {"header", std::move(header)},
             {"missing", detail::missing_parts(run)},
             {"gradients", detail::gradients_json(run)},
             {"graph", nullptr},

@@ -1,10 +1,12 @@
 #include "stored_runs.hh"
 
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "fake_environment.hh"
 #include "nabla/campaign/campaign.hh"
 #include "nabla/common/clock.hh"
+#include "nabla/common/link_label.hh"
 #include "nabla/db/store.hh"
 
 namespace nabla::report::testing {
@@ -138,6 +140,86 @@ std::int64_t store_failed_campaign_run(const std::string& db_path) {
   store.finish_run(run, db::RunStatus::kFailed, common::realtime_ns(),
                    "node app: inject.start refused");
   return run;
+}
+
+namespace {
+
+// A gradient that depends on the link's place and the type, so labels differ.
+double stored_gradient(std::size_t link, std::size_t type) {
+  return 0.25 * static_cast<double>((link * 3 + type * 5) % 9);
+}
+
+}  // namespace
+
+std::int64_t store_topology_run(const std::string& db_path, const TopologyRun& topology) {
+  db::Store store = db::Store::open(db_path, common::realtime_ns());
+  nlohmann::json truth = nlohmann::json::object();
+  for (std::size_t i = 0; i < topology.links.size(); ++i) {
+    const TopologyLink& l = topology.links[i];
+    const std::string label =
+        common::campaign_link_label("tcp", l.src_host, l.src_port, l.dst_host, l.dst_port);
+    for (std::size_t t = 0; t < topology.types.size(); ++t) {
+      truth[label][topology.types[t]] = stored_gradient(i, t);
+    }
+  }
+  db::RunStart start;
+  start.kind = db::RunKind::kDemo;
+  start.config_json = nlohmann::json{{"name", "report-topology"}, {"truth", truth}}.dump();
+  start.tool_version = "test";
+  start.seed = 11;
+  start.started_ns = common::realtime_ns();
+  const std::int64_t run = store.begin_run(start);
+  for (const std::string& host : topology.hosts) store.add_node({run, host, {}, {}, {}});
+  std::size_t misses = topology.truth_misses;
+  for (std::size_t i = 0; i < topology.links.size(); ++i) {
+    const TopologyLink& t = topology.links[i];
+    db::Link link;
+    link.run_id = run;
+    link.src_host = t.src_host;
+    link.src_port = t.src_port;
+    link.dst_host = t.dst_host;
+    link.dst_port = t.dst_port;
+    const std::int64_t link_id = store.add_link(link);
+    for (std::size_t type = 0; type < topology.types.size(); ++type) {
+      db::Gradient g;
+      g.run_id = run;
+      g.link_id = link_id;
+      g.type_id = store.transaction_type_id(topology.types[type]);
+      g.value = stored_gradient(i, type) + (misses > 0 ? 0.5 : 0.01);
+      if (misses > 0) --misses;
+      g.ci_low = g.value - 0.05;
+      g.ci_high = g.value + 0.05;
+      store.add_gradient(g);
+    }
+  }
+  store.finish_run(run, db::RunStatus::kComplete, common::realtime_ns());
+  return run;
+}
+
+TopologyRun demo_shaped_topology() {
+  TopologyRun t;
+  t.hosts = {"client", "web", "app", "db"};
+  t.links = {{"client", 0, "web", 8080}, {"web", 8080, "client", 0}, {"web", 0, "app", 8081},
+             {"app", 8081, "web", 0},    {"app", 0, "db", 8082},     {"db", 8082, "app", 0},
+             {"app", 0, "db", 8083},     {"db", 8083, "app", 0}};
+  t.types = {"/auth", "/bid", "/browse", "/view"};
+  t.truth_misses = 9;
+  return t;
+}
+
+TopologyRun wide_topology() {
+  TopologyRun t;
+  t.hosts = {"lb", "web1", "web2", "app", "db"};
+  const TopologyLink connections[] = {{"lb", 0, "web1", 8080},  {"lb", 0, "web2", 8080},
+                                      {"web1", 0, "app", 9000}, {"web2", 0, "app", 9000},
+                                      {"app", 0, "db", 5432},   {"app", 0, "db", 6379},
+                                      {"web1", 0, "db", 6379},  {"web2", 0, "db", 6379}};
+  for (const TopologyLink& c : connections) {
+    t.links.push_back(c);
+    t.links.push_back({c.dst_host, c.dst_port, c.src_host, c.src_port});
+  }
+  t.types = {"/checkout", "/search", "/view"};
+  return t;
 }
 
 }  // namespace nabla::report::testing
