@@ -162,7 +162,7 @@ void write_edges(std::ostream& dot, const StoredRun& run) {
 std::string link_graph_dot(const StoredRun& run, const json& nodes) {
   std::ostringstream dot;
   dot << "digraph nabla_links {\n"
-         "  graph [rankdir=LR, nodesep=0.5, ranksep=0.9, fontname=\"Helvetica\", fontsize=13,"
+         "  graph [rankdir=LR, nodesep=0.3, ranksep=0.6, fontname=\"Helvetica\", fontsize=13,"
          " style=rounded, color=\"#7a8fa6\"];\n"
          "  node [shape=box, style=\"rounded,filled\", fillcolor=\"#eef3fb\", color=\"#2c7fb8\","
          " fontname=\"Helvetica\", fontsize=11];\n"

@@ -9,7 +9,7 @@
 // `nabla demo`'s (4 hosts, 8 links) and on a 5-host, 16-link one: a probe
 // script added to a copy of the page reads every text element of the graph's
 // SVG with getBoundingClientRect; no two may overlap, every host, process and
-// link label must be there, and a screenshot of the page down to the graph
+// link label must be there, and a screenshot of the whole page
 // is written to the build directory (report-graph-*.png) to be looked at.
 //
 // Needs no root; needs `chromium` and Graphviz's `dot` (scripts/install-deps.sh). Without it the
@@ -243,7 +243,8 @@ constexpr const char* kGraphProbe = R"(<script>
     const root = document.documentElement;
     if (root.getAttribute('data-nabla-render') === 'pending') { setTimeout(probe, 50); return; }
     const svg = document.querySelector('.nabla-graph svg');
-    const out = { render: root.getAttribute('data-nabla-render'), texts: [], graph: null };
+    const out = { render: root.getAttribute('data-nabla-render'), texts: [], graph: null,
+      page_height: document.documentElement.scrollHeight };
     if (svg) {
       const g = svg.getBoundingClientRect();
       out.graph = { left: g.left, top: g.top + window.scrollY, right: g.right, bottom: g.bottom + window.scrollY };
@@ -350,9 +351,11 @@ class GraphInBrowser : public ReportInBrowser {
         unescape_html(dom.stdout_text.substr(start + open.size(), end - start - open.size())));
   }
 
-  // A screenshot 1400 px wide, down to the bottom of the graph.
+  // A screenshot 1400 px wide of the whole page.
   void screenshot(const nlohmann::json& probe, const std::string& name) {
-    const int height = static_cast<int>(probe["graph"]["bottom"].get<double>()) + 40;
+    const int height = probe["page_height"].get<int>();
+    std::cout << "graph at y " << probe["graph"]["top"] << " .. " << probe["graph"]["bottom"]
+              << " of " << height << " px\n";
     window_ = "1400," + std::to_string(height);
     const fs::path shot = fs::path(NABLA_SCREENSHOT_DIR) / name;
     const CommandResult r = chromium({"--screenshot=" + shot.string(), "file://" + probed_});
