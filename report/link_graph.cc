@@ -41,7 +41,9 @@ std::vector<std::string> gradient_lines(const StoredRun& run, std::int64_t link_
   for (const db::GradientRow& g : run.gradients) {
     if (g.link.id != link_id) continue;
     char value[32];
-    std::snprintf(value, sizeof value, "%.2f", g.gradient.value);
+    // No "-0.00": a value that rounds to zero is written as 0.00.
+    const double v = std::abs(g.gradient.value) < 0.005 ? 0.0 : g.gradient.value;
+    std::snprintf(value, sizeof value, "%.2f", v);
     lines.push_back(g.type + " " + value);
   }
   if (lines.empty()) lines.push_back("not measured");

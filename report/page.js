@@ -57,7 +57,8 @@
     return fmt2(v.value) + (v.ci_low === null ? '' : ' [' + fmt2(v.ci_low) + ', ' + fmt2(v.ci_high) + ']');
   }
 
-  function fmt2(v) { return v === null || v === undefined ? '–' : Number(v).toFixed(2); }
+  // Two decimals, and no "-0.00" for a value that rounds to zero.
+  function fmt2(v) { return v === null || v === undefined ? '–' : (Math.abs(v) < 0.005 ? 0 : Number(v)).toFixed(2); }
 
   function matrixCell(cell, largest) {
     if (!cell) return el('td', { class: 'cell-none' }, '–');

@@ -215,7 +215,7 @@ TEST_F(ReportInBrowser, RendersEveryChartOfAStoredRunOfflineWithoutErrors) {
   EXPECT_EQ(count_of(html, "data-rendered=\"1\""), charts - 1);  // the graph is SVG from dot
   EXPECT_GE(count_of(html, "<svg"), charts);
 
-  const fs::path shot = dir_ / "shot.png";
+  const fs::path shot = fs::path(NABLA_SCREENSHOT_DIR) / "report-campaign-and-load.png";
   const CommandResult screenshot = chromium({"--screenshot=" + shot.string(), "file://" + page});
   ASSERT_EQ(screenshot.exit_code, 0) << screenshot.stderr_text;
   const Image img = decode_png(read_file(shot));
@@ -316,7 +316,8 @@ ExpectedGraph expected_graph(const std::string& db_path, std::int64_t run) {
   }
   for (const nabla::db::GradientRow& g : nabla::db::run_gradients(store.database(), run)) {
     char value[32];
-    std::snprintf(value, sizeof value, "%.2f", g.gradient.value);
+    const double v = std::abs(g.gradient.value) < 0.005 ? 0.0 : g.gradient.value;
+    std::snprintf(value, sizeof value, "%.2f", v);
     e.link_lines["link_" + std::to_string(g.link.id)].insert(g.type + " " + value);
   }
   return e;
