@@ -184,14 +184,20 @@ json step_verdict(const StoredRun& run) {
                  disagreements);
 }
 
+// An SLO term's number: shares in percent, latencies in ms.
+std::string term_text(const std::string& term, double v) {
+  if (term == "errors" || term == "throughput") return short_number(100 * v) + "%";
+  return short_number(ms(v)) + " ms";
+}
+
 json experiment_verdicts(db::Database& db, const StoredRun& run) {
   json out = json::array();
   for (const db::ExperimentRow& e : db::run_experiments(db, run.info.id)) {
     json failed = json::array();
     for (const db::ExperimentCheck& c : e.checks) {
       if (c.verdict == "fail") {
-        failed.push_back(c.window + " " + c.term + ": " + short_number(c.value) + " against " +
-                         short_number(c.bound));
+        failed.push_back(c.window + " " + c.term + ": " + term_text(c.term, c.value) + " against " +
+                         term_text(c.term, c.bound));
       }
     }
     const std::string& v = e.experiment.verdict;

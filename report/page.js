@@ -183,12 +183,49 @@
     return out;
   }
 
+  // A term's number as people read it: shares in percent, latencies in ms.
+  function termValue(term, v) {
+    if (v === null || v === undefined) return '–';
+    if (term === 'errors' || term === 'throughput') return Number((100 * v).toPrecision(3)) + '%';
+    return Number((v / 1e6).toPrecision(4)) + ' ms';
+  }
+
+  function changeText(v, low, high) {
+    if (v === null || v === undefined) return '–';
+    return termValue('', v) + (low === null ? '' : ' [' + termValue('', low) + ', ' + termValue('', high) + ']');
+  }
+
+  function verdictSpan(v) {
+    return el('span', { class: v === 'pass' ? 'yes' : v === 'fail' ? 'no' : 'note' }, v);
+  }
+
+  // Each fault experiment: its links and fault, the change it caused against
+  // the gradients' prediction, and every SLO term per window with its bound.
+  function experimentSection(e) {
+    const summary = el('table', {},
+      el('tr', {}, el('th', {}, 'links'), el('td', {}, (e.links || []).join(', '))),
+      el('tr', {}, el('th', {}, 'fault window (s)'), el('td', {}, fmt((e.fault_end_ns - e.fault_start_ns) / 1e9))),
+      el('tr', {}, el('th', {}, 'mean delay'), el('td', {}, termValue('', e.mean_delay_ns))),
+      el('tr', {}, el('th', {}, 'observed change'), el('td', {}, changeText(e.observed_change_ns, e.observed_ci_low_ns, e.observed_ci_high_ns))),
+      el('tr', {}, el('th', {}, 'predicted by the gradients'), el('td', {}, changeText(e.predicted_change_ns, e.predicted_ci_low_ns, e.predicted_ci_high_ns))));
+    const head = el('tr', {}, ...['window', 'term', 'bound', 'value', 'CI low', 'CI high', 'verdict', 'note', 'samples'].map((c) => el('th', {}, c)));
+    const rows = e.checks.map((c) => el('tr', { 'data-verdict': c.verdict }, el('td', {}, c.window), el('td', {}, c.term),
+      el('td', { class: 'num' }, termValue(c.term, c.bound)), el('td', { class: 'num' }, termValue(c.term, c.value)),
+      el('td', { class: 'num' }, termValue(c.term, c.ci_low)), el('td', { class: 'num' }, termValue(c.term, c.ci_high)),
+      el('td', {}, verdictSpan(c.verdict)), el('td', {}, fmt(c.note)), el('td', { class: 'num' }, fmt(c.samples))));
+    return el('section', { class: 'experiment' }, el('h3', {}, e.name + ': SLO ', verdictSpan(e.verdict)), summary,
+      el('table', { class: 'experiment-checks' }, el('thead', {}, head), el('tbody', {}, ...rows)));
+  }
+
   function runSection(run) {
     const h = run.header;
     const parts = [el('h2', {}, 'Run ' + h.run_id + ' (' + h.kind + ')'), answerSection(run.answer)];
     if (run.graph) parts.push(...graphSection(run.graph));
     parts.push(el('h2', {}, 'Run details'), ...headerSection(h, run.missing));
     parts.push(...campaignSections(run));
+    if (run.experiments && run.experiments.length) {
+      parts.push(el('h2', {}, 'Experiments'), ...run.experiments.map(experimentSection));
+    }
     if (run.tail) parts.push(...tailSections(run.tail));
     return el('section', { class: 'run', id: 'run-' + h.run_id }, ...parts);
   }

@@ -1,6 +1,6 @@
-// `nabla report` in a real browser: a page of two stored runs (a campaign
-// against the campaign's fakes and a load sweep, tests/unit/report/
-// stored_runs.hh) written by the nabla binary, loaded from file:// by
+// `nabla report` in a real browser: a page of three stored runs (a campaign
+// against the campaign's fakes, a load sweep and a fault experiment,
+// tests/unit/report/stored_runs.hh) written by the nabla binary, loaded from file:// by
 // headless Chromium with the network disabled. Checks: the page's script
 // reports success and no error reaches the console; one rendered chart per
 // link and per expected plot; and a screenshot that is not blank.
@@ -186,10 +186,11 @@ TEST_F(ReportInBrowser, RendersEveryChartOfAStoredRunOfflineWithoutErrors) {
   const std::string db = (dir_ / "runs.db").string();
   const std::int64_t campaign = nabla::report::testing::store_fake_campaign_run(db);
   const std::int64_t load = nabla::report::testing::store_load_sweep_run(db);
+  const std::int64_t experiment = nabla::report::testing::store_experiment_run(db);
   const std::string page = (dir_ / "report.html").string();
-  const CommandResult wrote =
-      nabla::common::run_command({NABLA_PATH, "report", std::to_string(campaign),
-                                  std::to_string(load), "--db", db, "-o", page});
+  const CommandResult wrote = nabla::common::run_command(
+      {NABLA_PATH, "report", std::to_string(campaign), std::to_string(load),
+       std::to_string(experiment), "--db", db, "-o", page});
   ASSERT_EQ(wrote.exit_code, 0) << wrote.stderr_text;
   ASSERT_NE(wrote.stdout_text.find("wrote " + page), std::string::npos) << wrote.stdout_text;
 
@@ -214,6 +215,10 @@ TEST_F(ReportInBrowser, RendersEveryChartOfAStoredRunOfflineWithoutErrors) {
   }
   EXPECT_EQ(count_of(html, "data-rendered=\"1\""), charts - 1);  // the graph is SVG from dot
   EXPECT_GE(count_of(html, "<svg"), charts);
+  // The experiment: one section, its six window terms, the failed one marked.
+  EXPECT_EQ(count_of(html, "class=\"experiment\""), 1u);
+  EXPECT_EQ(count_of(html, "<tr data-verdict="), 6u);
+  EXPECT_EQ(count_of(html, "<tr data-verdict=\"fail\""), 1u);
 
   const fs::path shot = fs::path(NABLA_SCREENSHOT_DIR) / "report-campaign-and-load.png";
   const CommandResult screenshot = chromium({"--screenshot=" + shot.string(), "file://" + page});

@@ -323,6 +323,33 @@ TEST_F(ReportData, GraphWithoutDotSaysWhatToInstall) {
   EXPECT_EQ(page["links"].size(), 2u);
 }
 
+// A fault experiment's windows against its SLO, as stored; its failed
+// verdict leads the page.
+TEST_F(ReportData, ExperimentsShowEveryWindowAgainstTheSloAndLeadWithTheVerdict) {
+  const std::int64_t run = testing::store_experiment_run(db_path_);
+  const json page = page_data({run})["runs"][0];
+  ASSERT_EQ(page["experiments"].size(), 1u);
+  const json& e = page["experiments"][0];
+  EXPECT_EQ(e["name"], "db-slow");
+  EXPECT_EQ(e["verdict"], "fail");
+  db::Store store = db::Store::open_read_only(db_path_);
+  const auto stored = db::run_experiments(store.database(), run);
+  ASSERT_EQ(e["checks"].size(), stored[0].checks.size());
+  for (std::size_t i = 0; i < stored[0].checks.size(); ++i) {
+    const db::ExperimentCheck& c = stored[0].checks[i];
+    EXPECT_EQ(e["checks"][i]["window"], c.window);
+    EXPECT_EQ(e["checks"][i]["term"], c.term);
+    EXPECT_EQ(e["checks"][i]["bound"].get<double>(), c.bound);
+    EXPECT_EQ(e["checks"][i]["value"].get<double>(), c.value);
+    EXPECT_EQ(e["checks"][i]["verdict"], c.verdict);
+  }
+  EXPECT_EQ(page["answer"]["status"], "complete: experiment db-slow: SLO fail");
+  const json& v = page["answer"]["verdicts"][0];
+  EXPECT_EQ(v["kind"], "experiment");
+  EXPECT_EQ(v["ok"], false);
+  EXPECT_EQ(v["details"], (json{"fault p99: 23.25 ms against 20 ms"}));
+}
+
 TEST_F(ReportData, UnknownRunIsRefusedNamingIt) {
   testing::store_load_sweep_run(db_path_);
   db::Store store = db::Store::open_read_only(db_path_);

@@ -142,6 +142,53 @@ std::int64_t store_failed_campaign_run(const std::string& db_path) {
   return run;
 }
 
+std::int64_t store_experiment_run(const std::string& db_path) {
+  db::Store store = db::Store::open(db_path, common::realtime_ns());
+  db::RunStart start;
+  start.kind = db::RunKind::kRun;
+  start.tool_version = "test";
+  start.started_ns = common::realtime_ns();
+  const std::int64_t run = store.begin_run(start);
+  db::Experiment e;
+  e.run_id = run;
+  e.name = "db-slow";
+  e.links_json = R"(["tcp app -> db:5432"])";
+  e.started_ns = start.started_ns;
+  e.fault_start_ns = e.started_ns + 2'000'000'000;
+  e.fault_end_ns = e.started_ns + 5'000'000'000;
+  e.ended_ns = e.started_ns + 7'000'000'000;
+  e.verdict = "fail";
+  e.mean_delay_ns = 10'000'000;
+  e.observed_change_ns = 12'500'000;
+  e.observed_ci_low_ns = 11'000'000;
+  e.observed_ci_high_ns = 14'000'000;
+  const std::int64_t id = store.add_experiment(e);
+  const struct {
+    const char* window;
+    const char* term;
+    double bound, value;
+    const char* verdict;
+  } checks[] = {{"baseline", "p99", 20e6, 8.5e6, "pass"}, {"baseline", "errors", 0.01, 0, "pass"},
+                {"fault", "p99", 20e6, 23.25e6, "fail"},  {"fault", "errors", 0.01, 0.002, "pass"},
+                {"recovery", "p99", 20e6, 9e6, "pass"},   {"recovery", "errors", 0.01, 0, "pass"}};
+  for (const auto& c : checks) {
+    db::ExperimentCheck row;
+    row.experiment_id = id;
+    row.window = c.window;
+    row.term = c.term;
+    row.bound = c.bound;
+    row.value = c.value;
+    row.ci_low = c.value * 0.9;
+    row.ci_high = c.value * 1.1;
+    row.verdict = c.verdict;
+    row.samples = 3000;
+    row.scheduled = 3000;
+    store.add_experiment_check(row);
+  }
+  store.finish_run(run, db::RunStatus::kComplete, common::realtime_ns());
+  return run;
+}
+
 namespace {
 
 // A gradient that depends on the link's place and the type, so labels differ.

@@ -24,6 +24,9 @@ std::int64_t store_fake_campaign_run(const std::string& db_path, std::int64_t se
                                      bool simultaneous = false);
 std::int64_t store_load_sweep_run(const std::string& db_path);
 std::int64_t store_failed_campaign_run(const std::string& db_path);
+// A run with one fault experiment "db-slow" whose SLO fails in its fault
+// window: p99 and errors per window (baseline, fault, recovery).
+std::int64_t store_experiment_run(const std::string& db_path);
 
 // One one-way link of a stored topology; port 0 is an ephemeral client port.
 struct TopologyLink {
