@@ -401,6 +401,9 @@ class GraphInBrowser : public ReportInBrowser {
       // Readable once the SVG is scaled to the page: no text under 8 px tall.
       EXPECT_GE(b.bottom - b.top, 8.0) << b.text;
     }
+    double smallest = 1e9;
+    for (const TextBox& b : boxes) smallest = std::min(smallest, b.bottom - b.top);
+    std::cout << boxes.size() << " text elements, the smallest " << smallest << " px tall\n";
     EXPECT_EQ(hosts, want.hosts);
     EXPECT_EQ(processes, want.processes);
     EXPECT_EQ(lines, want.link_lines);
