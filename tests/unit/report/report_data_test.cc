@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -295,6 +296,43 @@ TEST_F(ReportData, AnswerOfARunWhoseChecksAllPassSaysComplete) {
   EXPECT_EQ(answer["verdicts"][0]["ok"], true);
   EXPECT_EQ(answer["matrix"]["rows"].size(), 16u);
   EXPECT_TRUE(answer["warnings"].empty()) << answer["warnings"].dump();
+}
+
+// The step oracle's disagreements and a sweep that breaks are verdicts of
+// their own, and the status line names both.
+TEST_F(ReportData, AnswerCountsStepDisagreementsAndASweepThatBreaks) {
+  testing::TopologyRun topology = testing::wide_topology();
+  topology.steps = true;
+  topology.step_disagreements = 2;
+  topology.sweep = true;
+  const std::int64_t run = testing::store_topology_run(db_path_, topology);
+  const json answer = page_data({run})["runs"][0]["answer"];
+  std::map<std::string, json> by_kind;
+  for (const json& v : answer["verdicts"]) by_kind[v["kind"].get<std::string>()] = v;
+  ASSERT_TRUE(by_kind.count("step")) << answer["verdicts"].dump();
+  EXPECT_EQ(by_kind["step"]["ok"], false);
+  EXPECT_EQ(by_kind["step"]["text"],
+            "the step oracle disagrees with 2 of 48 gradients (disjoint CIs)");
+  EXPECT_EQ(by_kind["step"]["details"].size(), 2u);
+  ASSERT_TRUE(by_kind.count("linearity")) << answer["verdicts"].dump();
+  EXPECT_EQ(by_kind["linearity"]["ok"], false);
+  EXPECT_NE(by_kind["linearity"]["text"].get<std::string>().find("breaks at 8"), std::string::npos)
+      << by_kind["linearity"]["text"];
+  EXPECT_EQ(answer["status"].get<std::string>().rfind("complete: the step oracle disagrees", 0), 0u)
+      << answer["status"];
+}
+
+TEST_F(ReportData, AnswerWarnsOfANoisyPhaseMeasuredAgain) {
+  testing::TopologyRun topology = testing::wide_topology();
+  topology.repeated_phase = true;
+  const std::int64_t run = testing::store_topology_run(db_path_, topology);
+  const json page = page_data({run})["runs"][0];
+  const json& answer = page["answer"];
+  ASSERT_EQ(answer["warnings"].size(), 1u) << answer["warnings"].dump();
+  EXPECT_EQ(answer["warnings"][0],
+            "link " + page["answer"]["matrix"]["rows"][0]["link"].get<std::string>() +
+                ": measured again 1 time(s): an earlier attempt was too "
+                "noisy against the training");
 }
 
 TEST_F(ReportData, AnswerWarnsOfLinksThatCouldNotBeMeasured) {

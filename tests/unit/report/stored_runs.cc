@@ -1,6 +1,7 @@
 #include "stored_runs.hh"
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 
 #include "fake_environment.hh"
@@ -196,6 +197,28 @@ double stored_gradient(std::size_t link, std::size_t type) {
   return 0.25 * static_cast<double>((link * 3 + type * 5) % 9);
 }
 
+// A step-oracle estimate `offset` away from the spectral one, CI +-0.05.
+void add_step(db::Gradient& g, double offset) {
+  g.step_value = g.value + offset;
+  g.step_ci_low = *g.step_value - 0.05;
+  g.step_ci_high = *g.step_value + 0.05;
+}
+
+void add_breaking_sweep(db::Store& store, const db::Gradient& g, std::int64_t gradient_id) {
+  const std::pair<std::int64_t, double> points[] = {
+      {2'000'000, g.value}, {4'000'000, g.value}, {8'000'000, g.value * 1.5 + 1.0}};
+  for (const auto& [amplitude, value] : points) {
+    db::GradientAmplitude a;
+    a.run_id = g.run_id;
+    a.gradient_id = gradient_id;
+    a.amplitude_ns = amplitude;
+    a.value = value;
+    a.ci_low = value - 0.02;
+    a.ci_high = value + 0.02;
+    store.add_gradient_amplitude(a);
+  }
+}
+
 }  // namespace
 
 std::int64_t store_topology_run(const std::string& db_path, const TopologyRun& topology) {
@@ -218,6 +241,7 @@ std::int64_t store_topology_run(const std::string& db_path, const TopologyRun& t
   const std::int64_t run = store.begin_run(start);
   for (const std::string& host : topology.hosts) store.add_node({run, host, {}, {}, {}});
   std::size_t misses = topology.truth_misses;
+  std::size_t steps_disagreeing = topology.step_disagreements;
   for (std::size_t i = 0; i < topology.links.size(); ++i) {
     const TopologyLink& t = topology.links[i];
     db::Link link;
@@ -227,16 +251,32 @@ std::int64_t store_topology_run(const std::string& db_path, const TopologyRun& t
     link.dst_host = t.dst_host;
     link.dst_port = t.dst_port;
     const std::int64_t link_id = store.add_link(link);
+    std::optional<std::int64_t> phase_id;
+    if (topology.repeated_phase && i == 0) {
+      for (int attempt = 0; attempt < 2; ++attempt) {
+        db::Phase phase;
+        phase.run_id = run;
+        phase.kind = db::PhaseKind::kActive;
+        phase.link_id = link_id;
+        phase.started_ns = start.started_ns + attempt * 1'000'000'000LL;
+        phase.ended_ns = phase.started_ns + 1'000'000'000LL;
+        phase_id = store.add_phase(phase);
+      }
+    }
     for (std::size_t type = 0; type < topology.types.size(); ++type) {
       db::Gradient g;
       g.run_id = run;
       g.link_id = link_id;
       g.type_id = store.transaction_type_id(topology.types[type]);
+      g.phase_id = phase_id;
       g.value = stored_gradient(i, type) + (misses > 0 ? 0.5 : 0.01);
       if (misses > 0) --misses;
       g.ci_low = g.value - 0.05;
       g.ci_high = g.value + 0.05;
-      store.add_gradient(g);
+      if (topology.steps) add_step(g, steps_disagreeing > 0 ? 1.0 : 0.0);
+      if (steps_disagreeing > 0) --steps_disagreeing;
+      const std::int64_t gradient_id = store.add_gradient(g);
+      if (topology.sweep && i == 0 && type == 0) add_breaking_sweep(store, g, gradient_id);
     }
   }
   store.finish_run(run, db::RunStatus::kComplete, common::realtime_ns());

@@ -44,6 +44,16 @@ struct TopologyRun {
   std::vector<TopologyLink> links;
   std::vector<std::string> types;
   std::size_t truth_misses = 0;
+  // The first `step_disagreements` gradients get a step estimate whose CI
+  // is disjoint from theirs, the others one that agrees. With `sweep`, the
+  // first gradient gets an amplitude sweep that breaks at 8 ms (2, 4 ms
+  // linear, 8 ms 50% higher).
+  std::size_t step_disagreements = 0;
+  bool steps = false;
+  bool sweep = false;
+  // The first link's active phase was measured twice (the first attempt too
+  // noisy): two active phases, its gradients read from the second.
+  bool repeated_phase = false;
 };
 std::int64_t store_topology_run(const std::string& db_path, const TopologyRun& topology);
 
