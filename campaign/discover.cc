@@ -9,6 +9,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "nabla/common/graphviz.hh"
+
 namespace nabla::campaign {
 namespace {
 
@@ -53,15 +55,6 @@ std::string dot_id(const LinkEnd& e) {
   const std::string where = tag.empty() ? "" : "@" + tag;
   if (!e.known) return e.host + "/?" + where;
   return e.host + "/" + e.comm + "[" + std::to_string(e.pid) + "]" + where;
-}
-
-std::string dot_quote(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
 }
 
 }  // namespace
@@ -278,15 +271,16 @@ std::string links_to_dot(const std::vector<Link>& links) {
     for (const LinkEnd* e : {&l.src, &l.dst}) {
       const std::string id = dot_id(*e);
       if (seen.emplace(id, true).second) {
-        out << "  " << dot_quote(id) << (e->known ? "" : " [style=dashed]") << ";\n";
+        out << "  " << common::dot_quote(id) << (e->known ? "" : " [style=dashed]") << ";\n";
       }
     }
   }
   for (const Link& l : links) {
     const uint16_t port = l.dst.port != 0 ? l.dst.port : l.src.port;
-    out << "  " << dot_quote(dot_id(l.src)) << " -> " << dot_quote(dot_id(l.dst)) << " [label="
-        << dot_quote(l.proto + " " + std::to_string(port) + " " + std::to_string(l.segments) +
-                     " msgs")
+    out << "  " << common::dot_quote(dot_id(l.src)) << " -> " << common::dot_quote(dot_id(l.dst))
+        << " [label="
+        << common::dot_quote(l.proto + " " + std::to_string(port) + " " +
+                             std::to_string(l.segments) + " msgs")
         << "];\n";
   }
   out << "}\n";

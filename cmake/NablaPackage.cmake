@@ -41,6 +41,9 @@ set(CPACK_DEBIAN_PACKAGE_SECTION net)
 # demo run (iptables for rules, ip for namespaces and addresses) by name.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "iptables, iproute2")
+# nabla report lays its link graph out with Graphviz's dot; without it the
+# page is written without the graph (docs/report.md).
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "graphviz")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 configure_file(${PROJECT_SOURCE_DIR}/packaging/debian/conffiles.in
                ${PROJECT_BINARY_DIR}/packaging/debian/conffiles @ONLY)

@@ -15,8 +15,8 @@
 #include "nabla/coordinator/inject_command.hh"
 #include "nabla/coordinator/key_command.hh"
 #include "nabla/coordinator/load_command.hh"
-#include "nabla/coordinator/nodes_command.hh"
 #include "nabla/coordinator/memlat_command.hh"
+#include "nabla/coordinator/nodes_command.hh"
 #include "nabla/coordinator/predict.hh"
 #include "nabla/coordinator/report_command.hh"
 #include "nabla/coordinator/run_command.hh"
@@ -32,6 +32,14 @@ namespace nabla::coordinator {
 namespace {
 
 constexpr int kUsageError = 2;
+
+// What `nabla` alone prints: the three commands a newcomer runs first.
+constexpr const char* kFirstCommands =
+    "nabla: link gradients, fault injection and tail latency. Start with:\n"
+    "  sudo nabla demo --report demo.html  the whole tool on this machine, with its report\n"
+    "  nabla key new nabla.key             a control key for your nodes' daemons\n"
+    "  nabla run campaign.toml             measure every link of your service\n"
+    "every command: nabla --help\n";
 
 // The commands CLI11 had selected when it stopped: the root app, then e.g.
 // `runs`, then `list`. Filled in as parsing goes, so it is valid after a
@@ -186,21 +194,27 @@ int run_cli(int argc, char** argv) {
   CLI::App app{"nabla: link-gradient measurement, fault injection and tail-latency testbed"};
   app.set_version_flag("--version", NABLA_VERSION);
   app.require_subcommand(1);
-  register_analyze_command(app);
-  register_inject_command(app);
-  register_key_command(app);
-  register_load_command(app);
-  register_discover_command(app);
-  register_testbed_command(app);
-  register_runs_command(app);
-  register_sql_command(app);
-  register_run_command(app);
-  register_nodes_command(app);
-  register_predict_command(app);
-  register_report_command(app);
+  // In the order of the work: try it, set up the nodes, measure, read the
+  // results; then the tools around the measurements.
   register_demo_command(app);
+  register_key_command(app);
+  register_nodes_command(app);
+  register_discover_command(app);
+  register_run_command(app);
+  register_runs_command(app);
+  register_report_command(app);
+  register_predict_command(app);
+  register_load_command(app);
+  register_inject_command(app);
+  register_analyze_command(app);
+  register_testbed_command(app);
+  register_sql_command(app);
   register_accel_command(app);
   register_memlat_command(app);
+  if (argc <= 1) {
+    std::cout << kFirstCommands;
+    return 0;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

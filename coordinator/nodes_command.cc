@@ -12,10 +12,10 @@
 
 #include "nabla/campaign/hosts.hh"
 #include "nabla/common/clock.hh"
+#include "nabla/common/local_keys.hh"
 #include "nabla/common/protocol/injectd.hh"
 #include "nabla/common/protocol/sniffd.hh"
 #include "nabla/common/resolve.hh"
-#include "nabla/common/local_keys.hh"
 #include "nabla/common/rpc.hh"
 #include "nabla/common/units.hh"
 #include "nabla/common/version.hh"
@@ -343,7 +343,7 @@ int nodes_check_command(const NodesCheckOptions& o, std::ostream& out, std::ostr
 
 void register_nodes_command(CLI::App& app) {
   auto o = std::make_shared<NodesCheckOptions>();
-  auto* nodes = app.add_subcommand("nodes", "the nodes of a campaign");
+  auto* nodes = app.add_subcommand("nodes", "can every node serve a campaign (nodes check FILE)");
   nodes->require_subcommand(1);
   auto* check = nodes->add_subcommand(
       "check", "can every node serve the campaign: daemons, versions, kernel features, clocks");

@@ -33,6 +33,17 @@ std::string ids_joined(std::span<const std::int64_t> run_ids, char separator) {
   return out;
 }
 
+// A page without its link graph (no `dot`) is still written; say why on stderr.
+void print_graph_errors(const nlohmann::json& data) {
+  for (const nlohmann::json& run : data["runs"]) {
+    const nlohmann::json& graph = run["graph"];
+    if (graph.is_object() && graph["error"].is_string()) {
+      std::cerr << "nabla report: " << graph["error"].get<std::string>() << "\n";
+      return;  // the same cause for every run
+    }
+  }
+}
+
 }  // namespace
 
 std::string default_report_path(std::span<const std::int64_t> run_ids) {
@@ -57,6 +68,7 @@ std::string write_report(const ReportCommandOptions& options, std::ostream& out)
   }
   const report::ReportOptions ro{utc_now(), options.db_path};
   const nlohmann::json data = report::build_report_data(store.database(), ids, ro);
+  print_graph_errors(data);
   const std::string path = options.output.value_or(default_report_path(ids));
   const std::string page = report::render_report_html(data);
   std::ofstream file(path, std::ios::binary | std::ios::trunc);

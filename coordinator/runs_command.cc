@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "nabla/analysis/sweep.hh"
+#include "nabla/campaign/experiment_rows.hh"
 #include "nabla/campaign/messages.hh"
 #include "nabla/campaign/operating_point.hh"
 #include "nabla/coordinator/history_db.hh"
@@ -342,7 +343,7 @@ json runs_show(const std::string& db_path, std::int64_t run_id) {
   out["tail_results"] = tail_results_json(db::run_tail_results(db, run_id));
   if (json accel = accel_section_json(db, run_id); !accel.is_null()) out["accel"] = accel;
   if (json memlat = memlat_section_json(db, run_id); !memlat.is_null()) out["memlat"] = memlat;
-  out["experiments"] = experiments_json(db, run_id);
+  out["experiments"] = campaign::stored_experiments_json(db, run_id);
   return out;
 }
 

@@ -52,8 +52,78 @@
 
   function charts(list) { return (list || []).map(renderChart); }
 
+  // The answer: status, gradient matrix, costliest links, verdicts, warnings.
+  function ciText(v) {
+    return fmt2(v.value) + (v.ci_low === null ? '' : ' [' + fmt2(v.ci_low) + ', ' + fmt2(v.ci_high) + ']');
+  }
+
+  // Two decimals, and no "-0.00" for a value that rounds to zero.
+  function fmt2(v) { return v === null || v === undefined ? '–' : (Math.abs(v) < 0.005 ? 0 : Number(v)).toFixed(2); }
+
+  function matrixCell(cell, largest) {
+    if (!cell) return el('td', { class: 'cell-none' }, '–');
+    const share = largest > 0 ? Math.abs(cell.value) / largest : 0;
+    const td = el('td', { class: 'num gradient-cell', style: 'background: rgba(192, 57, 43, ' + (0.05 + 0.5 * share).toFixed(3) + ')' },
+      el('span', { class: 'gradient-value' }, fmt2(cell.value)),
+      cell.ci_low === null ? null : el('span', { class: 'ci' }, ' [' + fmt2(cell.ci_low) + ', ' + fmt2(cell.ci_high) + ']'));
+    if (cell.truth !== null) {
+      td.append(el('br'), el('span', { class: 'truth verdict-' + cell.verdict, title: cell.why },
+        'truth ' + fmt2(cell.truth) + ' ' + (cell.verdict === 'pass' ? '✓ pass' : '✗ fail')));
+      td.setAttribute('data-verdict', cell.verdict);
+    }
+    return td;
+  }
+
+  function gradientMatrix(m) {
+    const head = el('tr', {}, el('th', {}, 'link \\ type'), ...m.types.map((t) => el('th', {}, t)));
+    const rows = m.rows.map((r) => el('tr', { 'data-link-id': r.link_id },
+      el('th', { class: 'link-name' }, r.link, r.measured ? null : el('span', { class: 'no' }, ' (not measured)')),
+      ...r.cells.map((c) => matrixCell(c, m.largest))));
+    return el('table', { class: 'gradient-matrix' }, el('thead', {}, head), el('tbody', {}, ...rows));
+  }
+
+  function verdictItem(v) {
+    const mark = v.ok === true ? '✓' : v.ok === false ? '✗' : '?';
+    const cls = v.ok === true ? 'yes' : v.ok === false ? 'no' : 'note';
+    const item = el('li', { class: 'verdict', 'data-kind': v.kind }, el('span', { class: cls }, mark + ' '), v.text);
+    if (v.details.length) {
+      item.append(el('details', {}, el('summary', {}, v.details.length + ' item(s)'),
+        el('ul', {}, ...v.details.map((d) => el('li', {}, d)))));
+    }
+    return item;
+  }
+
+  function answerSection(a) {
+    const out = [el('p', { class: 'run-status ' + (a.ok ? 'status-complete' : 'status-failed') }, a.status)];
+    if (a.matrix.rows.length && a.matrix.types.length) {
+      out.push(el('h4', {}, 'gradient per link and type (ns of response per ns of delay, CI in brackets; darker = larger)'),
+        gradientMatrix(a.matrix));
+    }
+    if (a.top_links.length) {
+      out.push(el('h4', {}, 'the links that cost each type the most'), el('ul', { class: 'top-links' },
+        ...a.top_links.map((t) => el('li', {}, el('strong', {}, t.type + ': '),
+          t.links.map((l) => l.link + ' ' + ciText(l)).join(' · ')))));
+    }
+    if (a.verdicts.length) out.push(el('h4', {}, 'verdicts'), el('ul', { class: 'verdicts' }, ...a.verdicts.map(verdictItem)));
+    for (const w of a.warnings) out.push(el('p', { class: 'warning' }, 'warning: ' + w));
+    return el('section', { class: 'answer' }, ...out);
+  }
+
+  function graphSection(g) {
+    const out = [el('h2', {}, 'Link graph')];
+    if (g.error) {
+      out.push(el('p', { class: 'error' }, g.error));
+      return out;
+    }
+    const box = el('div', { class: 'nabla-graph', 'data-kind': 'link-graph' });
+    box.innerHTML = g.svg;
+    out.push(el('p', { class: 'note' }, 'one edge per one-way link, labelled with its gradient per type; width and colour by the largest |gradient|; laid out by Graphviz'), box);
+    return out;
+  }
+
   function headerSection(h, missing) {
-    const statusCell = el('span', { class: 'status-' + h.status }, h.status);
+    const failedChecks = h.status_line && h.status_line !== h.status;
+    const statusCell = el('span', { class: 'status-' + (failedChecks ? 'failed' : h.status) }, h.status_line || h.status);
     const nodes = (h.nodes || []).map((n) => n.name + (n.processes.length ? ' (' + n.processes.join(', ') + ')' : ''));
     const rows = [['run', h.run_id], ['kind', h.kind], ['status', statusCell], ['campaign', h.campaign],
       ['seed', h.seed], ['started', h.started], ['duration (s)', h.duration_s], ['samples', h.samples],
@@ -62,7 +132,6 @@
       el('tr', {}, el('th', {}, k), el('td', {}, v instanceof Node ? v : fmt(v)))));
     const out = [table];
     if (h.error) out.push(el('p', { class: 'error' }, 'failed: ' + h.error));
-    for (const w of h.warnings || []) out.push(el('p', { class: 'warning' }, 'warning: ' + w));
     if (missing.length) {
       out.push(el('div', { class: 'missing' }, el('strong', {}, 'not in the database for this run:'),
         el('ul', {}, ...missing.map((m) => el('li', {}, m)))));
@@ -87,7 +156,6 @@
 
   function campaignSections(run) {
     const out = [];
-    if (run.graph) out.push(el('h2', {}, 'Link graph'), ...charts(run.graph.charts));
     if (run.links.length) {
       out.push(el('h2', {}, 'Links'), ...run.links.map((l) => linkSection(l, run.gradients)));
     }
@@ -115,10 +183,49 @@
     return out;
   }
 
+  // A term's number as people read it: shares in percent, latencies in ms.
+  function termValue(term, v) {
+    if (v === null || v === undefined) return '–';
+    if (term === 'errors' || term === 'throughput') return Number((100 * v).toPrecision(3)) + '%';
+    return Number((v / 1e6).toPrecision(4)) + ' ms';
+  }
+
+  function changeText(v, low, high) {
+    if (v === null || v === undefined) return '–';
+    return termValue('', v) + (low === null ? '' : ' [' + termValue('', low) + ', ' + termValue('', high) + ']');
+  }
+
+  function verdictSpan(v) {
+    return el('span', { class: v === 'pass' ? 'yes' : v === 'fail' ? 'no' : 'note' }, v);
+  }
+
+  // Each fault experiment: its links and fault, the change it caused against
+  // the gradients' prediction, and every SLO term per window with its bound.
+  function experimentSection(e) {
+    const summary = el('table', {},
+      el('tr', {}, el('th', {}, 'links'), el('td', {}, (e.links || []).join(', '))),
+      el('tr', {}, el('th', {}, 'fault window (s)'), el('td', {}, fmt((e.fault_end_ns - e.fault_start_ns) / 1e9))),
+      el('tr', {}, el('th', {}, 'mean delay'), el('td', {}, termValue('', e.mean_delay_ns))),
+      el('tr', {}, el('th', {}, 'observed change'), el('td', {}, changeText(e.observed_change_ns, e.observed_ci_low_ns, e.observed_ci_high_ns))),
+      el('tr', {}, el('th', {}, 'predicted by the gradients'), el('td', {}, changeText(e.predicted_change_ns, e.predicted_ci_low_ns, e.predicted_ci_high_ns))));
+    const head = el('tr', {}, ...['window', 'term', 'bound', 'value', 'CI low', 'CI high', 'verdict', 'note', 'samples'].map((c) => el('th', {}, c)));
+    const rows = e.checks.map((c) => el('tr', { 'data-verdict': c.verdict }, el('td', {}, c.window), el('td', {}, c.term),
+      el('td', { class: 'num' }, termValue(c.term, c.bound)), el('td', { class: 'num' }, termValue(c.term, c.value)),
+      el('td', { class: 'num' }, termValue(c.term, c.ci_low)), el('td', { class: 'num' }, termValue(c.term, c.ci_high)),
+      el('td', {}, verdictSpan(c.verdict)), el('td', {}, fmt(c.note)), el('td', { class: 'num' }, fmt(c.samples))));
+    return el('section', { class: 'experiment' }, el('h3', {}, e.name + ': SLO ', verdictSpan(e.verdict)), summary,
+      el('table', { class: 'experiment-checks' }, el('thead', {}, head), el('tbody', {}, ...rows)));
+  }
+
   function runSection(run) {
     const h = run.header;
-    const parts = [el('h2', {}, 'Run ' + h.run_id + ' (' + h.kind + ')'), ...headerSection(h, run.missing)];
+    const parts = [el('h2', {}, 'Run ' + h.run_id + ' (' + h.kind + ')'), answerSection(run.answer)];
+    if (run.graph) parts.push(...graphSection(run.graph));
+    parts.push(el('h2', {}, 'Run details'), ...headerSection(h, run.missing));
     parts.push(...campaignSections(run));
+    if (run.experiments && run.experiments.length) {
+      parts.push(el('h2', {}, 'Experiments'), ...run.experiments.map(experimentSection));
+    }
     if (run.tail) parts.push(...tailSections(run.tail));
     return el('section', { class: 'run', id: 'run-' + h.run_id }, ...parts);
   }

@@ -48,8 +48,16 @@ json run_header(const StoredRun& run);
 // Sentences naming what a run that stopped early did not store.
 std::vector<std::string> missing_parts(const StoredRun& run);
 
-// The campaign sections: link graph, per-link charts, training, injections.
+// The first section, the answer: the gradient matrix (link x type) with CIs
+// and truth verdicts, the links that cost each type the most, the run's
+// verdicts and warnings, and a status line that names what failed.
+json answer_section(db::Database& db, const StoredRun& run, const json& header);
+
+// The link graph: its DOT text, and the section with the SVG `dot` laid out
+// (or the error that says why there is none).
+std::string link_graph_dot(const StoredRun& run, const json& nodes);
 json link_graph_section(const StoredRun& run);
+// The campaign sections: per-link charts, training, injections.
 json link_sections(db::Database& db, const StoredRun& run);
 json training_section(db::Database& db, const StoredRun& run);
 json injections_section(const StoredRun& run);
@@ -61,6 +69,9 @@ json comparison_section(const StoredRun& a, const StoredRun& b);
 // The gradients as stored, one object per (link, type), with the truth the
 // campaign file gives when it has one.
 json gradients_json(const StoredRun& run);
+// The campaign file as stored: the campaigns row's spec, else the run's
+// configuration; null when neither parses.
+json campaign_spec(const StoredRun& run);
 // The campaign file's truth for a link label and type, when it has one.
 std::optional<double> truth_for(const StoredRun& run, const std::string& link_label,
                                 const std::string& type);

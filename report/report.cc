@@ -2,6 +2,7 @@
 
 #include <string_view>
 
+#include "nabla/campaign/experiment_rows.hh"
 #include "nabla/db/reads.hh"
 #include "page_model.hh"
 #include "report_assets.hh"
@@ -15,7 +16,11 @@ using detail::json;
 constexpr int kDataVersion = 1;
 
 json run_page(db::Database& db, const detail::StoredRun& run) {
-  json page{{"header", detail::run_header(run)},
+  json header = detail::run_header(run);
+  json answer = detail::answer_section(db, run, header);
+  header["status_line"] = answer["status"];
+  json page{{"answer", std::move(answer)},
+            {"header", std::move(header)},
             {"missing", detail::missing_parts(run)},
             {"gradients", detail::gradients_json(run)},
             {"graph", nullptr},
@@ -23,6 +28,7 @@ json run_page(db::Database& db, const detail::StoredRun& run) {
             {"training", nullptr},
             {"injections", detail::injections_section(run)},
             {"tail", detail::tail_section(db, run)},
+            {"experiments", campaign::stored_experiments_json(db, run.info.id)},
             {"predictions",
              "none stored: nabla predict computes what-if predictions from a run's gradients "
              "when asked (nabla predict --run " +

@@ -15,13 +15,6 @@ json parsed_or_null(const std::string& text) {
   return parsed.is_discarded() ? json(nullptr) : parsed;
 }
 
-// The campaign file as stored: the campaigns row's spec, else the run's
-// configuration.
-json campaign_spec(const StoredRun& run) {
-  if (run.campaign) return parsed_or_null(run.campaign->spec_json);
-  return parsed_or_null(run.info.config_json);
-}
-
 // Nodes with the processes the run's links name on them. A run that stored
 // links but no nodes rows (nabla analyze, inject) still gets its hosts.
 json nodes_json(const StoredRun& run) {
@@ -66,6 +59,11 @@ std::vector<std::string> warnings(const StoredRun& run) {
 }
 
 }  // namespace
+
+json campaign_spec(const StoredRun& run) {
+  if (run.campaign) return parsed_or_null(run.campaign->spec_json);
+  return parsed_or_null(run.info.config_json);
+}
 
 StoredRun read_stored_run(db::Database& db, std::int64_t run_id) {
   StoredRun run;

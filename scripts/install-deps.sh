@@ -32,6 +32,9 @@ packages=(
   # a font for its text, zlib to decode its screenshot (about a minute to
   # install on a fresh machine)
   chromium fonts-liberation zlib1g-dev
+  # nabla report's link graph: `dot` lays it out when the report is written
+  # (docs/report.md, "The link graph and Graphviz")
+  graphviz
 )
 
 missing=()

@@ -1,11 +1,18 @@
-// `nabla report` in a real browser: a page of two stored runs (a campaign
-// against the campaign's fakes and a load sweep, tests/unit/report/
-// stored_runs.hh) written by the nabla binary, loaded from file:// by
+// `nabla report` in a real browser: a page of three stored runs (a campaign
+// against the campaign's fakes, a load sweep and a fault experiment,
+// tests/unit/report/stored_runs.hh) written by the nabla binary, loaded from file:// by
 // headless Chromium with the network disabled. Checks: the page's script
 // reports success and no error reaches the console; one rendered chart per
 // link and per expected plot; and a screenshot that is not blank.
 //
-// Needs no root; needs `chromium` (scripts/install-deps.sh). Without it the
+// The link graph's readability, at 1400 px wide, on a run shaped like
+// `nabla demo`'s (4 hosts, 8 links) and on a 5-host, 16-link one: a probe
+// script added to a copy of the page reads every text element of the graph's
+// SVG with getBoundingClientRect; no two may overlap, every host, process and
+// link label must be there, and a screenshot of the whole page
+// is written to the build directory (report-graph-*.png) to be looked at.
+//
+// Needs no root; needs `chromium` and Graphviz's `dot` (scripts/install-deps.sh). Without it the
 // test skips, unless NABLA_REQUIRE_ROOT=1 (CI), where it fails.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -17,11 +24,16 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "nabla/common/netns.hh"
+#include "nabla/db/reads.hh"
+#include "nabla/db/store.hh"
 #include "nabla_test_support.hh"
 #include "stored_runs.hh"
 
@@ -160,12 +172,13 @@ class ReportInBrowser : public ::testing::Test {
                                   "--enable-logging=stderr",
                                   "--v=0",
                                   "--virtual-time-budget=30000",
-                                  "--window-size=1200,2000"};
+                                  "--window-size=" + window_};
     argv.insert(argv.end(), args.begin(), args.end());
     return nabla::common::run_command(argv, nullptr, std::chrono::seconds(60));
   }
 
   fs::path dir_;
+  std::string window_ = "1200,2000";
 };
 
 TEST_F(ReportInBrowser, RendersEveryChartOfAStoredRunOfflineWithoutErrors) {
@@ -173,10 +186,11 @@ TEST_F(ReportInBrowser, RendersEveryChartOfAStoredRunOfflineWithoutErrors) {
   const std::string db = (dir_ / "runs.db").string();
   const std::int64_t campaign = nabla::report::testing::store_fake_campaign_run(db);
   const std::int64_t load = nabla::report::testing::store_load_sweep_run(db);
+  const std::int64_t experiment = nabla::report::testing::store_experiment_run(db);
   const std::string page = (dir_ / "report.html").string();
-  const CommandResult wrote =
-      nabla::common::run_command({NABLA_PATH, "report", std::to_string(campaign),
-                                  std::to_string(load), "--db", db, "-o", page});
+  const CommandResult wrote = nabla::common::run_command(
+      {NABLA_PATH, "report", std::to_string(campaign), std::to_string(load),
+       std::to_string(experiment), "--db", db, "-o", page});
   ASSERT_EQ(wrote.exit_code, 0) << wrote.stderr_text;
   ASSERT_NE(wrote.stdout_text.find("wrote " + page), std::string::npos) << wrote.stdout_text;
 
@@ -192,17 +206,21 @@ TEST_F(ReportInBrowser, RendersEveryChartOfAStoredRunOfflineWithoutErrors) {
   // Two links: a series, a spectrum and a gradient chart each; one graph,
   // one injections chart; a load sweep: percentiles, load curve, histogram.
   const std::pair<const char*, std::size_t> expected[] = {
-      {"graph", 1},      {"link-series", 2},      {"link-spectrum", 2},   {"link-gradients", 2},
+      {"link-graph", 1}, {"link-series", 2},      {"link-spectrum", 2},   {"link-gradients", 2},
       {"injections", 1}, {"tail-percentiles", 1}, {"tail-load-curve", 1}, {"tail-histogram", 1}};
   std::size_t charts = 0;
   for (const auto& [kind, n] : expected) {
     EXPECT_EQ(count_of(html, std::string("data-kind=\"") + kind + "\""), n) << kind;
     charts += n;
   }
-  EXPECT_EQ(count_of(html, "data-rendered=\"1\""), charts);
+  EXPECT_EQ(count_of(html, "data-rendered=\"1\""), charts - 1);  // the graph is SVG from dot
   EXPECT_GE(count_of(html, "<svg"), charts);
+  // The experiment: one section, its six window terms, the failed one marked.
+  EXPECT_EQ(count_of(html, "class=\"experiment\""), 1u);
+  EXPECT_EQ(count_of(html, "<tr data-verdict="), 6u);
+  EXPECT_EQ(count_of(html, "<tr data-verdict=\"fail\""), 1u);
 
-  const fs::path shot = dir_ / "shot.png";
+  const fs::path shot = fs::path(NABLA_SCREENSHOT_DIR) / "report-campaign-and-load.png";
   const CommandResult screenshot = chromium({"--screenshot=" + shot.string(), "file://" + page});
   ASSERT_EQ(screenshot.exit_code, 0) << screenshot.stderr_text;
   const Image img = decode_png(read_file(shot));
@@ -216,6 +234,203 @@ TEST_F(ReportInBrowser, RendersEveryChartOfAStoredRunOfflineWithoutErrors) {
                    std::chrono::steady_clock::now() - started)
                    .count()
             << " ms\n";
+}
+
+// ---------------------------------------------------------------- graph
+
+// Added to a copy of the page: once the page has rendered, the box of every
+// text element of the link graph (CSS px), what it belongs to (a host's
+// cluster, a process node, a link's edge by its id), and the graph's box,
+// written as JSON into <pre id="graph-probe">.
+constexpr const char* kGraphProbe = R"(<script>
+(function () {
+  function probe() {
+    const root = document.documentElement;
+    if (root.getAttribute('data-nabla-render') === 'pending') { setTimeout(probe, 50); return; }
+    const svg = document.querySelector('.nabla-graph svg');
+    const out = { render: root.getAttribute('data-nabla-render'), texts: [], graph: null,
+      page_height: document.documentElement.scrollHeight };
+    if (svg) {
+      const g = svg.getBoundingClientRect();
+      out.graph = { left: g.left, top: g.top + window.scrollY, right: g.right, bottom: g.bottom + window.scrollY };
+      for (const t of svg.querySelectorAll('text')) {
+        const r = t.getBoundingClientRect();
+        const edge = t.closest('g.edge');
+        out.texts.push({ text: t.textContent, left: r.left, top: r.top, right: r.right, bottom: r.bottom,
+          kind: t.closest('g.cluster') ? 'host' : edge ? 'edge' : t.closest('g.node') ? 'node' : 'other',
+          link: edge ? edge.id : '' });
+      }
+    }
+    const pre = document.createElement('pre');
+    pre.id = 'graph-probe';
+    pre.textContent = JSON.stringify(out);
+    document.body.append(pre);
+  }
+  probe();
+})();
+</script>)";
+
+std::string unescape_html(std::string text) {
+  const std::pair<const char*, const char*> entities[] = {
+      {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&nbsp;", " "}, {"&amp;", "&"}};
+  for (const auto& [entity, c] : entities) {
+    for (auto at = text.find(entity); at != std::string::npos; at = text.find(entity, at + 1)) {
+      text.replace(at, std::string(entity).size(), c);
+    }
+  }
+  return text;
+}
+
+struct TextBox {
+  std::string text, kind, link;
+  double left = 0, top = 0, right = 0, bottom = 0;
+};
+
+// Overlap of more than half a CSS pixel both ways (rounding aside).
+bool overlap(const TextBox& a, const TextBox& b) {
+  const double w = std::min(a.right, b.right) - std::max(a.left, b.left);
+  const double h = std::min(a.bottom, b.bottom) - std::max(a.top, b.top);
+  return w > 0.5 && h > 0.5;
+}
+
+std::string box_text(const TextBox& b) {
+  std::ostringstream out;
+  out << "[" << b.left << ", " << b.top << " .. " << b.right << ", " << b.bottom << "]";
+  return out.str();
+}
+
+std::string process_name(const std::string& host, int port) {
+  return host + ":" + (port > 0 ? std::to_string(port) : "*");
+}
+
+// What the graph must show: host names, process names, and per link (by its
+// SVG id "link_N") the lines "type 1.23" of its stored gradients.
+struct ExpectedGraph {
+  std::set<std::string> hosts, processes;
+  std::map<std::string, std::multiset<std::string>> link_lines;
+};
+
+ExpectedGraph expected_graph(const std::string& db_path, std::int64_t run) {
+  nabla::db::Store store = nabla::db::Store::open_read_only(db_path);
+  ExpectedGraph e;
+  for (const nabla::db::LinkRow& l : nabla::db::run_links(store.database(), run)) {
+    e.hosts.insert({l.link.src_host, l.link.dst_host});
+    e.processes.insert(process_name(l.link.src_host, l.link.src_port));
+    e.processes.insert(process_name(l.link.dst_host, l.link.dst_port));
+    e.link_lines["link_" + std::to_string(l.id)];
+  }
+  for (const nabla::db::GradientRow& g : nabla::db::run_gradients(store.database(), run)) {
+    char value[32];
+    const double v = std::abs(g.gradient.value) < 0.005 ? 0.0 : g.gradient.value;
+    std::snprintf(value, sizeof value, "%.2f", v);
+    e.link_lines["link_" + std::to_string(g.link.id)].insert(g.type + " " + value);
+  }
+  return e;
+}
+
+class GraphInBrowser : public ReportInBrowser {
+ protected:
+  // Writes the run's page, loads a probed copy at 1400 px and returns the
+  // probe's answer.
+  nlohmann::json probe_graph(const std::string& db, std::int64_t run) {
+    const std::string page = (dir_ / "graph.html").string();
+    const CommandResult wrote = nabla::common::run_command(
+        {NABLA_PATH, "report", std::to_string(run), "--db", db, "-o", page});
+    EXPECT_EQ(wrote.exit_code, 0) << wrote.stderr_text;
+    std::string html = read_file(page);
+    const auto body = html.rfind("</body>");
+    EXPECT_NE(body, std::string::npos);
+    html.insert(body, kGraphProbe);
+    probed_ = (dir_ / "probed.html").string();
+    std::ofstream(probed_) << html;
+    window_ = "1400,2000";
+    const CommandResult dom = chromium({"--dump-dom", "file://" + probed_});
+    EXPECT_EQ(dom.exit_code, 0) << dom.stderr_text;
+    const std::string open = "<pre id=\"graph-probe\">";
+    const auto start = dom.stdout_text.find(open);
+    if (start == std::string::npos) {
+      ADD_FAILURE() << "no probe output";
+      return nullptr;
+    }
+    const auto end = dom.stdout_text.find("</pre>", start);
+    return nlohmann::json::parse(
+        unescape_html(dom.stdout_text.substr(start + open.size(), end - start - open.size())));
+  }
+
+  // A screenshot 1400 px wide of the whole page.
+  void screenshot(const nlohmann::json& probe, const std::string& name) {
+    const int height = probe["page_height"].get<int>();
+    std::cout << "graph at y " << probe["graph"]["top"] << " .. " << probe["graph"]["bottom"]
+              << " of " << height << " px\n";
+    window_ = "1400," + std::to_string(height);
+    const fs::path shot = fs::path(NABLA_SCREENSHOT_DIR) / name;
+    const CommandResult r = chromium({"--screenshot=" + shot.string(), "file://" + probed_});
+    ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+    const Image img = decode_png(read_file(shot));
+    EXPECT_EQ(img.width, 1400u);
+    EXPECT_EQ(img.height, static_cast<std::uint32_t>(height));
+    EXPECT_GT(grey_stddev(img), 8.0);
+    std::cout << "screenshot: " << shot.string() << "\n";
+  }
+
+  void expect_readable(const std::string& db, std::int64_t run, const std::string& shot_name) {
+    const nlohmann::json probe = probe_graph(db, run);
+    ASSERT_TRUE(probe.is_object());
+    EXPECT_EQ(probe["render"], "ok");
+    ASSERT_TRUE(probe["graph"].is_object()) << "the page has no graph SVG";
+    std::vector<TextBox> boxes;
+    for (const nlohmann::json& t : probe["texts"]) {
+      boxes.push_back(
+          {t["text"], t["kind"], t["link"], t["left"], t["top"], t["right"], t["bottom"]});
+    }
+    for (std::size_t i = 0; i < boxes.size(); ++i) {
+      for (std::size_t j = i + 1; j < boxes.size(); ++j) {
+        EXPECT_FALSE(overlap(boxes[i], boxes[j]))
+            << "'" << boxes[i].text << "' (" << boxes[i].kind << " " << boxes[i].link
+            << ") overlaps '" << boxes[j].text << "' (" << boxes[j].kind << " " << boxes[j].link
+            << "): " << box_text(boxes[i]) << " and " << box_text(boxes[j]);
+      }
+    }
+    const ExpectedGraph want = expected_graph(db, run);
+    std::set<std::string> hosts, processes;
+    std::map<std::string, std::multiset<std::string>> lines;
+    for (const TextBox& b : boxes) {
+      if (b.kind == "host") hosts.insert(b.text);
+      if (b.kind == "node") processes.insert(b.text);
+      if (b.kind == "edge") lines[b.link].insert(b.text);
+      // Readable once the SVG is scaled to the page: no text under 8 px tall.
+      EXPECT_GE(b.bottom - b.top, 8.0) << b.text;
+    }
+    double smallest = 1e9;
+    for (const TextBox& b : boxes) smallest = std::min(smallest, b.bottom - b.top);
+    std::cout << boxes.size() << " text elements, the smallest " << smallest << " px tall\n";
+    EXPECT_EQ(hosts, want.hosts);
+    EXPECT_EQ(processes, want.processes);
+    EXPECT_EQ(lines, want.link_lines);
+    screenshot(probe, shot_name);
+  }
+
+  std::string probed_;
+};
+
+TEST_F(GraphInBrowser, DemoShapedRunsGraphHasNoOverlappingText) {
+  NABLA_REQUIRE_PROGRAM_OR_SKIP("chromium");
+  NABLA_REQUIRE_PROGRAM_OR_SKIP("dot");
+  const std::string db = (dir_ / "runs.db").string();
+  const std::int64_t run = nabla::report::testing::store_topology_run(
+      db, nabla::report::testing::demo_shaped_topology());
+  expect_readable(db, run, "report-graph-demo.png");
+}
+
+TEST_F(GraphInBrowser, FiveHostSixteenLinkGraphHasNoOverlappingText) {
+  NABLA_REQUIRE_PROGRAM_OR_SKIP("chromium");
+  NABLA_REQUIRE_PROGRAM_OR_SKIP("dot");
+  const std::string db = (dir_ / "runs.db").string();
+  const auto topology = nabla::report::testing::wide_topology();
+  ASSERT_EQ(topology.hosts.size(), 5u);
+  ASSERT_EQ(topology.links.size(), 16u);
+  const std::int64_t run = nabla::report::testing::store_topology_run(db, topology);
+  expect_readable(db, run, "report-graph-wide.png");
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -70,7 +71,6 @@ class CliExit : public ::testing::Test {
 TEST_F(CliExit, UsageErrorsExitTwoWithOneLineNamingTheFlag) {
   const std::string target = "http://127.0.0.1:1/";
   const std::vector<UsageCase> cases = {
-      {{}, "nabla", "command"},
       {{"frobnicate"}, "nabla", "'frobnicate'"},
       {{"--bogus"}, "nabla", "--bogus"},
       {{"run"}, "nabla run", "campaign"},
@@ -178,6 +178,33 @@ TEST_F(CliExit, GroupOptionsAreAcceptedBeforeAndAfterTheSubcommand) {
        }) {
     SCOPED_TRACE(joined(args));
     EXPECT_EQ(nabla(args).exit_code, 1);
+  }
+}
+
+// `nabla` alone is where a newcomer starts: it names the three commands to
+// run first, each of them a real command, and exits 0.
+TEST_F(CliExit, NablaAloneNamesTheThreeFirstCommands) {
+  const CommandResult r = nabla({});
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_TRUE(r.stderr_text.empty()) << r.stderr_text;
+  std::vector<std::vector<std::string>> commands;
+  for (const std::string& line : lines_of(r.stdout_text)) {
+    std::istringstream words(line);
+    std::string word;
+    std::vector<std::string> command;
+    bool after_nabla = false;
+    while (words >> word) {
+      if (after_nabla && (word.find('.') != std::string::npos || word[0] == '-')) break;
+      if (after_nabla) command.push_back(word);
+      after_nabla = after_nabla || word == "nabla";
+    }
+    if (line.rfind("  ", 0) == 0 && !command.empty()) commands.push_back(command);
+  }
+  const std::vector<std::vector<std::string>> expected{{"demo"}, {"key", "new"}, {"run"}};
+  EXPECT_EQ(commands, expected) << r.stdout_text;
+  for (std::vector<std::string> command : commands) {
+    command.push_back("--help");
+    EXPECT_EQ(nabla(command).exit_code, 0) << joined(command);
   }
 }
 

@@ -2,10 +2,12 @@
 // documented exit code and writes no file (a missing database, an empty one,
 // an unknown run, a run id that is not a positive integer); a run that
 // failed half-way gets a page saying what is missing; no RUN reports the
-// newest run.
+// newest run; without Graphviz's dot the page is still written and one
+// line on stderr says what to install.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -93,6 +95,21 @@ TEST_F(ReportCommand, WithoutRunTheNewestRunIsReported) {
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   EXPECT_NE(r.stdout_text.find("(run " + std::to_string(newest) + ","), std::string::npos)
       << r.stdout_text;
+}
+
+TEST_F(ReportCommand, WithoutDotThePageIsWrittenAndOneLineSaysWhatToInstall) {
+  const std::int64_t run = nabla::report::testing::store_fake_campaign_run(db_);
+  const fs::path no_programs = dir_ / "empty-path";
+  fs::create_directories(no_programs);
+  const std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  ::setenv("PATH", no_programs.c_str(), 1);  // the child inherits it: no dot
+  const CommandResult r = nabla({"report", std::to_string(run), "--db", db_, "-o", page_});
+  ::setenv("PATH", path.c_str(), 1);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.stderr_text,
+            "nabla report: no link graph: Graphviz's `dot` is not on PATH (Debian: apt-get "
+            "install graphviz)");
+  EXPECT_TRUE(fs::exists(page_));
 }
 
 }  // namespace

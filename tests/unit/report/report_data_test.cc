@@ -6,8 +6,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -100,8 +103,17 @@ TEST_F(ReportData, CampaignPageHasTheGraphAndThreeChartsPerLink) {
   EXPECT_TRUE(page["header"]["campaign_file"].get<std::string>().find("report-fake") !=
               std::string::npos);
   EXPECT_TRUE(page["missing"].empty()) << page["missing"].dump();
-  EXPECT_EQ(chart_kinds(page["graph"]["charts"]), std::set<std::string>{"graph"});
+  // The graph laid out by dot: one edge per one-way link, SVG ids by link.
   EXPECT_EQ(page["graph"]["edges"].size(), 2u);
+  ASSERT_TRUE(page["graph"]["error"].is_null()) << page["graph"]["error"];
+  const std::string svg = page["graph"]["svg"].get<std::string>();
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  for (const json& e : page["graph"]["edges"]) {
+    EXPECT_NE(svg.find("id=\"link_" + std::to_string(e["link_id"].get<std::int64_t>()) + "\""),
+              std::string::npos);
+  }
+  EXPECT_NE(svg.find(">web</text>"), std::string::npos);  // the host's cluster label
+  EXPECT_NE(svg.find(">app:9002</text>"), std::string::npos);
   ASSERT_EQ(page["links"].size(), 2u);
   for (const json& link : page["links"]) {
     EXPECT_EQ(chart_kinds(link["charts"]),
@@ -227,6 +239,153 @@ TEST_F(ReportData, TwoRunsAreComparedWithDeltasAndCiOverlap) {
     EXPECT_EQ(g["cis_overlap"].get<bool>(), overlap);
   }
   EXPECT_EQ(chart_kinds(c["charts"]), std::set<std::string>{"compare-gradients"});
+}
+
+// The first section of a run shaped like `nabla demo`'s: the matrix holds
+// the stored gradients with their CIs and the truth, 9 of the 32 checks fail
+// and the status line says so instead of just "complete".
+TEST_F(ReportData, AnswerLeadsWithTheMatrixAndCountsFailedTruthChecks) {
+  const std::int64_t run = testing::store_topology_run(db_path_, testing::demo_shaped_topology());
+  const json page = page_data({run})["runs"][0];
+  const json& answer = page["answer"];
+  EXPECT_EQ(answer["status"], "complete: 9 of 32 truth checks failed");
+  EXPECT_EQ(answer["ok"], false);
+  EXPECT_EQ(page["header"]["status_line"], answer["status"]);
+  const json& matrix = answer["matrix"];
+  EXPECT_EQ(matrix["types"], (json{"/auth", "/bid", "/browse", "/view"}));
+  ASSERT_EQ(matrix["rows"].size(), 8u);
+  db::Store store = db::Store::open_read_only(db_path_);
+  std::size_t failed = 0, cells = 0;
+  double largest = 0;
+  for (const db::GradientRow& g : db::run_gradients(store.database(), run)) {
+    for (const json& row : matrix["rows"]) {
+      if (row["link_id"] != g.link.id) continue;
+      const std::size_t t = static_cast<std::size_t>(
+          std::find(matrix["types"].begin(), matrix["types"].end(), g.type) -
+          matrix["types"].begin());
+      const json& cell = row["cells"][t];
+      EXPECT_EQ(cell["value"].get<double>(), g.gradient.value);
+      EXPECT_EQ(cell["ci_low"].get<double>(), *g.gradient.ci_low);
+      EXPECT_EQ(cell["ci_high"].get<double>(), *g.gradient.ci_high);
+      ASSERT_TRUE(cell["truth"].is_number()) << row["link"];
+      failed += cell["verdict"] == "fail";
+      ++cells;
+    }
+    largest = std::max(largest, std::abs(g.gradient.value));
+  }
+  EXPECT_EQ(cells, 32u);
+  EXPECT_EQ(failed, 9u);
+  EXPECT_EQ(matrix["largest"].get<double>(), largest);
+  ASSERT_FALSE(answer["verdicts"].empty());
+  EXPECT_EQ(answer["verdicts"][0]["kind"], "truth");
+  EXPECT_EQ(answer["verdicts"][0]["details"].size(), 9u);
+  // The costliest links per type, largest |gradient| first.
+  ASSERT_EQ(answer["top_links"].size(), 4u);
+  for (const json& t : answer["top_links"]) {
+    ASSERT_EQ(t["links"].size(), 3u);
+    EXPECT_GE(std::abs(t["links"][0]["value"].get<double>()),
+              std::abs(t["links"][1]["value"].get<double>()));
+  }
+}
+
+TEST_F(ReportData, AnswerOfARunWhoseChecksAllPassSaysComplete) {
+  const std::int64_t run = testing::store_topology_run(db_path_, testing::wide_topology());
+  const json answer = page_data({run})["runs"][0]["answer"];
+  EXPECT_EQ(answer["status"], "complete");
+  EXPECT_EQ(answer["ok"], true);
+  EXPECT_EQ(answer["verdicts"][0]["ok"], true);
+  EXPECT_EQ(answer["matrix"]["rows"].size(), 16u);
+  EXPECT_TRUE(answer["warnings"].empty()) << answer["warnings"].dump();
+}
+
+// The step oracle's disagreements and a sweep that breaks are verdicts of
+// their own, and the status line names both.
+TEST_F(ReportData, AnswerCountsStepDisagreementsAndASweepThatBreaks) {
+  testing::TopologyRun topology = testing::wide_topology();
+  topology.steps = true;
+  topology.step_disagreements = 2;
+  topology.sweep = true;
+  const std::int64_t run = testing::store_topology_run(db_path_, topology);
+  const json answer = page_data({run})["runs"][0]["answer"];
+  std::map<std::string, json> by_kind;
+  for (const json& v : answer["verdicts"]) by_kind[v["kind"].get<std::string>()] = v;
+  ASSERT_TRUE(by_kind.count("step")) << answer["verdicts"].dump();
+  EXPECT_EQ(by_kind["step"]["ok"], false);
+  EXPECT_EQ(by_kind["step"]["text"],
+            "the step oracle disagrees with 2 of 48 gradients (disjoint CIs)");
+  EXPECT_EQ(by_kind["step"]["details"].size(), 2u);
+  ASSERT_TRUE(by_kind.count("linearity")) << answer["verdicts"].dump();
+  EXPECT_EQ(by_kind["linearity"]["ok"], false);
+  EXPECT_NE(by_kind["linearity"]["text"].get<std::string>().find("breaks at 8"), std::string::npos)
+      << by_kind["linearity"]["text"];
+  EXPECT_EQ(answer["status"].get<std::string>().rfind("complete: the step oracle disagrees", 0), 0u)
+      << answer["status"];
+}
+
+TEST_F(ReportData, AnswerWarnsOfANoisyPhaseMeasuredAgain) {
+  testing::TopologyRun topology = testing::wide_topology();
+  topology.repeated_phase = true;
+  const std::int64_t run = testing::store_topology_run(db_path_, topology);
+  const json page = page_data({run})["runs"][0];
+  const json& answer = page["answer"];
+  ASSERT_EQ(answer["warnings"].size(), 1u) << answer["warnings"].dump();
+  EXPECT_EQ(answer["warnings"][0],
+            "link " + page["answer"]["matrix"]["rows"][0]["link"].get<std::string>() +
+                ": measured again 1 time(s): an earlier attempt was too "
+                "noisy against the training");
+}
+
+TEST_F(ReportData, AnswerWarnsOfLinksThatCouldNotBeMeasured) {
+  const std::int64_t run = testing::store_failed_campaign_run(db_path_);
+  const json answer = page_data({run})["runs"][0]["answer"];
+  EXPECT_EQ(answer["status"], "failed");
+  ASSERT_EQ(answer["warnings"].size(), 1u);
+  EXPECT_EQ(answer["warnings"][0], "link tcp web/client:0 -> app/tier:9002 could not be measured");
+  EXPECT_EQ(answer["matrix"]["rows"][0]["measured"], false);
+}
+
+// Without Graphviz's dot the page still has everything else, and its graph
+// section says what to install.
+TEST_F(ReportData, GraphWithoutDotSaysWhatToInstall) {
+  const std::int64_t run = testing::store_fake_campaign_run(db_path_);
+  const std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  const fs::path empty = fs::path(db_path_ + "-empty-path");
+  fs::create_directories(empty);
+  ::setenv("PATH", empty.c_str(), 1);
+  const json page = page_data({run})["runs"][0];
+  ::setenv("PATH", path.c_str(), 1);
+  fs::remove_all(empty);
+  EXPECT_TRUE(page["graph"]["svg"].is_null());
+  EXPECT_EQ(page["graph"]["error"],
+            "no link graph: Graphviz's `dot` is not on PATH (Debian: apt-get install graphviz)");
+  EXPECT_EQ(page["links"].size(), 2u);
+}
+
+// A fault experiment's windows against its SLO, as stored; its failed
+// verdict leads the page.
+TEST_F(ReportData, ExperimentsShowEveryWindowAgainstTheSloAndLeadWithTheVerdict) {
+  const std::int64_t run = testing::store_experiment_run(db_path_);
+  const json page = page_data({run})["runs"][0];
+  ASSERT_EQ(page["experiments"].size(), 1u);
+  const json& e = page["experiments"][0];
+  EXPECT_EQ(e["name"], "db-slow");
+  EXPECT_EQ(e["verdict"], "fail");
+  db::Store store = db::Store::open_read_only(db_path_);
+  const auto stored = db::run_experiments(store.database(), run);
+  ASSERT_EQ(e["checks"].size(), stored[0].checks.size());
+  for (std::size_t i = 0; i < stored[0].checks.size(); ++i) {
+    const db::ExperimentCheck& c = stored[0].checks[i];
+    EXPECT_EQ(e["checks"][i]["window"], c.window);
+    EXPECT_EQ(e["checks"][i]["term"], c.term);
+    EXPECT_EQ(e["checks"][i]["bound"].get<double>(), c.bound);
+    EXPECT_EQ(e["checks"][i]["value"].get<double>(), c.value);
+    EXPECT_EQ(e["checks"][i]["verdict"], c.verdict);
+  }
+  EXPECT_EQ(page["answer"]["status"], "complete: experiment db-slow: SLO fail");
+  const json& v = page["answer"]["verdicts"][0];
+  EXPECT_EQ(v["kind"], "experiment");
+  EXPECT_EQ(v["ok"], false);
+  EXPECT_EQ(v["details"], (json{"fault p99: 23.25 ms against 20 ms"}));
 }
 
 TEST_F(ReportData, UnknownRunIsRefusedNamingIt) {

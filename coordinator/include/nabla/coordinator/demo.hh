@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "nabla/campaign/truth_check.hh"
 #include "nabla/testbed/demo_service.hh"
 #include "nabla/testbed/demo_testbed.hh"
 
@@ -72,39 +73,13 @@ struct DemoOptions {
 testbed::DemoCampaign demo_campaign(const tier::ServiceModel& model, bool quick, std::uint64_t seed,
                                     const std::string& schedule = "sequential");
 
-// Acceptance of one measured gradient: |value - truth| <= 10% of
-// max(|truth|, 1) (an absolute 0.1 for zero truths), the CI contains the
-// truth, and the throughput did not change by 5% or more during the link's
-// measurement.
-// Throughput is judged per link over all types (the rate of completed
-// requests in the link's active phase against the training phase), not per
-// type: in open loop the send schedule ignores the injection, so a change
-// means lost or timed-out requests, and the per-type rate of a few hundred
-// requests carries several percent of Poisson noise alone. It FAILs when the
-// change exceeds 5% by more than two standard errors of that counting noise
-// (se = sqrt(1/n_active + 1/n_training)), i.e. when the data show a change
-// of more than 5%.
-struct GradientCheck {
-  std::string link;  // campaign label
-  std::string type;
-  std::optional<double> truth;  // none: a link the service model does not know
-  std::optional<double> value, ci_low, ci_high;
-  std::optional<double> throughput_change;       // stored per (link, type), shown only
-  std::optional<double> link_throughput_change;  // judged
-  double link_throughput_se = 0;
-  bool pass = false;
-  std::string why;  // what failed, empty on PASS
-};
-GradientCheck check_gradient(std::string link, std::string type, std::optional<double> truth,
-                             std::optional<double> value, std::optional<double> ci_low,
-                             std::optional<double> ci_high,
-                             std::optional<double> link_throughput_change,
-                             double link_throughput_se = 0);
+// Acceptance of one measured gradient against the truth: the rule and the
+// check of a stored run are campaign/truth_check.hh's, shared with
+// `nabla report`.
+using campaign::check_gradient;
+using campaign::check_run_gradients;
+using campaign::GradientCheck;
 
-// Every gradient of the run beside the truth, plus a FAIL row for each
-// (link, type) of the truth the run did not measure. Sorted by link, type.
-std::vector<GradientCheck> check_run_gradients(db::Database& db, std::int64_t run_id,
-                                               const testbed::TruthTable& truth);
 // The checks as a table with a PASS/FAIL column, and as JSON.
 void print_gradient_checks(const std::vector<GradientCheck>& checks, std::ostream& out);
 nlohmann::json gradient_checks_json(const std::vector<GradientCheck>& checks);
