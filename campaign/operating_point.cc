@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "nabla/common/units.hh"
+#include "nabla/db/reads.hh"
 
 namespace nabla::campaign {
 
@@ -76,6 +77,28 @@ std::string describe_shift(const OperatingPointShift& s) {
     text +=
         ", mean " + signed_duration(s.mean_ns) + " over " + std::to_string(s.phases) + " phases";
   return text;
+}
+
+std::vector<OperatingPointShift> stored_operating_point_shifts(db::Database& db,
+                                                               std::int64_t run_id) {
+  std::vector<PhaseShift> rows;
+  for (const db::GradientRow& row : db::run_gradients(db, run_id)) {
+    if (row.gradient.perturbation_ns) {
+      rows.push_back({row.link.label, row.type, *row.gradient.perturbation_ns});
+    }
+  }
+  if (rows.empty()) return {};
+  std::vector<std::string> types;
+  std::vector<double> means;
+  for (const auto& [type, latencies] :
+       db::latencies_by_type(db, run_id, db::PhaseKind::kTraining)) {
+    if (latencies.empty()) continue;
+    double sum = 0;
+    for (std::int64_t l : latencies) sum += static_cast<double>(l);
+    types.push_back(type);
+    means.push_back(sum / static_cast<double>(latencies.size()));
+  }
+  return operating_point_shifts(rows, types, means);
 }
 
 }  // namespace nabla::campaign

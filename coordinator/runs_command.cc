@@ -126,28 +126,10 @@ json gradients_json(const std::vector<db::GradientRow>& rows,
 
 // Per type, how far the measurement moved the mean response from the
 // training's (campaign/operating_point.hh); empty without gradient rows.
-json operating_point_json(db::Database& db, std::int64_t run_id,
-                          const std::vector<db::GradientRow>& rows) {
-  std::vector<campaign::PhaseShift> shifts;
-  for (const db::GradientRow& row : rows) {
-    if (row.gradient.perturbation_ns) {
-      shifts.push_back({row.link.label, row.type, *row.gradient.perturbation_ns});
-    }
-  }
+json operating_point_json(db::Database& db, std::int64_t run_id) {
   json out = json::array();
-  if (shifts.empty()) return out;
-  std::vector<std::string> types;
-  std::vector<double> means;
-  for (const auto& [type, latencies] :
-       db::latencies_by_type(db, run_id, db::PhaseKind::kTraining)) {
-    if (latencies.empty()) continue;
-    double sum = 0;
-    for (std::int64_t l : latencies) sum += static_cast<double>(l);
-    types.push_back(type);
-    means.push_back(sum / static_cast<double>(latencies.size()));
-  }
   for (const campaign::OperatingPointShift& s :
-       campaign::operating_point_shifts(shifts, types, means)) {
+       campaign::stored_operating_point_shifts(db, run_id)) {
     out.push_back({{"type", s.type},
                    {"training_mean_ns", or_null(s.training_mean_ns)},
                    {"largest_shift_ns", s.largest_ns},
@@ -339,7 +321,7 @@ json runs_show(const std::string& db_path, std::int64_t run_id) {
   // The lists replace the summary's counts of the same name.
   const std::vector<db::GradientRow> gradient_rows = db::run_gradients(db, run_id);
   out["gradients"] = gradients_json(gradient_rows, db::run_gradient_amplitudes(db, run_id));
-  out["operating_point_shift"] = operating_point_json(db, run_id, gradient_rows);
+  out["operating_point_shift"] = operating_point_json(db, run_id);
   out["tail_results"] = tail_results_json(db::run_tail_results(db, run_id));
   if (json accel = accel_section_json(db, run_id); !accel.is_null()) out["accel"] = accel;
   if (json memlat = memlat_section_json(db, run_id); !memlat.is_null()) out["memlat"] = memlat;

@@ -9,6 +9,7 @@
 
 #include "charts.hh"
 #include "nabla/analysis/sweep.hh"
+#include "nabla/campaign/operating_point.hh"
 #include "nabla/campaign/truth_check.hh"
 #include "nabla/common/link_label.hh"
 #include "page_model.hh"
@@ -210,10 +211,29 @@ json experiment_verdicts(db::Database& db, const StoredRun& run) {
   return out;
 }
 
+// How far the measurement moved each type's mean response from the
+// training's: not a pass or fail, the operating point the gradients were
+// read at (campaign/operating_point.hh).
+json operating_point_verdict(db::Database& db, const StoredRun& run) {
+  json details = json::array();
+  for (const campaign::OperatingPointShift& s :
+       campaign::stored_operating_point_shifts(db, run.info.id)) {
+    details.push_back(campaign::describe_shift(s));
+  }
+  if (details.empty()) return nullptr;
+  return verdict("operating_point", nullptr,
+                 "operating-point shift: the largest mean response of one phase minus the "
+                 "training's, per type",
+                 details);
+}
+
 json run_verdicts(db::Database& db, const StoredRun& run,
                   const std::vector<campaign::GradientCheck>& checks) {
   json out = json::array();
   if (!checks.empty()) out.push_back(truth_verdict(checks));
+  if (json shift = operating_point_verdict(db, run); !shift.is_null()) {
+    out.push_back(std::move(shift));
+  }
   if (json step = step_verdict(run); !step.is_null()) out.push_back(std::move(step));
   for (json& v : linearity_verdicts(db, run)) out.push_back(std::move(v));
   for (json& v : experiment_verdicts(db, run)) out.push_back(std::move(v));

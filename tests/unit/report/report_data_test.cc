@@ -279,6 +279,16 @@ TEST_F(ReportData, AnswerLeadsWithTheMatrixAndCountsFailedTruthChecks) {
   ASSERT_FALSE(answer["verdicts"].empty());
   EXPECT_EQ(answer["verdicts"][0]["kind"], "truth");
   EXPECT_EQ(answer["verdicts"][0]["details"].size(), 9u);
+  // The operating-point shift: per type, the last link's phase moved the
+  // responses most (0.8 ms; 0.1 to 0.8 ms, mean 0.45), a note rather than a
+  // pass or fail.
+  ASSERT_GE(answer["verdicts"].size(), 2u);
+  const json& shift = answer["verdicts"][1];
+  EXPECT_EQ(shift["kind"], "operating_point");
+  EXPECT_TRUE(shift["ok"].is_null());
+  ASSERT_EQ(shift["details"].size(), 4u);
+  EXPECT_EQ(shift["details"][0],
+            "/auth +800 us in tcp db:8083 -> app:0's phase, mean +450 us over 8 phases");
   // The costliest links per type, largest |gradient| first.
   ASSERT_EQ(answer["top_links"].size(), 4u);
   for (const json& t : answer["top_links"]) {

@@ -273,6 +273,8 @@ std::int64_t store_topology_run(const std::string& db_path, const TopologyRun& t
       if (misses > 0) --misses;
       g.ci_low = g.value - 0.05;
       g.ci_high = g.value + 0.05;
+      // Each later link's phase moved the responses more: 0.1 ms per link.
+      g.perturbation_ns = 100'000.0 * static_cast<double>(i + 1);
       if (topology.steps) add_step(g, steps_disagreeing > 0 ? 1.0 : 0.0);
       if (steps_disagreeing > 0) --steps_disagreeing;
       const std::int64_t gradient_id = store.add_gradient(g);

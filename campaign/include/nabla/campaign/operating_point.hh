@@ -6,10 +6,16 @@
 // phase minus the training mean); this folds them per type into the largest
 // shift, the link whose phase caused it, and the mean over the phases.
 //
-// Pure: the rows come from a finished campaign or from the database.
+// The folding is pure; the rows come from a finished campaign or from the
+// database.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
+
+namespace nabla::db {
+class Database;
+}
 
 namespace nabla::campaign {
 
@@ -40,5 +46,10 @@ std::vector<OperatingPointShift> operating_point_shifts(
 
 // "/view +1.20 ms (+85% of 1.41 ms) in app -> db:8082's phase, mean +0.41 ms".
 std::string describe_shift(const OperatingPointShift& s);
+
+// The same for a stored run: its gradient rows' perturbations and the mean
+// response of its training phase's samples per type. Empty without rows.
+std::vector<OperatingPointShift> stored_operating_point_shifts(db::Database& db,
+                                                               std::int64_t run_id);
 
 }  // namespace nabla::campaign
