@@ -19,6 +19,7 @@
 #   bash bench/campaign/schedule.sh build full                       # quiet machine
 #   NABLA_BENCH_RUNS=10 NABLA_BENCH_BESIDE=build bash bench/campaign/schedule.sh build full
 set -euo pipefail
+. "$(dirname "$0")/../beside_build.bash"
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-build}" && pwd)
 size=${2:-full}
@@ -34,24 +35,13 @@ flags=()
 [ "$size" = quick ] && flags+=(--quick)
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/nabla-schedule-XXXXXX")
-beside_pid=
 cleanup() {
-  if [ -n "$beside_pid" ]; then kill -- -"$beside_pid" 2>/dev/null || true; wait "$beside_pid" 2>/dev/null || true; fi
+  stop_beside_build
   rm -rf "$work"
 }
 trap cleanup EXIT
 trap "exit 130" INT TERM
-
-condition="quiet machine"
-if [ "${NABLA_BENCH_BESIDE:-}" = build ]; then
-  cmake -S "$src" -B "$work/beside" -G Ninja -DNABLA_BUILD_TESTS=OFF >/dev/null
-  set -m
-  ( while :; do ninja -C "$work/beside" -t clean >/dev/null; ninja -C "$work/beside" -j2 >/dev/null 2>&1 || true; done ) &
-  beside_pid=$!
-  set +m
-  condition="a build of the project running beside it (-j2)"
-  sleep 20  # let the build reach its compile phase
-fi
+start_beside_build "$src" "$work"
 
 echo "nabla demo ($size) per schedule, $condition; $runs run(s) each, interleaved"
 for run in $(seq "$runs"); do

@@ -22,6 +22,7 @@
 # e.g. "--slice off"), NABLA_BENCH_MAX_DURATION (the flag's default, 120s).
 set -euo pipefail
 . "$(dirname "$0")/servers.bash"
+. "$(dirname "$0")/../beside_build.bash"
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-build}" && pwd)
 cmake --build "$build" --target nabla >/dev/null
@@ -37,9 +38,8 @@ max_duration=${NABLA_BENCH_MAX_DURATION:-120s}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/nabla-real-servers-XXXXXX")
 pids=()
-beside_pid=
 cleanup() {
-  if [ -n "$beside_pid" ]; then kill -- -"$beside_pid" 2>/dev/null || true; wait "$beside_pid" 2>/dev/null || true; fi
+  stop_beside_build
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   rm -rf "$work"
@@ -47,16 +47,7 @@ cleanup() {
 trap cleanup EXIT
 trap "exit 130" INT TERM
 
-condition="quiet machine"
-if [ "${NABLA_BENCH_BESIDE:-}" = build ]; then
-  cmake -S "$src" -B "$work/beside" -G Ninja -DNABLA_BUILD_TESTS=OFF >/dev/null
-  set -m
-  ( while :; do ninja -C "$work/beside" -t clean >/dev/null; ninja -C "$work/beside" -j2 >/dev/null 2>&1 || true; done ) &
-  beside_pid=$!
-  set +m
-  condition="a build of the project running beside it (-j2)"
-  sleep 20  # let the build reach its compile phase
-fi
+start_beside_build "$src" "$work"
 
 declare -A url
 if [[ " $servers " == *" memcached "* ]]; then

@@ -1,0 +1,27 @@
+# Shared by the bench scripts (sourced, not run by bench/run.sh): with
+# NABLA_BENCH_BESIDE=build, a build of this project (its own build tree in
+# WORK/beside, cleaned and rebuilt in a loop, -j2: load about 2 on 2 cores)
+# runs beside the measurements. Sets `condition` for the output and
+# `beside_pid`, the loop's process group, which stop_beside_build ends.
+#   usage: start_beside_build SRC_DIR WORK_DIR
+
+beside_pid=
+condition="quiet machine"
+
+start_beside_build() {
+  [ "${NABLA_BENCH_BESIDE:-}" = build ] || return 0
+  cmake -S "$1" -B "$2/beside" -G Ninja -DNABLA_BUILD_TESTS=OFF >/dev/null
+  set -m
+  ( while :; do ninja -C "$2/beside" -t clean >/dev/null; ninja -C "$2/beside" -j2 >/dev/null 2>&1 || true; done ) &
+  beside_pid=$!
+  set +m
+  condition="a build of the project running beside it (-j2)"
+  sleep 20  # let the build reach its compile phase
+}
+
+stop_beside_build() {
+  if [ -n "$beside_pid" ]; then
+    kill -- -"$beside_pid" 2>/dev/null || true
+    wait "$beside_pid" 2>/dev/null || true
+  fi
+}
