@@ -147,8 +147,13 @@ common::RpcClient& RpcDaemons::injectd(const std::string& node, milliseconds tim
 std::optional<FlowsPage> RpcDaemons::list_flows(const std::string& node, std::uint64_t cursor) {
   auto it = nodes_.find(node);
   if (it == nodes_.end() || !it->second.sniffd) return std::nullopt;
-  return flows_list_answer(it->second.sniffd->call(protocol::FlowsListParams::kMethod,
-                                                   flows_list_params(cursor), timeout_));
+  Entry& e = it->second;
+  if (!e.sniffd->connected()) {  // e.g. closed by the daemon's idle timeout
+    e.sniffd.reset();
+    e.sniffd.emplace(connect_daemon(*e.node, "nabla-sniffd", *e.node->sniffd, e.key, timeout_));
+  }
+  return flows_list_answer(
+      e.sniffd->call(protocol::FlowsListParams::kMethod, flows_list_params(cursor), timeout_));
 }
 
 std::string RpcDaemons::start_injection(const std::string& node, const InjectionRequest& request) {

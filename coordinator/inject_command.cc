@@ -177,6 +177,9 @@ int run_inject(const InjectOptions& o, std::ostream& out, std::ostream& err) {
   const std::string id = started.id;
   const std::int64_t t0 = common::monotonic_ns();
   const std::int64_t lease_ns = static_cast<std::int64_t>(o.lease_s * 1e9);
+  // At least every minute, so the connection is never idle long enough for
+  // the daemon's idle timeout (10 min) to close it.
+  const std::int64_t renew_every_ns = std::min<std::int64_t>(lease_ns / 3, 60'000'000'000);
   const bool live = !o.json && ::isatty(STDERR_FILENO);
   if (live) {
     err << "injecting " << id << " on " << started.link << " (seed " << started.seed
@@ -198,7 +201,7 @@ int run_inject(const InjectOptions& o, std::ostream& out, std::ostream& err) {
         break;
       }
       const std::int64_t after = common::monotonic_ns();
-      if (after - last_renew >= lease_ns / 3) {
+      if (after - last_renew >= renew_every_ns) {
         client.call(protocol::LeaseRenewParams::kMethod,
                     protocol::LeaseRenewParams{id, std::nullopt}.to_json(), kCallTimeout);
         last_renew = after;
@@ -250,7 +253,7 @@ void register_inject_command(CLI::App& app) {
   cmd->add_option("--dir", o->direction, "where on the node: out, in or fwd")->default_val("out");
   register_fault_flags(*cmd, o->faults);
   cmd->add_option("--for", *for_text, "duration, e.g. 30s (default: until Ctrl-C)");
-  cmd->add_option("--lease", o->lease_s, "lease in seconds; renewed every third of it")
+  cmd->add_option("--lease", o->lease_s, "lease in seconds; renewed every third of it (at least every minute)")
       ->default_val(10.0);
   cmd->add_option("--seed", o->seed, "seed for the fault generators (default: random, reported)");
   cmd->add_flag("--json", o->json, "print the final statistics as JSON");

@@ -2,7 +2,8 @@
 // The production Daemons (environment.hh): one authenticated RpcClient per
 // nabla-injectd and per nabla-sniffd of the campaign's nodes, opened up
 // front; an unreachable daemon is one error naming the node. A client whose
-// connection broke is reconnected at its next call. lease.renew retries once
+// connection broke, or was closed by the daemon's idle timeout, is
+// reconnected at its next call. lease.renew retries once
 // after a transport error and never after the daemon's own refusal (the
 // injection is gone: no retry helps). Calls throw the client's errors as
 // they are (environment.hh).
