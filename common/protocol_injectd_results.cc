@@ -109,7 +109,8 @@ json InjectionDescription::to_json() const {
               {"delay", delay.to_result_json()},
               {"lease_s", lease_s},
               {"lease_remaining_s", lease_remaining_s},
-              {"running_s", running_s}};
+              {"running_s", running_s},
+              {"owner", owner}};
 }
 
 InjectionDescription InjectionDescription::from_json(const json& result) {
@@ -128,6 +129,10 @@ InjectionDescription InjectionDescription::from_json(const json& result) {
   d.lease_s = in.number("lease_s");
   d.lease_remaining_s = in.number("lease_remaining_s");
   d.running_s = in.number("running_s");
+  if (const json* owner = in.find("owner")) {
+    if (!owner->is_string()) bad_field("owner", "must be a string");
+    d.owner = owner->get<std::string>();
+  }
   return d;
 }
 

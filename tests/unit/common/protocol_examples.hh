@@ -29,13 +29,16 @@ inline InjectionSettings settings() {
 }
 
 inline InjectStartParams inject_start_params() {
-  return InjectStartParams{"udp 10.0.0.1 -> 10.0.0.2:9000", Direction::kIn, settings()};
+  InjectStartParams p{"udp 10.0.0.1 -> 10.0.0.2:9000", Direction::kIn, settings()};
+  p.owner = "run-5f3a9c";
+  return p;
 }
 
 inline InjectUpdateParams inject_update_params() {
   InjectUpdateParams p{"inj-1", {}};
   p.settings.delay = Wave::constant(3'000'000);
   p.settings.lease_s = 20.0;
+  p.owner = "run-5f3a9c";
   return p;
 }
 
@@ -48,7 +51,8 @@ inline InjectionDescription injection_description() {
                               Wave::square(5'000'000, 1'000'000'000),
                               10.0,
                               7.5,
-                              2.5};
+                              2.5,
+                              "session run-5f3a9c, key 0123456789abcdef"};
 }
 
 inline DelaySummary delay(int64_t mean_ns) {

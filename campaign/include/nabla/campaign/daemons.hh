@@ -8,6 +8,10 @@
 // injection is gone: no retry helps). Calls throw the client's errors as
 // they are (environment.hh).
 //
+// Every injection of a run carries the run's session token (`owner`,
+// "run-" + 16 random hex digits): the daemons let only this run stop or
+// renew it, also after a reconnection (docs/security.md).
+//
 // The JSON of every message the campaign sends or reads is built or read in
 // one function each (daemons.cc), with the shapes of docs/protocol.md.
 #include <chrono>
@@ -46,6 +50,7 @@ class RpcDaemons final : public Daemons {
   common::RpcClient& injectd(const std::string& node, std::chrono::milliseconds timeout);
 
   std::chrono::milliseconds timeout_;
+  std::string session_;  // this run's owner token
   std::map<std::string, Entry> nodes_;
 };
 
