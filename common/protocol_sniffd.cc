@@ -231,6 +231,8 @@ json SnifferInfo::to_json() const {
            {"sockets_last_scan", sockets_last_scan},
            {"last_scan_ns", last_scan_ns},
            {"flows", flows},
+           {"max_flows", max_flows},
+           {"flows_refused", flows_refused},
            {"namespaces", namespaces},
            {"sock_diag",
             {{"messages", sock_diag.messages},
@@ -269,6 +271,8 @@ SnifferInfo SnifferInfo::from_json(const json& result) {
   s.sockets_last_scan = in.unsigned_integer("sockets_last_scan");
   s.last_scan_ns = in.integer("last_scan_ns");
   s.flows = in.unsigned_integer("flows");
+  s.max_flows = in.unsigned_or("max_flows", 0);
+  s.flows_refused = in.unsigned_or("flows_refused", 0);
   s.namespaces = in.unsigned_or("namespaces", 1);
   const ObjectReader sd = in.object("sock_diag");
   s.sock_diag = {sd.unsigned_integer("messages"), sd.unsigned_integer("malformed"),

@@ -117,6 +117,8 @@ nlohmann::json daemon_info(const Sniffer& sniffer, const protocol::NodeFacts& no
   info.sockets_last_scan = s.sockets_last_scan;
   info.last_scan_ns = s.last_scan_ns;
   info.flows = s.flows;
+  info.max_flows = o.max_flows;
+  info.flows_refused = s.flows_refused;
   info.namespaces = s.namespaces;
   info.sock_diag = {s.sock_diag.messages, s.sock_diag.malformed, s.sock_diag.short_tcp_info,
                     s.sock_diag.errors};

@@ -86,6 +86,7 @@ void Sniffer::add_namespace_stats(SnifferStats& s) const {
     s.destroy_lost += o.destroy_lost;
     s.sockets_last_scan += o.sockets_last_scan;
     s.flows += o.flows;
+    s.flows_refused += o.flows_refused;
   }
 }
 

@@ -151,6 +151,8 @@ inline SnifferInfo sniffd_info() {
   s.sockets_last_scan = 40;
   s.last_scan_ns = 1'700'000'000'000'000'000;
   s.flows = 6;
+  s.max_flows = 65536;
+  s.flows_refused = 2;
   s.namespaces = 3;
   s.sock_diag = {480, 0, 0, 0};
   s.conntrack = {true, 30, 2, 0, 0};

@@ -66,7 +66,8 @@ struct SnifferOptions {
   bool conntrack_rule = true;                // with conntrack: install the chain that keeps it live
   bool destroy_events = true;                // subscribe to sock_diag destroy notifications
   std::vector<uint16_t> control_ports = {7311, 7312};
-  NamespaceSelection namespaces;  // scanned besides its own (default: none)
+  size_t max_flows = kDefaultMaxFlows;  // per network namespace's table
+  NamespaceSelection namespaces;        // scanned besides its own (default: none)
   NamespaceRoots namespace_roots;
 };
 
@@ -97,7 +98,8 @@ struct SnifferStats {
   DumpCounters destroy;
   uint64_t destroy_lost = 0;  // notifications the kernel dropped (ENOBUFS)
   size_t flows = 0;
-  size_t namespaces = 1;  // scanned, its own included
+  uint64_t flows_refused = 0;  // new flows not recorded: a table was full
+  size_t namespaces = 1;       // scanned, its own included
 };
 
 // A flow as reported: the record plus whether it is a control connection.
