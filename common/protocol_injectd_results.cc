@@ -274,6 +274,7 @@ json InjectorInfo::to_json() const {
            {"injections", injections},
            {"uptime_s", uptime_s}};
   node.write_to(out);
+  control.write_to(out);
   return out;
 }
 
@@ -297,6 +298,7 @@ InjectorInfo InjectorInfo::from_json(const json& result) {
   info.injections = in.unsigned_integer("injections");
   info.uptime_s = in.number("uptime_s");
   info.node = NodeFacts::read_from(result);
+  info.control = ControlCounters::read_from(result);
   return info;
 }
 

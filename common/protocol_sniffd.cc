@@ -251,6 +251,7 @@ json SnifferInfo::to_json() const {
              {"malformed", destroy.malformed},
              {"lost", destroy.lost}}}};
   node.write_to(out);
+  control.write_to(out);
   return out;
 }
 
@@ -285,6 +286,7 @@ SnifferInfo SnifferInfo::from_json(const json& result) {
   s.destroy = {d.boolean("enabled"), d.unsigned_integer("notifications"),
                d.unsigned_integer("malformed"), d.unsigned_integer("lost")};
   s.node = NodeFacts::read_from(result);
+  s.control = ControlCounters::read_from(result);
   return s;
 }
 

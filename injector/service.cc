@@ -333,6 +333,7 @@ json InjectorService::info(const json& params) {
   info.injections = active_.size();
   info.uptime_s = static_cast<double>(clock_() - started_ns_) / 1e9;
   info.node = options_.node;
+  if (control_counters_) info.control = control_counters_();
   return info.to_json();
 }
 
@@ -358,6 +359,7 @@ void InjectorService::stop_all() noexcept {
 }
 
 void InjectorService::register_methods(common::RpcServer& server) {
+  control_counters_ = [&server] { return common::control_counters(server); };
   using Caller = common::RpcCaller;
   server.add_method_with_caller("inject.start",
                                 [this](const json& p, const Caller& c) { return start(p, c); });

@@ -107,6 +107,7 @@ TEST(ControlLockout, SilentSocketsFromOnePeerDoNotStopAnotherPeersRequests) {
   const common::Key key = common::generate_key_file(key_path);
   const std::string log = temp_path("injectd.log");
   int answered = 0;
+  nlohmann::json last_info;
   std::vector<std::string> failures;
   {
     ChildProcess daemon({NABLA_INJECTD_PATH, "--listen",
@@ -126,6 +127,7 @@ TEST(ControlLockout, SilentSocketsFromOnePeerDoNotStopAnotherPeersRequests) {
               common::call_in_namespace(bed.sender(), testbed::kReceiverIp, kPort, key_source,
                                         "daemon.info", nlohmann::json::object(), 5s);
           if (info.contains("pid")) ++answered;
+          last_info = info;
         } catch (const std::exception& e) {
           failures.push_back(e.what());
         }
@@ -138,7 +140,11 @@ TEST(ControlLockout, SilentSocketsFromOnePeerDoNotStopAnotherPeersRequests) {
     EXPECT_EQ(daemon.wait(10s), 0) << common::read_text_file(log);
   }
   EXPECT_EQ(answered, kRequests) << (failures.empty() ? "" : failures.front());
-  // The silent peer met the per-peer limit, not the connection limit.
+  // The silent peer met the per-peer limit, not the connection limit, and
+  // daemon.info says so.
+  ASSERT_TRUE(last_info.contains("control")) << last_info.dump();
+  EXPECT_GT(last_info["control"]["refused_per_peer"].get<uint64_t>(), 0u);
+  EXPECT_EQ(last_info["control"]["refused_full"], 0);
   const std::string text = common::read_text_file(log);
   EXPECT_NE(text.find("unauthenticated connections"), std::string::npos) << text;
   EXPECT_EQ(text.find("already open"), std::string::npos) << text;

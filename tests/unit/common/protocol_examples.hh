@@ -112,6 +112,7 @@ inline InjectorInfo injectd_info() {
   info.injections = 1;
   info.uptime_s = 12.0;
   info.node = node_facts({{"nfqueue", {true, "queue 0 binds; iptables works"}}});
+  info.control = {0, 120, 8, 1};
   return info;
 }
 
@@ -160,6 +161,7 @@ inline SnifferInfo sniffd_info() {
   s.node = node_facts({{"sock_diag", {true, "sock_diag dump"}},
                        {"conntrack", {false, "turned off (--no-conntrack)"}},
                        {"destroy", {true, "destroy notifications"}}});
+  s.control = {0, 120, 8, 1};
   return s;
 }
 

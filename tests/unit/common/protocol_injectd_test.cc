@@ -58,6 +58,10 @@ TEST(InjectdMessages, OptionalPartsRoundTripWhenAbsent) {
   const InjectStatsResult only{examples::injection_description(), {}, {}, {}};
   EXPECT_EQ(InjectStatsResult::from_json(only.to_json()), only);
   InjectorInfo info = examples::injectd_info();
+  // An older daemon's answer without "control" reads as all zero.
+  json older = info.to_json();
+  older.erase("control");
+  EXPECT_EQ(InjectorInfo::from_json(older).control, ControlCounters{});
   info.cpu_latency.limit_us.reset();
   EXPECT_TRUE(info.to_json()["cpu_latency"]["limit_us"].is_null());
   EXPECT_EQ(InjectorInfo::from_json(info.to_json()), info);

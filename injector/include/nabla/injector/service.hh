@@ -123,6 +123,8 @@ class InjectorService {
   std::unique_ptr<common::CpuLatencyRequest> cpu_latency_;
   std::string cpu_latency_error_;  // why the last attempt failed, if it did
   uint64_t next_id_ = 1;
+  // daemon.info's "control", from the server register_methods was given.
+  std::function<common::protocol::ControlCounters()> control_counters_;
   std::mt19937_64 seed_source_;
   int64_t started_ns_;
 };

@@ -409,6 +409,7 @@ struct InjectorInfo {
   uint64_t injections = 0;
   double uptime_s = 0.0;
   NodeFacts node;  // features: "nfqueue", "cpu_latency"
+  ControlCounters control;
   bool operator==(const InjectorInfo&) const = default;
 
   nlohmann::json to_json() const;

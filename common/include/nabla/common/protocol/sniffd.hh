@@ -141,6 +141,7 @@ struct SnifferInfo {
   Conntrack conntrack;
   Destroy destroy;
   NodeFacts node;  // features: "sock_diag", "conntrack", "destroy", "cpu_latency"
+  ControlCounters control;
   bool operator==(const SnifferInfo&) const = default;
 
   nlohmann::json to_json() const;
