@@ -234,6 +234,8 @@ json SnifferInfo::to_json() const {
            {"max_flows", max_flows},
            {"flows_refused", flows_refused},
            {"namespaces", namespaces},
+           {"max_namespaces", max_namespaces},
+           {"namespaces_skipped", namespaces_skipped},
            {"sock_diag",
             {{"messages", sock_diag.messages},
              {"malformed", sock_diag.malformed},
@@ -275,6 +277,8 @@ SnifferInfo SnifferInfo::from_json(const json& result) {
   s.max_flows = in.unsigned_or("max_flows", 0);
   s.flows_refused = in.unsigned_or("flows_refused", 0);
   s.namespaces = in.unsigned_or("namespaces", 1);
+  s.max_namespaces = in.unsigned_or("max_namespaces", 0);
+  s.namespaces_skipped = in.unsigned_or("namespaces_skipped", 0);
   const ObjectReader sd = in.object("sock_diag");
   s.sock_diag = {sd.unsigned_integer("messages"), sd.unsigned_integer("malformed"),
                  sd.unsigned_integer("short_tcp_info"), sd.unsigned_integer("errors")};

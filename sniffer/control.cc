@@ -121,6 +121,8 @@ nlohmann::json daemon_info(const Sniffer& sniffer, const protocol::NodeFacts& no
   info.max_flows = o.max_flows;
   info.flows_refused = s.flows_refused;
   info.namespaces = s.namespaces;
+  info.max_namespaces = o.max_namespaces;
+  info.namespaces_skipped = s.namespaces_skipped;
   info.sock_diag = {s.sock_diag.messages, s.sock_diag.malformed, s.sock_diag.short_tcp_info,
                     s.sock_diag.errors};
   info.conntrack = {s.conntrack_enabled, s.conntrack.events, s.conntrack.ignored,

@@ -34,6 +34,7 @@ one in /run/nabla (see docs/protocol.md, "Local control").)");
   uint64_t count = 0;
   uint64_t min_messages = 1;
   uint64_t max_flows = nabla::sniffer::kDefaultMaxFlows;
+  uint64_t max_namespaces = 256;
   std::string listen = "127.0.0.1:7312";
   std::string key_file;
   int64_t report_protocol_version = nabla::common::kProtocolVersion;
@@ -60,6 +61,9 @@ one in /run/nabla (see docs/protocol.md, "Local control").)");
   // Test-only: claim another protocol version in daemon.info, so the
   // version check of `nabla nodes check` can be tested against a real daemon.
   app.add_option("--report-protocol-version", report_protocol_version)->group("");
+  app.add_option("--max-namespaces", max_namespaces,
+                 "network namespaces scanned besides its own, at most (default 256)")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{100'000}));
   app.add_option("--netns", netns,
                  "network namespaces to scan besides its own: all (every named one and every "
                  "process's), self, or NAME,... under /run/netns (default auto: all when started "
@@ -87,6 +91,7 @@ one in /run/nabla (see docs/protocol.md, "Local control").)");
     }
     opts.sniffer.min_messages = min_messages;
     opts.sniffer.max_flows = max_flows;
+    opts.sniffer.max_namespaces = max_namespaces;
     opts.sniffer.conntrack = !no_conntrack;
     opts.sniffer.conntrack_rule = !no_conntrack_rule;
     opts.sniffer.destroy_events = !no_destroy;

@@ -118,7 +118,8 @@ TEST(ControlLockout, SilentSocketsFromOnePeerDoNotStopAnotherPeersRequests) {
     const common::RpcClient::KeySource key_source = [&key] { return key; };
     {
       SilentPeer peer(bed.sender());
-      while (peer.rounds() < 1) std::this_thread::sleep_for(10ms);
+      for (int i = 0; i < 500 && peer.rounds() < 1; ++i) std::this_thread::sleep_for(10ms);
+      ASSERT_GE(peer.rounds(), 1) << "the silent peer opened no sockets within 5 s";
       std::this_thread::sleep_for(200ms);  // its sockets are accepted or refused by now
       // 30 requests 250 ms apart: about 7.5 s, across at least two reopenings.
       for (int i = 0; i < kRequests; ++i) {

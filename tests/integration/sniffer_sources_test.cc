@@ -279,6 +279,34 @@ TEST(SnifferSources, ShortLivedClientAttributedToItsCgroup) {
   EXPECT_EQ(outbound["total"]["bytes_out"], 5);
 }
 
+// Lines of `text` that start with `prefix`.
+int lines_starting(const std::string& text, const std::string& prefix) {
+  int n = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) n += line.rfind(prefix, 0) == 0 ? 1 : 0;
+  return n;
+}
+
+// Each namespace scanned costs sockets, a flow table and a conntrack chain:
+// beyond --max-namespaces the selected ones wait, counted and logged.
+TEST(SnifferSources, AtMostMaxNamespacesAreScanned) {
+  NABLA_REQUIRE_ROOT_OR_SKIP();
+  NetNamespace node("capnode");
+  NetNamespace a("capa");
+  NetNamespace b("capb");
+  NetNamespace c("capc");
+  const std::string three = a.name() + "," + b.name() + "," + c.name();
+  const auto all = node.run({NABLA_SNIFFD_PATH, "--check", "--netns", three});
+  EXPECT_EQ(lines_starting(all.stdout_text, "netns @"), 3) << all.stdout_text;
+  const auto capped =
+      node.run({NABLA_SNIFFD_PATH, "--check", "--netns", three, "--max-namespaces", "1"});
+  EXPECT_EQ(lines_starting(capped.stdout_text, "netns @"), 1) << capped.stdout_text;
+  EXPECT_NE(capped.stderr_text.find(
+                "not scanning 2 network namespace(s): 1 already scanned (--max-namespaces)"),
+            std::string::npos)
+      << capped.stderr_text;
+}
+
 TEST(SnifferSources, ConntrackRunsInEveryScannedNamespace) {
   NABLA_REQUIRE_ROOT_OR_SKIP();
   NetNamespace node("ctnode");

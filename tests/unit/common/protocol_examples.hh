@@ -154,6 +154,8 @@ inline SnifferInfo sniffd_info() {
   s.flows = 6;
   s.max_flows = 65536;
   s.flows_refused = 2;
+  s.max_namespaces = 256;
+  s.namespaces_skipped = 0;
   s.namespaces = 3;
   s.sock_diag = {480, 0, 0, 0};
   s.conntrack = {true, 30, 2, 0, 0};
