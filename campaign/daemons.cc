@@ -8,6 +8,7 @@
 #include "nabla/common/log.hh"
 #include "nabla/common/protocol/injectd.hh"
 #include "nabla/common/protocol/sniffd.hh"
+#include "nabla/common/rpc_auth.hh"
 
 namespace nabla::campaign {
 namespace {
@@ -66,8 +67,9 @@ FlowsPage flows_list_answer(const json& answer) {
   return page;
 }
 
-json inject_start_params(const InjectionRequest& r) {
+json inject_start_params(const InjectionRequest& r, const std::string& owner) {
   protocol::InjectStartParams p;
+  p.owner = owner;
   p.link = r.link_spec;
   p.direction = protocol::Direction::kOut;
   if (r.fault) {
@@ -84,8 +86,19 @@ json inject_start_params(const InjectionRequest& r) {
   return p.to_json();
 }
 
-json lease_renew_params(const std::string& id) {
-  return protocol::LeaseRenewParams{id, std::nullopt}.to_json();
+json lease_renew_params(const std::string& id, const std::string& owner) {
+  return protocol::LeaseRenewParams{id, std::nullopt, owner}.to_json();
+}
+
+json inject_stop_params(const std::string& id, const std::string& owner) {
+  return protocol::InjectStopParams{id, owner}.to_json();
+}
+
+// This run's session token: its injections belong to it (and the node's
+// key), across reconnections, and to no other run.
+std::string new_session_token() {
+  const auto bytes = common::random_nonce();
+  return "run-" + common::to_hex(bytes.data(), 8);
 }
 
 HalfStats half_stats(const protocol::DelaySummary& half) {
@@ -119,7 +132,8 @@ json square_wave_json(std::int64_t amplitude_ns, std::int64_t period_ns, int cyc
   return square_wave(amplitude_ns, period_ns, cycles).to_json();
 }
 
-RpcDaemons::RpcDaemons(const CampaignSpec& spec, milliseconds timeout) : timeout_(timeout) {
+RpcDaemons::RpcDaemons(const CampaignSpec& spec, milliseconds timeout)
+    : timeout_(timeout), session_(new_session_token()) {
   for (const CampaignNode& n : spec.nodes) {
     Entry e;
     e.node = &n;
@@ -147,28 +161,32 @@ common::RpcClient& RpcDaemons::injectd(const std::string& node, milliseconds tim
 std::optional<FlowsPage> RpcDaemons::list_flows(const std::string& node, std::uint64_t cursor) {
   auto it = nodes_.find(node);
   if (it == nodes_.end() || !it->second.sniffd) return std::nullopt;
-  return flows_list_answer(it->second.sniffd->call(protocol::FlowsListParams::kMethod,
-                                                   flows_list_params(cursor), timeout_));
+  Entry& e = it->second;
+  if (!e.sniffd->connected()) {  // e.g. closed by the daemon's idle timeout
+    e.sniffd.reset();
+    e.sniffd.emplace(connect_daemon(*e.node, "nabla-sniffd", *e.node->sniffd, e.key, timeout_));
+  }
+  return flows_list_answer(
+      e.sniffd->call(protocol::FlowsListParams::kMethod, flows_list_params(cursor), timeout_));
 }
 
 std::string RpcDaemons::start_injection(const std::string& node, const InjectionRequest& request) {
-  const json started =
-      injectd(node, timeout_)
-          .call(protocol::InjectStartParams::kMethod, inject_start_params(request), timeout_);
+  const json started = injectd(node, timeout_)
+                           .call(protocol::InjectStartParams::kMethod,
+                                 inject_start_params(request, session_), timeout_);
   return protocol::InjectionDescription::from_json(started).id;
 }
 
 InjectionStats RpcDaemons::stop_injection(const std::string& node, const std::string& id) {
-  return inject_stop_answer(injectd(node, timeout_)
-                                .call(protocol::InjectStopParams::kMethod,
-                                      protocol::InjectStopParams{id}.to_json(), timeout_));
+  return inject_stop_answer(
+      injectd(node, timeout_)
+          .call(protocol::InjectStopParams::kMethod, inject_stop_params(id, session_), timeout_));
 }
 
 void RpcDaemons::abandon_injection(const std::string& node, const std::string& id) noexcept {
   try {
     injectd(node, kStopTimeout)
-        .call(protocol::InjectStopParams::kMethod, protocol::InjectStopParams{id}.to_json(),
-              kStopTimeout);
+        .call(protocol::InjectStopParams::kMethod, inject_stop_params(id, session_), kStopTimeout);
   } catch (const std::exception& e) {
     common::log_warn("could not stop injection ", id, " on node ", node, " (", e.what(),
                      "); the daemon stops it when its lease lapses");
@@ -178,13 +196,13 @@ void RpcDaemons::abandon_injection(const std::string& node, const std::string& i
 void RpcDaemons::renew_lease(const std::string& node, const std::string& id) {
   try {
     injectd(node, timeout_)
-        .call(protocol::LeaseRenewParams::kMethod, lease_renew_params(id), timeout_);
+        .call(protocol::LeaseRenewParams::kMethod, lease_renew_params(id, session_), timeout_);
   } catch (const common::RpcError&) {
     throw;  // the daemon refused (e.g. the injection is gone): no retry helps
   } catch (const std::exception&) {
     // A transport error: once more, on a new connection.
     injectd(node, timeout_)
-        .call(protocol::LeaseRenewParams::kMethod, lease_renew_params(id), timeout_);
+        .call(protocol::LeaseRenewParams::kMethod, lease_renew_params(id, session_), timeout_);
   }
 }
 

@@ -219,4 +219,19 @@ bool matches(const LinkSpec& spec, Protocol proto, const IpAddress& src, uint16_
          spec.dst.ports.contains(dst_port);
 }
 
+namespace {
+
+bool ranges_intersect(const PortRange& a, const PortRange& b) noexcept {
+  return a.low <= b.high && b.low <= a.high;
+}
+
+}  // namespace
+
+bool links_overlap(const LinkSpec& a, const LinkSpec& b) noexcept {
+  const bool protocols =
+      a.protocol == b.protocol || a.protocol == Protocol::kAny || b.protocol == Protocol::kAny;
+  return protocols && a.src.address == b.src.address && a.dst.address == b.dst.address &&
+         ranges_intersect(a.src.ports, b.src.ports) && ranges_intersect(a.dst.ports, b.dst.ports);
+}
+
 }  // namespace nabla::common

@@ -35,6 +35,12 @@ protocol::NodeFacts probe_node_facts(int64_t protocol_version,
   return facts;
 }
 
+protocol::ControlCounters control_counters(const RpcServer& server) {
+  const RpcServerCounters c = server.counters();
+  return protocol::ControlCounters{c.refused_full, c.refused_per_peer, c.auth_timeouts,
+                                   c.idle_closed};
+}
+
 void add_clock_method(RpcServer& server) {
   server.add_method(protocol::ClockNowResult::kMethod, [](const nlohmann::json& params) {
     protocol::require_no_params(params, protocol::ClockNowResult::kMethod);

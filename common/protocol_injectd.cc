@@ -35,6 +35,27 @@ void put_settings(json& out, const InjectionSettings& s) {
   if (s.seed) out["seed"] = *s.seed;
 }
 
+// "owner": a session token of 1..64 letters, digits and . _ : -
+std::optional<std::string> read_owner(const ObjectReader& in) {
+  const json* owner = in.find("owner");
+  if (owner == nullptr) return std::nullopt;
+  const auto valid = [](const std::string& t) {
+    return !t.empty() && t.size() <= 64 &&
+           t.find_first_not_of(
+               "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-") ==
+               std::string::npos;
+  };
+  if (!owner->is_string() || !valid(owner->get<std::string>())) {
+    bad_field("owner", "must be a session token of 1..64 letters, digits, '.', '_', ':' or '-'");
+  }
+  return owner->get<std::string>();
+}
+
+void put_claim(json& out, const std::optional<std::string>& owner, bool force) {
+  if (owner) out["owner"] = *owner;
+  if (force) out["force"] = true;
+}
+
 // "id" of the params that name an injection.
 std::string read_id(const ObjectReader& in) {
   const json* id = in.find("id");
@@ -58,12 +79,14 @@ json InjectStartParams::to_json() const {
   json out{{"link", link}, {"direction", std::string(protocol::to_string(direction))}};
   put_settings(out, settings);
   if (netns) out["netns"] = *netns;
+  if (owner) out["owner"] = *owner;
   return out;
 }
 
 InjectStartParams InjectStartParams::from_json(const json& params) {
   const ObjectReader in(params, "");
-  in.reject_unknown({"id", "link", "direction", "delay", "faults", "lease_s", "seed", "netns"});
+  in.reject_unknown(
+      {"id", "link", "direction", "delay", "faults", "lease_s", "seed", "netns", "owner"});
   InjectStartParams p;
   const json* link = in.find("link");
   if (link == nullptr || !link->is_string()) bad_field("link", "required, a link spec string");
@@ -92,35 +115,42 @@ InjectStartParams InjectStartParams::from_json(const json& params) {
     }
     p.netns = netns->get<std::string>();
   }
+  p.owner = read_owner(in);
   return p;
 }
 
 json InjectUpdateParams::to_json() const {
   json out{{"id", id}};
   put_settings(out, settings);
+  put_claim(out, owner, force);
   return out;
 }
 
 InjectUpdateParams InjectUpdateParams::from_json(const json& params) {
   const ObjectReader in(params, "");
-  in.reject_unknown({"id", "link", "direction", "delay", "faults", "lease_s", "seed"});
+  in.reject_unknown(
+      {"id", "link", "direction", "delay", "faults", "lease_s", "seed", "owner", "force"});
   if (in.find("link") != nullptr || in.find("direction") != nullptr) {
     bad_field("link", "cannot be changed by inject.update; stop and start a new injection");
   }
   InjectUpdateParams p;
   p.id = read_id(in);
   p.settings = read_settings(in, params);
+  p.owner = read_owner(in);
+  p.force = in.boolean_or("force", false);
   return p;
 }
 
 json InjectStopParams::to_json() const {
-  return json{{"id", id}};
+  json out{{"id", id}};
+  put_claim(out, owner, force);
+  return out;
 }
 
 InjectStopParams InjectStopParams::from_json(const json& params) {
   const ObjectReader in(params, "");
-  in.reject_unknown({"id"});
-  return InjectStopParams{read_id(in)};
+  in.reject_unknown({"id", "owner", "force"});
+  return InjectStopParams{read_id(in), read_owner(in), in.boolean_or("force", false)};
 }
 
 json InjectStatsParams::to_json() const {
@@ -136,13 +166,15 @@ InjectStatsParams InjectStatsParams::from_json(const json& params) {
 json LeaseRenewParams::to_json() const {
   json out{{"id", id}};
   if (lease_s) out["lease_s"] = *lease_s;
+  put_claim(out, owner, force);
   return out;
 }
 
 LeaseRenewParams LeaseRenewParams::from_json(const json& params) {
   const ObjectReader in(params, "");
-  in.reject_unknown({"id", "lease_s"});
-  return LeaseRenewParams{read_id(in), read_lease_s(params)};
+  in.reject_unknown({"id", "lease_s", "owner", "force"});
+  return LeaseRenewParams{read_id(in), read_lease_s(params), read_owner(in),
+                          in.boolean_or("force", false)};
 }
 
 }  // namespace nabla::common::protocol

@@ -109,7 +109,8 @@ json InjectionDescription::to_json() const {
               {"delay", delay.to_result_json()},
               {"lease_s", lease_s},
               {"lease_remaining_s", lease_remaining_s},
-              {"running_s", running_s}};
+              {"running_s", running_s},
+              {"owner", owner}};
 }
 
 InjectionDescription InjectionDescription::from_json(const json& result) {
@@ -128,6 +129,10 @@ InjectionDescription InjectionDescription::from_json(const json& result) {
   d.lease_s = in.number("lease_s");
   d.lease_remaining_s = in.number("lease_remaining_s");
   d.running_s = in.number("running_s");
+  if (const json* owner = in.find("owner")) {
+    if (!owner->is_string()) bad_field("owner", "must be a string");
+    d.owner = owner->get<std::string>();
+  }
   return d;
 }
 
@@ -269,6 +274,7 @@ json InjectorInfo::to_json() const {
            {"injections", injections},
            {"uptime_s", uptime_s}};
   node.write_to(out);
+  control.write_to(out);
   return out;
 }
 
@@ -292,6 +298,7 @@ InjectorInfo InjectorInfo::from_json(const json& result) {
   info.injections = in.unsigned_integer("injections");
   info.uptime_s = in.number("uptime_s");
   info.node = NodeFacts::read_from(result);
+  info.control = ControlCounters::read_from(result);
   return info;
 }
 

@@ -75,6 +75,21 @@ NodeFacts NodeFacts::read_from(const json& result) {
   return facts;
 }
 
+void ControlCounters::write_to(json& result) const {
+  result["control"] = {{"refused_full", refused_full},
+                       {"refused_per_peer", refused_per_peer},
+                       {"auth_timeouts", auth_timeouts},
+                       {"idle_closed", idle_closed}};
+}
+
+ControlCounters ControlCounters::read_from(const json& result) {
+  const ObjectReader in(result, "");
+  if (in.find("control") == nullptr) return {};
+  const ObjectReader c = in.object("control");
+  return ControlCounters{c.unsigned_integer("refused_full"), c.unsigned_integer("refused_per_peer"),
+                         c.unsigned_integer("auth_timeouts"), c.unsigned_integer("idle_closed")};
+}
+
 json ClockNowResult::to_json() const {
   return json{{"realtime_ns", realtime_ns}, {"monotonic_ns", monotonic_ns}};
 }

@@ -231,7 +231,11 @@ json SnifferInfo::to_json() const {
            {"sockets_last_scan", sockets_last_scan},
            {"last_scan_ns", last_scan_ns},
            {"flows", flows},
+           {"max_flows", max_flows},
+           {"flows_refused", flows_refused},
            {"namespaces", namespaces},
+           {"max_namespaces", max_namespaces},
+           {"namespaces_skipped", namespaces_skipped},
            {"sock_diag",
             {{"messages", sock_diag.messages},
              {"malformed", sock_diag.malformed},
@@ -249,6 +253,7 @@ json SnifferInfo::to_json() const {
              {"malformed", destroy.malformed},
              {"lost", destroy.lost}}}};
   node.write_to(out);
+  control.write_to(out);
   return out;
 }
 
@@ -269,7 +274,11 @@ SnifferInfo SnifferInfo::from_json(const json& result) {
   s.sockets_last_scan = in.unsigned_integer("sockets_last_scan");
   s.last_scan_ns = in.integer("last_scan_ns");
   s.flows = in.unsigned_integer("flows");
+  s.max_flows = in.unsigned_or("max_flows", 0);
+  s.flows_refused = in.unsigned_or("flows_refused", 0);
   s.namespaces = in.unsigned_or("namespaces", 1);
+  s.max_namespaces = in.unsigned_or("max_namespaces", 0);
+  s.namespaces_skipped = in.unsigned_or("namespaces_skipped", 0);
   const ObjectReader sd = in.object("sock_diag");
   s.sock_diag = {sd.unsigned_integer("messages"), sd.unsigned_integer("malformed"),
                  sd.unsigned_integer("short_tcp_info"), sd.unsigned_integer("errors")};
@@ -281,6 +290,7 @@ SnifferInfo SnifferInfo::from_json(const json& result) {
   s.destroy = {d.boolean("enabled"), d.unsigned_integer("notifications"),
                d.unsigned_integer("malformed"), d.unsigned_integer("lost")};
   s.node = NodeFacts::read_from(result);
+  s.control = ControlCounters::read_from(result);
   return s;
 }
 

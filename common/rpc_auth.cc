@@ -207,6 +207,12 @@ std::array<uint8_t, kHmacBytes> hmac_sha256(const Key& key, const uint8_t* data,
   return out;
 }
 
+std::string key_id(const Key& key) {
+  constexpr std::string_view kLabel = "nabla-key-id";
+  const auto mac = hmac_sha256(key, reinterpret_cast<const uint8_t*>(kLabel.data()), kLabel.size());
+  return to_hex(mac.data(), 8);
+}
+
 bool constant_time_equal(const uint8_t* a, const uint8_t* b, std::size_t size) noexcept {
   return CRYPTO_memcmp(a, b, size) == 0;
 }

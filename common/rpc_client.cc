@@ -1,6 +1,7 @@
 // RpcClient: a small synchronous client for CLIs and the coordinator. Each
 // blocking step runs a private io_context for at most the remaining time, so
 // every wait is bounded (Asio's run_for pattern).
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <array>
@@ -343,7 +344,15 @@ json RpcClient::call(const std::string& method, json params, std::chrono::millis
 }
 
 bool RpcClient::connected() const noexcept {
-  return impl_ && impl_->socket.is_open();
+  if (!impl_ || !impl_->socket.is_open()) return false;
+  // The server closes a connection idle for its idle timeout: that shows as
+  // a hang-up now, before a request would be sent into it and lost.
+  pollfd p{impl_->socket.native_handle(), POLLRDHUP, 0};
+  if (::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0) {
+    impl_->close();
+    return false;
+  }
+  return true;
 }
 
 void RpcClient::close() noexcept {

@@ -1,8 +1,11 @@
 // RpcServer: Asio-based control server. One Connection object per client,
 // all running on the caller's io_context; see rpc.hh for the protocol.
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <array>
 #include <asio/ip/tcp.hpp>
 #include <asio/post.hpp>
@@ -14,6 +17,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <string_view>
 #include <system_error>
 
 #include "nabla/common/error.hh"
@@ -36,6 +40,46 @@ constexpr std::chrono::milliseconds kAcceptRetry{100};
 constexpr std::size_t kReadChunk = 64 * 1024;
 
 class Connection;
+
+// The peer whose unauthenticated connections are counted together: an IPv4
+// address (an IPv4-mapped IPv6 one as IPv4), or the /64 of an IPv6 address,
+// since one host commonly holds a whole /64.
+std::string peer_group_of(const sockaddr_storage& peer) {
+  if (peer.ss_family == AF_INET) {
+    const auto& v4 = reinterpret_cast<const sockaddr_in&>(peer);
+    return std::string(reinterpret_cast<const char*>(&v4.sin_addr), 4);
+  }
+  if (peer.ss_family == AF_INET6) {
+    const auto& v6 = reinterpret_cast<const sockaddr_in6&>(peer);
+    const auto* b = reinterpret_cast<const char*>(&v6.sin6_addr);
+    if (IN6_IS_ADDR_V4MAPPED(&v6.sin6_addr)) return std::string(b + 12, 4);
+    return std::string(b, 8);
+  }
+  return {};
+}
+
+// Counts a refusal; true when it is worth a log line (the 1st, 2nd, 4th,
+// 8th, ... of its kind), so a flood of refusals cannot flood the log.
+bool count_and_should_log(std::atomic<std::uint64_t>& counter) {
+  const std::uint64_t n = ++counter;
+  return (n & (n - 1)) == 0;
+}
+
+// Keepalive, so a peer that vanished without a FIN or RST frees its slot.
+void enable_keepalive(int fd, const RpcServerOptions& options) {
+  if (options.keepalive_idle.count() <= 0) return;
+  const int on = 1;
+  const int idle = static_cast<int>(options.keepalive_idle.count());
+  const int interval =
+      static_cast<int>(std::max<std::int64_t>(1, options.keepalive_interval.count()));
+  const int probes = std::max(1, options.keepalive_probes);
+  if (::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on) != 0 ||
+      ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle) != 0 ||
+      ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval) != 0 ||
+      ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes) != 0) {
+    log_debug("control: cannot enable TCP keepalive: ", std::system_category().message(errno));
+  }
+}
 
 // The keys a server accepts: the fixed ones plus those of its key file,
 // reloaded when the file changes. io thread only.
@@ -97,9 +141,21 @@ struct ServerState : std::enable_shared_from_this<ServerState> {
 
   void accept();
   void on_acceptable(const std::error_code& ec);
+  // Takes the accepted fd, or closes it when a limit says so.
+  void admit(FileDescriptor owned, const sockaddr_storage& peer);
+  // Whether `group` may open one more unauthenticated connection.
+  bool peer_has_room(const std::string& group) const {
+    const auto it = unauthenticated_by_peer.find(group);
+    return it == unauthenticated_by_peer.end() || it->second < options.max_unauthenticated_per_peer;
+  }
+  void release_unauthenticated(const std::string& group) {
+    const auto it = unauthenticated_by_peer.find(group);
+    if (it == unauthenticated_by_peer.end()) return;
+    if (--it->second == 0) unauthenticated_by_peer.erase(it);
+  }
   void stop_now();
   // Copies the handler out under the lock so it runs unlocked.
-  std::optional<RpcServer::Handler> find_method(const std::string& name) {
+  std::optional<RpcServer::CallerHandler> find_method(const std::string& name) {
     std::lock_guard lock(methods_mutex);
     const auto it = methods.find(name);
     if (it == methods.end()) return std::nullopt;
@@ -113,20 +169,30 @@ struct ServerState : std::enable_shared_from_this<ServerState> {
   tcp protocol = tcp::v4();
   asio::steady_timer retry_timer;
   std::mutex methods_mutex;
-  std::map<std::string, RpcServer::Handler> methods;  // guarded by methods_mutex
-  std::set<std::shared_ptr<Connection>> connections;  // io thread only
+  std::map<std::string, RpcServer::CallerHandler> methods;     // guarded by methods_mutex
+  std::uint64_t connections_accepted = 0;                      // io thread only
+  std::set<std::shared_ptr<Connection>> connections;           // io thread only
+  std::map<std::string, std::size_t> unauthenticated_by_peer;  // io thread only
   std::atomic<std::size_t> connection_count{0};
+  std::atomic<std::uint64_t> refused_full{0};
+  std::atomic<std::uint64_t> refused_per_peer{0};
+  std::atomic<std::uint64_t> auth_timeouts{0};
+  std::atomic<std::uint64_t> idle_closed{0};
   std::atomic<uint16_t> port{0};
   bool stopped = false;  // io thread only
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(std::shared_ptr<ServerState> server, tcp::socket socket)
+  Connection(std::shared_ptr<ServerState> server, tcp::socket socket, std::string peer_group)
       : server_(std::move(server)),
         socket_(std::move(socket)),
         timer_(server_->io),
-        decoder_(server_->options.max_frame_bytes) {}
+        decoder_(std::min(server_->options.max_frame_bytes,
+                          server_->options.max_unauthenticated_frame_bytes)),
+        peer_group_(std::move(peer_group)) {
+    ++server_->unauthenticated_by_peer[peer_group_];
+  }
 
   void start();
   void close();
@@ -134,13 +200,20 @@ class Connection : public std::enable_shared_from_this<Connection> {
  private:
   void read();
   void on_read(const std::error_code& ec, std::size_t n);
+  // Handles the requests read so far while the unsent answers allow, then
+  // reads on once every one is handled.
+  void handle_buffered_frames();
+  bool answers_pending() const noexcept {
+    return unsent_bytes_ >= server_->options.max_unsent_bytes;
+  }
+  void become_authenticated();
   void handle_frame(const std::string& frame);
   void handle_payload(const std::string& payload);
   void handle_auth(const RpcRequest& request);
   void refuse_auth(const nlohmann::json& id, const std::string& why);
   std::string peer_text() const;
   void dispatch(const RpcRequest& request);
-  json call_handler(const RpcServer::Handler& handler, const RpcRequest& request);
+  json call_handler(const RpcServer::CallerHandler& handler, const RpcRequest& request);
   void send(const json& message);
   void write_next();
   void finish();  // send what is queued, then drain and close
@@ -153,6 +226,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   FrameDecoder decoder_;
   std::array<char, kReadChunk> read_buf_{};
   std::deque<std::string> out_;
+  std::size_t unsent_bytes_ = 0;  // the sum of out_'s sizes
+  std::string peer_group_;        // counted in unauthenticated_by_peer until authenticated
+  RpcCaller caller_;              // key_id set once authenticated
   Nonce nonce_{};
   std::optional<FrameSealer> sealer_;  // set once authenticated with a key
   bool authenticated_ = false;
@@ -164,18 +240,30 @@ class Connection : public std::enable_shared_from_this<Connection> {
 };
 
 void Connection::start() {
+  caller_.connection = ++server_->connections_accepted;
+  caller_.peer = peer_text();
   nonce_ = random_nonce();
   const bool auth_required = !server_->key_ring.empty();
   send(make_notification("auth.challenge", {{"version", kProtocolVersion},
                                             {"nonce", to_hex(nonce_.data(), nonce_.size())},
                                             {"auth_required", auth_required}}));
   if (!auth_required) {
-    authenticated_ = true;
-    if (server_->options.idle_timeout.count() > 0) arm_timer(server_->options.idle_timeout);
+    become_authenticated();
   } else {
     arm_timer(server_->options.auth_timeout);
   }
   read();
+}
+
+void Connection::become_authenticated() {
+  authenticated_ = true;
+  server_->release_unauthenticated(peer_group_);
+  decoder_.set_max_frame_bytes(server_->options.max_frame_bytes);
+  if (server_->options.idle_timeout.count() > 0) {
+    arm_timer(server_->options.idle_timeout);
+  } else {
+    timer_.cancel();
+  }
 }
 
 void Connection::arm_timer(std::chrono::milliseconds after) {
@@ -190,11 +278,16 @@ void Connection::on_timer() {
   if (draining_) {
     close();
   } else if (!authenticated_) {
-    log_info("control: closing connection that did not authenticate within ",
-             server_->options.auth_timeout.count(), "ms");
+    if (count_and_should_log(server_->auth_timeouts)) {
+      log_info("control: closing connection from ", peer_text(),
+               " that did not authenticate within ", server_->options.auth_timeout.count(), "ms (",
+               server_->auth_timeouts.load(), " so far)");
+    }
     close();
   } else {
-    log_debug("control: closing idle connection");
+    ++server_->idle_closed;
+    log_info("control: closing connection from ", peer_text(), ": idle for ",
+             server_->options.idle_timeout.count(), "ms");
     close();
   }
 }
@@ -223,23 +316,30 @@ void Connection::on_read(const std::error_code& ec, std::size_t n) {
     arm_timer(server_->options.idle_timeout);
   }
   decoder_.feed(std::string_view(read_buf_.data(), n));
+  handle_buffered_frames();
+}
+
+void Connection::handle_buffered_frames() {
   std::string frame;
-  while (!finishing_ && !closed_) {
+  // Backpressure: a request is handled only while the answers before it
+  // that wait to be written stay under the bound; the write handler resumes.
+  while (!finishing_ && !closed_ && !answers_pending()) {
     const FrameDecoder::Status status = decoder_.next(frame);
-    if (status == FrameDecoder::Status::kNeedMore) break;
+    if (status == FrameDecoder::Status::kNeedMore) {
+      read();
+      return;
+    }
     if (status == FrameDecoder::Status::kOversize) {
       send(make_error(nullptr, rpc_code::kFrameTooLarge,
                       "frame of " + std::to_string(decoder_.oversize_length()) +
-                          " bytes exceeds the " + std::to_string(server_->options.max_frame_bytes) +
-                          "-byte limit; closing connection"));
+                          " bytes exceeds the " + std::to_string(decoder_.max_frame_bytes()) +
+                          "-byte limit" + (authenticated_ ? "" : " before authentication") +
+                          "; closing connection"));
       finish();
       return;
     }
     handle_frame(frame);
   }
-  if (finishing_ || closed_) return;
-  // Backpressure: read more only once the answers so far are written.
-  if (!writing_) read();
 }
 
 std::string Connection::peer_text() const {
@@ -338,24 +438,20 @@ void Connection::handle_auth(const RpcRequest& request) {
     refuse_auth(id, "wrong key");
     return;
   }
+  caller_.key_id = key_id(*matched);
   Key session = derive_session_key(*matched, nonce_, client_nonce);
   const Mac proof = server_proof(session);
-  authenticated_ = true;
-  if (server_->options.idle_timeout.count() > 0) {
-    arm_timer(server_->options.idle_timeout);
-  } else {
-    timer_.cancel();
-  }
+  become_authenticated();
   send(make_result(id, {{"authenticated", true}, {"proof", to_hex(proof.data(), proof.size())}}));
   // The result above is the last plain frame in either direction.
   sealer_.emplace(std::move(session), FrameSealer::Peer::kServer);
   decoder_.expect_sealed();
 }
 
-json Connection::call_handler(const RpcServer::Handler& handler, const RpcRequest& request) {
+json Connection::call_handler(const RpcServer::CallerHandler& handler, const RpcRequest& request) {
   const json id = request.id.value_or(nullptr);
   try {
-    return make_result(id, handler(request.params));
+    return make_result(id, handler(request.params, caller_));
   } catch (const RpcError& e) {
     return make_error(id, e.code(), e.what());
   } catch (const std::invalid_argument& e) {
@@ -400,6 +496,7 @@ void Connection::send(const json& message) {
         frame(dump_json(make_error(message.value("id", json(nullptr)), rpc_code::kInternalError,
                                    std::string("response too large: ") + e.what()))));
   }
+  unsent_bytes_ += out_.back().size();
   if (!writing_) write_next();
 }
 
@@ -416,16 +513,18 @@ void Connection::write_next() {
                         self->close();
                         return;
                       }
+                      self->unsent_bytes_ -= self->out_.front().size();
                       self->out_.pop_front();
                       if (!self->out_.empty()) {
                         self->write_next();
+                        if (!self->finishing_) self->handle_buffered_frames();
                         return;
                       }
                       self->writing_ = false;
                       if (self->finishing_) {
                         self->finish();
                       } else {
-                        self->read();
+                        self->handle_buffered_frames();
                       }
                     });
 }
@@ -448,6 +547,7 @@ void Connection::close() {
   std::error_code ignored;
   timer_.cancel();
   socket_.close(ignored);
+  if (!authenticated_) server_->release_unauthenticated(peer_group_);
   if (server_->connections.erase(shared_from_this()) > 0) --server_->connection_count;
 }
 
@@ -462,8 +562,11 @@ void ServerState::on_acceptable(const std::error_code& ec) {
   if (stopped || ec == asio::error::operation_aborted) return;
   // accept4 so the connection fd is CLOEXEC from birth (daemons fork
   // iptables); asio's own accept would leave a window without it.
-  const int fd =
-      ec ? -1 : ::accept4(acceptor.native_handle(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  sockaddr_storage peer{};
+  socklen_t peer_len = sizeof peer;
+  const int fd = ec ? -1
+                    : ::accept4(acceptor.native_handle(), reinterpret_cast<sockaddr*>(&peer),
+                                &peer_len, SOCK_CLOEXEC | SOCK_NONBLOCK);
   if (fd < 0) {
     const int err = ec ? ec.value() : errno;
     if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR || err == ECONNABORTED) {
@@ -478,30 +581,46 @@ void ServerState::on_acceptable(const std::error_code& ec) {
     });
     return;
   }
-  FileDescriptor owned(fd);
-  if (connections.size() >= options.max_connections) {
-    log_warn("control: refusing connection: ", options.max_connections, " already open");
-  } else {
-    tcp::socket socket(io);
-    std::error_code assign_ec;
-    socket.assign(protocol, owned.get(), assign_ec);
-    if (!assign_ec) {
-      owned.release();
-      // Small request/response frames: never wait for Nagle.
-      socket.set_option(tcp::no_delay(true), assign_ec);
-      auto connection = std::make_shared<Connection>(shared_from_this(), std::move(socket));
-      key_ring.refresh();
-      connections.insert(connection);
-      ++connection_count;
-      try {
-        connection->start();
-      } catch (const std::exception& e) {  // e.g. RAND_bytes failure
-        log_error("control: cannot start connection: ", e.what());
-        connection->close();
-      }
-    }
-  }
+  admit(FileDescriptor(fd), peer);
   accept();
+}
+
+void ServerState::admit(FileDescriptor owned, const sockaddr_storage& peer) {
+  if (connections.size() >= options.max_connections) {
+    if (count_and_should_log(refused_full)) {
+      log_warn("control: refusing connection: ", options.max_connections, " already open (",
+               refused_full.load(), " refused so far)");
+    }
+    return;
+  }
+  std::string group = peer_group_of(peer);
+  if (!peer_has_room(group)) {
+    if (count_and_should_log(refused_per_peer)) {
+      log_warn("control: refusing connection: its peer already holds ",
+               options.max_unauthenticated_per_peer, " unauthenticated connections (",
+               refused_per_peer.load(), " refused so far)");
+    }
+    return;
+  }
+  tcp::socket socket(io);
+  std::error_code assign_ec;
+  socket.assign(protocol, owned.get(), assign_ec);
+  if (assign_ec) return;
+  owned.release();
+  // Small request/response frames: never wait for Nagle.
+  socket.set_option(tcp::no_delay(true), assign_ec);
+  enable_keepalive(socket.native_handle(), options);
+  auto connection =
+      std::make_shared<Connection>(shared_from_this(), std::move(socket), std::move(group));
+  key_ring.refresh();
+  connections.insert(connection);
+  ++connection_count;
+  try {
+    connection->start();
+  } catch (const std::exception& e) {  // e.g. RAND_bytes failure
+    log_error("control: cannot start connection: ", e.what());
+    connection->close();
+  }
 }
 
 void ServerState::stop_now() {
@@ -554,6 +673,13 @@ RpcServer::~RpcServer() {
 }
 
 void RpcServer::add_method(std::string name, Handler handler) {
+  add_method_with_caller(std::move(name), [handler = std::move(handler)](
+                                              const nlohmann::json& params, const RpcCaller&) {
+    return handler(params);
+  });
+}
+
+void RpcServer::add_method_with_caller(std::string name, CallerHandler handler) {
   if (name.rfind("auth.", 0) == 0) {
     throw std::invalid_argument("method names starting with 'auth.' are reserved: " + name);
   }
@@ -571,6 +697,11 @@ void RpcServer::stop() {
 
 std::size_t RpcServer::connection_count() const noexcept {
   return state_->connection_count;
+}
+
+RpcServerCounters RpcServer::counters() const noexcept {
+  return RpcServerCounters{state_->refused_full.load(), state_->refused_per_peer.load(),
+                           state_->auth_timeouts.load(), state_->idle_closed.load()};
 }
 
 }  // namespace nabla::common

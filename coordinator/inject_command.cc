@@ -18,6 +18,7 @@
 #include "nabla/common/protocol/injectd.hh"
 #include "nabla/common/resolve.hh"
 #include "nabla/common/rpc.hh"
+#include "nabla/common/rpc_auth.hh"
 #include "nabla/common/units.hh"
 #include "nabla/coordinator/text_table.hh"
 
@@ -165,18 +166,28 @@ int run_inject(const InjectOptions& o, std::ostream& out, std::ostream& err) {
       common::client_key_source(o.key_file, common::kInjectdKeyName, o.node.host, o.node.port);
   const std::string where = "nabla-injectd at " + o.node.to_string();
 
+  // This invocation's session token: only it may stop or renew its
+  // injection without force (docs/security.md).
+  const auto token_bytes = common::random_nonce();
+  const std::string owner = "inject-" + common::to_hex(token_bytes.data(), 8);
+  protocol::InjectStartParams owned = params;
+  owned.owner = owner;
+
   BlockedSignals signals;
   auto client = common::RpcClient::connect(o.node.host, o.node.port, key, kCallTimeout);
   protocol::InjectionDescription started;
   try {
     started = protocol::InjectionDescription::from_json(
-        client.call(params.kMethod, params.to_json(), kCallTimeout));
+        client.call(params.kMethod, owned.to_json(), kCallTimeout));
   } catch (const common::RpcError& e) {
     throw std::runtime_error(where + " refused the injection: " + e.what());
   }
   const std::string id = started.id;
   const std::int64_t t0 = common::monotonic_ns();
   const std::int64_t lease_ns = static_cast<std::int64_t>(o.lease_s * 1e9);
+  // At least every minute, so the connection is never idle long enough for
+  // the daemon's idle timeout (10 min) to close it.
+  const std::int64_t renew_every_ns = std::min<std::int64_t>(lease_ns / 3, 60'000'000'000);
   const bool live = !o.json && ::isatty(STDERR_FILENO);
   if (live) {
     err << "injecting " << id << " on " << started.link << " (seed " << started.seed
@@ -184,7 +195,7 @@ int run_inject(const InjectOptions& o, std::ostream& out, std::ostream& err) {
   }
 
   InjectOutcome outcome{o.node.to_string(), {started, std::nullopt}, 0.0, false};
-  const json stop_params = protocol::InjectStopParams{id}.to_json();
+  const json stop_params = protocol::InjectStopParams{id, owner}.to_json();
   try {
     std::int64_t last_renew = t0;
     std::int64_t last_live = t0;
@@ -198,9 +209,9 @@ int run_inject(const InjectOptions& o, std::ostream& out, std::ostream& err) {
         break;
       }
       const std::int64_t after = common::monotonic_ns();
-      if (after - last_renew >= lease_ns / 3) {
+      if (after - last_renew >= renew_every_ns) {
         client.call(protocol::LeaseRenewParams::kMethod,
-                    protocol::LeaseRenewParams{id, std::nullopt}.to_json(), kCallTimeout);
+                    protocol::LeaseRenewParams{id, std::nullopt, owner}.to_json(), kCallTimeout);
         last_renew = after;
       }
       if (live && after - last_live >= 1'000'000'000) {
@@ -250,7 +261,8 @@ void register_inject_command(CLI::App& app) {
   cmd->add_option("--dir", o->direction, "where on the node: out, in or fwd")->default_val("out");
   register_fault_flags(*cmd, o->faults);
   cmd->add_option("--for", *for_text, "duration, e.g. 30s (default: until Ctrl-C)");
-  cmd->add_option("--lease", o->lease_s, "lease in seconds; renewed every third of it")
+  cmd->add_option("--lease", o->lease_s,
+                  "lease in seconds; renewed every third of it (at least every minute)")
       ->default_val(10.0);
   cmd->add_option("--seed", o->seed, "seed for the fault generators (default: random, reported)");
   cmd->add_flag("--json", o->json, "print the final statistics as JSON");

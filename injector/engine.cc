@@ -228,7 +228,7 @@ void DelayEngine::release_immediate(Slot& slot) {
   bool older_held = false;
   for (const auto& o : slot.outstanding) {
     if (o.state == IdState::kHeld) {
-      older_held = o.id < last;
+      older_held = packet_id_before(o.id, last);
       break;
     }
   }
@@ -253,8 +253,9 @@ size_t DelayEngine::fire_timers(int64_t now_ns) {
     auto it = slots_.find(slot_id);
     if (it == slots_.end()) return;
     Slot& slot = it->second;
-    auto pos = std::lower_bound(slot.outstanding.begin(), slot.outstanding.end(), id,
-                                [](const Outstanding& o, uint32_t v) { return o.id < v; });
+    auto pos = std::lower_bound(
+        slot.outstanding.begin(), slot.outstanding.end(), id,
+        [](const Outstanding& o, uint32_t v) { return packet_id_before(o.id, v); });
     if (pos == slot.outstanding.end() || pos->id != id || pos->state != IdState::kHeld) return;
     pos->state = IdState::kReleasing;
     if (slot.releasing.empty()) touched.push_back(&slot);
@@ -283,15 +284,15 @@ void DelayEngine::release_marked(Slot& slot) {
   // Verdicts go out in id order (= arrival order within a flow): first the
   // batch for the prefix, then single verdicts for the rest. A rewritten
   // packet needs its own verdict, so a prefix holding one is not batched.
-  std::sort(slot.releasing.begin(), slot.releasing.end());
+  std::sort(slot.releasing.begin(), slot.releasing.end(), packet_id_before);
   bool batch = batch_count >= 2;
   for (uint32_t id : slot.releasing) {
-    if (id > batch_id) break;
+    if (packet_id_before(batch_id, id)) break;
     if (!slot.held.at(id).rewritten.empty()) batch = false;
   }
   if (batch) slot.queue->batch_verdict(batch_id, NfQueue::kAccept);
   for (uint32_t id : slot.releasing) {
-    if (batch && id <= batch_id) continue;
+    if (batch && !packet_id_before(batch_id, id)) continue;
     slot.queue->verdict(id, NfQueue::kAccept, slot.held.at(id).rewritten);
   }
   slot.queue->flush();

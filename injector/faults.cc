@@ -86,7 +86,8 @@ int64_t Jitter::offset_ns(int64_t now_ns) {
       break;
     }
   }
-  return static_cast<int64_t>(std::llround(x * sigma));
+  const double limit = static_cast<double>(common::protocol::kMaxDelayNs);
+  return static_cast<int64_t>(std::llround(std::clamp(x * sigma, -limit, limit)));
 }
 
 Loss::Loss(const LossSpec& spec, uint64_t seed) : spec_(spec), rng_(seed) {}
@@ -148,7 +149,11 @@ int64_t RateLimit::delay_ns(int64_t now_ns, int64_t bytes) {
   if (tokens >= need) {
     tokens -= need;
   } else {
-    departure = t + static_cast<int64_t>(std::ceil((need - tokens) / bytes_per_ns));
+    const double wait_ns = std::ceil((need - tokens) / bytes_per_ns);
+    if (static_cast<double>(t - now_ns) + wait_ns > static_cast<double>(spec_.max_wait_ns)) {
+      return kBacklogFull;  // the state stays: this packet takes no tokens
+    }
+    departure = t + static_cast<int64_t>(wait_ns);
     tokens = 0.0;
   }
   tokens_bytes_ = tokens;

@@ -67,8 +67,15 @@ PacketPlan InjectionPipeline::plan(int64_t arrival_ns, std::span<const uint8_t> 
   const double wave_ns = config_.delay.value(arrival_ns);
   int64_t delay_ns = static_cast<int64_t>(std::llround(wave_ns));
   if (jitter_) delay_ns += jitter_->offset_ns(arrival_ns);
-  delay_ns = std::max<int64_t>(delay_ns, 0);
-  if (rate_limit_) delay_ns += rate_limit_->delay_ns(arrival_ns, length);
+  delay_ns = std::clamp<int64_t>(delay_ns, 0, common::protocol::kMaxDelayNs);
+  if (rate_limit_) {
+    const int64_t wait_ns = rate_limit_->delay_ns(arrival_ns, length);
+    if (wait_ns == RateLimit::kBacklogFull) {
+      plan.drop = true;  // its backlog already holds the 60 s maximum
+      return plan;
+    }
+    delay_ns += wait_ns;
+  }
   if (reorder_ && reorder_->send_now(arrival_ns)) {
     plan.reordered = true;  // released at once, outside the flow's FIFO
   } else {

@@ -117,10 +117,8 @@ int on_message(const nlmsghdr* nlh, void* data) {
   // Ids are consecutive per queue; a jump means the kernel assigned ids to
   // packets whose message never reached us (with fail-open they passed
   // undelayed; this is how ENOBUFS shows up under NETLINK_NO_ENOBUFS).
-  if (*ctx->last_id != 0 && packet.id > *ctx->last_id + 1) {
-    ctx->counters->id_gaps += packet.id - *ctx->last_id - 1;
-  }
-  if (packet.id > *ctx->last_id) *ctx->last_id = packet.id;
+  if (*ctx->last_id != 0) ctx->counters->id_gaps += packet_ids_skipped(*ctx->last_id, packet.id);
+  if (*ctx->last_id == 0 || packet_id_before(*ctx->last_id, packet.id)) *ctx->last_id = packet.id;
   ++ctx->counters->received;
   (*ctx->on_packet)(packet);
   return MNL_CB_OK;

@@ -95,7 +95,16 @@ protocol::InjectionDescription InjectorService::describe(const Active& a, int64_
   d.lease_s = static_cast<double>(a.lease_ns) / 1e9;
   d.lease_remaining_s = static_cast<double>(a.expires_ns - now_ns) / 1e9;
   d.running_s = static_cast<double>(now_ns - a.started_ns) / 1e9;
+  d.owner = owner_text(a.owner);
   return d;
+}
+
+std::vector<LiveLink> InjectorService::live_links_locked() const {
+  std::vector<LiveLink> live;
+  for (const auto& [id, a] : active_) {
+    live.push_back(LiveLink{id, a.config.link, a.config.direction, a.owner});
+  }
+  return live;
 }
 
 namespace {
@@ -134,12 +143,13 @@ void require_duplicates(DelayEngine& engine, const InjectionConfig& config) {
 
 }  // namespace
 
-json InjectorService::start(const json& params) {
+json InjectorService::start(const json& params, const common::RpcCaller& caller) {
   std::lock_guard lock(mutex_);
   const auto request = protocol::InjectStartParams::from_json(params);
   check_namespace(request.netns, options_.netns_description);
   InjectionConfig config = injection_config(request, seed_source_());
   const double lease_s = request.settings.lease_s.value_or(kDefaultLeaseS);
+  check_no_overlap(config.link, config.direction, live_links_locked());
   require_duplicates(engine_, config);
   // All validated; from here on the kernel is touched.
   std::set<uint16_t> used;
@@ -161,6 +171,7 @@ json InjectorService::start(const json& params) {
   a.started_ns = now;
   a.lease_ns = seconds_to_ns(lease_s);
   a.expires_ns = now + a.lease_ns;
+  a.owner = owner_of(caller, request.owner);
 
   NfQueueConfig qc;
   qc.queue_num = a.queue_num;
@@ -178,16 +189,29 @@ json InjectorService::start(const json& params) {
   hold_cpu_latency_locked();  // never throws; held while any injection is active
   common::log_info("started ", a.id, " on ", common::to_string(config.link), " (",
                    to_string(config.direction), ", queue ", a.queue_num, ", seed ", config.seed,
-                   ")");
+                   ", ", owner_text(a.owner), ")");
   json result = describe(a, now).to_json();
   active_.emplace(a.id, std::move(a));
   return result;
 }
 
-json InjectorService::update(const json& params) {
+namespace {
+
+// Logs a change made to another caller's injection with force.
+void log_forced(const std::string& id, const Owner& owner, const Owner& caller, const char* verb) {
+  if (owner == caller) return;
+  common::log_info(id, " of ", owner_text(owner), ": ", verb, " by ", owner_text(caller),
+                   " with force");
+}
+
+}  // namespace
+
+json InjectorService::update(const json& params, const common::RpcCaller& caller) {
   std::lock_guard lock(mutex_);
   const auto request = protocol::InjectUpdateParams::from_json(params);
   Active& a = find(request.id);
+  const Owner who = owner_of(caller, request.owner);
+  check_may_change(a.id, a.owner, who, request.force, "update");
   InjectionConfig config = injection_config(request, a.config);
   const double lease_s = request.settings.lease_s.value_or(static_cast<double>(a.lease_ns) / 1e9);
   const int64_t now = clock_();
@@ -198,6 +222,7 @@ json InjectorService::update(const json& params) {
   }
   if (!a.config.duplicate) require_duplicates(engine_, config);
   engine_.with_slot(a.slot, [&](InjectionPipeline& p, const QueueView&) { p.update(config); });
+  log_forced(a.id, a.owner, who, "updated");
   a.config = config;
   a.lease_ns = seconds_to_ns(lease_s);
   a.expires_ns = now + a.lease_ns;
@@ -241,9 +266,14 @@ void InjectorService::hold_cpu_latency_locked() {
   cpu_latency_error_ = request->error();
 }
 
-json InjectorService::stop(const json& params) {
+json InjectorService::stop(const json& params, const common::RpcCaller& caller) {
   std::lock_guard lock(mutex_);
-  const std::string id = find(protocol::InjectStopParams::from_json(params).id).id;
+  const auto request = protocol::InjectStopParams::from_json(params);
+  const Active& a = find(request.id);
+  const Owner who = owner_of(caller, request.owner);
+  check_may_change(a.id, a.owner, who, request.force, "stop");
+  log_forced(a.id, a.owner, who, "stopped");
+  const std::string id = a.id;
   return stop_locked(id, "inject.stop");
 }
 
@@ -275,10 +305,13 @@ json InjectorService::stats(const json& params) {
   return out.to_json();
 }
 
-json InjectorService::renew(const json& params) {
+json InjectorService::renew(const json& params, const common::RpcCaller& caller) {
   const auto request = protocol::LeaseRenewParams::from_json(params);
   std::lock_guard lock(mutex_);
   Active& a = find(request.id);
+  const Owner who = owner_of(caller, request.owner);
+  check_may_change(a.id, a.owner, who, request.force, "renew");
+  log_forced(a.id, a.owner, who, "renewed");
   if (request.lease_s) a.lease_ns = seconds_to_ns(*request.lease_s);
   const int64_t now = clock_();
   a.expires_ns = now + a.lease_ns;
@@ -300,6 +333,7 @@ json InjectorService::info(const json& params) {
   info.injections = active_.size();
   info.uptime_s = static_cast<double>(clock_() - started_ns_) / 1e9;
   info.node = options_.node;
+  if (control_counters_) info.control = control_counters_();
   return info.to_json();
 }
 
@@ -325,12 +359,18 @@ void InjectorService::stop_all() noexcept {
 }
 
 void InjectorService::register_methods(common::RpcServer& server) {
-  server.add_method("inject.start", [this](const json& p) { return start(p); });
-  server.add_method("inject.update", [this](const json& p) { return update(p); });
-  server.add_method("inject.stop", [this](const json& p) { return stop(p); });
+  control_counters_ = [&server] { return common::control_counters(server); };
+  using Caller = common::RpcCaller;
+  server.add_method_with_caller("inject.start",
+                                [this](const json& p, const Caller& c) { return start(p, c); });
+  server.add_method_with_caller("inject.update",
+                                [this](const json& p, const Caller& c) { return update(p, c); });
+  server.add_method_with_caller("inject.stop",
+                                [this](const json& p, const Caller& c) { return stop(p, c); });
   server.add_method("inject.list", [this](const json& p) { return list(p); });
   server.add_method("inject.stats", [this](const json& p) { return stats(p); });
-  server.add_method("lease.renew", [this](const json& p) { return renew(p); });
+  server.add_method_with_caller("lease.renew",
+                                [this](const json& p, const Caller& c) { return renew(p, c); });
   server.add_method("daemon.info", [this](const json& p) { return info(p); });
   common::add_clock_method(server);
 }

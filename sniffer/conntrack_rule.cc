@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <sstream>
@@ -73,6 +74,28 @@ std::string conntrack_chain_name(pid_t pid) {
   return std::string(kConntrackChainPrefix) + std::to_string(pid);
 }
 
+std::string acct_restore_comment(std::string_view value) {
+  return "nabla-sniffd restores nf_conntrack_acct=" + std::string(value);
+}
+
+std::optional<std::string> acct_to_restore(std::string_view iptables_rules,
+                                           std::string_view chain) {
+  const std::string rule_start = "-A " + std::string(chain) + " ";
+  const std::string marker = acct_restore_comment("");
+  for (std::size_t at = 0; at < iptables_rules.size();) {
+    const std::size_t end = std::min(iptables_rules.find('\n', at), iptables_rules.size());
+    const std::string_view line = iptables_rules.substr(at, end - at);
+    at = end + 1;
+    if (line.rfind(rule_start, 0) != 0) continue;
+    const std::size_t found = line.find(marker);
+    if (found == std::string_view::npos) continue;
+    const std::string_view rest = line.substr(found + marker.size());
+    const std::string_view value = rest.substr(0, rest.find_first_not_of("0123456789"));
+    if (!value.empty() && value.size() <= 3) return std::string(value);
+  }
+  return std::nullopt;
+}
+
 std::optional<pid_t> conntrack_chain_creator(std::string_view chain) {
   if (chain.substr(0, kConntrackChainPrefix.size()) != kConntrackChainPrefix) return std::nullopt;
   chain.remove_prefix(kConntrackChainPrefix.size());
@@ -93,6 +116,12 @@ int ConntrackRule::remove_stale() noexcept {
         const std::string chain = line.substr(3);
         const auto creator = conntrack_chain_creator(chain);
         if (!creator || *creator == ::getpid() || common::pid_alive(*creator)) continue;
+        if (const auto value = acct_to_restore(listing.stdout_text, chain)) {
+          if (read_text(kAcctPath) != *value && write_text(kAcctPath, *value)) {
+            common::log_info("restored ", kAcctPath, "=", *value, ", which nabla-sniffd (pid ",
+                             *creator, ") had changed and did not restore");
+          }
+        }
         if (remove_chain(ipv6, chain)) ++removed;
       }
     } catch (const std::exception& e) {
@@ -119,6 +148,17 @@ ConntrackRule::ConntrackRule() : chain_(conntrack_chain_name(::getpid())) {
   } else if (!before.empty() && write_text(kAcctPath, "1")) {
     saved_acct_ = before;
     accounting_ = read_text(kAcctPath) == "1";
+    record_restore_value(before);
+  }
+}
+
+void ConntrackRule::record_restore_value(const std::string& value) noexcept {
+  try {
+    iptables_checked(false, {"-A", chain_, "-m", "comment", "--comment",
+                             acct_restore_comment(value), "-j", "RETURN"});
+  } catch (const std::exception& e) {
+    common::log_warn("cannot record ", kAcctPath, "=", value,
+                     " for a restore after a crash: ", e.what());
   }
 }
 

@@ -102,7 +102,8 @@ nlohmann::json flows_list(const Sniffer& sniffer, const nlohmann::json& params) 
   return result.to_json();
 }
 
-nlohmann::json daemon_info(const Sniffer& sniffer, const protocol::NodeFacts& node) {
+nlohmann::json daemon_info(const Sniffer& sniffer, const protocol::NodeFacts& node,
+                           const protocol::ControlCounters& control) {
   const SnifferStats s = sniffer.stats();
   const SnifferOptions& o = sniffer.options();
   protocol::SnifferInfo info;
@@ -117,13 +118,18 @@ nlohmann::json daemon_info(const Sniffer& sniffer, const protocol::NodeFacts& no
   info.sockets_last_scan = s.sockets_last_scan;
   info.last_scan_ns = s.last_scan_ns;
   info.flows = s.flows;
+  info.max_flows = o.max_flows;
+  info.flows_refused = s.flows_refused;
   info.namespaces = s.namespaces;
+  info.max_namespaces = o.max_namespaces;
+  info.namespaces_skipped = s.namespaces_skipped;
   info.sock_diag = {s.sock_diag.messages, s.sock_diag.malformed, s.sock_diag.short_tcp_info,
                     s.sock_diag.errors};
   info.conntrack = {s.conntrack_enabled, s.conntrack.events, s.conntrack.ignored,
                     s.conntrack.malformed, s.conntrack.lost};
   info.destroy = {s.destroy_enabled, s.destroy.messages, s.destroy.malformed, s.destroy_lost};
   info.node = node;
+  info.control = control;
   return info.to_json();
 }
 
@@ -141,9 +147,9 @@ void register_control_methods(common::RpcServer& server, const Sniffer& sniffer,
   server.add_method("flows.list", [&sniffer](const nlohmann::json& params) {
     return flows_list(sniffer, params);
   });
-  server.add_method("daemon.info", [&sniffer, node](const nlohmann::json& params) {
+  server.add_method("daemon.info", [&sniffer, node, &server](const nlohmann::json& params) {
     protocol::require_no_params(params, "daemon.info");
-    return daemon_info(sniffer, node);
+    return daemon_info(sniffer, node, common::control_counters(server));
   });
   common::add_clock_method(server);
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "nabla/common/log.hh"
 #include "nabla/sniffer/attribution.hh"
 
 namespace nabla::sniffer {
@@ -143,6 +144,18 @@ FlowRecord& FlowTable::owned_flow(int64_t now_ns, FlowId id, const Attributed& w
     // An unknown owner, or a guessed one of the same program (a prefork
     // server's master for its worker), stays with the tuple's flow.
     if (id.pid == 0 || (!certain && same_program)) id.pid = known->second;
+  }
+  if (flows_.size() >= max_flows_ && flows_.find(id) == flows_.end()) {
+    ++flows_refused_;
+    if ((flows_refused_ & (flows_refused_ - 1)) == 0) {  // the 1st, 2nd, 4th, ...
+      common::log_warn("flow table full at ", max_flows_,
+                       " flows (--max-flows): a new flow is not ", "recorded (", flows_refused_,
+                       " so far)");
+    }
+    created = false;
+    discarded_ = FlowRecord{};
+    discarded_.id = id;
+    return discarded_;
   }
   if (id.pid != 0) tuple_pid_.insert_or_assign(tuple, id.pid);
   auto [it, added] = flows_.try_emplace(id);

@@ -33,6 +33,8 @@ one in /run/nabla (see docs/protocol.md, "Local control").)");
   std::string interval = "1s";
   uint64_t count = 0;
   uint64_t min_messages = 1;
+  uint64_t max_flows = nabla::sniffer::kDefaultMaxFlows;
+  uint64_t max_namespaces = 256;
   std::string listen = "127.0.0.1:7312";
   std::string key_file;
   int64_t report_protocol_version = nabla::common::kProtocolVersion;
@@ -50,11 +52,18 @@ one in /run/nabla (see docs/protocol.md, "Local control").)");
   app.add_option("--interval", interval, "scan interval, e.g. 500ms, 1s (default 1s)");
   app.add_option("--count", count, "stop after this many scans (default 0: run until a signal)");
   app.add_option("--min-messages", min_messages, "report flows with at least this many messages");
+  app.add_option("--max-flows", max_flows,
+                 "flows kept per network namespace; new ones beyond are counted, not recorded "
+                 "(default 65536)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{100'000'000}));
   app.add_option("--listen", listen, "control address ADDR[:PORT] (default 127.0.0.1:7312)");
   app.add_option("--key-file", key_file, "HMAC key file (one hex key per line, mode 0600)");
   // Test-only: claim another protocol version in daemon.info, so the
   // version check of `nabla nodes check` can be tested against a real daemon.
   app.add_option("--report-protocol-version", report_protocol_version)->group("");
+  app.add_option("--max-namespaces", max_namespaces,
+                 "network namespaces scanned besides its own, at most (default 256)")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{100'000}));
   app.add_option("--netns", netns,
                  "network namespaces to scan besides its own: all (every named one and every "
                  "process's), self, or NAME,... under /run/netns (default auto: all when started "
@@ -81,6 +90,8 @@ one in /run/nabla (see docs/protocol.md, "Local control").)");
       throw std::invalid_argument("--interval: must be in [10ms, 1h]");
     }
     opts.sniffer.min_messages = min_messages;
+    opts.sniffer.max_flows = max_flows;
+    opts.sniffer.max_namespaces = max_namespaces;
     opts.sniffer.conntrack = !no_conntrack;
     opts.sniffer.conntrack_rule = !no_conntrack_rule;
     opts.sniffer.destroy_events = !no_destroy;

@@ -50,6 +50,7 @@ Sniffer::Sniffer(SnifferOptions options, std::shared_ptr<ProcMap> procs,
       netns_(std::move(netns)),
       procs_(std::move(procs)),
       table_(PortRange::read_system(), std::move(flow_sequence)) {
+  table_.set_max_flows(options_.max_flows);
   open_sources();
 }
 
@@ -394,6 +395,7 @@ SnifferStats Sniffer::stats() const {
     s.destroy_lost = destroy_->lost();
   }
   s.flows = table_.size();
+  s.flows_refused = table_.flows_refused();
   add_namespace_stats(s);
   return s;
 }

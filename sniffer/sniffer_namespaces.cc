@@ -37,11 +37,22 @@ std::string label_text(const NetnsLabel& netns) {
 void Sniffer::refresh_namespaces() {
   if (options_.namespaces.only_own()) return;
   std::set<common::NetnsId> present;
+  size_t skipped = 0;
   for (const FoundNamespace& ns : list_namespaces(options_.namespace_roots)) {
     if (ns.id.inode == netns_.inode || !options_.namespaces.selects(ns)) continue;
     present.insert(ns.id);
-    if (!others_.contains(ns.id) && !unusable_.contains(ns.id)) add_namespace(ns);
+    if (others_.contains(ns.id) || unusable_.contains(ns.id)) continue;
+    if (others_.size() >= options_.max_namespaces) {
+      ++skipped;  // the ones scanned keep their place; this one waits for room
+      continue;
+    }
+    add_namespace(ns);
   }
+  if (skipped != namespaces_skipped_ && skipped > 0) {
+    common::log_warn("not scanning ", skipped, " network namespace(s): ", options_.max_namespaces,
+                     " already scanned (--max-namespaces)");
+  }
+  namespaces_skipped_ = skipped;
   // A namespace that is gone takes its flows with it; flows.list readers
   // already had every change up to the last scan. Its conntrack chain went
   // with it: nothing is left to remove there.
@@ -79,6 +90,7 @@ void Sniffer::add_namespace(const FoundNamespace& ns) {
 
 void Sniffer::add_namespace_stats(SnifferStats& s) const {
   s.namespaces = 1 + others_.size();
+  s.namespaces_skipped = namespaces_skipped_;
   for (const auto& [id, other] : others_) {
     const SnifferStats o = other->stats();
     add_counts(s.sock_diag, o.sock_diag);
@@ -86,6 +98,7 @@ void Sniffer::add_namespace_stats(SnifferStats& s) const {
     s.destroy_lost += o.destroy_lost;
     s.sockets_last_scan += o.sockets_last_scan;
     s.flows += o.flows;
+    s.flows_refused += o.flows_refused;
   }
 }
 

@@ -77,6 +77,27 @@ TEST_F(DeployFiles, SystemdUnitsVerify) {
       << bad.stderr_text;
 }
 
+// The value of `key=` in a unit file's text, "" when absent.
+std::string unit_setting(const std::string& text, const std::string& key) {
+  const std::string prefix = "\n" + key + "=";
+  const auto at = text.find(prefix);
+  if (at == std::string::npos) return "";
+  const auto start = at + prefix.size();
+  return text.substr(start, text.find('\n', start) - start);
+}
+
+// Under a flood a daemon meets its unit's limits, not the host's.
+TEST_F(DeployFiles, UnitsBoundMemoryTasksAndOpenFiles) {
+  for (const char* unit : {"nabla-injectd.service", "nabla-sniffd.service"}) {
+    const std::string text =
+        common::read_text_file(std::string(NABLA_SOURCE_DIR) + "/packaging/" + unit + ".in");
+    const std::string memory = unit_setting(text, "MemoryMax");
+    EXPECT_TRUE(memory == "1G" || memory == "512M") << unit << ": MemoryMax=" << memory;
+    EXPECT_EQ(unit_setting(text, "TasksMax"), "64") << unit;
+    EXPECT_EQ(unit_setting(text, "LimitNOFILE"), "4096") << unit;
+  }
+}
+
 const std::string kPlaybook = std::string(NABLA_SOURCE_DIR) + "/deploy/ansible/site.yml";
 
 // ansible-playbook with its home and temporary files in `dir`.

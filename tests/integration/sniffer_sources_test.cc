@@ -172,6 +172,38 @@ TEST(SnifferSources, ConntrackChainLivesWithTheDaemonAndStaleOnesAreSwept) {
   }
 }
 
+// kill -9 leaves nf_conntrack_acct on; the next sniffer in the namespace
+// restores the value the chain records before it sets its own, and at its
+// clean exit leaves the namespace as it was before the first.
+TEST(SnifferSources, AcctTurnedOnByACrashedSnifferIsRestoredByTheNext) {
+  NABLA_REQUIRE_ROOT_OR_SKIP();
+  NetNamespace ns("ctcrash");
+  // Load conntrack in the namespace, so the sysctl exists, and turn it off.
+  ns.run_checked({"iptables", "-w", "5", "-A", "INPUT", "-m", "conntrack", "--ctstate", "INVALID",
+                  "-j", "ACCEPT"});
+  ns.run_checked({"sh", "-c", "echo 0 > /proc/sys/net/netfilter/nf_conntrack_acct"});
+  ASSERT_EQ(acct(ns), "0\n");
+  const std::string log = ::testing::TempDir() + "ctcrash-" + std::to_string(::getpid()) + ".log";
+  {
+    ChildProcess first({NABLA_SNIFFD_PATH, "--print", "--interval", "100ms"}, &ns, log);
+    for (int i = 0; i < 50 && acct(ns) != "1\n"; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ASSERT_EQ(acct(ns), "1\n");
+    first.signal(SIGKILL);
+    first.wait(std::chrono::seconds(5));
+  }
+  EXPECT_EQ(acct(ns), "1\n");  // what kill -9 leaves
+  const auto second = ns.run({NABLA_SNIFFD_PATH, "--print", "--interval", "100ms", "--count", "1"});
+  EXPECT_EQ(second.exit_code, 0) << second.stderr_text;
+  EXPECT_NE(second.stderr_text.find("restored /proc/sys/net/netfilter/nf_conntrack_acct=0"),
+            std::string::npos)
+      << second.stderr_text;
+  EXPECT_EQ(acct(ns), "0\n");
+  EXPECT_EQ(iptables_rules(ns).find("nabla-sniffd-"), std::string::npos) << iptables_rules(ns);
+  ::unlink(log.c_str());
+}
+
 TEST(SnifferSources, OneMillisecondConnectionReportedWithItsCounts) {
   NABLA_REQUIRE_ROOT_OR_SKIP();
   NetNamespace ns("onems");
@@ -277,6 +309,34 @@ TEST(SnifferSources, ShortLivedClientAttributedToItsCgroup) {
     EXPECT_EQ(local["pid"], 0) << outbound.dump();
   }
   EXPECT_EQ(outbound["total"]["bytes_out"], 5);
+}
+
+// Lines of `text` that start with `prefix`.
+int lines_starting(const std::string& text, const std::string& prefix) {
+  int n = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) n += line.rfind(prefix, 0) == 0 ? 1 : 0;
+  return n;
+}
+
+// Each namespace scanned costs sockets, a flow table and a conntrack chain:
+// beyond --max-namespaces the selected ones wait, counted and logged.
+TEST(SnifferSources, AtMostMaxNamespacesAreScanned) {
+  NABLA_REQUIRE_ROOT_OR_SKIP();
+  NetNamespace node("capnode");
+  NetNamespace a("capa");
+  NetNamespace b("capb");
+  NetNamespace c("capc");
+  const std::string three = a.name() + "," + b.name() + "," + c.name();
+  const auto all = node.run({NABLA_SNIFFD_PATH, "--check", "--netns", three});
+  EXPECT_EQ(lines_starting(all.stdout_text, "netns @"), 3) << all.stdout_text;
+  const auto capped =
+      node.run({NABLA_SNIFFD_PATH, "--check", "--netns", three, "--max-namespaces", "1"});
+  EXPECT_EQ(lines_starting(capped.stdout_text, "netns @"), 1) << capped.stdout_text;
+  EXPECT_NE(capped.stderr_text.find(
+                "not scanning 2 network namespace(s): 1 already scanned (--max-namespaces)"),
+            std::string::npos)
+      << capped.stderr_text;
 }
 
 TEST(SnifferSources, ConntrackRunsInEveryScannedNamespace) {

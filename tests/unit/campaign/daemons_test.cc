@@ -57,9 +57,27 @@ common::RpcServerOptions keyed_options() {
 }
 
 // One loopback server answering both daemons' methods, recording every call.
+common::RpcServerOptions with_idle_timeout(common::RpcServerOptions o,
+                                           std::chrono::milliseconds idle_timeout) {
+  o.idle_timeout = idle_timeout;
+  return o;
+}
+
+// The owner token of a call's params, checked to be a run's ("run-" and 16
+// hex digits), and the params without it.
+std::pair<std::string, json> split_owner(json params) {
+  const std::string owner = params.value("owner", "");
+  EXPECT_EQ(owner.size(), 20u) << params;
+  EXPECT_EQ(owner.rfind("run-", 0), 0u) << params;
+  EXPECT_EQ(owner.find_first_not_of("0123456789abcdef", 4), std::string::npos) << params;
+  params.erase("owner");
+  return {owner, params};
+}
+
 class FakeDaemonServer {
  public:
-  FakeDaemonServer() : server_(io_, keyed_options()) {
+  explicit FakeDaemonServer(std::chrono::milliseconds idle_timeout = 600'000ms)
+      : server_(io_, with_idle_timeout(keyed_options(), idle_timeout)) {
     server_.add_method("flows.list", [this](const json& p) {
       record("flows.list", p);
       const json flow = {
@@ -175,18 +193,36 @@ TEST(RpcDaemons, MessagesKeepTheProtocolShapes) {
   const auto calls = server.calls();
   ASSERT_EQ(calls.size(), 3u);
   EXPECT_EQ(calls[0].second, (json{{"since", 5}, {"min_messages", 1}, {"include_control", false}}));
-  EXPECT_EQ(calls[1].second, (json{{"link", "tcp 10.0.0.1:* -> 10.0.0.2:9002"},
-                                   {"direction", "out"},
-                                   {"delay",
-                                    {{"kind", "square"},
-                                     {"amplitude", 2'000'000},
-                                     {"period", 80'000'000},
-                                     {"duty", 0.5},
-                                     {"phase", 0},
-                                     {"cycles", 1}}},
-                                   {"lease_s", 1.5},
-                                   {"seed", 77}}));
-  EXPECT_EQ(calls[2].second, (json{{"id", "inj-9"}}));
+  const auto [owner, start] = split_owner(calls[1].second);
+  EXPECT_EQ(start, (json{{"link", "tcp 10.0.0.1:* -> 10.0.0.2:9002"},
+                         {"direction", "out"},
+                         {"delay",
+                          {{"kind", "square"},
+                           {"amplitude", 2'000'000},
+                           {"period", 80'000'000},
+                           {"duty", 0.5},
+                           {"phase", 0},
+                           {"cycles", 1}}},
+                         {"lease_s", 1.5},
+                         {"seed", 77}}));
+  EXPECT_EQ(calls[2].second, (json{{"id", "inj-9"}, {"owner", owner}}));  // the same session
+}
+
+TEST(RpcDaemons, AConnectionClosedAsIdleIsReopenedAndKeepsTheRunsOwner) {
+  FakeDaemonServer server(200ms);
+  const std::string at = "127.0.0.1:" + std::to_string(server.port());
+  const CampaignSpec spec = spec_with(at, at);  // RpcDaemons keeps its nodes
+  RpcDaemons daemons(spec, 3000ms);
+  const InjectionRequest request{
+      "tcp 10.0.0.1:* -> 10.0.0.2:9002", 2'000'000, 80'000'000, 1, 1'500'000'000, 77};
+  EXPECT_EQ(daemons.start_injection("web", request), "inj-9");
+  std::this_thread::sleep_for(1000ms);  // both connections idle past 200 ms: closed
+  EXPECT_TRUE(daemons.list_flows("web", 0).has_value());
+  EXPECT_EQ(daemons.stop_injection("web", "inj-9").packets, 40);
+  const auto calls = server.calls();
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[2].first, "inject.stop");
+  EXPECT_EQ(calls[2].second.at("owner"), calls[0].second.at("owner"));
 }
 
 TEST(RpcDaemons, ANodeWithoutSniffdListsNoFlows) {
@@ -203,7 +239,7 @@ TEST(RpcDaemons, ARefusedRenewalIsNotRetried) {
   const auto calls = server.calls();
   ASSERT_EQ(calls.size(), 1u);
   EXPECT_EQ(calls[0].first, "lease.renew");
-  EXPECT_EQ(calls[0].second, (json{{"id", "inj-3"}}));
+  EXPECT_EQ(split_owner(calls[0].second).second, (json{{"id", "inj-3"}}));
 }
 
 TEST(RpcDaemons, AnUnreachableDaemonIsOneErrorNamingTheNode) {

@@ -172,5 +172,21 @@ TEST(LinkSpec, Matches) {
   EXPECT_FALSE(protocol_from_ip_proto(IPPROTO_ICMP));
 }
 
+TEST(LinkSpec, OverlapNeedsTheSameAddressesIntersectingPortsAndACommonProtocol) {
+  const auto overlap = [](std::string_view a, std::string_view b) {
+    return links_overlap(parse_link_spec(a), parse_link_spec(b)) &&
+           links_overlap(parse_link_spec(b), parse_link_spec(a));
+  };
+  EXPECT_TRUE(overlap("udp 10.0.0.1 -> 10.0.0.2:9000", "udp 10.0.0.1 -> 10.0.0.2:9000"));
+  EXPECT_TRUE(overlap("udp 10.0.0.1 -> 10.0.0.2:9000", "any 10.0.0.1 -> 10.0.0.2"));
+  EXPECT_TRUE(overlap("tcp 10.0.0.1 -> 10.0.0.2:1000-2000", "tcp 10.0.0.1 -> 10.0.0.2:2000"));
+  EXPECT_TRUE(overlap("tcp 10.0.0.1:5 -> 10.0.0.2", "tcp 10.0.0.1:1-5 -> 10.0.0.2:80"));
+  EXPECT_FALSE(overlap("tcp 10.0.0.1 -> 10.0.0.2:1000-2000", "tcp 10.0.0.1 -> 10.0.0.2:2001"));
+  EXPECT_FALSE(overlap("tcp 10.0.0.1 -> 10.0.0.2:80", "udp 10.0.0.1 -> 10.0.0.2:80"));
+  EXPECT_FALSE(overlap("udp 10.0.0.1 -> 10.0.0.2:9000", "udp 10.0.0.2 -> 10.0.0.1:9000"));
+  EXPECT_FALSE(overlap("udp 10.0.0.1 -> 10.0.0.2", "udp 10.0.0.1 -> 10.0.0.3"));
+  EXPECT_FALSE(overlap("udp [fd00::1] -> [fd00::2]:9", "udp 10.0.0.1 -> 10.0.0.2:9"));
+}
+
 }  // namespace
 }  // namespace nabla::common

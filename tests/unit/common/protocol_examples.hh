@@ -29,13 +29,16 @@ inline InjectionSettings settings() {
 }
 
 inline InjectStartParams inject_start_params() {
-  return InjectStartParams{"udp 10.0.0.1 -> 10.0.0.2:9000", Direction::kIn, settings()};
+  InjectStartParams p{"udp 10.0.0.1 -> 10.0.0.2:9000", Direction::kIn, settings()};
+  p.owner = "run-5f3a9c";
+  return p;
 }
 
 inline InjectUpdateParams inject_update_params() {
   InjectUpdateParams p{"inj-1", {}};
   p.settings.delay = Wave::constant(3'000'000);
   p.settings.lease_s = 20.0;
+  p.owner = "run-5f3a9c";
   return p;
 }
 
@@ -48,7 +51,8 @@ inline InjectionDescription injection_description() {
                               Wave::square(5'000'000, 1'000'000'000),
                               10.0,
                               7.5,
-                              2.5};
+                              2.5,
+                              "session run-5f3a9c, key 0123456789abcdef"};
 }
 
 inline DelaySummary delay(int64_t mean_ns) {
@@ -108,6 +112,7 @@ inline InjectorInfo injectd_info() {
   info.injections = 1;
   info.uptime_s = 12.0;
   info.node = node_facts({{"nfqueue", {true, "queue 0 binds; iptables works"}}});
+  info.control = {0, 120, 8, 1};
   return info;
 }
 
@@ -147,6 +152,10 @@ inline SnifferInfo sniffd_info() {
   s.sockets_last_scan = 40;
   s.last_scan_ns = 1'700'000'000'000'000'000;
   s.flows = 6;
+  s.max_flows = 65536;
+  s.flows_refused = 2;
+  s.max_namespaces = 256;
+  s.namespaces_skipped = 0;
   s.namespaces = 3;
   s.sock_diag = {480, 0, 0, 0};
   s.conntrack = {true, 30, 2, 0, 0};
@@ -154,6 +163,7 @@ inline SnifferInfo sniffd_info() {
   s.node = node_facts({{"sock_diag", {true, "sock_diag dump"}},
                        {"conntrack", {false, "turned off (--no-conntrack)"}},
                        {"destroy", {true, "destroy notifications"}}});
+  s.control = {0, 120, 8, 1};
   return s;
 }
 

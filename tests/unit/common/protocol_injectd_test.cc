@@ -32,9 +32,9 @@ json with(json j, const std::string& pointer, const json& value) {
 TEST(InjectdMessages, EveryMessageMatchesItsGoldenFile) {
   golden::expect_matches(examples::inject_start_params(), "inject_start_params");
   golden::expect_matches(examples::inject_update_params(), "inject_update_params");
-  golden::expect_matches(InjectStopParams{"inj-1"}, "inject_stop_params");
+  golden::expect_matches(InjectStopParams{"inj-1", "run-5f3a9c", true}, "inject_stop_params");
   golden::expect_matches(InjectStatsParams{"inj-1", true}, "inject_stats_params");
-  golden::expect_matches(LeaseRenewParams{"inj-1", 10.0}, "lease_renew_params");
+  golden::expect_matches(LeaseRenewParams{"inj-1", 10.0, "run-5f3a9c"}, "lease_renew_params");
   golden::expect_matches(examples::injection_description(), "injection_description");
   golden::expect_matches(examples::inject_stop_result(), "inject_stop_result");
   golden::expect_matches(examples::inject_stats_result(), "inject_stats_result");
@@ -58,6 +58,10 @@ TEST(InjectdMessages, OptionalPartsRoundTripWhenAbsent) {
   const InjectStatsResult only{examples::injection_description(), {}, {}, {}};
   EXPECT_EQ(InjectStatsResult::from_json(only.to_json()), only);
   InjectorInfo info = examples::injectd_info();
+  // An older daemon's answer without "control" reads as all zero.
+  json older = info.to_json();
+  older.erase("control");
+  EXPECT_EQ(InjectorInfo::from_json(older).control, ControlCounters{});
   info.cpu_latency.limit_us.reset();
   EXPECT_TRUE(info.to_json()["cpu_latency"]["limit_us"].is_null());
   EXPECT_EQ(InjectorInfo::from_json(info.to_json()), info);
@@ -128,6 +132,25 @@ TEST(InjectdMessages, MissingOrMistypedFieldsNameTheField) {
       "injectd_daemon_info_result",
       {{"/timer/wakeup_lateness_us/p99", "timer.wakeup_lateness_us.p99"},
        {"/cpu_latency/held", "cpu_latency.held"}});
+}
+
+TEST(InjectdMessages, OwnerIsASessionTokenAndForceABoolean) {
+  const json stop = golden::read("inject_stop_params");
+  EXPECT_EQ(InjectStopParams::from_json(json{{"id", "inj-1"}}).owner, std::nullopt);
+  EXPECT_FALSE(InjectStopParams::from_json(json{{"id", "inj-1"}}).force);
+  for (const json& bad : {json(""), json(std::string(65, 'a')), json("a b"), json(7)}) {
+    EXPECT_TRUE(starts_with(error_of<InjectStopParams>(with(stop, "/owner", bad)), "owner:"))
+        << bad;
+    EXPECT_TRUE(starts_with(
+        error_of<InjectStartParams>(with(golden::read("inject_start_params"), "/owner", bad)),
+        "owner:"));
+  }
+  EXPECT_TRUE(starts_with(error_of<InjectStopParams>(with(stop, "/force", "yes")), "force:"));
+  EXPECT_TRUE(starts_with(
+      error_of<LeaseRenewParams>(with(golden::read("lease_renew_params"), "/force", 1)), "force:"));
+  // A description from a daemon without owners still reads.
+  const json old_daemon = without(golden::read("injection_description"), "/owner");
+  EXPECT_EQ(InjectionDescription::from_json(old_daemon).owner, "");
 }
 
 TEST(InjectdMessages, ParamsRefuseUnknownFieldsAndOutOfRangeValues) {

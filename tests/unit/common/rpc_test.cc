@@ -10,6 +10,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -374,6 +376,131 @@ TEST(Rpc, MaxConnectionsEnforced) {
   RawClient c(s.port());
   EXPECT_TRUE(c.closed_within(2000ms));
   EXPECT_EQ(s.server().connection_count(), 2u);
+}
+
+TEST(Rpc, UnauthenticatedConnectionsAreLimitedPerPeer) {
+  RpcServerOptions o = keyed_options();
+  o.max_unauthenticated_per_peer = 4;
+  ServerThread s(o);
+  // One peer, 127.0.0.2, connects and stays silent: 4 get a challenge...
+  std::vector<std::unique_ptr<RawClient>> silent;
+  for (int i = 0; i < 4; ++i) {
+    silent.push_back(std::make_unique<RawClient>(s.port(), "127.0.0.2"));
+    if (i > 0) silent.back()->challenge();  // the first one's is read as it authenticates
+  }
+  // ...the fifth is closed at once, without one.
+  RawClient fifth(s.port(), "127.0.0.2");
+  EXPECT_FALSE(fifth.read(2000ms));
+  EXPECT_TRUE(fifth.closed_within(2000ms));
+  EXPECT_EQ(s.server().counters().refused_per_peer, 1u);
+  // Another peer (127.0.0.1) is served meanwhile.
+  RpcClient c = RpcClient::connect("127.0.0.1", s.port(), test_key(0x42), 2s);
+  EXPECT_EQ(c.call("echo", {{"a", 1}}, 2s), json({{"a", 1}}));
+  // Once one of the silent four authenticates, its peer may open another.
+  silent.front()->authenticate(test_key(0x42));
+  RawClient next(s.port(), "127.0.0.2");
+  EXPECT_EQ(next.challenge()["method"], "auth.challenge");
+  EXPECT_EQ(s.server().counters().refused_per_peer, 1u);
+}
+
+TEST(Rpc, UnauthenticatedFramesAreCappedBeforeParsing) {
+  RpcServerOptions o = keyed_options();
+  ServerThread s(o);
+  RawClient raw(s.port());
+  raw.challenge();
+  // A frame just over the unauthenticated limit: refused on its header,
+  // not parsed as JSON (which would answer -32700).
+  const std::string body(o.max_unauthenticated_frame_bytes + 1, '{');
+  raw.send_raw(encode_frame_header(body.size()) + body);
+  const auto answer = raw.read();
+  ASSERT_TRUE(answer);
+  EXPECT_EQ((*answer)["error"]["code"], rpc_code::kFrameTooLarge);
+  EXPECT_NE((*answer)["error"]["message"].get<std::string>().find("before authentication"),
+            std::string::npos);
+  EXPECT_TRUE(raw.closed_within(3000ms));
+  // Once authenticated, frames up to 1 MiB are read.
+  RawClient authed(s.port());
+  authed.authenticate(test_key(0x42));
+  const std::string big(200 * 1024, 'x');
+  authed.send_json(make_request(1, "size", {{"s", big}}));
+  const auto sized = authed.read();
+  ASSERT_TRUE(sized);
+  EXPECT_EQ((*sized)["result"], big.size());
+}
+
+// The most bytes the kernel may hold for one loopback connection: the
+// server's send buffer grows up to tcp_wmem's maximum.
+std::size_t largest_send_buffer() {
+  std::ifstream in("/proc/sys/net/ipv4/tcp_wmem");
+  std::size_t low = 0, initial = 0, high = 0;
+  if (!(in >> low >> initial >> high)) return 64u * 1024 * 1024;
+  return high;
+}
+
+TEST(Rpc, PipelinedRequestsWaitForTheirAnswersToBeWritten) {
+  RpcServerOptions o = keyed_options();
+  ServerThread s(o);
+  constexpr std::size_t kAnswerBytes = 256 * 1024;
+  constexpr int kRequests = 100;
+  std::atomic<int> handled{0};
+  s.server().add_method("big", [&handled](const json&) {
+    ++handled;
+    return json(std::string(kAnswerBytes, 'a'));
+  });
+  RawClient raw(s.port(), nullptr, 64 * 1024);
+  raw.authenticate(test_key(0x42));
+  std::string requests;
+  for (int i = 1; i <= kRequests; ++i) requests += raw.frame(make_request(i, "big", json::object()).dump());
+  raw.send_raw(requests);  // all at once, and nothing read
+  // Wait until the server has handled all it will while nothing is read.
+  for (int i = 0; i < 250 && handled.load() == 0; ++i) std::this_thread::sleep_for(20ms);
+  int seen = -1;
+  for (int round = 0; round < 100 && handled.load() != seen; ++round) {
+    seen = handled.load();
+    std::this_thread::sleep_for(200ms);
+  }
+  int receive_buffer = 0;
+  socklen_t len = sizeof receive_buffer;
+  ::getsockopt(raw.fd(), SOL_SOCKET, SO_RCVBUF, &receive_buffer, &len);
+  // What the kernel can hold on both ends, what may wait unsent, and the
+  // answer being written: nowhere near all of them.
+  const std::size_t bound =
+      (largest_send_buffer() + static_cast<std::size_t>(receive_buffer) + o.max_unsent_bytes) /
+          kAnswerBytes +
+      3;
+  ASSERT_LT(bound, static_cast<std::size_t>(kRequests));
+  EXPECT_GE(handled.load(), 1);
+  EXPECT_LE(static_cast<std::size_t>(handled.load()), bound);
+  // Reading resumes them: every answer arrives, in order.
+  for (int i = 1; i <= kRequests; ++i) {
+    const auto answer = raw.read(5000ms);
+    ASSERT_TRUE(answer) << "answer " << i;
+    ASSERT_EQ((*answer)["id"], i);
+    ASSERT_TRUE(answer->contains("result")) << answer->dump().substr(0, 200);
+  }
+  EXPECT_EQ(handled.load(), kRequests);
+}
+
+TEST(Rpc, ClientSeesAConnectionTheServerClosedAsIdle) {
+  RpcServerOptions o = keyed_options();
+  o.idle_timeout = 300ms;
+  ServerThread s(o);
+  RpcClient c = RpcClient::connect("127.0.0.1", s.port(), test_key(0x42), 2s);
+  EXPECT_EQ(c.call("echo", {{"a", 1}}, 2s), json({{"a", 1}}));
+  bool closed = false;
+  for (int i = 0; i < 100 && !closed; ++i) {
+    std::this_thread::sleep_for(50ms);
+    closed = !c.connected();
+  }
+  EXPECT_TRUE(closed);  // so a caller reconnects instead of sending into it
+  EXPECT_EQ(s.server().counters().idle_closed, 1u);
+}
+
+TEST(Rpc, DaemonsCloseIdleConnectionsAndProbeWithKeepaliveByDefault) {
+  const RpcServerOptions defaults;
+  EXPECT_GT(defaults.idle_timeout.count(), 0);
+  EXPECT_GT(defaults.keepalive_idle.count(), 0);
+  EXPECT_LE(defaults.max_unauthenticated_frame_bytes, 16u * 1024);
 }
 
 }  // namespace

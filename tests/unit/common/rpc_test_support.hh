@@ -76,7 +76,21 @@ inline RpcServerOptions keyed_options(std::chrono::milliseconds auth_timeout = 3
 // A blocking raw TCP client for protocol-level misbehaviour.
 class RawClient {
  public:
-  explicit RawClient(uint16_t port) : fd_(FileDescriptor::socket(AF_INET, SOCK_STREAM, 0)) {
+  // From `source` (an address of 127.0.0.0/8) when given, so tests can be
+  // two peers; with `receive_buffer` bytes of SO_RCVBUF when nonzero.
+  explicit RawClient(uint16_t port, const char* source = nullptr, int receive_buffer = 0)
+      : fd_(FileDescriptor::socket(AF_INET, SOCK_STREAM, 0)) {
+    if (receive_buffer > 0) {
+      ::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
+    }
+    if (source != nullptr) {
+      sockaddr_in from{};
+      from.sin_family = AF_INET;
+      ::inet_pton(AF_INET, source, &from.sin_addr);
+      if (::bind(fd_.get(), reinterpret_cast<sockaddr*>(&from), sizeof from) != 0) {
+        throw std::runtime_error(std::string("bind to ") + source + " failed");
+      }
+    }
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);
@@ -85,6 +99,7 @@ class RawClient {
       throw std::runtime_error("connect failed");
     }
   }
+  int fd() const { return fd_.get(); }
   void send_raw(const std::string& bytes) {
     // MSG_NOSIGNAL: the server may already have closed on us.
     size_t done = 0;

@@ -124,6 +124,22 @@ TEST(Jitter, ParetoIsRightSkewedWithZeroMean) {
   EXPECT_GT(above_two_sigma, 0);
 }
 
+TEST(Jitter, ParetoTailStopsAtTheSixtySecondMaximum) {
+  // A spread of 60 s: a Pareto draw above 1 sigma (about 9% of them) would
+  // add more than the 60 s maximum delay, its tail thousands of times that.
+  constexpr int64_t kMax = 60'000 * kMs;
+  Jitter jitter(JitterSpec{Waveform::constant(1.0), kMax, JitterDistribution::kPareto, 0.0}, 8);
+  int64_t max = 0;
+  int at_cap = 0;
+  for (int i = 0; i < 10'000; ++i) {
+    const int64_t x = jitter.offset_ns(i);
+    max = std::max(max, x);
+    at_cap += x == kMax ? 1 : 0;
+  }
+  EXPECT_EQ(max, kMax);
+  EXPECT_GT(at_cap, 100);
+}
+
 TEST(Jitter, CorrelationMakesConsecutiveDrawsAlike) {
   auto lag1 = [](double correlation) {
     Jitter jitter(
@@ -186,6 +202,21 @@ TEST(RateLimit, BurstPassesThenQueues) {
   EXPECT_EQ(limit.delay_ns(1000 * kMs, 1500), 0);
   EXPECT_EQ(limit.delay_ns(1000 * kMs, 1500), 0);
   EXPECT_EQ(limit.delay_ns(1000 * kMs, 750), kMs / 2);
+}
+
+TEST(RateLimit, BacklogHoldsAtMostTheSixtySecondMaximum) {
+  // 8 kbit/s: a 1000-byte packet takes 1 s; 70 arrive at once.
+  RateLimit limit(RateLimitSpec{Waveform::constant(1.0), 8000.0, 0});
+  for (int i = 1; i <= 60; ++i) EXPECT_EQ(limit.delay_ns(0, 1000), i * 1000 * kMs) << i;
+  for (int i = 61; i <= 70; ++i) EXPECT_EQ(limit.delay_ns(0, 1000), RateLimit::kBacklogFull) << i;
+  // The refused ones took nothing: 1 s later exactly one more fits, at 60 s.
+  EXPECT_EQ(limit.delay_ns(1000 * kMs, 1000), 60'000 * kMs);
+  EXPECT_EQ(limit.delay_ns(1000 * kMs, 1000), RateLimit::kBacklogFull);
+  // A smaller cap, as the spec allows.
+  RateLimit short_backlog(RateLimitSpec{Waveform::constant(1.0), 8000.0, 0, 2500 * kMs});
+  EXPECT_EQ(short_backlog.delay_ns(0, 1000), 1000 * kMs);
+  EXPECT_EQ(short_backlog.delay_ns(0, 1000), 2000 * kMs);
+  EXPECT_EQ(short_backlog.delay_ns(0, 1000), RateLimit::kBacklogFull);
 }
 
 // A trace that holds level 1/2 for ever (two points, step, looped).

@@ -204,3 +204,43 @@ TEST(FlowTable, ThresholdRulesForFlowsWithoutCounts) {
 
 }  // namespace
 }  // namespace nabla::sniffer
+
+namespace nabla::sniffer {
+namespace {
+
+// A flood of new tuples stops at the cap: the flows there go on counting,
+// the new ones are counted as refused, and expiry makes room again.
+TEST(FlowTable, NewFlowsBeyondTheCapAreCountedNotRecorded) {
+  FlowTable table(testing::kRange);
+  table.set_max_flows(3);
+  const auto udp_to = [](uint16_t port) {
+    FlowId id;
+    id.proto = Proto::kUdp;
+    id.local = testing::v4(10, 0, 0, 1);
+    id.remote = testing::v4(10, 0, 0, 2);
+    id.remote_port = port;
+    return id;
+  };
+  for (uint16_t port = 1; port <= 5; ++port) {
+    table.note(5, udp_to(port), Direction::kOutbound, FlowCounts{1, 1, 40, 80}, "dig");
+  }
+  EXPECT_EQ(table.size(), 3u);
+  EXPECT_EQ(table.flows_refused(), 2u);
+  table.note(6, udp_to(1), Direction::kOutbound, FlowCounts{1, 1, 40, 80}, "dig");
+  EXPECT_EQ(table.flows_refused(), 2u);  // a known flow is never refused
+  uint64_t cursor = 0;
+  const auto flows = table.since(0, 1, cursor);
+  ASSERT_EQ(flows.size(), 3u);
+  for (const FlowRecord& f : flows) {
+    EXPECT_LE(f.id.remote_port, 3) << "a refused flow was listed";
+    EXPECT_EQ(f.total.bytes_in, f.id.remote_port == 1 ? 160u : 80u);
+  }
+  table.expire(1'000'000'000'000, 1);  // all idle: gone
+  table.note(1'000'000'000'001, udp_to(5), Direction::kOutbound, FlowCounts{1, 1, 40, 80}, "dig");
+  EXPECT_EQ(table.size(), 1u);
+  EXPECT_EQ(table.flows_refused(), 2u);
+  EXPECT_EQ(FlowTable(testing::kRange).max_flows(), kDefaultMaxFlows);
+}
+
+}  // namespace
+}  // namespace nabla::sniffer

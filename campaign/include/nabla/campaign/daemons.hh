@@ -2,10 +2,15 @@
 // The production Daemons (environment.hh): one authenticated RpcClient per
 // nabla-injectd and per nabla-sniffd of the campaign's nodes, opened up
 // front; an unreachable daemon is one error naming the node. A client whose
-// connection broke is reconnected at its next call. lease.renew retries once
+// connection broke, or was closed by the daemon's idle timeout, is
+// reconnected at its next call. lease.renew retries once
 // after a transport error and never after the daemon's own refusal (the
 // injection is gone: no retry helps). Calls throw the client's errors as
 // they are (environment.hh).
+//
+// Every injection of a run carries the run's session token (`owner`,
+// "run-" + 16 random hex digits): the daemons let only this run stop or
+// renew it, also after a reconnection (docs/security.md).
 //
 // The JSON of every message the campaign sends or reads is built or read in
 // one function each (daemons.cc), with the shapes of docs/protocol.md.
@@ -45,6 +50,7 @@ class RpcDaemons final : public Daemons {
   common::RpcClient& injectd(const std::string& node, std::chrono::milliseconds timeout);
 
   std::chrono::milliseconds timeout_;
+  std::string session_;  // this run's owner token
   std::map<std::string, Entry> nodes_;
 };
 

@@ -30,6 +30,9 @@ inline constexpr int kInternalError = -32603;
 inline constexpr int kAuthFailed = -32001;        // wrong HMAC; connection closed
 inline constexpr int kNotAuthenticated = -32002;  // call before auth; connection closed
 inline constexpr int kFrameTooLarge = -32003;     // frame over the limit; connection closed
+// Another session's injection without force, or one overlapping a live
+// injection; connection kept.
+inline constexpr int kConflict = -32004;
 }  // namespace rpc_code
 
 inline constexpr int kMaxJsonDepth = 64;

@@ -86,4 +86,8 @@ std::string to_string(const LinkSpec& spec);
 bool matches(const LinkSpec& spec, Protocol proto, const IpAddress& src, uint16_t src_port,
              const IpAddress& dst, uint16_t dst_port) noexcept;
 
+// True when some packet is on both links: protocols equal or either kAny,
+// both addresses equal, and both port ranges intersecting.
+bool links_overlap(const LinkSpec& a, const LinkSpec& b) noexcept;
+
 }  // namespace nabla::common

@@ -21,6 +21,9 @@ protocol::FeatureState cpu_latency_feature(const std::string& path = kCpuLatency
 protocol::NodeFacts probe_node_facts(int64_t protocol_version,
                                      std::map<std::string, protocol::FeatureState> features);
 
+// The server's refusals and closes so far, as daemon.info reports them.
+protocol::ControlCounters control_counters(const RpcServer& server);
+
 // Registers clock.now: the daemon's CLOCK_REALTIME and CLOCK_MONOTONIC, read
 // once per request.
 void add_clock_method(RpcServer& server);

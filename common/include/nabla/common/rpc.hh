@@ -62,10 +62,15 @@
 // (they hold up every other client). A handler throws RpcError{code, msg}
 // for a specific error, std::invalid_argument for -32602 (put the field name
 // in the message), and anything else becomes -32603 with its what(); the
-// server keeps serving either way. Each connection reads its next requests
-// only after its previous answers are written, so a client that never reads
-// cannot make the server buffer without bound; it just holds one of
-// max_connections slots (set idle_timeout to reclaim such slots).
+// server keeps serving either way. Each connection handles its next request
+// only while less than max_unsent_bytes of its answers wait to be written, and
+// reads its socket only when every request read is handled, so a client that
+// pipelines and never reads cannot make the server buffer without bound; it
+// just holds one of max_connections slots until idle_timeout or keepalive
+// reclaims it. Unauthenticated connections are limited per peer
+// (max_unauthenticated_per_peer) and their frames to
+// max_unauthenticated_frame_bytes, so silent or junk connections from one
+// host cannot keep others out.
 //
 // ## Using RpcClient in a CLI
 //   auto client = RpcClient::connect("10.0.0.2", 7311, key, 2s);
@@ -106,19 +111,54 @@ struct RpcServerOptions {
   // loaded before stay in force.
   std::optional<std::string> key_file;
   std::chrono::milliseconds auth_timeout{3000};
-  // Close authenticated connections silent for this long; 0 disables.
-  std::chrono::milliseconds idle_timeout{0};
+  // Close authenticated connections that send nothing for this long; 0
+  // disables. Clients reconnect when they find a connection closed.
+  std::chrono::milliseconds idle_timeout{10 * 60 * 1000};
+  // TCP keepalive on every connection: first probe after this much silence,
+  // then every keepalive_interval, closed after keepalive_probes unanswered
+  // (a vanished peer frees its slot in about 2 minutes); 0 disables.
+  std::chrono::seconds keepalive_idle{60};
+  std::chrono::seconds keepalive_interval{10};
+  int keepalive_probes = 6;
   std::size_t max_connections = 128;  // further connections are closed at once
+  // Connections not yet authenticated, per peer (an IPv4 address, or the /64
+  // of an IPv6 one): further ones from that peer are closed at once, so one
+  // host cannot hold every slot by connecting and staying silent.
+  std::size_t max_unauthenticated_per_peer = 8;
   std::size_t max_frame_bytes = kMaxFrameBytes;
+  // The limit on frames before authentication (an auth.response is about
+  // 250 bytes): larger ones get -32003 before any JSON is parsed.
+  std::size_t max_unauthenticated_frame_bytes = 16 * 1024;
+  // Answers queued but not yet written, per connection, beyond which the
+  // server handles no further request of that connection (it does not read
+  // its socket either) until they are written. One answer is always queued.
+  std::size_t max_unsent_bytes = 256 * 1024;
+};
+
+// What the server refused or closed on its own, for logs and tests.
+struct RpcServerCounters {
+  std::uint64_t refused_full = 0;      // max_connections open
+  std::uint64_t refused_per_peer = 0;  // max_unauthenticated_per_peer reached
+  std::uint64_t auth_timeouts = 0;     // closed: no authentication within auth_timeout
+  std::uint64_t idle_closed = 0;       // closed: idle for idle_timeout
 };
 
 namespace detail {
 struct ServerState;
 }
 
+// Who makes a call, for handlers that decide by it (add_method_with_caller).
+struct RpcCaller {
+  std::string key_id;            // common::key_id of the key it authenticated with; "" without
+  std::uint64_t connection = 0;  // numbered from 1 per server
+  std::string peer;              // its address
+};
+
 class RpcServer {
  public:
   using Handler = std::function<nlohmann::json(const nlohmann::json& params)>;
+  using CallerHandler =
+      std::function<nlohmann::json(const nlohmann::json& params, const RpcCaller& caller)>;
 
   // Binds and listens at once (so port() is valid), accepting on `io`.
   // Throws std::invalid_argument for a bad address or a non-loopback address
@@ -134,12 +174,16 @@ class RpcServer {
   // Registers (or replaces) a method. Thread-safe. Names starting with
   // "auth." are reserved.
   void add_method(std::string name, Handler handler);
+  // The same, for a handler that is told who calls.
+  void add_method_with_caller(std::string name, CallerHandler handler);
   uint16_t port() const noexcept;
   // Stops accepting and closes every connection. Safe from any thread: the
   // work is posted to the io_context.
   void stop();
   // Connections currently open (for tests and stats). Thread-safe.
   std::size_t connection_count() const noexcept;
+  // Refusals and closes so far. Thread-safe.
+  RpcServerCounters counters() const noexcept;
 
  private:
   std::shared_ptr<detail::ServerState> state_;

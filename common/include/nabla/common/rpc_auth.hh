@@ -65,6 +65,11 @@ std::array<uint8_t, kNonceBytes> random_nonce();
 
 std::array<uint8_t, kHmacBytes> hmac_sha256(const Key& key, const uint8_t* data, std::size_t size);
 
+// A key's public name, 16 hex digits: the start of HMAC-SHA256(key,
+// "nabla-key-id"). Tells keys apart (in owners of injections, in logs)
+// without revealing anything of them.
+std::string key_id(const Key& key);
+
 // Constant-time equality of two equally sized byte strings (CRYPTO_memcmp).
 bool constant_time_equal(const uint8_t* a, const uint8_t* b, std::size_t size) noexcept;
 

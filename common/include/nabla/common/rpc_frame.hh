@@ -45,6 +45,13 @@ class FrameDecoder {
   // Every later frame is a sealed one. Call it between two next() calls, at
   // the frame where the protocol switches.
   void expect_sealed() noexcept { sealed_ = true; }
+  // Changes the limit for headers not yet read: a server reads its peer's
+  // first frames under a small limit and raises it once the peer has
+  // authenticated.
+  void set_max_frame_bytes(std::size_t max_frame_bytes) noexcept {
+    max_frame_bytes_ = max_frame_bytes;
+  }
+  std::size_t max_frame_bytes() const noexcept { return max_frame_bytes_; }
 
   // The length the offending header announced (valid after kOversize).
   uint32_t oversize_length() const noexcept { return oversize_length_; }

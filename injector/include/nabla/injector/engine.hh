@@ -131,7 +131,7 @@ class DelayEngine {
     std::unique_ptr<NfQueue> queue;
     std::unique_ptr<InjectionPipeline> pipeline;
     std::unordered_map<uint32_t, Held> held;
-    std::deque<Outstanding> outstanding;  // ascending ids, arrival order
+    std::deque<Outstanding> outstanding;  // arrival order: ids ascending modulo 2^32
     std::vector<uint32_t> releasing;      // ids released in this pass
     // Zero-delay packets of this receive pass, accepted together at its end.
     struct Immediate {

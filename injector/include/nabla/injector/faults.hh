@@ -29,8 +29,9 @@ struct JitterSpec {
 };
 
 // Added delay around the mean, in ns (may be negative; the caller clamps the
-// total delay at zero). As netem: uniform is U(-jitter, +jitter); normal is
-// N(0, jitter); pareto is a Pareto with shape 3 shifted to zero mean and scaled
+// total delay at zero), at most the 60 s maximum delay either way: a Pareto
+// tail would otherwise reach thousands of times the spread. As netem: uniform is U(-jitter,
+// +jitter); normal is N(0, jitter); pareto is a Pareto with shape 3 shifted to zero mean and scaled
 // by 4/3 (netem's paretonormal.c table); pareto-normal is 3/4 pareto + 1/4
 // normal. Correlation follows netem's get_crandom: u' = (1-c) u + c u_last on
 // the uniform source, which is then mapped through the distribution's
@@ -142,6 +143,8 @@ struct RateLimitSpec {
   Waveform wave;
   double rate_bps = 0.0;    // bits per second, > 0
   int64_t burst_bytes = 0;  // bucket depth; 0 = pure serialisation
+  // The longest wait the backlog may hold: the documented 60 s maximum delay.
+  int64_t max_wait_ns = common::protocol::kMaxDelayNs;
 };
 
 // Token bucket: packets leave in arrival order; a packet that finds fewer
@@ -150,9 +153,13 @@ struct RateLimitSpec {
 // The waveform's level L scales the limit's strength: the bucket fills at
 // rate_bps / L, so L = 1 is the requested rate and a small L hardly limits.
 // At level 0 packets pass with no wait (the bucket keeps refilling at
-// rate_bps, capped at burst_bytes).
+// rate_bps, capped at burst_bytes). A packet that would wait longer than
+// max_wait_ns does not join the backlog: delay_ns returns kBacklogFull and
+// the caller drops it (a tail drop, as a bounded queue does), so a flood
+// faster than the rate never queues packets for minutes or hours.
 class RateLimit {
  public:
+  static constexpr int64_t kBacklogFull = -1;
   explicit RateLimit(const RateLimitSpec& spec);
   int64_t delay_ns(int64_t now_ns, int64_t bytes);
 

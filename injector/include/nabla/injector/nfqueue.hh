@@ -30,6 +30,20 @@ struct mnl_socket;
 
 namespace nabla::injector {
 
+// NFQUEUE packet ids count up per queue and wrap at 2^32. The kernel orders
+// them as serial numbers (a batch verdict covers every id "not after" its
+// own), and so does everything here: a is before b when b - a, modulo 2^32,
+// is below 2^31.
+constexpr bool packet_id_before(uint32_t a, uint32_t b) noexcept {
+  return static_cast<int32_t>(a - b) < 0;
+}
+// Ids the kernel assigned between `last` and `next` whose messages never
+// arrived (0 when next follows last, or is not after it).
+constexpr uint32_t packet_ids_skipped(uint32_t last, uint32_t next) noexcept {
+  const auto step = static_cast<int32_t>(next - last);
+  return step > 1 ? static_cast<uint32_t>(step - 1) : 0;
+}
+
 struct NfQueueConfig {
   uint16_t queue_num = 0;
   uint32_t copy_range = 128;      // bytes of each packet copied to us

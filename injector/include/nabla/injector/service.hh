@@ -12,6 +12,9 @@
 // (inject.update renews too); expire_leases(now), called every 100 ms by the
 // daemon's lease thread, stops lapsed injections, so rules are gone within
 // ~0.2 s of a lapse. Thread-safe: one mutex serialises control operations.
+// Ownership (ownership.hh): stop, update and renew take the caller that
+// started the injection, or force; an injection overlapping a live one on
+// the same direction is refused before the kernel is touched.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -24,13 +27,11 @@
 
 #include "nabla/common/cpu_latency.hh"
 #include "nabla/common/protocol/injectd.hh"
+#include "nabla/common/rpc.hh"
 #include "nabla/common/version.hh"
 #include "nabla/injector/engine.hh"
 #include "nabla/injector/iptables_rules.hh"
-
-namespace nabla::common {
-class RpcServer;
-}
+#include "nabla/injector/ownership.hh"
 
 namespace nabla::injector {
 
@@ -70,13 +71,18 @@ class InjectorService {
   InjectorService(const InjectorService&) = delete;
   InjectorService& operator=(const InjectorService&) = delete;
 
-  nlohmann::json start(const nlohmann::json& params);   // inject.start
-  nlohmann::json update(const nlohmann::json& params);  // inject.update
-  nlohmann::json stop(const nlohmann::json& params);    // inject.stop
-  nlohmann::json list(const nlohmann::json& params);    // inject.list
-  nlohmann::json stats(const nlohmann::json& params);   // inject.stats
-  nlohmann::json renew(const nlohmann::json& params);   // lease.renew
-  nlohmann::json info(const nlohmann::json& params);    // daemon.info
+  // `caller`: who calls (the server tells); the default is a keyless caller.
+  nlohmann::json start(const nlohmann::json& params,
+                       const common::RpcCaller& caller = {});  // inject.start
+  nlohmann::json update(const nlohmann::json& params,
+                        const common::RpcCaller& caller = {});  // inject.update
+  nlohmann::json stop(const nlohmann::json& params,
+                      const common::RpcCaller& caller = {});  // inject.stop
+  nlohmann::json list(const nlohmann::json& params);          // inject.list
+  nlohmann::json stats(const nlohmann::json& params);         // inject.stats
+  nlohmann::json renew(const nlohmann::json& params,
+                       const common::RpcCaller& caller = {});  // lease.renew
+  nlohmann::json info(const nlohmann::json& params);           // daemon.info
 
   // Stops injections whose lease lapsed at or before now_ns; returns their ids.
   std::vector<std::string> expire_leases(int64_t now_ns);
@@ -94,11 +100,14 @@ class InjectorService {
     int64_t started_ns = 0;
     int64_t lease_ns = 0;
     int64_t expires_ns = 0;
+    Owner owner;
     std::unique_ptr<InstalledRule> rule;
   };
 
   // Throws "id: no active injection" for an unknown id.
   Active& find(const std::string& id);
+  // The live injections' links, for check_no_overlap.
+  std::vector<LiveLink> live_links_locked() const;
   nlohmann::json stop_locked(const std::string& id, const char* reason);
   common::protocol::InjectionDescription describe(const Active& a, int64_t now_ns) const;
   // Takes the CPU latency request if configured and not yet held.
@@ -114,6 +123,8 @@ class InjectorService {
   std::unique_ptr<common::CpuLatencyRequest> cpu_latency_;
   std::string cpu_latency_error_;  // why the last attempt failed, if it did
   uint64_t next_id_ = 1;
+  // daemon.info's "control", from the server register_methods was given.
+  std::function<common::protocol::ControlCounters()> control_counters_;
   std::mt19937_64 seed_source_;
   int64_t started_ns_;
 };

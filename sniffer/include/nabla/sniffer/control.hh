@@ -16,7 +16,8 @@ nlohmann::json flow_to_json(const ReportedFlow& flow);
 // Validate params (throw std::invalid_argument naming the field) and answer.
 nlohmann::json flows_list(const Sniffer& sniffer, const nlohmann::json& params);
 // `node`: what the daemon found of its node at start (node_facts()).
-nlohmann::json daemon_info(const Sniffer& sniffer, const common::protocol::NodeFacts& node = {});
+nlohmann::json daemon_info(const Sniffer& sniffer, const common::protocol::NodeFacts& node = {},
+                           const common::protocol::ControlCounters& control = {});
 // The node facts of daemon.info: the sniffer's sources as features
 // ("sock_diag", "destroy", "conntrack") plus what every daemon reports
 // (common/node_facts.hh). Probes the kernel once.

@@ -97,6 +97,11 @@ class Attribution;
 // Normalises an address: IPv4-mapped IPv6 → IPv4.
 IpAddr normalise(const IpAddr& addr);
 
+// Flows one table keeps by default (sniffd --max-flows): a flood of new
+// tuples (a port scan, a SYN flood from many addresses) must not grow the
+// daemon's memory without bound.
+inline constexpr size_t kDefaultMaxFlows = 65536;
+
 class FlowTable {
  public:
   explicit FlowTable(PortRange range) : range_(range) {}
@@ -132,6 +137,12 @@ class FlowTable {
   void expire(int64_t now_ns, int64_t idle_ns);
 
   size_t size() const { return flows_.size(); }
+  // At most this many flows: a new flow beyond it is not recorded (its
+  // traffic is lost to discovery) and counted in flows_refused(); flows
+  // already there go on counting, and expire() makes room again.
+  void set_max_flows(size_t max_flows) { max_flows_ = max_flows; }
+  size_t max_flows() const { return max_flows_; }
+  uint64_t flows_refused() const { return flows_refused_; }
   uint64_t seq() const { return *seq_; }
   const std::shared_ptr<uint64_t>& shared_sequence() const { return seq_; }
   const PortRange& port_range() const { return range_; }
@@ -162,6 +173,10 @@ class FlowTable {
   std::unordered_map<FlowId, uint64_t, FlowIdHash> closed_tuples_;
   std::unordered_map<FlowId, FlowRecord, FlowIdHash> flows_;
   std::unordered_map<FlowId, int32_t, FlowIdHash> tuple_pid_;  // folded tuple → last owner
+  size_t max_flows_ = kDefaultMaxFlows;
+  uint64_t flows_refused_ = 0;
+  // What a refused flow's counts go into: never listed, reset at each use.
+  FlowRecord discarded_;
 };
 
 }  // namespace nabla::sniffer

@@ -66,6 +66,11 @@ struct SnifferOptions {
   bool conntrack_rule = true;                // with conntrack: install the chain that keeps it live
   bool destroy_events = true;                // subscribe to sock_diag destroy notifications
   std::vector<uint16_t> control_ports = {7311, 7312};
+  size_t max_flows = kDefaultMaxFlows;  // per network namespace's table
+  // Namespaces scanned besides its own, at most: each costs netlink sockets,
+  // a flow table and a conntrack chain, and anyone who may create namespaces
+  // could otherwise make the daemon hold thousands.
+  size_t max_namespaces = 256;
   NamespaceSelection namespaces;  // scanned besides its own (default: none)
   NamespaceRoots namespace_roots;
 };
@@ -97,7 +102,9 @@ struct SnifferStats {
   DumpCounters destroy;
   uint64_t destroy_lost = 0;  // notifications the kernel dropped (ENOBUFS)
   size_t flows = 0;
-  size_t namespaces = 1;  // scanned, its own included
+  uint64_t flows_refused = 0;     // new flows not recorded: a table was full
+  size_t namespaces = 1;          // scanned, its own included
+  size_t namespaces_skipped = 0;  // selected but not scanned: max_namespaces reached
 };
 
 // A flow as reported: the record plus whether it is a control connection.
@@ -202,6 +209,7 @@ class Sniffer {
   int64_t last_whole_walk_ns_ = 0;
   std::map<common::NetnsId, std::unique_ptr<Sniffer>> others_;  // other namespaces
   std::set<common::NetnsId> unusable_;  // namespaces that could not be opened
+  size_t namespaces_skipped_ = 0;       // at the last refresh: max_namespaces reached
 };
 
 }  // namespace nabla::sniffer

@@ -183,6 +183,9 @@ struct InjectStartParams {
   // The network namespace to inject in: NAME (under /run/netns), /path or
   // pid:N (common::netns_path); absent: the daemon's.
   std::optional<std::string> netns = std::nullopt;
+  // The client's session token (kOwnerChars, 1..64): the injection belongs to
+  // this token together with the caller's key. Absent: to the key alone.
+  std::optional<std::string> owner = std::nullopt;
   bool operator==(const InjectStartParams&) const = default;
 
   nlohmann::json to_json() const;
@@ -193,6 +196,8 @@ struct InjectUpdateParams {
   static constexpr const char* kMethod = "inject.update";
   std::string id;
   InjectionSettings settings;
+  std::optional<std::string> owner = std::nullopt;  // as at inject.start
+  bool force = false;                               // change it even when another session owns it
   bool operator==(const InjectUpdateParams&) const = default;
 
   nlohmann::json to_json() const;
@@ -203,6 +208,8 @@ struct InjectUpdateParams {
 struct InjectStopParams {
   static constexpr const char* kMethod = "inject.stop";
   std::string id;
+  std::optional<std::string> owner = std::nullopt;  // as at inject.start
+  bool force = false;                               // stop it even when another session owns it
   bool operator==(const InjectStopParams&) const = default;
 
   nlohmann::json to_json() const;
@@ -222,7 +229,9 @@ struct InjectStatsParams {
 struct LeaseRenewParams {
   static constexpr const char* kMethod = "lease.renew";
   std::string id;
-  std::optional<double> lease_s;  // absent: keep the current lease length
+  std::optional<double> lease_s;                    // absent: keep the current lease length
+  std::optional<std::string> owner = std::nullopt;  // as at inject.start
+  bool force = false;                               // renew it even when another session owns it
   bool operator==(const LeaseRenewParams&) const = default;
 
   nlohmann::json to_json() const;
@@ -241,6 +250,9 @@ struct InjectionDescription {
   double lease_s = 0.0;
   double lease_remaining_s = 0.0;
   double running_s = 0.0;
+  // Who may stop, update and renew it without force: "session TOKEN, key
+  // KEYID" or "key KEYID" (started without a token); "" from an older daemon.
+  std::string owner;
   bool operator==(const InjectionDescription&) const = default;
 
   nlohmann::json to_json() const;
@@ -397,6 +409,7 @@ struct InjectorInfo {
   uint64_t injections = 0;
   double uptime_s = 0.0;
   NodeFacts node;  // features: "nfqueue", "cpu_latency"
+  ControlCounters control;
   bool operator==(const InjectorInfo&) const = default;
 
   nlohmann::json to_json() const;

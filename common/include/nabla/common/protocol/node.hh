@@ -42,6 +42,21 @@ struct NodeFacts {
   static NodeFacts read_from(const nlohmann::json& result);
 };
 
+// daemon.info's "control": what the control server refused or closed on its
+// own since the daemon started (common::RpcServerCounters). Absent from an
+// older daemon's answer: all zero.
+struct ControlCounters {
+  uint64_t refused_full = 0;      // 128 connections were open
+  uint64_t refused_per_peer = 0;  // its peer held 8 unauthenticated connections
+  uint64_t auth_timeouts = 0;     // no authentication within 3 s
+  uint64_t idle_closed = 0;       // idle for the idle timeout
+  bool operator==(const ControlCounters&) const = default;
+
+  // Adds "control" to a daemon.info result object.
+  void write_to(nlohmann::json& result) const;
+  static ControlCounters read_from(const nlohmann::json& result);
+};
+
 // clock.now (no params): the daemon's clocks when it handled the request.
 // `nabla nodes check` estimates the offset to the coordinator's
 // CLOCK_REALTIME from several of these, NTP-style.

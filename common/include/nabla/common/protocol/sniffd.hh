@@ -134,11 +134,16 @@ struct SnifferInfo {
   uint64_t sockets_last_scan = 0;
   int64_t last_scan_ns = 0;
   uint64_t flows = 0;
-  uint64_t namespaces = 1;  // network namespaces scanned, its own included
+  uint64_t max_flows = 0;           // per namespace's table (--max-flows); 0 from an older daemon
+  uint64_t flows_refused = 0;       // new flows not recorded because a table was full
+  uint64_t namespaces = 1;          // network namespaces scanned, its own included
+  uint64_t max_namespaces = 0;      // --max-namespaces; 0 from an older daemon
+  uint64_t namespaces_skipped = 0;  // selected but not scanned: max_namespaces reached
   SockDiag sock_diag;
   Conntrack conntrack;
   Destroy destroy;
   NodeFacts node;  // features: "sock_diag", "conntrack", "destroy", "cpu_latency"
+  ControlCounters control;
   bool operator==(const SnifferInfo&) const = default;
 
   nlohmann::json to_json() const;
