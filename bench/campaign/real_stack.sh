@@ -89,7 +89,7 @@ run_fg() {
 }
 cleanup() {
   set +e
-  for pid in $fg_pid "${pids[@]}"; do kill -INT "$pid" 2>/dev/null; done
+  for pid in $fg_pid "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null; done
   if [ -n "$fg_pid" ]; then wait "$fg_pid" 2>/dev/null; fi
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null; done
   if [ -n "$tb_pid" ]; then
@@ -275,9 +275,9 @@ PY
   echo "connections = 16"
   echo "mix = { \"/static\" = 1, \"/cached\" = 1 }"
   echo "[links]"
-  # The preloading set is no part of the service; nor is a probe to
-  # 127.0.0.1:9 that shows up in every host after an injection started
-  # there (docs/benchmarks.md, "Real stack with an independent oracle").
+  # The preloading set is no part of the service; nor is the loopback flow
+  # to port 9 a UDP injection leaves in every host (the warm-up uses TCP;
+  # docs/benchmarks.md, "Real stack with an independent oracle").
   echo "exclude = [\"tcp ${addr[client]}:* -> ${addr[cache]}:11211\", \"tcp ${addr[cache]}:11211 -> ${addr[client]}:*\","
   echo "           \"udp 127.0.0.1:* -> 127.0.0.1:9\", \"tcp 127.0.0.1:* -> 127.0.0.1:9\"]"
 } >"$work/campaign.toml"
