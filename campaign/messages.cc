@@ -179,7 +179,9 @@ std::optional<MessagesPerTxn> combine_messages(
     return MessagesPerTxn{v, 0, v, v};
   }
   const double se = 1.0 / std::sqrt(weight);
-  return MessagesPerTxn{*mean, se, *mean - widest_t * se, *mean + widest_t * se};
+  // A count is never negative: neither are the combined value and interval.
+  const double value = std::max(0.0, *mean);
+  return MessagesPerTxn{value, se, std::max(0.0, *mean - widest_t * se), *mean + widest_t * se};
 }
 
 bool waits_not_hops(double gradient, double gradient_ci_low, double gradient_ci_high,

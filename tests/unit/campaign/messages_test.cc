@@ -158,6 +158,14 @@ TEST(MessagesPerTransaction, PhasesCombineByInverseVariance) {
   EXPECT_NEAR(both->standard_error, 1 / std::sqrt(1 / 0.01 + 1 / 0.04), 1e-12);
   // The widest t factor of the two (b: 0.5 / 0.2).
   EXPECT_NEAR(both->ci_high - both->value, 2.5 * both->standard_error, 1e-12);
+  // Two phases of a type that does not cross the link: the combined
+  // interval stays in [0, inf), as each phase's does.
+  const auto none = combine_messages({MessagesPerTxn{0.0, 0.02, 0.0, 0.04},
+                                      MessagesPerTxn{0.01, 0.02, 0.0, 0.05}});
+  ASSERT_TRUE(none);
+  EXPECT_GE(none->value, 0.0);
+  EXPECT_EQ(none->ci_low, 0.0);
+  EXPECT_GT(none->ci_high, none->value);
 }
 
 TEST(MessagesPerTransaction, WaitsNotHopsNeedsBothIntervalsToDisagree) {
