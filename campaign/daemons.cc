@@ -77,8 +77,13 @@ json inject_start_params(const InjectionRequest& r, const std::string& owner) {
     p.settings.faults = r.fault->faults;
   } else if (r.constant) {
     p.settings.delay = protocol::Wave::constant(r.amplitude_ns);
+    p.release = protocol::Release::kSleep;
   } else {
     p.settings.delay = square_wave(r.amplitude_ns, r.period_ns, r.cycles);
+    // The gradient divides by the measured step, so a release need not be
+    // on time; polling only while the wave is high would take CPU from the
+    // service in step with the wave (docs/timing.md).
+    p.release = protocol::Release::kSleep;
   }
   p.settings.lease_s = static_cast<double>(r.lease_ns) / 1e9;
   p.settings.seed = r.seed;

@@ -290,6 +290,16 @@ Direction parse_direction(std::string_view text) {
   throw std::invalid_argument("direction must be out|in|fwd, got '" + std::string(text) + "'");
 }
 
+std::string_view to_string(Release release) noexcept {
+  return release == Release::kSleep ? "sleep" : "spin";
+}
+
+Release parse_release(std::string_view text) {
+  if (text == "spin") return Release::kSpin;
+  if (text == "sleep") return Release::kSleep;
+  throw std::invalid_argument("release must be spin|sleep, got '" + std::string(text) + "'");
+}
+
 json Wave::to_json() const {
   return wave_json(*this, "");
 }

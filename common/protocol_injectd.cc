@@ -80,13 +80,14 @@ json InjectStartParams::to_json() const {
   put_settings(out, settings);
   if (netns) out["netns"] = *netns;
   if (owner) out["owner"] = *owner;
+  if (release != Release::kSpin) out["release"] = std::string(protocol::to_string(release));
   return out;
 }
 
 InjectStartParams InjectStartParams::from_json(const json& params) {
   const ObjectReader in(params, "");
   in.reject_unknown(
-      {"id", "link", "direction", "delay", "faults", "lease_s", "seed", "netns", "owner"});
+      {"id", "link", "direction", "delay", "faults", "lease_s", "seed", "netns", "owner", "release"});
   InjectStartParams p;
   const json* link = in.find("link");
   if (link == nullptr || !link->is_string()) bad_field("link", "required, a link spec string");
@@ -106,6 +107,14 @@ InjectStartParams InjectStartParams::from_json(const json& params) {
   }
   p.settings = read_settings(in, params);
   if (in.find("id") != nullptr) bad_field("id", "not accepted by inject.start");
+  if (const json* release = in.find("release")) {
+    if (!release->is_string()) bad_field("release", "must be spin|sleep");
+    try {
+      p.release = parse_release(release->get<std::string>());
+    } catch (const std::invalid_argument& e) {
+      bad_field("release", e.what());
+    }
+  }
   if (const json* netns = in.find("netns")) {
     if (!netns->is_string()) bad_field("netns", "must be NAME, /path or pid:N");
     try {

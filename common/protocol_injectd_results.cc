@@ -110,7 +110,8 @@ json InjectionDescription::to_json() const {
               {"lease_s", lease_s},
               {"lease_remaining_s", lease_remaining_s},
               {"running_s", running_s},
-              {"owner", owner}};
+              {"owner", owner},
+              {"release", std::string(protocol::to_string(release))}};
 }
 
 InjectionDescription InjectionDescription::from_json(const json& result) {
@@ -132,6 +133,14 @@ InjectionDescription InjectionDescription::from_json(const json& result) {
   if (const json* owner = in.find("owner")) {
     if (!owner->is_string()) bad_field("owner", "must be a string");
     d.owner = owner->get<std::string>();
+  }
+  if (const json* release = in.find("release")) {
+    if (!release->is_string()) bad_field("release", "must be spin|sleep");
+    try {
+      d.release = parse_release(release->get<std::string>());
+    } catch (const std::invalid_argument& e) {
+      bad_field("release", e.what());
+    }
   }
   return d;
 }

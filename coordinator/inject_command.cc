@@ -145,6 +145,11 @@ protocol::InjectStartParams build_inject_params(const InjectOptions& o,
         "--rate or --partition");
   }
   p.settings.seed = o.seed;
+  try {
+    p.release = protocol::parse_release(o.release);
+  } catch (const std::invalid_argument&) {
+    throw std::invalid_argument("--release must be spin or sleep, got '" + o.release + "'");
+  }
   if (o.netns) {
     try {
       common::netns_path(*o.netns);
@@ -270,6 +275,11 @@ void register_inject_command(CLI::App& app) {
   cmd->add_option("--netns", o->netns,
                   "the network namespace on the node to inject in: NAME (under /run/netns), "
                   "/path or pid:N; the node's nabla-injectd must run there (--netns)");
+  cmd->add_option("--release", o->release,
+                  "spin: release each delayed packet on time (the daemon polls before each "
+                  "deadline); sleep: no polling, releases later by the wake-up lateness, which "
+                  "the reported delay counts (what campaigns use)")
+      ->default_val("spin");
   cmd->callback([o, node, for_text] {
     o->node = common::parse_host_port(*node, common::kInjectdPort);
     if (!for_text->empty()) {

@@ -89,6 +89,7 @@ uint64_t DelayEngine::add(std::unique_ptr<NfQueue> queue,
   const int fd = queue->fd();
   Slot slot;
   slot.queue_maxlen = queue->config().queue_maxlen;
+  slot.spin = pipeline->config().release == Release::kSpin;
   slot.queue = std::move(queue);
   slot.pipeline = std::move(pipeline);
   slots_.emplace(id, std::move(slot));
@@ -100,6 +101,7 @@ uint64_t DelayEngine::add(std::unique_ptr<NfQueue> queue,
     slots_.erase(id);
     throw std::system_error(err, std::system_category(), "epoll_ctl(nfqueue)");
   }
+  if (slots_.at(id).spin) ++spinning_slots_;
   return id;
 }
 
@@ -119,6 +121,7 @@ DelayEngine::Detached DelayEngine::remove(uint64_t slot_id) {
   }
   release_marked(slot);
   Detached out{std::move(slot.queue), std::move(slot.pipeline)};
+  if (slot.spin) --spinning_slots_;
   slots_.erase(it);
   return out;
 }
@@ -400,7 +403,7 @@ int DelayEngine::arm_timer(int64_t now_ns) {
   int64_t target = last_housekeeping_ns_ + kHousekeepingNs;
   int timeout_ms = kIdleTimeoutMs;
   if (next != TimerWheel::kNoDeadline) {
-    target = next - (may_poll ? lead_ns() : 0);
+    target = next - (may_poll && spinning_slots_ > 0 ? lead_ns() : 0);
     if (target <= now_ns) {
       // Due, or inside the spin window: poll; the timer is not needed.
       target = 0;

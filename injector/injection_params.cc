@@ -83,6 +83,7 @@ InjectionConfig injection_config(const protocol::InjectStartParams& params, uint
   config.link = common::parse_link_spec(params.link);  // checked by from_json
   config.direction = params.direction;
   config.seed = default_seed;
+  config.release = params.release;
   apply(params.settings, config);
   return config;
 }
@@ -93,6 +94,7 @@ InjectionConfig injection_config(const protocol::InjectUpdateParams& params,
   config.link = existing.link;
   config.direction = existing.direction;
   config.seed = existing.seed;
+  config.release = existing.release;
   apply(params.settings, config);
   return config;
 }

@@ -96,6 +96,7 @@ protocol::InjectionDescription InjectorService::describe(const Active& a, int64_
   d.lease_remaining_s = static_cast<double>(a.expires_ns - now_ns) / 1e9;
   d.running_s = static_cast<double>(now_ns - a.started_ns) / 1e9;
   d.owner = owner_text(a.owner);
+  d.release = a.config.release;
   return d;
 }
 

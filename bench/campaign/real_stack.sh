@@ -18,7 +18,8 @@
 #    helper's own (same target, mix, rate and connections; `nabla load` ends
 #    its run after calibration when the client cannot keep its schedule, and
 #    this one owes nothing to nabla's load generator) runs while
-#    `nabla inject --delay D` holds a constant delay on the link in
+#    `nabla inject --delay D --release sleep` (as the campaign asks)
+#    holds a constant delay on the link in
 #    alternate windows (PAIRS on/off pairs,
 #    the order flipped every pair so a linear drift cancels). Per pair and
 #    type: mean response in the on window minus the off window (a guard
@@ -329,7 +330,7 @@ while IFS='|' read -r label node_addr spec delay_us; do
       ws=$(date +%s%N)
       if [ "$kind" = on ]; then
         run_fg "${client[@]}" timeout $((window + 10)) "$nabla" inject --node "$node_addr:7311" --key-file "$key" \
-          --link "$spec" --delay "${delay_us}us" --for "${window}s" --lease 3 --seed "$p" --json \
+          --link "$spec" --delay "${delay_us}us" --release sleep --for "${window}s" --lease 3 --seed "$p" --json \
           >"$work/inject-$i-$p.json" 2>"$work/inject-$i-$p.log" || true
       else
         run_fg sleep "$window"

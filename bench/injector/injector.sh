@@ -34,9 +34,28 @@
 # veth end, e.g. (inside the sender namespace, replacing the injection):
 #   ip netns exec <snd> tc qdisc add dev nb-snd0 root netem delay 1ms limit 100000
 #   <run the same probes>; ip netns exec <snd> tc qdisc del dev nb-snd0 root
+#
+# NABLA_BENCH_WAVE_CHECK=1 runs only the wave check instead: a square wave on
+# direction out (2 and 0.5 ms, period 240 ms, 1200 and 4800 probes/s, 10 s
+# per row), the step the receiver saw (mean one-way delay of the probes sent
+# in the high half minus the low half) against the daemon's
+# halves.high.mean - halves.low.mean, once per release mode (spin, sleep),
+# the daemon with its defaults. With NABLA_BENCH_BESIDE=build a build of the
+# project runs beside it (load about 2 on 2 cores):
+#   NABLA_BENCH_WAVE_CHECK=1 NABLA_BENCH_BESIDE=build bash bench/injector/injector.sh build
 set -euo pipefail
 build=${1:-build}
 if [ "$(id -u)" != 0 ]; then echo "injector bench: needs root, skipped"; exit 0; fi
 cmake --build "$build" --target injector_bench nabla-injectd >/dev/null
+if [ "${NABLA_BENCH_WAVE_CHECK:-}" = 1 ]; then
+  . "$(dirname "$0")/../beside_build.bash"
+  work=$(mktemp -d "${TMPDIR:-/tmp}/nabla-wave-check-XXXXXX")
+  trap 'stop_beside_build; rm -rf "$work"' EXIT
+  start_beside_build "$(cd "$(dirname "$0")/../.." && pwd)" "$work"
+  echo "condition: $condition; load at start $(cut -d' ' -f1-3 /proc/loadavg)"
+  "$build/bench/injector/injector_bench" --wave-check 1 --seconds 10
+  echo "load at end $(cut -d' ' -f1-3 /proc/loadavg)"
+  exit 0
+fi
 "$build/bench/injector/injector_bench" --seconds "${NABLA_BENCH_SECONDS:-2}" \
   --spin-us "${NABLA_BENCH_SPIN_US:-50,200}" --busy-poll-us "${NABLA_BENCH_BUSY_POLL_US:-10}"

@@ -9,9 +9,12 @@
 //   2. Accuracy with 1 ms delay at 10k and 50k packets/s: receiver-measured
 //      |actual - requested| median and p99, for nabla-injectd and for a naive
 //      reference delayer that sleeps in its packet callback.
+//   3. With --wave-check 1, only the wave check (wave_check_section): is the
+//      delay step a square wave gives at the receiver the one the daemon
+//      reports, per release mode.
 // Usage: injector_bench [--seconds S] [--spin-us N[,N...]] [--busy-poll-us N] [--throughput-rt P]
 //        [--accuracy-rt P] [--throughput-dir out,in]
-//        [--pin 0|1]   (root)
+//        [--pin 0|1] [--wave-check 1]   (root)
 //        injector_bench --naive QUEUE DELAY_US   (internal: the naive delayer)
 //        injector_bench --floor QUEUE STAMPS LIMIT   (internal: the floor consumer)
 #include <arpa/inet.h>
@@ -664,6 +667,7 @@ struct BenchFlags {
   std::string throughput_cpu_latency = "0";  // the throughput daemon's --cpu-latency-us
   bool aa = false;                           // throughput rows without their rules (a check)
   bool qos_check = false;
+  bool wave_check = false;  // only the wave check (--wave-check 1)
   std::vector<std::string> throughput_dirs = {"out", "in"};
 };
 
@@ -682,6 +686,7 @@ BenchFlags parse_flags(int argc, char** argv) {
     if (flag == "--throughput-cpu-latency") f.throughput_cpu_latency = argv[i + 1];
     if (flag == "--aa") f.aa = std::stoi(argv[i + 1]) != 0;
     if (flag == "--qos-carryover") f.qos_check = std::stoi(argv[i + 1]) != 0;
+    if (flag == "--wave-check") f.wave_check = std::stoi(argv[i + 1]) != 0;
     if (flag == "--throughput-rt") f.throughput_rt = std::stoi(argv[i + 1]);
     if (flag == "--accuracy-rt") f.accuracy_rt = std::stoi(argv[i + 1]);
     if (flag == "--throughput-dir") f.throughput_dirs = comma_list(argv[i + 1]);  // out, in or both
@@ -795,6 +800,105 @@ void naive_section(InjectorTestbed& bed, int64_t base_ns) {
 
 }  // namespace
 
+// The gradient method's own question of the instrument: with a square
+// wave on the link, does the delay a packet really gains at the receiver
+// step by what the daemon reports as Δl = halves.high.mean − halves.low.mean?
+// On direction out the daemon times a packet from its own read, so a wait
+// in the queue before that read is not in its figure; if that wait (or
+// anything else) differed between the halves, Δl would be off and every
+// gradient with it. Probes at a campaign-like rate; each probe is put in the
+// half the wave was in when it was sent, with the wave's origin fitted to
+// the probes' delays (it starts when inject.start is handled). The daemon
+// runs with its defaults (self-calibrated spin, normal scheduling), as the
+// demo starts it; each row asks for release "spin" (the default) or
+// "sleep" (what campaigns ask for).
+struct WaveCheck {
+  double receiver_step_ns = 0, daemon_step_ns = 0;
+  double receiver_high_ns = 0, receiver_low_ns = 0;
+  size_t high = 0, low = 0;
+};
+
+WaveCheck wave_check(InjectorTestbed& bed, const char* release, double rate, double seconds,
+                     int64_t amplitude_ns, int64_t period_ns, int64_t base_ns) {
+  const int64_t cycles = static_cast<int64_t>(seconds * 1e9 / static_cast<double>(period_ns)) + 4;
+  const auto id = bed.call("inject.start", {{"link", kProbeLink},
+                                            {"direction", "out"},
+                                            {"delay",
+                                             {{"kind", "square"},
+                                              {"amplitude", std::to_string(amplitude_ns) + "ns"},
+                                              {"period", std::to_string(period_ns) + "ns"},
+                                              {"cycles", cycles}}},
+                                            {"lease_s", 600},
+                                            {"release", release}})
+                      .at("id");
+  const auto probes =
+      nabla::testbed::run_udp_probes(bed, 9000, static_cast<int>(rate * seconds), rate);
+  const auto stats = bed.call("inject.stats", {{"id", id}});
+  bed.call("inject.stop", {{"id", id}});
+  // The origin: the offset (1 ms steps) whose high halves hold the most
+  // probes delayed by at least half the amplitude, and whose low halves
+  // the most below it.
+  const int64_t t0 = probes.empty() ? 0 : probes.front().send_ns;
+  auto in_high = [&](int64_t send_ns, int64_t origin) {
+    const int64_t t = ((send_ns - t0 - origin) % period_ns + period_ns) % period_ns;
+    return t < period_ns / 2;
+  };
+  int64_t best_origin = 0;
+  long best_score = -1;
+  for (int64_t origin = 0; origin < period_ns; origin += 1'000'000) {
+    long score = 0;
+    for (const auto& p : probes) {
+      if (p.copies == 0) continue;
+      score += in_high(p.send_ns, origin) == (p.delay_ns - base_ns >= amplitude_ns / 2);
+    }
+    if (score > best_score) best_score = score, best_origin = origin;
+  }
+  WaveCheck w;
+  double sum_high = 0, sum_low = 0;
+  for (const auto& p : probes) {
+    if (p.copies == 0) continue;
+    if (in_high(p.send_ns, best_origin)) {
+      sum_high += static_cast<double>(p.delay_ns), ++w.high;
+    } else {
+      sum_low += static_cast<double>(p.delay_ns), ++w.low;
+    }
+  }
+  w.receiver_high_ns = w.high ? sum_high / static_cast<double>(w.high) : 0;
+  w.receiver_low_ns = w.low ? sum_low / static_cast<double>(w.low) : 0;
+  w.receiver_step_ns = w.receiver_high_ns - w.receiver_low_ns;
+  w.daemon_step_ns = stats.at("halves").at("high").at("mean").get<double>() -
+                     stats.at("halves").at("low").at("mean").get<double>();
+  return w;
+}
+
+void wave_check_section(InjectorTestbed& bed, double seconds) {
+  const auto path = nabla::testbed::run_udp_probes(bed, 9000, 5'000, 5'000.0);
+  const int64_t base_ns = nabla::testbed::delay_percentile(path, 0.5);
+  std::printf(
+      "wave check: square wave on direction out, period 240 ms, %.0f s per row; step = mean "
+      "one-way delay of probes sent in the high half - in the low half (receiver), against the "
+      "daemon's halves.high.mean - halves.low.mean; daemon with its defaults\n",
+      seconds);
+  bed.start_daemon({"--rt-priority", "0"});
+  for (const char* release : {"spin", "sleep"}) {
+    for (int64_t amplitude : {2'000'000L, 500'000L}) {
+      for (double rate : {1'200.0, 4'800.0}) {
+        const WaveCheck w =
+            wave_check(bed, release, rate, seconds, amplitude, 240'000'000, base_ns);
+        std::printf(
+            "  release %-5s A %4.1f ms %5.0f pps: receiver step %8.1f us (high %8.1f low %7.1f, "
+            "%zu/%zu probes), daemon step %8.1f us, receiver/daemon %.4f\n",
+            release, amplitude / 1e6, rate, w.receiver_step_ns / 1e3, w.receiver_high_ns / 1e3,
+            w.receiver_low_ns / 1e3, w.high, w.low, w.daemon_step_ns / 1e3,
+            w.daemon_step_ns > 0 ? w.receiver_step_ns / w.daemon_step_ns : 0.0);
+        std::fflush(stdout);
+      }
+    }
+    print_timer(bed);
+  }
+  bed.stop_daemon();
+}
+
 int main(int argc, char** argv) {
   g_self = argv[0];
   if (argc == 5 && std::string(argv[1]) == "--floor") {
@@ -833,6 +937,10 @@ int main(int argc, char** argv) {
   InjectorTestbed bed;
   if (f.qos_check) {
     qos_carryover(bed, 9);
+    return 0;
+  }
+  if (f.wave_check) {
+    wave_check_section(bed, std::max(f.seconds, 10.0));
     return 0;
   }
   throughput_section(bed, f);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <thread>
 #include <utility>
@@ -184,6 +185,49 @@ TEST(InjectorDelay, EveryReleaseTimingModeDelaysCorrectly) {
     EXPECT_LE(timer.at("lead_us").get<double>(), fixed ? 50.0 : 500.0) << name;
     EXPECT_LE(timer.at("polled_fraction").get<double>(), 1.0) << name;
   }
+}
+
+// Release "sleep" (what campaigns ask for) never polls for its deadlines,
+// even on a daemon with a fixed spin window, and still never releases early;
+// "spin" on the same daemon polls before each one.
+TEST(InjectorDelay, ReleaseSleepDelaysWithoutPolling) {
+  NABLA_REQUIRE_ROOT_OR_SKIP();
+  InjectorTestbed bed;
+  bed.start_daemon({"--spin-us", "200"});
+  constexpr int64_t kDelay = 2 * kMs;
+  std::map<std::string, double> polled_s;
+  for (const std::string release : {"spin", "sleep"}) {
+    const double polled_before = bed.call("daemon.info", nlohmann::json::object())
+                                     .at("timer")
+                                     .at("polled_s")
+                                     .get<double>();
+    const auto started =
+        bed.call("inject.start", {{"link", "udp 10.77.0.1 -> 10.77.0.2:9000"},
+                                  {"delay", "2ms"},
+                                  {"lease_s", 30},
+                                  {"release", release}});
+    EXPECT_EQ(started.at("release"), release);
+    const auto listed = bed.call("inject.list", nlohmann::json::object()).at("injections");
+    ASSERT_EQ(listed.size(), 1u);
+    EXPECT_EQ(listed[0].at("release"), release);
+    const auto probes = run_udp_probes(bed, 9000, 1000, 2000.0);
+    const auto stats = bed.call("inject.stats", {{"id", started.at("id")}});
+    bed.call("inject.stop", {{"id", started.at("id")}});
+    polled_s[release] = bed.call("daemon.info", nlohmann::json::object())
+                            .at("timer")
+                            .at("polled_s")
+                            .get<double>() -
+                        polled_before;
+    ASSERT_EQ(lost(probes), 0u) << release;
+    EXPECT_GE(delay_percentile(probes, 0.0), kDelay) << release << ": released early";
+    EXPECT_EQ(stats.at("packets").get<uint64_t>(), probes.size()) << release;
+    EXPECT_GE(stats.at("actual_delay_ns").at("min").get<double>(), static_cast<double>(kDelay))
+        << release;
+  }
+  std::printf("polled: spin %.4f s, sleep %.4f s\n", polled_s["spin"], polled_s["sleep"]);
+  // 1000 deadlines with a 200 us spin window each poll for tens of ms; a
+  // sleeping release polls only when a pass ends past the next deadline.
+  EXPECT_LT(polled_s["sleep"], polled_s["spin"] / 2);
 }
 
 TEST(InjectorDelay, Ipv6LinkIsDelayedOnlyOnTheLink) {

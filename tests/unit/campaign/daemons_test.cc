@@ -204,7 +204,9 @@ TEST(RpcDaemons, MessagesKeepTheProtocolShapes) {
                            {"phase", 0},
                            {"cycles", 1}}},
                          {"lease_s", 1.5},
-                         {"seed", 77}}));
+                         {"seed", 77},
+                         // The campaign's step is the measured one: no polling for it.
+                         {"release", "sleep"}}));
   EXPECT_EQ(calls[2].second, (json{{"id", "inj-9"}, {"owner", owner}}));  // the same session
 }
 

@@ -31,6 +31,7 @@ inline InjectionSettings settings() {
 inline InjectStartParams inject_start_params() {
   InjectStartParams p{"udp 10.0.0.1 -> 10.0.0.2:9000", Direction::kIn, settings()};
   p.owner = "run-5f3a9c";
+  p.release = Release::kSleep;
   return p;
 }
 

@@ -153,6 +153,25 @@ TEST(InjectdMessages, OwnerIsASessionTokenAndForceABoolean) {
   EXPECT_EQ(InjectionDescription::from_json(old_daemon).owner, "");
 }
 
+TEST(InjectdMessages, ReleaseIsSpinUnlessSleepIsAsked) {
+  InjectStartParams bare{"tcp 10.0.0.1 -> 10.0.0.2:80", Direction::kOut, {}};
+  EXPECT_EQ(bare.release, Release::kSpin);
+  // The default is not sent, so a start without it reads the same anywhere.
+  EXPECT_FALSE(bare.to_json().contains("release"));
+  const json sleep = with(bare.to_json(), "/release", "sleep");
+  EXPECT_EQ(InjectStartParams::from_json(sleep).release, Release::kSleep);
+  EXPECT_EQ(InjectStartParams::from_json(with(bare.to_json(), "/release", "spin")).release,
+            Release::kSpin);
+  for (const json& bad : {json("fast"), json(1), json(true)}) {
+    EXPECT_TRUE(starts_with(error_of<InjectStartParams>(with(bare.to_json(), "/release", bad)),
+                            "release:"))
+        << bad;
+  }
+  // A description from a daemon without release modes reads as spin.
+  const json old_daemon = without(golden::read("injection_description"), "/release");
+  EXPECT_EQ(InjectionDescription::from_json(old_daemon).release, Release::kSpin);
+}
+
 TEST(InjectdMessages, ParamsRefuseUnknownFieldsAndOutOfRangeValues) {
   const json start = golden::read("inject_start_params");
   EXPECT_TRUE(starts_with(error_of<InjectStartParams>(with(start, "/bogus", 1)), "bogus:"));

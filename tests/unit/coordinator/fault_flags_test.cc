@@ -290,6 +290,14 @@ TEST(FaultFlags, DryRunPrintsTheRequestAndSendsNothing) {
   EXPECT_EQ(params.settings.faults.loss->model, protocol::LossModel::kGilbertElliott);
   EXPECT_EQ(params.settings.faults.rate_limit->burst_bytes, 32 * 1024);
   EXPECT_EQ(params.settings.seed, 7u);
+  EXPECT_EQ(params.release, protocol::Release::kSpin);
+}
+
+TEST(FaultFlags, ReleaseSleepIsSentWhenAsked) {
+  const common::CommandResult r = nabla_inject({"--delay", "2ms", "--release", "sleep", "--dry-run"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  const nlohmann::json request = nlohmann::json::parse(r.stdout_text);
+  EXPECT_EQ(request.at("params").at("release"), "sleep");
 }
 
 TEST(FaultFlags, BadValuesAreOneLineNamingTheFlagExitTwo) {
@@ -301,6 +309,7 @@ TEST(FaultFlags, BadValuesAreOneLineNamingTheFlagExitTwo) {
       {{"--jitter", "1ms", "--jitter-dist", "cauchy"}, "--jitter-dist"},
       {{"--rate", "1mbit", "--burst", "huge"}, "--burst"},
       {{"--delay", "1ms", "--reorder", "10%", "--reorder-gap", "x"}, "--reorder-gap"},
+      {{"--delay", "1ms", "--release", "fast"}, "--release"},
   };
   for (auto [flags, flag] : cases) {
     flags.push_back("--dry-run");

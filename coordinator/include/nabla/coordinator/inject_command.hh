@@ -36,6 +36,7 @@ struct InjectOptions {
   bool json = false;
   bool dry_run = false;              // print the inject.start request, send nothing
   std::optional<std::string> netns;  // NAME, /path or pid:N on the node
+  std::string release = "spin";      // spin | sleep (common::protocol::Release)
 };
 
 // The inject.start params for these options (a trace file is read with

@@ -141,6 +141,7 @@ class DelayEngine {
     };
     std::vector<Immediate> immediate;
     uint32_t queue_maxlen = 0;
+    bool spin = true;  // its injection asked for Release::kSpin
   };
 
   void run();
@@ -166,6 +167,9 @@ class DelayEngine {
   EngineOptions options_;
   std::mutex mutex_;
   std::map<uint64_t, Slot> slots_;
+  // Slots whose injection asked for spinning releases: with none, the timer
+  // is armed at each deadline itself and the loop never polls for it.
+  size_t spinning_slots_ = 0;
   uint64_t next_slot_ = 1;
   TimerWheel wheel_;
   common::FileDescriptor epoll_;

@@ -42,6 +42,7 @@ struct InjectionConfig {
   std::optional<DuplicateSpec> duplicate;
   std::optional<RateLimitSpec> rate_limit;
   uint64_t seed = 0;
+  Release release = Release::kSpin;  // how the engine times this injection's releases
 
   // Corruption rewrites and duplication re-sends the packet: copy it whole.
   bool needs_payload() const { return corrupt.has_value() || duplicate.has_value(); }

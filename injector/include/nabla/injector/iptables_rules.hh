@@ -30,6 +30,7 @@ inline constexpr uint32_t kNablaPacketMark = 0x6e61626c;  // "nabl"
 // The hook an injection sits on is part of the control protocol; its
 // to_string and parse_direction come with it.
 using Direction = common::protocol::Direction;
+using Release = common::protocol::Release;
 
 struct RuleSpec {
   common::LinkSpec link;

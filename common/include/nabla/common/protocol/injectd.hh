@@ -35,6 +35,19 @@ std::string_view to_string(Direction direction) noexcept;
 // "out" | "in" | "fwd"; throws std::invalid_argument otherwise.
 Direction parse_direction(std::string_view text);
 
+// How the daemon releases an injection's delayed packets. kSpin: its timer
+// is armed by the daemon's release lead (--spin-us) and the loop polls to
+// each deadline, for releases on time; the polling costs CPU while packets
+// are held. kSleep: the loop sleeps to each deadline, so releases come
+// later by the wake-up lateness (counted in the actual delay) and cost no
+// polling. Gradient campaigns ask for kSleep: their delay step is the
+// measured one, and CPU spent only while a wave is high would be part of
+// what they measure (docs/timing.md, "Releases for a measurement").
+enum class Release : uint8_t { kSpin, kSleep };
+std::string_view to_string(Release release) noexcept;
+// "spin" | "sleep"; throws std::invalid_argument otherwise.
+Release parse_release(std::string_view text);
+
 enum class WaveKind : uint8_t { kOff, kConstant, kSquare, kSine, kTrace };
 
 inline constexpr size_t kMaxTracePoints = 2000;  // a trace's samples travel in the request
@@ -186,6 +199,7 @@ struct InjectStartParams {
   // The client's session token (kOwnerChars, 1..64): the injection belongs to
   // this token together with the caller's key. Absent: to the key alone.
   std::optional<std::string> owner = std::nullopt;
+  Release release = Release::kSpin;  // "release"; sent only when kSleep
   bool operator==(const InjectStartParams&) const = default;
 
   nlohmann::json to_json() const;
@@ -253,6 +267,7 @@ struct InjectionDescription {
   // Who may stop, update and renew it without force: "session TOKEN, key
   // KEYID" or "key KEYID" (started without a token); "" from an older daemon.
   std::string owner;
+  Release release = Release::kSpin;  // "release"; absent from an older daemon: spin
   bool operator==(const InjectionDescription&) const = default;
 
   nlohmann::json to_json() const;
