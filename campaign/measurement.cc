@@ -20,11 +20,32 @@ std::string format_ratio(double r) {
   return s.substr(0, s.find('.') + 2);
 }
 
+namespace {
+
+// A held delay's actual value is what the packets got; a wave's is the
+// difference of its halves.
+void set_delta_l(Injected& inj, double amplitude_ns) {
+  const HalfStats& high = inj.stats.high;
+  const auto d = inj.constant
+                     ? (high.count > 0 ? std::optional<double>(high.mean_ns) : std::nullopt)
+                     : delta_l_from_halves(high.count, high.mean_ns, inj.stats.low.count,
+                                           inj.stats.low.mean_ns);
+  inj.measured = d.has_value();
+  inj.delta_l_ns = d.value_or(amplitude_ns);
+}
+
+}  // namespace
+
 loadgen::EngineResult inject_phase(CampaignRun& run, const CampaignLink& l, double amplitude_ns,
                                    int cycles, std::int64_t window_ns, std::int64_t tail_ns,
                                    Injected& inj) {
-  const auto [load, warm_ns] = start_warm_load(run, window_ns + tail_ns);
-  {
+  // The load runs kEngineSlackNs past the window: an inject.start slower
+  // than that (a node stalled by other work) would leave the window's end
+  // without load. The phase is then started again, a few times, before the
+  // run gives up.
+  constexpr int kStartAttempts = 3;
+  for (int attempt = 1;; ++attempt) {
+    auto [load, warm_ns] = start_warm_load(run, window_ns + tail_ns);
     InjectionRequest request{l.spec,
                              std::llround(amplitude_ns),
                              run.out.period_ns,
@@ -37,25 +58,27 @@ loadgen::EngineResult inject_phase(CampaignRun& run, const CampaignLink& l, doub
     LinkInjections a(run.env.daemons, run.leases, run.env.clock, l, request);
     inj.anchor_ns = a.anchor_ns();
     inj.id = a.id();
-    run.set_phase_start(inj.anchor_ns);
-    if (inj.anchor_ns > warm_ns + kEngineSlackNs) {
-      throw std::runtime_error("node " + l.src_node + ": inject.start took longer than " +
-                               common::format_duration_ns(kEngineSlackNs));
+    const std::int64_t late_ns = inj.anchor_ns - warm_ns;
+    if (late_ns > kEngineSlackNs) {
+      a.stop();
+      load->take();  // this load's samples are not used
+      const std::string what = "node " + l.src_node + ": inject.start took " +
+                               common::format_duration_ns(late_ns) + ", longer than the " +
+                               common::format_duration_ns(kEngineSlackNs) +
+                               " the load waits for it";
+      if (attempt == kStartAttempts) {
+        throw std::runtime_error(what + ", in " + std::to_string(kStartAttempts) + " attempts");
+      }
+      run.out.warnings.push_back(l.label + ": " + what + "; the phase was started again");
+      continue;
     }
+    run.set_phase_start(inj.anchor_ns);
     run.wait_until(inj.anchor_ns + window_ns + tail_ns);
     inj.stats = a.stop();
     inj.ended_ns = run.now_ns();
+    set_delta_l(inj, amplitude_ns);
+    return load->take();
   }
-  // A held delay's actual value is what the packets got; a wave's is the
-  // difference of its halves.
-  const HalfStats& high = inj.stats.high;
-  const auto d = inj.constant
-                     ? (high.count > 0 ? std::optional<double>(high.mean_ns) : std::nullopt)
-                     : delta_l_from_halves(high.count, high.mean_ns, inj.stats.low.count,
-                                           inj.stats.low.mean_ns);
-  inj.measured = d.has_value();
-  inj.delta_l_ns = d.value_or(amplitude_ns);
-  return load->take();
 }
 
 namespace {

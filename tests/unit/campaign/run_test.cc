@@ -579,6 +579,48 @@ TEST_F(CampaignFakes, AFailedRenewalFailsTheRunAndStopsTheInjection) {
   EXPECT_EQ(run_status().rfind("failed: node ", 0), 0u) << run_status();
 }
 
+// A node that takes longer to start an injection than the load waits for
+// (a stall under other work) costs a phase, not the run: the phase is
+// started again, with a warning, and the gradients are the same.
+TEST_F(CampaignFakes, ASlowInjectStartRedoesThePhase) {
+  daemons_.on_start = [this](const fake::FakeInjection&) {
+    if (daemons_.injections().size() == 2) clock_.sleep_until(clock_.now_ns() + 900'000'000);
+  };
+  const CampaignOutcome o = run();
+  ASSERT_TRUE(o.complete) << o.error;
+  EXPECT_EQ(daemons_.injections().size(), 9u);  // one phase started twice
+  EXPECT_TRUE(daemons_.injections()[1].stopped_ns.has_value());
+  EXPECT_EQ(daemons_.running(), 0u);
+  std::size_t redone = 0;
+  for (const std::string& w : o.warnings) {
+    redone += w.find("inject.start took") != std::string::npos &&
+              w.find("the phase was started again") != std::string::npos;
+  }
+  EXPECT_EQ(redone, 1u);
+  const FakeServiceModel truth = model();
+  for (std::size_t i = 0; i < o.links.size(); ++i) {
+    for (std::size_t t = 0; t < 2; ++t) {
+      const analysis::GradientEstimate& e = o.measurements[i].gradients[t].estimate;
+      EXPECT_NEAR(e.value, truth.gradients.at(o.links[i].spec)[t], 4 * e.standard_error)
+          << o.links[i].label << " " << o.types[t];
+    }
+  }
+  EXPECT_EQ(count("SELECT COUNT(*) FROM phases"), 9);  // the late start stored nothing
+}
+
+TEST_F(CampaignFakes, AnInjectStartSlowEveryTimeFailsTheRunAfterThreeAttempts) {
+  daemons_.on_start = [this](const fake::FakeInjection&) {
+    clock_.sleep_until(clock_.now_ns() + 900'000'000);
+  };
+  const CampaignOutcome o = run();
+  EXPECT_FALSE(o.complete);
+  EXPECT_EQ(o.error.rfind("node app: inject.start took ", 0), 0u) << o.error;
+  EXPECT_NE(o.error.find(", in 3 attempts"), std::string::npos) << o.error;
+  EXPECT_EQ(daemons_.injections().size(), 3u);
+  EXPECT_EQ(daemons_.running(), 0u);
+  EXPECT_EQ(run_status(), "failed: " + o.error);
+}
+
 TEST_F(CampaignFakes, ARefusedInjectStartFailsTheRunNamingTheNode) {
   daemons_.refuse_start_on = {"app"};  // the first link measured starts at app
   const CampaignOutcome o = run();
