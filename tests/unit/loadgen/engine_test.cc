@@ -76,7 +76,10 @@ TEST(Engine, OpenLoopRateIsAchievedWithoutErrors) {
   }
 }
 
-TEST(Engine, LatencyIsServiceTimePlusASmallFloor) {
+// Nothing is measured shorter than the service: latency counts from the
+// intended send. How small the floor above it is, is a benchmark figure
+// (bench/loadgen/loadgen.sh against sockperf), not a bound for any machine.
+TEST(Engine, LatencyIsNeverBelowTheServiceTime) {
   EchoServer server({.delay_ns = 2'000'000});
   EngineConfig c = echo_config(server.port());
   c.connections = 2;
@@ -86,10 +89,11 @@ TEST(Engine, LatencyIsServiceTimePlusASmallFloor) {
   EngineResult r = run_engine(c, soon());
   EXPECT_EQ(r.completed, 300u);
   EXPECT_EQ(r.errors.total(), 0u);
-  const int64_t p50 = r.latency.percentile(0.5);
-  EXPECT_GE(p50, 2'000'000);
-  EXPECT_LT(p50, 2'000'000 + 3'000'000);
-  for (const auto& s : r.samples) EXPECT_EQ(s.service_time_ns, 2'000'000);
+  EXPECT_GE(r.latency.percentile(0.0), 2'000'000);
+  for (const auto& s : r.samples) {
+    EXPECT_EQ(s.service_time_ns, 2'000'000);
+    EXPECT_GE(s.latency_ns, s.service_time_ns);
+  }
 }
 
 TEST(Engine, ClosedLoopConfigurationShowsSlotWaitsAndNoCoordinatedOmission) {
