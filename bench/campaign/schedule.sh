@@ -14,7 +14,9 @@
 #
 #   usage: bench/campaign/schedule.sh BUILD_DIR [full|quick]
 # Knobs: NABLA_BENCH_RUNS (1) demos per schedule, interleaved;
-# NABLA_BENCH_SCHEDULES ("sequential simultaneous").
+# NABLA_BENCH_SCHEDULES ("sequential simultaneous"); NABLA_BENCH_KEEP=1
+# keeps the work folder (every demo's JSON, database and logs). Each demo's
+# result is printed as it ends, so a bench stopped early keeps its runs.
 # Reproduce with:
 #   bash bench/campaign/schedule.sh build full                       # quiet machine
 #   NABLA_BENCH_RUNS=10 NABLA_BENCH_BESIDE=build bash bench/campaign/schedule.sh build full
@@ -37,7 +39,7 @@ flags=()
 work=$(mktemp -d "${TMPDIR:-/tmp}/nabla-schedule-XXXXXX")
 cleanup() {
   stop_beside_build
-  rm -rf "$work"
+  if [ "${NABLA_BENCH_KEEP:-}" = 1 ]; then echo "kept: $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
 trap "exit 130" INT TERM
@@ -51,6 +53,24 @@ for run in $(seq "$runs"); do
       --keep-logs "$work/$schedule-$run.logs" \
       >"$work/$schedule-$run.json" 2>"$work/$schedule-$run.log" || true
     echo "$load $(cut -d' ' -f1 /proc/loadavg)" >"$work/$schedule-$run.load"
+    # One line per demo as it ends, so a bench stopped early keeps its runs.
+    python3 - "$work/$schedule-$run" "$schedule" "$run" <<'PY' || true
+import json, sys
+base, schedule, run = sys.argv[1:]
+try:
+    j = json.load(open(base + ".json"))
+except (OSError, ValueError):
+    print(f"{schedule} run {run}: no result (see {base}.log)", flush=True)
+    raise SystemExit
+g = j.get("gradients", [])
+load = open(base + ".load").read().split()
+misses = "; ".join(f"{x['link']} {x['type']} {x.get('value') or 0:.3f} "
+                   f"[{x.get('ci_low') or 0:.3f}, {x.get('ci_high') or 0:.3f}]"
+                   for x in g if not x.get("pass"))
+print(f"{schedule} run {run}: PASS {sum(1 for x in g if x.get('pass'))}/{len(g)} in "
+      f"{j.get('duration_s', 0):.0f} s, load {load[0]} -> {load[1]}"
+      + (f"; FAIL {misses}" if misses else ""), flush=True)
+PY
   done
 done
 
