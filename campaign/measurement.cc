@@ -258,8 +258,24 @@ ActiveAttempt active_attempt(CampaignRun& run, const CampaignLink& l, double amp
   return out;
 }
 
+// The widest CI half-width of the attempts combined, over the types, as a
+// fraction of max(|gradient|, 1); and that type.
+std::pair<double, std::string> widest_relative_half_width(
+    const std::vector<ActiveAttempt>& attempts, std::size_t types) {
+  std::pair<double, std::string> widest{0.0, ""};
+  for (std::size_t t = 0; t < types; ++t) {
+    std::vector<TypeGradient> phases;
+    for (const ActiveAttempt& a : attempts) phases.push_back(a.gradients[t]);
+    const analysis::GradientEstimate e = combine_type_gradients(phases).estimate;
+    const double relative =
+        (e.ci_high - e.ci_low) / 2 / std::max(std::abs(e.value), 1.0);
+    if (relative > widest.first) widest = {relative, phases.back().type};
+  }
+  return widest;
+}
+
 // The active phase, measured again (up to `repeats` times) while it was much
-// noisier than the training.
+// noisier than the training, or while a CI is wider than `precision` asks.
 std::vector<ActiveAttempt> active_phases(CampaignRun& run, const CampaignLink& l,
                                          double amplitude_ns, std::size_t index,
                                          std::size_t count) {
@@ -267,10 +283,21 @@ std::vector<ActiveAttempt> active_phases(CampaignRun& run, const CampaignLink& l
   std::vector<ActiveAttempt> attempts;
   for (;;) {
     attempts.push_back(active_attempt(run, l, amplitude_ns, index, count, attempts.size() + 1));
+    if (attempts.size() > g.repeats) break;
     const double ratio = attempts.back().worst_noise_ratio;
-    if (ratio <= g.repeat_noise_ratio || attempts.size() > g.repeats) break;
-    run.note(l.label + ": the active phase was " + format_ratio(ratio) +
-             "x as noisy as the training; measuring it again");
+    const auto [width, type] = g.precision > 0
+                                   ? widest_relative_half_width(attempts, run.out.types.size())
+                                   : std::pair<double, std::string>{0.0, ""};
+    if (ratio > g.repeat_noise_ratio) {
+      run.note(l.label + ": the active phase was " + format_ratio(ratio) +
+               "x as noisy as the training; measuring it again");
+    } else if (width > g.precision) {
+      run.note(l.label + " " + type + ": CI half-width " + common::format_number(width, 2) +
+               " of max(|gradient|, 1), more than the precision " +
+               common::format_number(g.precision, 2) + " asks; measuring it again");
+    } else {
+      break;
+    }
     // The progress line's "time left" had no room for it: one more phase
     // and its warm-up (budget_ns stays the up-front estimate).
     run.deadline_ns +=

@@ -248,7 +248,7 @@ void parse_sweep(const Section& s, GradientSpec& g) {
 GradientSpec parse_gradient(const Section& s) {
   s.allow_only({"enabled", "bins", "chunks", "requests_per_bin", "delay_scale",
                 "min_bins_per_period", "max_amplitude", "min_amplitude", "confidence", "lease",
-                "repeats", "repeat_noise_ratio", "schedule", "perturbation_budget", "amplitudes",
+                "repeats", "repeat_noise_ratio", "precision", "schedule", "perturbation_budget", "amplitudes",
                 "verify"});
   GradientSpec g;
   g.enabled = s.boolean("enabled").value_or(true);
@@ -304,6 +304,10 @@ GradientSpec parse_gradient(const Section& s) {
   if (!(g.repeat_noise_ratio >= 0 && g.repeat_noise_ratio <= 100)) {
     fail(s.key("repeat_noise_ratio"),
          "must be in [0, 100], got " + std::to_string(g.repeat_noise_ratio));
+  }
+  g.precision = s.number("precision").value_or(0.0);
+  if (!(g.precision >= 0 && g.precision <= 1)) {
+    fail(s.key("precision"), "must be in [0, 1], got " + std::to_string(g.precision));
   }
   parse_sweep(s, g);
   return g;
@@ -455,6 +459,7 @@ json to_json(const CampaignSpec& s) {
              {"lease_ns", g.lease_ns},
              {"repeats", g.repeats},
              {"repeat_noise_ratio", g.repeat_noise_ratio},
+             {"precision", g.precision},
              {"amplitudes_ns", g.amplitudes_ns},
              {"verify", g.verify}}},
            {"truth", s.truth}};

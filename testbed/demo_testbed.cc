@@ -223,7 +223,8 @@ std::string demo_campaign_toml(const ServiceModel& model,
     << "\ndelay_scale = " << c.delay_scale
     << "\nmin_bins_per_period = 8\nmax_amplitude = " << toml_string(c.max_amplitude)
     << "\nmin_amplitude = " << toml_string(c.min_amplitude) << "\nconfidence = " << c.confidence
-    << "\nlease = " << toml_string(c.lease) << "\nrepeats = " << c.repeats << "\n";
+    << "\nlease = " << toml_string(c.lease) << "\nrepeats = " << c.repeats
+    << "\nprecision = " << c.precision << "\n";
   if (c.verify) o << "verify = true\n";
   if (!c.amplitudes.empty()) {
     o << "amplitudes = [";

@@ -582,6 +582,46 @@ TEST_F(CampaignFakes, AFailedRenewalFailsTheRunAndStopsTheInjection) {
 // A node that takes longer to start an injection than the load waits for
 // (a stall under other work) costs a phase, not the run: the phase is
 // started again, with a warning, and the gradients are the same.
+// [gradient] precision: a link is measured again (within `repeats`) while a
+// type's CI is wider than the precision asks, and then stops: every link
+// ends within it or with every repeat spent, and a link that met it at once
+// is not measured again.
+TEST_F(CampaignFakes, PrecisionRepeatsALinkUntilItsIntervalsAreNarrowEnough) {
+  std::string spec = kSpec;
+  spec += "repeats = 3\nprecision = 0.05\n";
+  const CampaignOutcome o = run(spec);
+  ASSERT_TRUE(o.complete) << o.error;
+  std::size_t repeated = 0;
+  for (std::size_t i = 0; i < o.links.size(); ++i) {
+    // One injection for the adaptive sub-phase, one per active phase.
+    std::int64_t phases = -1;
+    for (const auto& inj : daemons_.injections()) phases += inj.request.link_spec == o.links[i].spec;
+    ASSERT_GE(phases, 1) << o.links[i].label;
+    ASSERT_LE(phases, 4) << o.links[i].label;
+    repeated += phases > 1;
+    double widest = 0;
+    for (const TypeGradient& g : o.measurements[i].gradients) {
+      widest = std::max(widest, (g.estimate.ci_high - g.estimate.ci_low) / 2 /
+                                    std::max(std::abs(g.estimate.value), 1.0));
+    }
+    if (phases < 4) {
+      EXPECT_LE(widest, 0.05) << o.links[i].label << " stopped after " << phases << " phases";
+    }
+  }
+  EXPECT_GT(repeated, 0u);
+  EXPECT_NE(log_.str().find("more than the precision 0.05 asks; measuring it again"),
+            std::string::npos)
+      << log_.str();
+  // Off by default: the same campaign without it measures each link once.
+  spec = kSpec;
+  spec += "repeats = 3\n";
+  TearDown();
+  const CampaignOutcome plain = run(spec);
+  ASSERT_TRUE(plain.complete) << plain.error;
+  EXPECT_EQ(count("SELECT COUNT(*) FROM phases WHERE kind = 'active'"),
+            static_cast<std::int64_t>(plain.links.size()));
+}
+
 TEST_F(CampaignFakes, ASlowInjectStartRedoesThePhase) {
   daemons_.on_start = [this](const fake::FakeInjection&) {
     if (daemons_.injections().size() == 2) clock_.sleep_until(clock_.now_ns() + 900'000'000);

@@ -107,6 +107,11 @@ struct GradientSpec {
   // `repeats` times (fixed extra measurement time).
   std::size_t repeats = 1;          // [0, 5]
   double repeat_noise_ratio = 2.0;  // [0, 100]
+  // A precision asked of every gradient: the active phase is also measured
+  // again (within `repeats`) while any type's combined CI half-width exceeds
+  // precision x max(|gradient|, 1). 0: off. A busy machine then spends time
+  // instead of giving an interval wider than the question allows.
+  double precision = 0;  // [0, 1]
   // An amplitude sweep: each link's active phase at every one of these
   // (ascending, distinct, each in (0, 10s], at most kMaxSweepAmplitudes)
   // instead of at the adaptive amplitude alone. Empty: one amplitude.

@@ -113,6 +113,7 @@ struct DemoCampaign {
   double confidence = 0.95;
   std::string lease = "3s";
   int repeats = 1;                        // [gradient] repeats: noisy active phases measured again
+  double precision = 0;                   // [gradient] precision (0: off)
   std::string schedule = "simultaneous";  // [gradient] schedule
   // [gradient] verify: a constant-delay step on every link after its active
   // phase, the oracle a demo on a busy machine is judged against beside the
