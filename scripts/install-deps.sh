@@ -30,10 +30,10 @@ packages=(
   # tests start their own instances on 127.0.0.1 (packaged services stay off)
   memcached redis-server
   # real servers for https://, h2://, h2c:// and grpc:// (the protocols
-  # test and bench/loadgen): nginx's echo module (a known service time),
-  # openssl to make the test's certificate, python3-grpcio for a gRPC server
-  # without protoc; and h2load, the HTTP/2 peer of the loadgen bench
-  libnginx-mod-http-echo openssl python3-grpcio nghttp2-client
+  # test and bench/loadgen): openssl to make the test's certificate,
+  # python3-grpcio for a gRPC server without protoc; and h2load, the HTTP/2
+  # peer of the loadgen bench
+  openssl python3-grpcio nghttp2-client
   # taskset: the loadgen bench puts nginx and the load generators on separate cores
   util-linux
   # nabla report's browser test: headless Chromium renders a page offline,

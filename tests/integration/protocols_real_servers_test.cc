@@ -1,8 +1,9 @@
 // `nabla load` over HTTPS, HTTP/2 (h2 over TLS, h2c) and gRPC against real
 // servers this test starts on 127.0.0.1 and stops by pid, also on failure:
 // nginx (TLS with a self-signed certificate the test makes with `openssl
-// req`, HTTP/2, a location that answers after a known 5 ms through the echo
-// module, one that answers 503), and a gRPC server on python3-grpcio with a
+// req`, HTTP/2, a location proxied to a nabla-tier that answers after a
+// known 5 ms of sleep, one that answers 503), and a gRPC server on
+// python3-grpcio with a
 // unary method that answers after a known 5 ms and one that fails with
 // UNAVAILABLE. What nabla counts must equal what the server logged, request
 // for request; no latency is shorter than the known service time; the TLS
@@ -119,17 +120,32 @@ void make_certificate(const ScratchDir& dir) {
                        "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"});
 }
 
+// nabla-tier on 127.0.0.1, answering every path after sleeping kServiceNs
+// (a sleep is never shorter; nginx's own timers run on its cached clock
+// and may fire early).
+std::unique_ptr<Server> start_tier(const ScratchDir& dir) {
+  return std::make_unique<Server>(1, dir.file("tier.out"), [&](const std::vector<uint16_t>& p) {
+    return std::vector<std::string>{
+        NABLA_TIER_PATH,
+        "--listen",
+        "127.0.0.1:" + std::to_string(p[0]),
+        "--workers",
+        "16",
+        "--url",
+        "* service=fixed:" + std::to_string(kServiceNs / 1000) + "us mode=sleep"};
+  });
+}
+
 // nginx in one process: port 0 TLS (ALPN h2 and http/1.1), port 1 h2c
-// (HTTP/2 with prior knowledge). /slow answers "ok" after kServiceNs,
-// /fail answers 503. The access log has one line per request:
-// "<protocol> <status> <uri> <session reused: r or .>".
-std::unique_ptr<Server> start_nginx(const ScratchDir& dir) {
+// (HTTP/2 with prior knowledge). /slow is proxied to the tier on
+// `tier_port` (keep-alive), /fail answers 503. The access log has one line
+// per request: "<protocol> <status> <uri> <session reused: r or .>".
+std::unique_ptr<Server> start_nginx(const ScratchDir& dir, uint16_t tier_port) {
   const std::string conf = dir.file("nginx.conf");
   const std::string nginx = program_on_path("nginx");
   return std::make_unique<Server>(2, dir.file("nginx.out"), [&](const std::vector<uint16_t>& p) {
     std::ofstream out(conf);
-    out << "load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;\n"
-        << "daemon off;\nmaster_process off;\nworker_processes 1;\n"
+    out << "daemon off;\nmaster_process off;\nworker_processes 1;\n"
         << "pid " << dir.file("nginx.pid") << ";\n"
         << "error_log " << dir.file("error.log") << " warn;\n"
         << "events { worker_connections 1024; }\n"
@@ -140,13 +156,14 @@ std::unique_ptr<Server> start_nginx(const ScratchDir& dir) {
       out << "  " << t << "_temp_path " << dir.file(std::string(t) + "_temp") << ";\n";
     }
     out << "  keepalive_requests 1000000;\n"
+        << "  upstream tier { server 127.0.0.1:" << tier_port << "; keepalive 32; }\n"
         << "  server {\n"
         << "    listen 127.0.0.1:" << p[0] << " ssl http2;\n"
         << "    listen 127.0.0.1:" << p[1] << " http2;\n"
         << "    ssl_certificate " << dir.file("cert.pem") << ";\n"
         << "    ssl_certificate_key " << dir.file("key.pem") << ";\n"
-        << "    location = /slow { echo_sleep " << static_cast<double>(kServiceNs) / 1e9
-        << "; echo ok; }\n"
+        << "    location = /slow { proxy_pass http://tier; proxy_http_version 1.1;"
+        << " proxy_set_header Connection \"\"; }\n"
         << "    location = /fail { return 503; }\n"
         << "  }\n}\n";
     out.close();
@@ -249,12 +266,15 @@ class ProtocolsAgainstNginx : public ::testing::Test {
     NABLA_REQUIRE_PROGRAM_OR_SKIP("openssl");
     dir_ = std::make_unique<ScratchDir>("nabla-protocols-nginx");
     make_certificate(*dir_);
-    nginx_ = start_nginx(*dir_);
+    tier_ = start_tier(*dir_);
+    ASSERT_TRUE(tier_->up()) << "nabla-tier did not start: " << tier_->log();
+    nginx_ = start_nginx(*dir_, tier_->port(0));
     ASSERT_TRUE(nginx_->up()) << "nginx did not start: " << nginx_->log()
                               << read_text(dir_->file("error.log"));
   }
   void TearDown() override {
     nginx_.reset();
+    tier_.reset();
     dir_.reset();
   }
   std::string tls_target(const std::string& scheme, const std::string& path) const {
@@ -263,6 +283,7 @@ class ProtocolsAgainstNginx : public ::testing::Test {
   std::string ca() const { return dir_->file("cert.pem"); }
 
   std::unique_ptr<ScratchDir> dir_;
+  std::unique_ptr<Server> tier_;
   std::unique_ptr<Server> nginx_;
 };
 
