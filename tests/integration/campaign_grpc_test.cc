@@ -5,7 +5,8 @@
 // nabla-sniffd on both. The campaign calls /nabla.Test/Sleep over HTTP/2
 // (grpc://, 4 streams per connection), discovers the link from the client
 // to the server's port with the server's process, and measures it like any
-// other link: one request message per call crosses client -> api:50051,
+// other link: one request message per call crosses client -> api:9051 (a
+// port below the ephemeral range, so the link keeps it),
 // one response crosses back, so both gradients are 1.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -54,14 +55,14 @@ TEST(CampaignGrpc, AGrpcServicesLinksAreFoundAndMeasuredLikeAnyOther) {
   const auto& client = tb.host("client");
   const std::string api = tb.host("api").address;
   const std::string tmp = ::testing::TempDir() + "campaign-grpc-" + std::to_string(::getpid());
-  tb.start("api", {kSystemPython, NABLA_GRPC_SERVER, "50051", "0.0002", tmp + ".calls", api});
-  nabla::testing::connect_in(client.ns, api, 50051);
+  tb.start("api", {kSystemPython, NABLA_GRPC_SERVER, "9051", "0.0002", tmp + ".calls", api});
+  nabla::testing::connect_in(client.ns, api, 9051);
   const std::string key = tmp + ".key";
   nabla::testing::start_keyed_daemons(tb, "client", key, {"--rt-priority", "10"});
 
   std::ostringstream toml;
   toml << nabla::testing::campaign_nodes_toml(tb, "grpc", 11, key);
-  toml << "[workload]\ntarget = \"grpc://" << api << ":50051\"\nrate = 300\nconnections = 4\n"
+  toml << "[workload]\ntarget = \"grpc://" << api << ":9051\"\nrate = 300\nconnections = 4\n"
        << "streams_per_connection = 4\ngrpc_methods = [\"/nabla.Test/Sleep\"]\n"
        << "warmup = \"500ms\"\n"
        << "[links]\ndiscover_for = \"1500ms\"\n"
@@ -88,7 +89,7 @@ TEST(CampaignGrpc, AGrpcServicesLinksAreFoundAndMeasuredLikeAnyOther) {
     std::cout << "  " << g["link"].get<std::string>() << " " << g["type"].get<std::string>() << " "
               << g["value"] << " [" << g["ci_low"] << ", " << g["ci_high"] << "]\n";
   }
-  for (const std::string link : {"tcp client -> api:50051", "tcp api:50051 -> client"}) {
+  for (const std::string link : {"tcp client -> api:9051", "tcp api:9051 -> client"}) {
     const json* g = find_gradient(out, link, "/nabla.Test/Sleep");
     ASSERT_NE(g, nullptr) << link << " not measured: " << out["links"].dump(2);
     const double se = (*g)["standard_error"].get<double>();
