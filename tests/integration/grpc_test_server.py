@@ -1,13 +1,14 @@
 """A gRPC server for nabla's protocol tests, on python3-grpcio, no protoc.
 
-Usage: grpc_test_server.py PORT SERVICE_SECONDS CALL_LOG [ADDRESS]
+Usage: grpc_test_server.py PORT SERVICE_SECONDS CALL_LOG [ADDRESS [CERT KEY]]
 
 Service nabla.Test, unary, raw bytes (a generic handler without serializers):
   /nabla.Test/Sleep  sleeps SERVICE_SECONDS, then answers the request's bytes
   /nabla.Test/Fail   answers status UNAVAILABLE (14) at once
 Every call appends one line "<method> <request bytes>" to CALL_LOG before it
 answers, so a test counts exactly what the server was asked. Listens on
-ADDRESS:PORT (default 127.0.0.1; cleartext HTTP/2) until killed.
+ADDRESS:PORT (default 127.0.0.1) until killed: cleartext HTTP/2, or TLS
+with the PEM certificate and key CERT and KEY.
 """
 import sys
 import threading
@@ -44,8 +45,15 @@ def main():
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
     server.add_generic_rpc_handlers(
         (grpc.method_handlers_generic_handler("nabla.Test", handlers),))
-    if server.add_insecure_port("%s:%d" % (address, port)) == 0:
-        sys.exit("cannot listen on %s:%d" % (address, port))
+    where = "%s:%d" % (address, port)
+    if len(sys.argv) > 6:
+        with open(sys.argv[5], "rb") as cert, open(sys.argv[6], "rb") as key:
+            credentials = grpc.ssl_server_credentials([(key.read(), cert.read())])
+        bound = server.add_secure_port(where, credentials)
+    else:
+        bound = server.add_insecure_port(where)
+    if bound == 0:
+        sys.exit("cannot listen on " + where)
     server.start()
     server.wait_for_termination()
 

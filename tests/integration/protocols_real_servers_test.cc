@@ -318,6 +318,24 @@ TEST_F(ProtocolsAgainstNginx, HttpsWithoutTheCaFailsNamingTheCertificate) {
   EXPECT_TRUE(access_log(*dir_).empty());
 }
 
+TEST_F(ProtocolsAgainstNginx, HttpsChecksTheServerNameOrNothingWithInsecure) {
+  // The certificate names localhost and 127.0.0.1, not other.example.
+  const LoadRun wrong = run_load(tls_target("https", "/slow"), {"--rate", "100", "--ca-file", ca(),
+                                                                "--server-name", "other.example"});
+  EXPECT_EQ(wrong.exit_code, 1);
+  EXPECT_NE(wrong.stderr_text.find("certificate"), std::string::npos) << wrong.stderr_text;
+  EXPECT_TRUE(access_log(*dir_).empty());
+  const LoadRun named = run_load(tls_target("https", "/slow"), {"--rate", "100", "--ca-file", ca(),
+                                                                "--server-name", "localhost"});
+  ASSERT_EQ(named.exit_code, 0) << named.stderr_text;
+  expect_all_answered(named.result, 0);
+  const LoadRun insecure = run_load(tls_target("https", "/slow"), {"--rate", "100", "--insecure"});
+  ASSERT_EQ(insecure.exit_code, 0) << insecure.stderr_text;
+  expect_all_answered(insecure.result, 0);
+  EXPECT_EQ(access_log(*dir_).size(), named.result["completed"].get<uint64_t>() +
+                                          insecure.result["completed"].get<uint64_t>());
+}
+
 TEST_F(ProtocolsAgainstNginx, H2OverTlsCountsEqualNginxsWithManyStreams) {
   const LoadRun run =
       run_load(tls_target("h2", ""), {"--rate", "300", "--ca-file", ca(), "--mix",
@@ -392,6 +410,42 @@ TEST(ProtocolsAgainstGrpc, UnaryCallsCountEqualTheServersAndStatusesAreErrorsByC
   EXPECT_EQ(by_type(j, "/nabla.Test/Sleep")["completed"].get<uint64_t>(), seen["Sleep"]);
   EXPECT_EQ(by_type(j, "/nabla.Test/Fail")["server_errors"].get<uint64_t>(), seen["Fail"]);
   EXPECT_EQ(j["grpc_status_errors"], json({{"14", seen["Fail"]}})) << j["grpc_status_errors"];
+  expect_no_latency_below_service(j);
+}
+
+TEST(ProtocolsAgainstGrpc, GrpcsCallsOverTlsCountEqualTheServers) {
+  if (!system_python_has_grpc()) {
+    if (root_required()) FAIL() << "python3-grpcio is not installed (scripts/install-deps.sh)";
+    GTEST_SKIP() << "python3-grpcio is not installed; run scripts/install-deps.sh";
+  }
+  NABLA_REQUIRE_PROGRAM_OR_SKIP("openssl");
+  const ScratchDir dir("nabla-protocols-grpcs");
+  make_certificate(dir);
+  const std::string calls = dir.file("calls.log");
+  Server server(1, dir.file("grpc.out"), [&](const std::vector<uint16_t>& p) {
+    return std::vector<std::string>{kSystemPython,
+                                    NABLA_GRPC_SERVER,
+                                    std::to_string(p[0]),
+                                    std::to_string(static_cast<double>(kServiceNs) / 1e9),
+                                    calls,
+                                    "127.0.0.1",
+                                    dir.file("cert.pem"),
+                                    dir.file("key.pem")};
+  });
+  ASSERT_TRUE(server.up()) << "the gRPC server did not start: " << server.log();
+  const LoadRun run = run_load("grpcs://127.0.0.1:" + std::to_string(server.port(0)),
+                               {"--rate", "100", "--grpc-method", "/nabla.Test/Sleep", "--ca-file",
+                                dir.file("cert.pem"), "--streams-per-connection", "4"});
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
+  const json& j = run.result;
+  std::istringstream in(read_text(calls));
+  uint64_t seen = 0;
+  std::string method;
+  int bytes = 0;
+  while (in >> method >> bytes) seen += method == "Sleep";
+  expect_all_answered(j, 0);
+  EXPECT_EQ(by_type(j, "/nabla.Test/Sleep")["completed"].get<uint64_t>(), seen);
+  EXPECT_GE(j["connection_setup"]["tls_handshakes"].get<uint64_t>(), 2u);
   expect_no_latency_below_service(j);
 }
 
