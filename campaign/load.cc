@@ -4,7 +4,8 @@
 namespace nabla::campaign {
 
 loadgen::EngineConfig engine_config(const WorkloadSpec& w, std::int64_t duration_ns,
-                                    std::uint64_t seed) {
+                                    std::uint64_t seed,
+                                    std::shared_ptr<loadgen::TlsSessionCache> sessions) {
   loadgen::EngineConfig c;
   c.host = w.host;
   c.port = w.port;
@@ -45,6 +46,7 @@ loadgen::EngineConfig engine_config(const WorkloadSpec& w, std::int64_t duration
     c.tls.verify = !w.insecure;
     c.tls.ca_file = w.ca_file;
     c.tls.server_name = !w.server_name.empty() ? w.server_name : w.host_name;
+    c.tls.sessions = std::move(sessions);
   }
   if (w.streams_per_connection > 0) c.max_outstanding = w.streams_per_connection;
   c.duration_ns = duration_ns;
