@@ -172,8 +172,8 @@ void discover(CampaignRun& run) {
   run.set_phase("discovery", 0, 0, 0, t0);
   std::vector<NodeFlows> nodes;
   {
-    const auto load =
-        run.env.load.start(engine_config(run.spec.workload, calib_ns, run.next_seed()), t0);
+    const auto load = run.env.load.start(
+        engine_config(run.spec.workload, calib_ns, run.next_seed(), run.tls_sessions), t0);
     nodes = watch_flows(run, t0, calib_ns);
     calibrate(run, load->take(), t0, calib_ns);
   }

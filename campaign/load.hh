@@ -1,6 +1,7 @@
 #pragma once
 // From the campaign's workload to a load run and back (private to campaign/).
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "nabla/analysis/binning.hh"
@@ -10,8 +11,11 @@
 
 namespace nabla::campaign {
 
+// `sessions` keeps the TLS sessions the server issued, so each phase's
+// connections resume those of the phases before (null: one per load run).
 loadgen::EngineConfig engine_config(const WorkloadSpec& workload, std::int64_t duration_ns,
-                                    std::uint64_t seed);
+                                    std::uint64_t seed,
+                                    std::shared_ptr<loadgen::TlsSessionCache> sessions = nullptr);
 
 // Every sample as an analysis record (send time, latency, type).
 std::vector<analysis::LatencyRecord> to_records(const loadgen::EngineResult& result);

@@ -123,8 +123,10 @@ struct ActiveAttempt {
 WarmLoad start_warm_load(CampaignRun& run, std::int64_t measured_ns) {
   const std::int64_t warmup = run.spec.workload.warmup_ns;
   const std::int64_t t0 = run.now_ns() + kEngineLeadNs;
-  auto load = run.env.load.start(
-      engine_config(run.spec.workload, warmup + measured_ns + kEngineSlackNs, run.next_seed()), t0);
+  auto load =
+      run.env.load.start(engine_config(run.spec.workload, warmup + measured_ns + kEngineSlackNs,
+                                       run.next_seed(), run.tls_sessions),
+                         t0);
   run.set_phase_start(t0 + warmup);
   run.wait_until(t0 + warmup);
   return {std::move(load), t0 + warmup};

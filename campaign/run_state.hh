@@ -6,6 +6,7 @@
 // each.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -15,6 +16,7 @@
 #include "nabla/analysis/training.hh"
 #include "nabla/campaign/campaign.hh"
 #include "nabla/campaign/store.hh"
+#include "nabla/loadgen/engine.hh"
 
 namespace nabla::campaign {
 
@@ -47,6 +49,9 @@ class CampaignRun {
   std::vector<double> training_bin_mean_ns, training_bin_se_ns;
   KdChoice kd;
   std::int64_t deadline_ns = 0;  // estimated end, for the progress line
+  // The TLS sessions the workload's server issued: every phase's load run
+  // resumes them (https, h2, grpcs workloads).
+  std::shared_ptr<loadgen::TlsSessionCache> tls_sessions = loadgen::make_tls_session_cache();
   // Called at every slice of wait_until but the one it returns in, after the
   // leases are renewed (the message sampler's polls); must not throw.
   std::function<void()> on_wait_slice;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <fstream>
 #include <initializer_list>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -102,12 +103,15 @@ void parse_target(const std::string& key, WorkloadSpec& w) {
   const std::string& t = w.target;
   const std::size_t sep = t.find("://");
   if (sep == std::string::npos)
-    fail(key, "must be http://HOST:PORT or echo://HOST:PORT, got \"" + t + "\"");
+    fail(key, "must be SCHEME://HOST:PORT (http, https, h2, h2c, grpc, grpcs or echo), got \"" + t +
+                  "\"");
   const std::string scheme = t.substr(0, sep);
-  if (scheme != "http" && scheme != "echo") {
-    fail(key, "scheme must be http or echo, got \"" + t + "\"");
+  if (scheme != "http" && scheme != "https" && scheme != "h2" && scheme != "h2c" &&
+      scheme != "grpc" && scheme != "grpcs" && scheme != "echo") {
+    fail(key, "scheme must be http, https, h2, h2c, grpc, grpcs or echo, got \"" + t + "\"");
   }
-  w.http = scheme == "http";
+  w.scheme = scheme;
+  w.http = scheme != "echo";
   std::string rest = t.substr(sep + 3);
   if (!rest.empty() && rest.back() == '/') rest.pop_back();
   common::HostPort authority;
@@ -122,9 +126,77 @@ void parse_target(const std::string& key, WorkloadSpec& w) {
   w.port = authority.port;
 }
 
+bool workload_tls(const std::string& scheme) {
+  return scheme == "https" || scheme == "h2" || scheme == "grpcs";
+}
+
+bool workload_grpc(const std::string& scheme) {
+  return scheme == "grpc" || scheme == "grpcs";
+}
+
+std::string read_message(const std::string& key, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(key, "cannot read \"" + path + "\"");
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// TLS, streams and gRPC methods: each only where the scheme has it.
+void parse_workload_protocol(const Section& s, WorkloadSpec& w) {
+  const bool tls = workload_tls(w.scheme);
+  const bool grpc = workload_grpc(w.scheme);
+  const bool h2 = grpc || w.scheme == "h2" || w.scheme == "h2c";
+  for (const char* k : {"ca_file", "insecure", "server_name"}) {
+    if (!tls && s.get(k) != nullptr) fail(s.key(k), "only for https, h2 and grpcs targets");
+  }
+  w.ca_file = s.string("ca_file").value_or("");
+  w.insecure = s.boolean("insecure").value_or(false);
+  w.server_name = s.string("server_name").value_or("");
+  if (w.insecure && !w.ca_file.empty()) fail(s.key("insecure"), "give insecure or ca_file");
+  if (!w.ca_file.empty() && !std::ifstream(w.ca_file)) {
+    fail(s.key("ca_file"), "cannot read \"" + w.ca_file + "\"");
+  }
+  if (s.get("streams_per_connection") != nullptr) {
+    if (!h2) fail(s.key("streams_per_connection"), "only for h2, h2c, grpc and grpcs targets");
+    w.streams_per_connection = static_cast<int>(*s.integer("streams_per_connection", 1, 100'000));
+  }
+  for (const char* k : {"grpc_methods", "grpc_messages"}) {
+    if (!grpc && s.get(k) != nullptr) fail(s.key(k), "only for grpc and grpcs targets");
+  }
+  if (!grpc) return;
+  const std::vector<std::string> methods = s.strings("grpc_methods");
+  const std::vector<std::string> files = s.strings("grpc_messages");
+  if (methods.empty()) fail(s.key("grpc_methods"), "required for a gRPC target");
+  if (files.size() > 1 && files.size() != methods.size()) {
+    fail(s.key("grpc_messages"), "one file per method, one for all, or none");
+  }
+  for (std::size_t i = 0; i < methods.size(); ++i) {
+    const std::string& m = methods[i];
+    const auto slash = m.find('/', 1);
+    if (m.size() < 4 || m.front() != '/' || slash == std::string::npos || slash + 1 == m.size()) {
+      fail(s.key("grpc_methods"), "expected /package.Service/Method, got \"" + m + "\"");
+    }
+    WorkloadMethod wm{m, files.empty() ? "" : files[files.size() == 1 ? 0 : i], ""};
+    if (!wm.message_file.empty())
+      wm.message = read_message(s.key("grpc_messages"), wm.message_file);
+    w.grpc_methods.push_back(std::move(wm));
+  }
+}
+
+// The mix's keys: URLs, or the gRPC methods (every one, once).
+void check_mix_names(const Section& s, const WorkloadSpec& w) {
+  if (!workload_grpc(w.scheme)) return;
+  for (const auto& [name, weight] : w.mix) {
+    const bool known = std::any_of(w.grpc_methods.begin(), w.grpc_methods.end(),
+                                   [&](const WorkloadMethod& m) { return m.method == name; });
+    if (!known) fail(s.key("mix"), "\"" + name + "\" is not one of grpc_methods");
+  }
+  if (w.mix.size() != w.grpc_methods.size()) fail(s.key("mix"), "name every grpc_methods method");
+}
+
 WorkloadSpec parse_workload(const Section& s) {
   s.allow_only({"target", "rate", "connections", "threads", "outstanding", "interarrival",
-                "timeout", "mix", "warmup"});
+                "timeout", "mix", "warmup", "ca_file", "insecure", "server_name",
+                "streams_per_connection", "grpc_methods", "grpc_messages"});
   if (!s.present()) fail("workload", "required ([workload] with target and rate)");
   WorkloadSpec w;
   const auto target = s.string("target");
@@ -177,6 +249,15 @@ WorkloadSpec parse_workload(const Section& s) {
     (void)total;
   }
   if (!w.http) w.mix = {{"echo", 1.0}};
+  parse_workload_protocol(s, w);
+  if (workload_grpc(w.scheme)) {
+    if (mix.present()) {
+      check_mix_names(s, w);
+    } else {
+      w.mix.clear();
+      for (const auto& m : w.grpc_methods) w.mix.emplace_back(m.method, 1.0);
+    }
+  }
   return w;
 }
 
@@ -411,6 +492,18 @@ CampaignSpec load_campaign_spec(const std::string& path) {
   return parse_campaign_spec(text.str());
 }
 
+namespace {
+
+json grpc_methods_json(const WorkloadSpec& w) {
+  json out = json::array();
+  for (const auto& m : w.grpc_methods) {
+    out.push_back({{"method", m.method}, {"message_file", m.message_file}});
+  }
+  return out;
+}
+
+}  // namespace
+
 json to_json(const CampaignSpec& s) {
   json nodes = json::array();
   for (const CampaignNode& n : s.nodes) {
@@ -437,7 +530,12 @@ json to_json(const CampaignSpec& s) {
              {"interarrival", w.interarrival},
              {"timeout_ns", w.timeout_ns},
              {"mix", mix},
-             {"warmup_ns", w.warmup_ns}}},
+             {"warmup_ns", w.warmup_ns},
+             {"ca_file", w.ca_file},
+             {"insecure", w.insecure},
+             {"server_name", w.server_name},
+             {"streams_per_connection", w.streams_per_connection},
+             {"grpc_methods", grpc_methods_json(w)}}},
            {"links",
             {{"discover", s.links.discover},
              {"discover_for_ns", s.links.discover_for_ns},

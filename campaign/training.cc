@@ -83,8 +83,10 @@ void train(CampaignRun& run) {
   const std::int64_t t0 = run.now_ns() + kEngineLeadNs;
   const std::int64_t start = t0 + warmup;
   run.set_phase("training", 0, 0, g.chunks * g.bins, start);
-  const auto load = run.env.load.start(
-      engine_config(run.spec.workload, warmup + window + kEngineSlackNs, run.next_seed()), t0);
+  const auto load =
+      run.env.load.start(engine_config(run.spec.workload, warmup + window + kEngineSlackNs,
+                                       run.next_seed(), run.tls_sessions),
+                         t0);
   run.wait_until(start + window);
   const loadgen::EngineResult r = load->take();
   const auto records = to_records(r);

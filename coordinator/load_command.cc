@@ -52,6 +52,16 @@ nlohmann::json config_json(const LoadOptions& o, const LoadPlan& plan) {
       {"keys", o.keys},
       {"key_dist", o.key_dist},
       {"value_size", o.value_size},
+      {"streams_per_connection", loadgen::is_http2(plan.controller.engine.protocol)
+                                     ? nlohmann::json(plan.controller.engine.max_outstanding)
+                                     : nlohmann::json()},
+      {"tls", plan.controller.engine.tls.enabled
+                  ? nlohmann::json{{"ca_file", o.ca_file},
+                                   {"verify", plan.controller.engine.tls.verify},
+                                   {"server_name", plan.controller.engine.tls.server_name}}
+                  : nlohmann::json()},
+      {"grpc_methods", o.grpc_methods},
+      {"grpc_messages", o.grpc_messages},
       {"seed", o.seed}};
 }
 
@@ -100,8 +110,9 @@ void require_reachable(const loadgen::ControllerResult& r, const LoadTarget& tar
   const std::string where = target.host + ":" + std::to_string(target.port);
   const auto& last = r.rounds.back().errors;
   if (r.completed == 0 && r.errors.server == 0) {
-    throw std::runtime_error("cannot connect to " + where + " (" +
-                             std::to_string(r.errors.connect) + " connect errors)");
+    throw std::runtime_error(
+        "cannot connect to " + where + " (" + std::to_string(r.errors.connect) + " connect errors" +
+        (r.setup.first_error.empty() ? "" : "; first: " + r.setup.first_error) + ")");
   }
   throw std::runtime_error(
       "lost the target " + where + ": round " + std::to_string(r.rounds.back().index) +
@@ -203,7 +214,11 @@ int run_load(const LoadOptions& o, std::ostream& out, std::ostream& err) {
       const auto result = loadgen::run_controller(c, common::monotonic_ns, progress);
       if (live) err << "\r\033[K" << std::flush;
       require_reachable(result, plan.target);
-      nlohmann::json point = load_result_json(result, c, stamps.note);
+      nlohmann::json point = load_result_json(
+          result, c,
+          c.engine.software_rx_timestamps
+              ? stamps.note
+              : "user space: kernel stamps are not matched through TLS records or HTTP/2 frames");
       point["cpu_latency"] = cpu_latency_json;
       if (recorder) {
         point["run_id"] = recorder->run_id();
@@ -237,15 +252,35 @@ void register_load_command(CLI::App& app) {
   // bad value is one error line naming its flag and exit code 2.
   auto numbers = std::make_shared<LoadNumberFlags>();
   cmd->add_option("--target", o->target,
-                  "http://H:P/path | memcache://H:P | redis://H:P | echo://H:P | "
-                  "sockperf://H:P (a sockperf server)");
+                  "http://H:P/path | https://H:P/path | h2://H:P/path (HTTP/2 over TLS) | "
+                  "h2c://H:P/path (HTTP/2 cleartext, prior knowledge) | grpc://H:P | grpcs://H:P | "
+                  "memcache://H:P | redis://H:P | echo://H:P | sockperf://H:P (a sockperf server)");
   cmd->add_option("--rate", o->rate, "target rate, requests per second (open loop, Poisson)");
   cmd->add_option("--connections", numbers->connections,
                   "connections, spread over the threads (default 1)");
   cmd->add_option("--threads", numbers->threads, "load threads (default 1)");
   cmd->add_option("--outstanding", numbers->outstanding,
                   "max requests outstanding per connection (K)");
-  cmd->add_option("--mix", o->mix, "request mix: /view=0.7,/bid=0.3 (http) or get=0.9,set=0.1");
+  cmd->add_option("--streams-per-connection", numbers->streams_per_connection,
+                  "h2, h2c, grpc, grpcs: streams open at once per connection (the K of "
+                  "--outstanding; default 1)");
+  cmd->add_option("--mix", o->mix,
+                  "request mix: /view=0.7,/bid=0.3 (http, https, h2, h2c), get=0.9,set=0.1 "
+                  "(memcache, redis) or /pkg.S/A=0.7,/pkg.S/B=0.3 (grpc methods)");
+  cmd->add_option("--ca-file", o->ca_file,
+                  "https, h2, grpcs: PEM file of the CAs the server's certificate must chain to "
+                  "(default: the system's)");
+  cmd->add_flag("--insecure", o->insecure,
+                "https, h2, grpcs: accept any server certificate (no check at all)");
+  cmd->add_option("--server-name", o->server_name,
+                  "https, h2, grpcs: the name sent by SNI and checked in the certificate "
+                  "(default: the target's host name, or its address against the IP SANs)");
+  cmd->add_option("--grpc-method", o->grpc_methods,
+                  "grpc, grpcs: a unary method /package.Service/Method to call, repeatable (each "
+                  "is a transaction type; weights with --mix)");
+  cmd->add_option("--grpc-message", o->grpc_messages,
+                  "grpc, grpcs: a file with the request message in protobuf wire format, one per "
+                  "--grpc-method in order, or one for all (default: empty messages)");
   cmd->add_option("--percentile", o->percentiles,
                   "percentile(s) to report, repeatable or comma list; the first is the target "
                   "(default 99)");

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <ostream>
 #include <stdexcept>
 #include <string>
@@ -14,6 +16,7 @@
 
 #include "nabla/common/cpu_latency.hh"
 #include "nabla/common/host_port.hh"
+#include "nabla/common/ip_address.hh"
 #include "nabla/common/resolve.hh"
 #include "nabla/common/units.hh"
 #include "nabla/loadgen/protocol.hh"
@@ -58,12 +61,39 @@ int64_t parse_duration(const std::string& flag, const std::string& text) {
   }
 }
 
-// "/view=0.7,/bid=0.3" for HTTP; "get=0.9,set=0.1" for memcache and redis.
+bool has_path(const std::string& scheme) {
+  return scheme == "http" || scheme == "https" || scheme == "h2" || scheme == "h2c";
+}
+
+bool is_grpc(const std::string& scheme) {
+  return scheme == "grpc" || scheme == "grpcs";
+}
+
+// The gRPC methods' weights from the mix: every name a method given with
+// --grpc-method, every method named.
+void apply_grpc_mix(const std::vector<std::pair<std::string, double>>& mix,
+                    ProtocolSpec& protocol) {
+  for (const auto& [name, weight] : mix) {
+    auto it = std::find_if(protocol.grpc_calls.begin(), protocol.grpc_calls.end(),
+                           [&](const loadgen::GrpcCall& c) { return c.method == name; });
+    if (it == protocol.grpc_calls.end()) {
+      bad("--mix", "'" + name + "' is not one of the --grpc-method methods");
+    }
+    it->weight = weight;
+  }
+  if (mix.size() != protocol.grpc_calls.size()) {
+    bad("--mix", "name every --grpc-method method once, with its weight");
+  }
+}
+
+// "/view=0.7,/bid=0.3" for HTTP; "get=0.9,set=0.1" for memcache and redis;
+// "/pkg.S/A=0.7,/pkg.S/B=0.3" for gRPC.
 void apply_mix(const std::string& mix, const LoadTarget& target, ProtocolSpec& protocol) {
   if (mix.empty()) return;
   if (target.scheme == "echo" || target.scheme == "sockperf") {
     bad("--mix", target.scheme + " has a single request type");
   }
+  std::vector<std::pair<std::string, double>> methods;
   std::vector<loadgen::WeightedUrl> urls;
   double get = -1, set = -1;
   for (const auto& item : split(mix, ',')) {
@@ -73,9 +103,11 @@ void apply_mix(const std::string& mix, const LoadTarget& target, ProtocolSpec& p
     const std::string name = item.substr(0, eq);
     const double w = parse_number("--mix", item.substr(eq + 1));
     if (!(w > 0)) bad("--mix", "weight of '" + name + "' must be > 0");
-    if (target.scheme == "http") {
+    if (has_path(target.scheme)) {
       if (name.front() != '/') bad("--mix", "an HTTP path starts with '/', got '" + name + "'");
       urls.push_back({name, w});
+    } else if (is_grpc(target.scheme)) {
+      methods.emplace_back(name, w);
     } else if (name == "get") {
       get = w;
     } else if (name == "set") {
@@ -84,8 +116,10 @@ void apply_mix(const std::string& mix, const LoadTarget& target, ProtocolSpec& p
       bad("--mix", target.scheme + " types are get and set, got '" + name + "'");
     }
   }
-  if (target.scheme == "http") {
+  if (has_path(target.scheme)) {
     protocol.urls = urls;
+  } else if (is_grpc(target.scheme)) {
+    apply_grpc_mix(methods, protocol);
   } else {
     get = std::max(get, 0.0);
     set = std::max(set, 0.0);
@@ -100,21 +134,28 @@ LoadTarget parse_target(const std::string& text) {
   const auto sep = text.find("://");
   if (text.empty())
     bad("--target",
-        "required (http://H:P/path, memcache://H:P, redis://H:P, echo://H:P, sockperf://H:P)");
+        "required (http://H:P/path, https://H:P/path, h2://H:P/path, h2c://H:P/path, "
+        "grpc://H:P, grpcs://H:P, memcache://H:P, redis://H:P, echo://H:P, sockperf://H:P)");
   if (sep == std::string::npos) bad("--target", "expected SCHEME://HOST:PORT, got '" + text + "'");
   t.scheme = text.substr(0, sep);
-  if (t.scheme != "http" && t.scheme != "memcache" && t.scheme != "redis" && t.scheme != "echo" &&
-      t.scheme != "sockperf") {
+  if (!has_path(t.scheme) && !is_grpc(t.scheme) && t.scheme != "memcache" && t.scheme != "redis" &&
+      t.scheme != "echo" && t.scheme != "sockperf") {
     bad("--target",
-        "scheme must be http, memcache, redis, echo or sockperf, got '" + t.scheme + "'");
+        "scheme must be http, https, h2, h2c, grpc, grpcs, memcache, redis, echo or sockperf, "
+        "got '" +
+            t.scheme + "'");
   }
   std::string rest = text.substr(sep + 3);
   const auto slash = rest.find('/');
   if (slash != std::string::npos) {
-    if (t.scheme != "http") bad("--target", "only http targets take a path");
+    if (!has_path(t.scheme)) {
+      bad("--target", is_grpc(t.scheme)
+                          ? "a gRPC target takes no path (the method is --grpc-method)"
+                          : "only http, https, h2 and h2c targets take a path");
+    }
     t.path = rest.substr(slash);
     rest = rest.substr(0, slash);
-  } else if (t.scheme == "http") {
+  } else if (has_path(t.scheme)) {
     t.path = "/";
   }
   // Port 0: none given, the scheme's default below. The message of a bad
@@ -123,8 +164,10 @@ LoadTarget parse_target(const std::string& text) {
   t.host = authority.host == "localhost" ? "127.0.0.1" : authority.host;
   t.port = authority.port;
   if (t.port == 0) {
-    if (t.scheme == "http")
+    if (t.scheme == "http" || t.scheme == "h2c")
       t.port = 80;
+    else if (t.scheme == "https" || t.scheme == "h2")
+      t.port = 443;
     else if (t.scheme == "memcache")
       t.port = 11211;
     else if (t.scheme == "redis")
@@ -209,8 +252,9 @@ std::vector<int> parse_cpu_list(const std::string& text) {
   return cpus;
 }
 
-// Connections, threads and requests outstanding per connection.
-void apply_concurrency(const LoadOptions& o, loadgen::EngineConfig& e) {
+// Connections, threads and requests outstanding per connection (streams,
+// for HTTP/2 and gRPC).
+void apply_concurrency(const LoadOptions& o, const LoadTarget& target, loadgen::EngineConfig& e) {
   if (o.connections < 1) bad("--connections", "must be >= 1");
   if (o.threads < 1) bad("--threads", "must be >= 1");
   if (o.threads > o.connections) bad("--threads", "must be <= --connections");
@@ -218,13 +262,108 @@ void apply_concurrency(const LoadOptions& o, loadgen::EngineConfig& e) {
   e.connections = o.connections;
   e.threads = o.threads;
   e.max_outstanding = o.outstanding;
+  if (o.streams_per_connection != 0) {
+    if (target.scheme != "h2" && target.scheme != "h2c" && !is_grpc(target.scheme)) {
+      bad("--streams-per-connection", "needs an h2://, h2c://, grpc:// or grpcs:// target");
+    }
+    if (o.streams_per_connection < 1 || o.streams_per_connection > 100'000) {
+      bad("--streams-per-connection", "must be in 1..100000");
+    }
+    if (o.outstanding != 1 && o.outstanding != o.streams_per_connection) {
+      bad("--streams-per-connection", "give either it or --outstanding (they are the same K)");
+    }
+    e.max_outstanding = o.streams_per_connection;
+  }
+}
+
+bool has_http2(const std::string& scheme) {
+  return scheme == "h2" || scheme == "h2c" || is_grpc(scheme);
+}
+
+bool uses_tls(const std::string& scheme) {
+  return scheme == "https" || scheme == "h2" || scheme == "grpcs";
+}
+
+// A whole file's bytes; throws naming the flag.
+std::string read_file_bytes(const std::string& flag, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) bad(flag, "cannot read '" + path + "'");
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// gRPC methods and their request messages.
+void apply_grpc(const LoadOptions& o, const LoadTarget& target, ProtocolSpec& protocol) {
+  if (!is_grpc(target.scheme)) {
+    if (!o.grpc_methods.empty() || !o.grpc_messages.empty()) {
+      bad("--grpc-method", "--grpc-method and --grpc-message need a grpc:// or grpcs:// target");
+    }
+    return;
+  }
+  if (o.grpc_methods.empty()) bad("--grpc-method", "required for a gRPC target");
+  if (o.grpc_messages.size() > 1 && o.grpc_messages.size() != o.grpc_methods.size()) {
+    bad("--grpc-message", "give one file per --grpc-method (" +
+                              std::to_string(o.grpc_methods.size()) + "), one for all, or none");
+  }
+  for (std::size_t i = 0; i < o.grpc_methods.size(); ++i) {
+    const std::string& m = o.grpc_methods[i];
+    const auto slash = m.find('/', 1);
+    if (m.size() < 4 || m.front() != '/' || slash == std::string::npos || slash + 1 == m.size()) {
+      bad("--grpc-method", "expected /package.Service/Method, got '" + m + "'");
+    }
+    for (const auto& c : protocol.grpc_calls) {
+      if (c.method == m) bad("--grpc-method", "'" + m + "' is given twice");
+    }
+    std::string message;
+    if (!o.grpc_messages.empty()) {
+      const std::string& file = o.grpc_messages[o.grpc_messages.size() == 1 ? 0 : i];
+      message = read_file_bytes("--grpc-message", file);
+    }
+    protocol.grpc_calls.push_back({m, std::move(message), 1.0});
+  }
+}
+
+// TLS for https://, h2:// and grpcs://; the flags are refused elsewhere.
+void apply_tls(const LoadOptions& o, const LoadTarget& target, loadgen::TlsSpec& tls) {
+  if (!uses_tls(target.scheme)) {
+    if (!o.ca_file.empty() || o.insecure || !o.server_name.empty()) {
+      bad("--ca-file",
+          "--ca-file, --insecure and --server-name need an https://, h2:// or "
+          "grpcs:// target");
+    }
+    return;
+  }
+  if (o.insecure && !o.ca_file.empty()) bad("--insecure", "give either --insecure or --ca-file");
+  tls.enabled = true;
+  // Every round's connections may resume the sessions of the rounds before.
+  tls.sessions = loadgen::make_tls_session_cache();
+  tls.verify = !o.insecure;
+  tls.ca_file = o.ca_file;
+  if (!o.ca_file.empty()) {
+    std::ifstream in(o.ca_file);
+    if (!in) bad("--ca-file", "cannot read '" + o.ca_file + "'");
+  }
+  // The certificate names the host the user typed; an address literal is
+  // checked against the certificate's IP addresses.
+  tls.server_name = o.server_name;
+  if (tls.server_name.empty() && !common::IpAddress::parse(target.host)) {
+    tls.server_name = target.host;
+  }
 }
 
 void apply_protocol_kind(const LoadTarget& target, ProtocolSpec& protocol) {
-  if (target.scheme == "http") {
+  if (target.scheme == "http" || target.scheme == "https") {
     protocol.kind = ProtocolSpec::Kind::kHttp;
     protocol.urls = {{target.path, 1.0}};
     protocol.host_header = loadgen::http_host_header(target.host);
+  } else if (target.scheme == "h2" || target.scheme == "h2c") {
+    protocol.kind = ProtocolSpec::Kind::kHttp2;
+    protocol.urls = {{target.path, 1.0}};
+    protocol.host_header = loadgen::http_host_header(target.host);
+    protocol.scheme = target.scheme == "h2" ? "https" : "http";
+  } else if (is_grpc(target.scheme)) {
+    protocol.kind = ProtocolSpec::Kind::kGrpc;
+    protocol.host_header = loadgen::http_host_header(target.host);
+    protocol.scheme = target.scheme == "grpcs" ? "https" : "http";
   } else if (target.scheme == "memcache") {
     protocol.kind = ProtocolSpec::Kind::kMemcached;
   } else if (target.scheme == "redis") {
@@ -324,12 +463,15 @@ LoadPlan parse_load_options(const LoadOptions& o) {
   auto& e = c.engine;
   e.host = plan.target.host;
   e.port = plan.target.port;
-  apply_concurrency(o, e);
+  apply_concurrency(o, plan.target, e);
   e.seed = o.seed;
   // Kernel software RX/TX stamps (timestamping.hh); hardware is planned and
   // reported at run time.
-  e.software_rx_timestamps = true;
+  // Not through TLS records or HTTP/2 frames (engine.hh).
+  e.software_rx_timestamps = !uses_tls(plan.target.scheme) && !has_http2(plan.target.scheme);
   apply_protocol_kind(plan.target, e.protocol);
+  apply_tls(o, plan.target, e.tls);
+  apply_grpc(o, plan.target, e.protocol);
   apply_mix(o.mix, plan.target, e.protocol);
   apply_interarrival(o.interarrival, e.schedule);
   apply_keys(o, plan.target, e.protocol);
@@ -367,6 +509,8 @@ void apply_number_flags(const LoadNumberFlags& flags, LoadOptions& o) {
   o.threads = parse_integer("--threads", flags.threads);
   o.outstanding = parse_integer("--outstanding", flags.outstanding);
   o.rt_priority = parse_integer("--rt-priority", flags.rt_priority);
+  o.streams_per_connection =
+      parse_integer("--streams-per-connection", flags.streams_per_connection);
   o.confidence = parse_number("--confidence", flags.confidence);
   std::uint64_t s = 0;
   const std::string& seed = flags.seed;

@@ -15,6 +15,7 @@ struct LoadNumberFlags {
   std::string confidence = "0.95";
   std::string seed = "1";
   std::string rt_priority = "0";
+  std::string streams_per_connection = "0";
 };
 
 // Parses them into `options`; throws std::invalid_argument naming the flag.

@@ -66,6 +66,22 @@ json lateness_json(const loadgen::ControllerResult& r) {
            r.client_lateness_share ? json(*r.client_lateness_share) : json(nullptr)}};
 }
 
+// gRPC calls answered with a non-OK grpc-status, by code ("14": 3).
+json grpc_status_json(const loadgen::ErrorCounts& e) {
+  json out = json::object();
+  for (const auto& [code, n] : e.grpc_status) out[std::to_string(code)] = n;
+  return out;
+}
+
+// The connections' setup, never inside a request's latency.
+json setup_json(const loadgen::ConnectionSetup& s) {
+  return {{"tls_handshakes", s.tls_handshakes},
+          {"tls_resumed", s.tls_resumed},
+          {"tls_handshake_ns", quantiles_json(s.tls_handshake)},
+          {"start_shift_ns", s.start_shift_ns},
+          {"first_error", s.first_error}};
+}
+
 json send_timer_json(const loadgen::SendTimer& t) {
   return {{"mode", t.self_calibrated ? "self-calibrated" : "fixed"},
           {"lead_ns", t.lead_ns},
@@ -184,6 +200,8 @@ json load_result_json(const ControllerResult& r, const loadgen::ControllerConfig
           {"completed", r.completed},
           {"requests_by_type", by_type},
           {"errors", errors_json(r.errors)},
+          {"grpc_status_errors", grpc_status_json(r.errors)},
+          {"connection_setup", setup_json(r.setup)},
           {"timestamp_source", loadgen::to_string(r.timestamp_source)},
           {"timestamp_note", timestamp_note},
           {"target_percentile", c.percentiles.front()},
@@ -233,6 +251,19 @@ void print_load_point(std::ostream& out, const json& p) {
              p["errors"]["protocol"].get<std::uint64_t>() +
              p["errors"]["server"].get<std::uint64_t>()
       << '\n';
+  if (const auto& g = p.find("grpc_status_errors"); g != p.end() && !g->empty()) {
+    out << "  gRPC status errors:";
+    for (const auto& [code, n] : g->items()) out << " code " << code << " x" << n;
+    out << '\n';
+  }
+  if (const auto& setup = p.find("connection_setup");
+      setup != p.end() && (*setup)["tls_handshakes"].get<std::uint64_t>() > 0) {
+    const json& h = (*setup)["tls_handshake_ns"];
+    out << "  TLS handshakes " << (*setup)["tls_handshakes"] << " (" << (*setup)["tls_resumed"]
+        << " resumed), p50 " << loadgen::format_latency_ns(h["p50"].get<double>()) << ", max "
+        << loadgen::format_latency_ns(h["max"].get<double>())
+        << " (each before any request on its connection)\n";
+  }
   out << "  timestamps " << p["timestamp_source"].get<std::string>() << " ("
       << p["timestamp_note"].get<std::string>() << ")\n";
   if (const auto& t = p["send_timer"]; !t.is_null()) {

@@ -230,10 +230,13 @@ class ControllerRun {
     out_.slot_wait.merge(r.slot_wait);
     out_.slot_late += r.slot_late;
     out_.timer.add(r.timer);
+    out_.setup.add(r.setup);
     out_.errors.add(r.errors);
     // Drop the warm-up: queues fill from empty on fresh connections.
+    // (A schedule that waited for its connections' setup starts later.)
+    const int64_t first = start + r.setup.start_shift_ns;
     std::erase_if(r.samples,
-                  [&](const Sample& s) { return s.intended_ns < start + c_.round_warmup_ns; });
+                  [&](const Sample& s) { return s.intended_ns < first + c_.round_warmup_ns; });
     out_.rounds.push_back(std::move(rec));
     return r;
   }

@@ -13,18 +13,22 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <system_error>
 #include <thread>
 
+#include "h2_session.hh"
 #include "nabla/common/clock.hh"
 #include "nabla/common/fd.hh"
 #include "nabla/common/ip_address.hh"
 #include "nabla/common/sched_slice.hh"
 #include "nabla/loadgen/phc_clock.hh"
+#include "tls_client.hh"
 
 namespace nabla::loadgen {
 
@@ -35,6 +39,15 @@ void ErrorCounts::add(const ErrorCounts& o) {
   timeout += o.timeout;
   protocol += o.protocol;
   server += o.server;
+  for (const auto& [code, n] : o.grpc_status) grpc_status[code] += n;
+}
+
+void ConnectionSetup::add(const ConnectionSetup& o) {
+  tls_handshakes += o.tls_handshakes;
+  tls_resumed += o.tls_resumed;
+  tls_handshake.merge(o.tls_handshake);
+  start_shift_ns = std::max(start_shift_ns, o.start_shift_ns);
+  if (first_error.empty()) first_error = o.first_error;
 }
 
 void add(std::vector<TypeCounts>& into, const std::vector<TypeCounts>& more) {
@@ -111,6 +124,12 @@ struct Connection {
   bool timestamps = false;  // in epoll data: stale events of a closed socket are ignored
   bool writing = false;     // EPOLLOUT is in the epoll set (changed only when needed)
   bool dirty = false;       // requests encoded in this dispatch pass, not yet flushed
+  // TLS and HTTP/2 (engine.hh): the TLS stream once TCP is connected, and
+  // the HTTP/2 session once the connection is ready for requests.
+  std::unique_ptr<detail::TlsStream> tls;
+  std::unique_ptr<detail::H2Session> h2;
+  bool handshaking = false;      // TCP connected, TLS handshake under way
+  int64_t tcp_connected_ns = 0;  // when the handshake began
 };
 
 struct ThreadResult {
@@ -123,10 +142,35 @@ struct ThreadResult {
   SendTimer timer;
   uint64_t scheduled = 0, sent = 0, completed = 0, late = 0, slot_late = 0, reconnects = 0;
   uint64_t timestamp_fallbacks = 0;
+  ConnectionSetup setup;
   ErrorCounts errors;
   std::vector<TypeCounts> by_type;
   int64_t first_intended_ns = INT64_MAX, last_intended_ns = INT64_MIN;
   int cpu = -1;  // sched_getcpu() at the end of the run
+};
+
+// Where the load threads wait for each other's connection setup before the
+// schedule starts: each arrives with the time its connections were ready,
+// and all leave with the latest one.
+class StartGate {
+ public:
+  explicit StartGate(size_t threads) : waiting_(threads) {}
+  int64_t arrive_and_wait(int64_t ready_ns) {
+    std::unique_lock lock(mutex_);
+    latest_ns_ = std::max(latest_ns_, ready_ns);
+    if (--waiting_ == 0) {
+      all_.notify_all();
+    } else {
+      all_.wait(lock, [&] { return waiting_ == 0; });
+    }
+    return latest_ns_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable all_;
+  size_t waiting_;
+  int64_t latest_ns_ = INT64_MIN;
 };
 
 // The CPUs this process may run on, as "0-1,3" for error messages.
@@ -178,9 +222,12 @@ class Worker {
          int connections, uint64_t max_requests)
       : config_(config),
         reserved_(config.record_samples ? expected_samples(schedule, config, max_requests) : 0),
+        schedule_spec_(schedule),
+        schedule_seed_(seed),
+        start_ns_(start_ns),
         schedule_(std::move(schedule), start_ns, seed),
         rng_(seed ^ 0x9e3779b97f4a7c15ULL),
-        codec_(make_codec(config.protocol)),
+        codec_(is_http2(config.protocol) ? nullptr : make_codec(config.protocol)),
         conns_(static_cast<size_t>(connections)),
         max_requests_(max_requests),
         end_ns_(config.duration_ns > 0 ? start_ns + config.duration_ns : INT64_MAX),
@@ -201,18 +248,52 @@ class Worker {
     }
     addr_len_ = common::to_sockaddr({*address, config.port}, addr_);
     result_.samples.reserve(reserved_);
-    if (config.software_rx_timestamps) offset_ns_ = clock_offset_ns();
-    if (config.software_rx_timestamps && config.phc_index >= 0) {
+    if (is_http2(config.protocol)) {
+      h2_requests_ = std::make_unique<detail::H2Requests>(config.protocol);
+    }
+    if (config.tls.enabled) {
+      tls_ = std::make_unique<detail::TlsContext>(config.tls, h2_requests_ ? "h2" : "http/1.1");
+    }
+    // Kernel stamps are matched to requests by byte offset: not through TLS
+    // records or HTTP/2 frames.
+    kernel_stamps_ = config.software_rx_timestamps && !tls_ && !h2_requests_;
+    if (kernel_stamps_) offset_ns_ = clock_offset_ns();
+    if (kernel_stamps_ && config.phc_index >= 0) {
       phc_ = std::make_unique<PhcClock>(config.phc_index);
       refresh_phc(common::monotonic_ns());
     }
   }
 
+  // The threads' common gate before the schedule starts (TLS and HTTP/2
+  // connections are set up first) and the run's start_ns.
+  void set_gate(StartGate* gate, int64_t run_start_ns) {
+    gate_ = gate;
+    run_start_ns_ = run_start_ns;
+  }
+
+  // Arrives at the gate (once): waits for every thread's connections, then
+  // starts the schedule later by the shift their setup took past the run's
+  // start. Also called, with INT64_MIN, for a thread that failed before it.
+  void release_gate(int64_t ready_ns) {
+    if (gate_ == nullptr || arrived_) return;
+    arrived_ = true;
+    const int64_t latest = gate_->arrive_and_wait(ready_ns);
+    if (latest == INT64_MIN) return;
+    const int64_t shift = latest + kSetupMarginNs - run_start_ns_;
+    if (shift <= 0) return;
+    schedule_ = Schedule(schedule_spec_, start_ns_ + shift, schedule_seed_);
+    if (end_ns_ != INT64_MAX) end_ns_ += shift;
+    result_.setup.start_shift_ns = shift;
+  }
+
   ThreadResult run() {
     const int64_t run_start_ns = common::monotonic_ns();
+    if (gate_ != nullptr) set_up_connections();
     if (!config_.spin_ns) probe_wakeups_before_start();
     int64_t now = common::monotonic_ns();
-    for (size_t i = 0; i < conns_.size(); ++i) open(i, now);
+    if (gate_ == nullptr) {
+      for (size_t i = 0; i < conns_.size(); ++i) open(i, now);
+    }
     int64_t drain_deadline = INT64_MAX;
     std::vector<epoll_event> events(conns_.size() + 1);
     for (;;) {
@@ -253,6 +334,41 @@ class Worker {
 
  private:
   static constexpr uint64_t kTimerTag = UINT64_MAX;
+  // The schedule starts at least this long after the last connection of any
+  // thread was ready.
+  static constexpr int64_t kSetupMarginNs = 1'000'000;
+
+  // Opens every connection and steps its TCP connect and TLS handshake until
+  // each is ready or has failed (a failed one is retried by the run, as
+  // usual), for at most one request timeout; then the gate.
+  void set_up_connections() {
+    int64_t now = common::monotonic_ns();
+    for (size_t i = 0; i < conns_.size(); ++i) open(i, now);
+    const int64_t deadline = now + config_.request_timeout_ns;
+    std::vector<epoll_event> events(conns_.size() + 1);
+    auto settled = [&] {
+      return std::all_of(conns_.begin(), conns_.end(),
+                         [](const Connection& c) { return c.connected || !c.fd; });
+    };
+    while (now < deadline && !settled()) {
+      if (config_.stop != nullptr && config_.stop->load(std::memory_order_relaxed)) break;
+      const int n = ::epoll_wait(epoll_.get(), events.data(), static_cast<int>(events.size()), 10);
+      if (n < 0 && errno != EINTR) {
+        throw std::system_error(errno, std::system_category(), "epoll_wait");
+      }
+      for (int i = 0; i < n; ++i) {
+        if (events[static_cast<size_t>(i)].data.u64 != kTimerTag) {
+          handle(events[static_cast<size_t>(i)]);
+        }
+      }
+      now = common::monotonic_ns();
+    }
+    release_gate(now);
+  }
+
+  void note_error(std::string what) {
+    if (result_.setup.first_error.empty()) result_.setup.first_error = std::move(what);
+  }
 
   uint64_t tag(size_t i) const { return (uint64_t{conns_[i].generation} << 32) | i; }
 
@@ -353,6 +469,7 @@ class Worker {
         }
         if (!c.connected) continue;
         if (c.outstanding.size() >= static_cast<size_t>(config_.max_outstanding)) continue;
+        if (c.h2 && !c.h2->accepting()) continue;  // after the server's GOAWAY
         if (best == nullptr || c.outstanding.size() < best->outstanding.size()) {
           best = &c;
           best_index = i;
@@ -364,7 +481,17 @@ class Worker {
       backlog_.pop_front();
       uint64_t id = next_id_++;
       const size_t before = best->out.size();
-      uint32_t type = codec_->encode(best->out, id, rng_);
+      uint32_t type = 0;
+      if (best->h2) {
+        // One stream; its frames are drained into `out` before the flush.
+        type = h2_requests_->pick(rng_);
+        if (!best->h2->submit(h2_requests_->request(type), id)) {
+          ++result_.errors.protocol;
+          continue;
+        }
+      } else {
+        type = codec_->encode(best->out, id, rng_);
+      }
       best->tx_bytes += static_cast<uint32_t>(best->out.size() - before);
       int64_t lateness = now - intended;
       best->outstanding.push_back({intended, lateness,
@@ -386,6 +513,10 @@ class Worker {
     for (size_t i : dirty_) {
       if (!conns_[i].dirty) continue;  // closed meanwhile
       conns_[i].dirty = false;
+      if (conns_[i].h2 && !conns_[i].h2->drain(conns_[i].out)) {
+        h2_broken(i, now);
+        continue;
+      }
       flush(i, now);
     }
     dirty_.clear();
@@ -394,6 +525,16 @@ class Worker {
   void flush(size_t i, int64_t now) {
     auto& c = conns_[i];
     while (!c.out.empty()) {
+      if (c.tls) {
+        const auto w = c.tls->write(c.out.data(), c.out.size());
+        if (w.bytes > 0) {
+          c.out.erase(0, static_cast<size_t>(w.bytes));
+          continue;
+        }
+        if (w.status == detail::TlsIo::kWantWrite || w.status == detail::TlsIo::kWantRead) break;
+        fail(i, now, &ErrorCounts::write);
+        return;
+      }
       ssize_t n = ::send(c.fd.get(), c.out.data(), c.out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n > 0) {
         c.out.erase(0, static_cast<size_t>(n));
@@ -424,6 +565,7 @@ class Worker {
         ::socket(addr_.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!fd) {
       ++result_.errors.connect;
+      note_error(std::string("socket: ") + std::strerror(errno));
       c.retry_at_ns = now + kReconnectBackoffNs;
       return;
     }
@@ -432,6 +574,7 @@ class Worker {
     int rc = ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr_), addr_len_);
     if (rc != 0 && errno != EINPROGRESS) {
       ++result_.errors.connect;
+      note_error(std::string("connect: ") + std::strerror(errno));
       c.retry_at_ns = now + kReconnectBackoffNs;
       return;
     }
@@ -445,7 +588,9 @@ class Worker {
       c.retry_at_ns = now + kReconnectBackoffNs;
       return;
     }
-    c.connected = rc == 0;
+    // A TLS or HTTP/2 connection that connected at once is set up from its
+    // first EPOLLOUT, like any other.
+    c.connected = rc == 0 && !tls_ && !h2_requests_;
     c.fd = std::move(fd);
     if (c.connected) on_connected(c);
     if (opened_ > conns_.size()) ++result_.reconnects;
@@ -462,7 +607,7 @@ class Worker {
   // the user-space clock (its samples then say kUser): a data-path fallback,
   // not an error.
   void on_connected(Connection& c) {
-    if (!config_.software_rx_timestamps) return;
+    if (!kernel_stamps_) return;
     try {
       if (phc_) {
         enable_hardware_timestamps(c.fd.get());
@@ -492,6 +637,10 @@ class Worker {
       if (!c.outstanding.empty() &&
           now - c.outstanding.front().intended_ns > config_.request_timeout_ns) {
         fail(i, now, &ErrorCounts::timeout);
+      } else if (c.handshaking && now - c.tcp_connected_ns > config_.request_timeout_ns) {
+        // A handshake gets one request timeout, like a request.
+        note_error("TLS handshake with " + config_.host + ": no answer within the request timeout");
+        fail(i, now, &ErrorCounts::connect);
       }
     }
   }
@@ -526,17 +675,26 @@ class Worker {
     auto& c = conns_[i];
     if (!c.fd || (ev.data.u64 >> 32) != c.generation) return;
     if (!c.connected) {
+      if (c.handshaking) {
+        step_handshake(i, now);
+        return;
+      }
       int err = 0;
       socklen_t len = sizeof err;
       ::getsockopt(c.fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
       if (err != 0 || (ev.events & (EPOLLERR | EPOLLHUP))) {
+        note_error(std::string("connect: ") + std::strerror(err != 0 ? err : ECONNREFUSED));
         fail(i, now, &ErrorCounts::connect);
         return;
       }
-      c.connected = true;
-      on_connected(c);
-      watch(i, false);
-      dispatch(now);
+      if (tls_) {
+        c.tls = std::make_unique<detail::TlsStream>(*tls_, c.fd.get(), config_.host);
+        c.handshaking = true;
+        c.tcp_connected_ns = now;
+        step_handshake(i, now);
+        return;
+      }
+      ready(i, now);
       return;
     }
     // Queued TX stamps raise EPOLLERR; they are matched before the replies
@@ -544,7 +702,72 @@ class Worker {
     // which the read below reports.
     bool stamps = (ev.events & EPOLLERR) && drain_tx(c);
     if ((ev.events & (EPOLLIN | EPOLLHUP)) || ((ev.events & EPOLLERR) && !stamps)) read_ready(i);
-    if (conns_[i].fd && (ev.events & EPOLLOUT)) flush(i, now);
+    // A TLS write that waited for a read goes on after it.
+    if (conns_[i].fd && ((ev.events & EPOLLOUT) || (conns_[i].tls && !conns_[i].out.empty()))) {
+      flush(i, now);
+    }
+  }
+
+  // One step of a connection's TLS handshake; ready() once it is done.
+  void step_handshake(size_t i, int64_t now) {
+    auto& c = conns_[i];
+    switch (c.tls->handshake()) {
+      case detail::TlsIo::kDone:
+        break;
+      case detail::TlsIo::kWantRead:
+        watch(i, false);
+        return;
+      case detail::TlsIo::kWantWrite:
+        watch(i, true);
+        return;
+      case detail::TlsIo::kClosed:
+      case detail::TlsIo::kFailed:
+        note_error("TLS handshake with " + config_.host + ": " + c.tls->error());
+        fail(i, now, &ErrorCounts::connect);
+        return;
+    }
+    c.handshaking = false;
+    ++result_.setup.tls_handshakes;
+    if (c.tls->resumed()) ++result_.setup.tls_resumed;
+    result_.setup.tls_handshake.record(std::max<int64_t>(now - c.tcp_connected_ns, 0));
+    if (h2_requests_ && c.tls->alpn_selected() != "h2") {
+      note_error("the server did not choose HTTP/2 by ALPN (offered h2, got '" +
+                 c.tls->alpn_selected() + "')");
+      fail(i, now, &ErrorCounts::connect);
+      return;
+    }
+    ready(i, now);
+  }
+
+  // The connection takes requests from now on (an HTTP/2 one once its
+  // session exists; the preface and SETTINGS leave with the first flush).
+  void ready(size_t i, int64_t now) {
+    auto& c = conns_[i];
+    c.connected = true;
+    on_connected(c);
+    if (h2_requests_) {
+      c.h2 = std::make_unique<detail::H2Session>();
+      if (!c.h2->ok() || !c.h2->drain(c.out)) {
+        note_error("HTTP/2 session could not start");
+        fail(i, now, &ErrorCounts::connect);
+        return;
+      }
+    }
+    if (c.out.empty()) {
+      watch(i, false);
+    } else {
+      flush(i, now);
+    }
+    if (conns_[i].fd) dispatch(now);
+  }
+
+  // The HTTP/2 session cannot go on: the oldest outstanding request is the
+  // protocol error, the rest are lost with the connection (as in frame()).
+  void h2_broken(size_t i, int64_t now) {
+    auto& c = conns_[i];
+    ++result_.errors.protocol;
+    if (!c.outstanding.empty()) c.outstanding.pop_front();
+    fail(i, now, &ErrorCounts::read);
   }
 
   // Matches kernel TX stamps to outstanding requests by byte offset: a stamp
@@ -574,14 +797,37 @@ class Worker {
     return !stamps_.empty();
   }
 
+  // Reads through TLS until it wants more from the socket; every record is
+  // framed as it comes (a record holds at most 16 KiB).
+  void read_tls(size_t i) {
+    char buf[kReadChunk];
+    for (;;) {
+      auto& c = conns_[i];
+      const auto r = c.tls->read(buf, sizeof buf);
+      const int64_t rx_ns = common::monotonic_ns();
+      if (r.bytes > 0) {
+        c.in.append(buf, static_cast<size_t>(r.bytes));
+        if (!frame(i, rx_ns, TimestampSource::kUser)) return;
+        continue;
+      }
+      if (r.status == detail::TlsIo::kWantRead || r.status == detail::TlsIo::kWantWrite) return;
+      fail(i, rx_ns, &ErrorCounts::read);
+      return;
+    }
+  }
+
   void read_ready(size_t i) {
     auto& c = conns_[i];
+    if (c.tls) {
+      read_tls(i);
+      return;
+    }
     char buf[kReadChunk];
     for (;;) {
       int64_t rx_ns;
       TimestampSource source = TimestampSource::kUser;
       long n;
-      if (config_.software_rx_timestamps) {
+      if (kernel_stamps_) {
         RecvResult r = recv_with_timestamp(c.fd.get(), buf, sizeof buf);
         rx_ns = common::monotonic_ns();
         n = r.bytes;
@@ -617,6 +863,7 @@ class Worker {
   // was closed for a protocol error.
   bool frame(size_t i, int64_t rx_ns, TimestampSource source) {
     auto& c = conns_[i];
+    if (c.h2) return frame_h2(i, rx_ns);
     size_t pos = 0;
     for (;;) {
       ResponseFrame f = codec_->parse(std::string_view(c.in).substr(pos));
@@ -641,36 +888,102 @@ class Worker {
       pos += f.consumed;
       Outstanding o = c.outstanding.front();
       c.outstanding.pop_front();
-      if (result_.by_type.size() <= o.type) result_.by_type.resize(o.type + 1);
       if (f.server_error) {
-        // An error reply times the server's refusal, not the request.
-        ++result_.errors.server;
-        ++result_.by_type[o.type].server_errors;
+        server_error(o);
         continue;
       }
-      ++result_.by_type[o.type].completed;
-      Sample s;
-      s.intended_ns = o.intended_ns;
-      s.latency_ns = rx_ns - o.intended_ns;
-      s.lateness_ns = o.lateness_ns;
-      s.timer_lateness_ns = o.timer_lateness_ns;
-      s.type = o.type;
-      s.service_time_ns = f.service_time_ns;
-      s.source = source;
-      if (o.tx_ns != INT64_MIN) {
-        s.lateness_ns = o.tx_ns - o.intended_ns;
-        s.send_source = o.tx_hardware ? TimestampSource::kHardware : TimestampSource::kSoftware;
-      }
-      result_.latency.record(std::max<int64_t>(s.latency_ns, 0));
-      ++result_.completed;
-      if (config_.record_samples) result_.samples.push_back(s);
+      complete(o, rx_ns, source, f.service_time_ns);
     }
     c.in.erase(0, pos);
     return true;
   }
 
+  // An error reply times the server's refusal, not the request.
+  void server_error(const Outstanding& o) {
+    if (result_.by_type.size() <= o.type) result_.by_type.resize(o.type + 1);
+    ++result_.errors.server;
+    ++result_.by_type[o.type].server_errors;
+  }
+
+  // A reply that answered `o`: one sample.
+  void complete(const Outstanding& o, int64_t rx_ns, TimestampSource source,
+                int64_t service_time_ns) {
+    if (result_.by_type.size() <= o.type) result_.by_type.resize(o.type + 1);
+    ++result_.by_type[o.type].completed;
+    Sample s;
+    s.intended_ns = o.intended_ns;
+    s.latency_ns = rx_ns - o.intended_ns;
+    s.lateness_ns = o.lateness_ns;
+    s.timer_lateness_ns = o.timer_lateness_ns;
+    s.type = o.type;
+    s.service_time_ns = service_time_ns;
+    s.source = source;
+    if (o.tx_ns != INT64_MIN) {
+      s.lateness_ns = o.tx_ns - o.intended_ns;
+      s.send_source = o.tx_hardware ? TimestampSource::kHardware : TimestampSource::kSoftware;
+    }
+    result_.latency.record(std::max<int64_t>(s.latency_ns, 0));
+    ++result_.completed;
+    if (config_.record_samples) result_.samples.push_back(s);
+  }
+
+  // Feeds an HTTP/2 connection's bytes to its session and ends the requests
+  // whose streams closed, each by its own id; false when the connection was
+  // closed (a protocol error, or the server's GOAWAY).
+  bool frame_h2(size_t i, int64_t rx_ns) {
+    auto& c = conns_[i];
+    const bool ok = c.h2->receive(c.in);
+    c.in.clear();
+    for (const detail::H2Completion& done : c.h2->completions()) end_stream(c, done, rx_ns);
+    c.h2->completions().clear();
+    // What the session owes the server (SETTINGS and PING acknowledgements,
+    // window updates) leaves at once.
+    if (!ok || !c.h2->drain(c.out)) {
+      h2_broken(i, rx_ns);
+      return false;
+    }
+    if (!c.h2->alive()) {
+      fail(i, rx_ns, &ErrorCounts::read);
+      return false;
+    }
+    if (!c.out.empty() && !c.dirty) flush(i, rx_ns);
+    return static_cast<bool>(conns_[i].fd);
+  }
+
+  // A closed stream: a sample, a server error (HTTP status >= 500, a gRPC
+  // status other than OK, by code) or a protocol error (reset, no status).
+  void end_stream(Connection& c, const detail::H2Completion& done, int64_t rx_ns) {
+    const auto it = std::find_if(c.outstanding.begin(), c.outstanding.end(),
+                                 [&](const Outstanding& o) { return o.id == done.request_id; });
+    if (it == c.outstanding.end()) return;  // every stream is one of ours
+    const Outstanding o = *it;
+    c.outstanding.erase(it);
+    if (done.reset_code != 0 || done.http_status == 0) {
+      ++result_.errors.protocol;
+      return;
+    }
+    if (h2_requests_->grpc() && done.http_status == 200) {
+      if (done.grpc_status < 0) {
+        ++result_.errors.protocol;
+        return;
+      }
+      if (done.grpc_status != 0) {
+        ++result_.errors.grpc_status[done.grpc_status];
+        server_error(o);
+        return;
+      }
+    } else if (h2_requests_->grpc() || done.http_status >= 500) {
+      server_error(o);
+      return;
+    }
+    complete(o, rx_ns, TimestampSource::kUser, -1);
+  }
+
   const EngineConfig& config_;
-  size_t reserved_;  // samples reserved before the run (expected_samples)
+  size_t reserved_;             // samples reserved before the run (expected_samples)
+  ScheduleSpec schedule_spec_;  // to start the schedule again later (release_gate)
+  uint64_t schedule_seed_;
+  int64_t start_ns_;  // this thread's first intended send before any shift
   Schedule schedule_;
   std::mt19937_64 rng_;
   std::unique_ptr<Codec> codec_;
@@ -682,6 +995,12 @@ class Worker {
   sockaddr_storage addr_{};
   socklen_t addr_len_ = 0;
   int64_t offset_ns_ = 0;
+  bool kernel_stamps_ = false;                       // kernel timestamps on these connections
+  std::unique_ptr<detail::TlsContext> tls_;          // with config.tls.enabled
+  std::unique_ptr<detail::H2Requests> h2_requests_;  // HTTP/2 and gRPC
+  StartGate* gate_ = nullptr;  // set when connections are set up before the schedule
+  bool arrived_ = false;
+  int64_t run_start_ns_ = 0;       // the run's start_ns, before any shift
   std::unique_ptr<PhcClock> phc_;  // the NIC's clock when hardware stamps are on
   PhcMapping phc_map_;
   int64_t phc_refresh_ns_ = 0;
@@ -741,6 +1060,7 @@ void validate_engine_config(const EngineConfig& config) {
     throw std::invalid_argument("engine: poll budget must be in [0, 1]");
   }
   validate_cpus(config.cpus);
+  (void)type_names(config.protocol);  // throws for a bad URL or method mix
 }
 
 // One worker per thread, each with its share of the schedule, connections
@@ -776,6 +1096,7 @@ void run_load_thread(const EngineConfig& config, size_t i, Worker& worker, Threa
     if (const int err = pin_to(cpu); err != 0) {
       failure = std::make_exception_ptr(std::system_error(
           err, std::system_category(), "pinning a load thread to CPU " + std::to_string(cpu)));
+      worker.release_gate(INT64_MIN);  // the other threads do not wait for this one
       return;
     }
   }
@@ -783,6 +1104,7 @@ void run_load_thread(const EngineConfig& config, size_t i, Worker& worker, Threa
     const int err = make_realtime(config.rt_priority);
     if (err != 0) {
       failure = std::make_exception_ptr(realtime_refused(config.rt_priority, err));
+      worker.release_gate(INT64_MIN);
       return;
     }
   }
@@ -797,17 +1119,25 @@ void run_load_thread(const EngineConfig& config, size_t i, Worker& worker, Threa
     result.timer.slice_note = slice.note;
   } catch (...) {
     failure = std::current_exception();
+    worker.release_gate(INT64_MIN);
   }
 }
 
 // Runs every worker on its own thread; rethrows the first thread's failure.
 std::vector<ThreadResult> run_load_threads(const EngineConfig& config,
-                                           const std::vector<std::unique_ptr<Worker>>& workers) {
+                                           const std::vector<std::unique_ptr<Worker>>& workers,
+                                           int64_t start_ns) {
   if (config.rt_priority > 0) {
     // Asked once on a throwaway thread, so a refusal costs no run.
     int err = 0;
     std::thread([&] { err = make_realtime(config.rt_priority); }).join();
     if (err != 0) throw realtime_refused(config.rt_priority, err);
+  }
+  // TLS and HTTP/2 connections are set up before the schedule starts.
+  std::optional<StartGate> gate;
+  if (config.tls.enabled || is_http2(config.protocol)) {
+    gate.emplace(workers.size());
+    for (const auto& w : workers) w->set_gate(&*gate, start_ns);
   }
   std::vector<ThreadResult> results(workers.size());
   std::vector<std::exception_ptr> failures(workers.size());
@@ -828,7 +1158,7 @@ std::vector<ThreadResult> run_load_threads(const EngineConfig& config,
 EngineResult merge_results(const EngineConfig& config, std::vector<ThreadResult>& results,
                            int64_t start_ns) {
   EngineResult out;
-  out.type_names = make_codec(config.protocol)->type_names();
+  out.type_names = type_names(config.protocol);
   out.by_type.resize(out.type_names.size());
   out.first_intended_ns = INT64_MAX;
   out.last_intended_ns = INT64_MIN;
@@ -847,6 +1177,7 @@ EngineResult merge_results(const EngineConfig& config, std::vector<ThreadResult>
     out.slot_late += r.slot_late;
     out.reconnects += r.reconnects;
     out.timestamp_fallbacks += r.timestamp_fallbacks;
+    out.setup.add(r.setup);
     out.errors.add(r.errors);
     add(out.by_type, r.by_type);
     out.first_intended_ns = std::min(out.first_intended_ns, r.first_intended_ns);
@@ -864,8 +1195,14 @@ EngineResult merge_results(const EngineConfig& config, std::vector<ThreadResult>
 
 EngineResult run_engine(const EngineConfig& config, int64_t start_ns) {
   validate_engine_config(config);
+  if (config.tls.enabled && config.tls.resume_sessions && !config.tls.sessions) {
+    // One cache for the run's threads, so each resumes what another was issued.
+    EngineConfig shared = config;
+    shared.tls.sessions = make_tls_session_cache();
+    return run_engine(shared, start_ns);
+  }
   const std::vector<std::unique_ptr<Worker>> workers = make_workers(config, start_ns);
-  std::vector<ThreadResult> results = run_load_threads(config, workers);
+  std::vector<ThreadResult> results = run_load_threads(config, workers, start_ns);
   return merge_results(config, results, start_ns);
 }
 

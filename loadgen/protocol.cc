@@ -409,13 +409,51 @@ std::string http_host_header(std::string_view host) {
   return "[" + std::string(host) + "]";
 }
 
+bool is_http2(const ProtocolSpec& spec) {
+  return spec.kind == ProtocolSpec::Kind::kHttp2 || spec.kind == ProtocolSpec::Kind::kGrpc;
+}
+
+namespace {
+
+void validate_urls(const std::vector<WeightedUrl>& urls) {
+  if (urls.empty()) throw std::invalid_argument("protocol: empty URL mix");
+  for (const auto& u : urls) {
+    if (!(u.weight > 0)) throw std::invalid_argument("protocol: URL weight must be > 0");
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> type_names(const ProtocolSpec& spec) {
+  std::vector<std::string> names;
+  if (spec.kind == ProtocolSpec::Kind::kHttp2) {
+    validate_urls(spec.urls);
+    for (const auto& u : spec.urls) names.push_back(u.path);
+    return names;
+  }
+  if (spec.kind == ProtocolSpec::Kind::kGrpc) {
+    if (spec.grpc_calls.empty()) throw std::invalid_argument("protocol: no gRPC method");
+    for (const auto& c : spec.grpc_calls) {
+      if (c.method.empty() || c.method.front() != '/') {
+        throw std::invalid_argument("protocol: a gRPC method is /package.Service/Method, got '" +
+                                    c.method + "'");
+      }
+      if (!(c.weight > 0)) throw std::invalid_argument("protocol: gRPC method weight must be > 0");
+      names.push_back(c.method);
+    }
+    return names;
+  }
+  return make_codec(spec)->type_names();
+}
+
 std::unique_ptr<Codec> make_codec(const ProtocolSpec& spec) {
   switch (spec.kind) {
+    case ProtocolSpec::Kind::kHttp2:
+    case ProtocolSpec::Kind::kGrpc:
+      throw std::invalid_argument(
+          "protocol: HTTP/2 is framed by the engine's session, not a codec");
     case ProtocolSpec::Kind::kHttp:
-      if (spec.urls.empty()) throw std::invalid_argument("protocol: empty URL mix");
-      for (const auto& u : spec.urls) {
-        if (!(u.weight > 0)) throw std::invalid_argument("protocol: URL weight must be > 0");
-      }
+      validate_urls(spec.urls);
       return std::make_unique<HttpCodec>(spec);
     case ProtocolSpec::Kind::kEcho:
       return std::make_unique<EchoCodec>(spec.echo_payload_bytes);

@@ -12,6 +12,9 @@ packages=(
   libnetfilter-queue-dev libmnl-dev libfftw3-dev libasio-dev libcli11-dev
   libsqlite3-dev sqlite3 nlohmann-json3-dev libtomlplusplus-dev libssl-dev
   libgtest-dev libgmock-dev
+  # nabla load's h2://, h2c:// and grpc:// targets: HTTP/2 framing (TLS is
+  # libssl, above)
+  libnghttp2-dev
   # kernel tools used by the daemons and integration tests
   iptables iproute2 conntrack procps
   # the Debian package and its checks: dpkg-shlibdeps (Depends:), setpriv for
@@ -26,6 +29,11 @@ packages=(
   # real servers for the memcache:// and redis:// codecs: the integration
   # tests start their own instances on 127.0.0.1 (packaged services stay off)
   memcached redis-server
+  # real servers for https://, h2://, h2c:// and grpc:// (the protocols
+  # test and bench/loadgen): openssl to make the test's certificate,
+  # python3-grpcio for a gRPC server without protoc; and h2load, the HTTP/2
+  # peer of the loadgen bench
+  openssl python3-grpcio nghttp2-client
   # taskset: the loadgen bench puts nginx and the load generators on separate cores
   util-linux
   # nabla report's browser test: headless Chromium renders a page offline,

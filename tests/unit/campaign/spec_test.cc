@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -213,7 +214,8 @@ TEST(CampaignSpec, BadValuesNameKeyAndValue) {
             std::string::npos);
   std::string bad_target = base;
   bad_target.replace(bad_target.find("http://"), 7, "ftp://");
-  EXPECT_NE(error_of(bad_target).find("workload.target: scheme must be http or echo"),
+  EXPECT_NE(error_of(bad_target)
+                .find("workload.target: scheme must be http, https, h2, h2c, grpc, grpcs or echo"),
             std::string::npos);
   std::string bad_ia = base + "";
   bad_ia.replace(bad_ia.find("rate = 400"), 10, "rate = 4\ninterarrival = \"poisson\"");
@@ -345,6 +347,74 @@ TEST(CampaignSpec, SweepAmplitudesAndVerify) {
             "a time)");
   EXPECT_EQ(error_of(base + "[gradient]\nschedule = \"simultaneous\"\nverify = true\n"),
             "gradient.verify: needs schedule = \"sequential\" (a step holds one link's delay)");
+}
+
+}  // namespace
+
+namespace {
+
+constexpr const char* kGrpcWorkload = R"(
+name = "grpc"
+[[node]]
+name = "api"
+address = "10.213.0.2"
+sniffd = "10.213.0.2:7312"
+[workload]
+target = "grpcs://10.213.0.2:50051"
+rate = 400
+streams_per_connection = 8
+insecure = true
+grpc_methods = ["/shop.Cart/Get", "/shop.Cart/Put"]
+)";
+
+TEST(CampaignSpec, WorkloadOverTlsHttp2AndGrpc) {
+  const std::string message_file = ::testing::TempDir() + "nabla-spec-grpc-message.bin";
+  std::ofstream(message_file, std::ios::binary) << std::string("\x08\x01", 2);
+  const CampaignSpec s =
+      parse_campaign_spec(std::string(kGrpcWorkload) + "grpc_messages = [\"" + message_file +
+                          "\"]\nmix = { \"/shop.Cart/Get\" = 3, "
+                          "\"/shop.Cart/Put\" = 1 }\n");
+  const auto& w = s.workload;
+  EXPECT_EQ(w.scheme, "grpcs");
+  EXPECT_TRUE(w.insecure);
+  EXPECT_EQ(w.streams_per_connection, 8);
+  ASSERT_EQ(w.grpc_methods.size(), 2u);
+  EXPECT_EQ(w.grpc_methods[1].method, "/shop.Cart/Put");
+  EXPECT_EQ(w.grpc_methods[1].message, std::string("\x08\x01", 2));  // one file for all
+  ASSERT_EQ(w.mix.size(), 2u);
+  // Without a mix every method weighs 1.
+  const CampaignSpec even = parse_campaign_spec(kGrpcWorkload);
+  ASSERT_EQ(even.workload.mix.size(), 2u);
+  EXPECT_DOUBLE_EQ(even.workload.mix[0].second, 1.0);
+  EXPECT_TRUE(even.workload.grpc_methods[0].message.empty());
+  std::remove(message_file.c_str());
+
+  const std::string h2 = R"(
+name = "h2"
+[[node]]
+name = "web"
+address = "10.213.0.2"
+sniffd = "10.213.0.2:7312"
+[workload]
+rate = 400
+)";
+  const CampaignSpec https = parse_campaign_spec(h2 + "target = \"h2://10.213.0.2:8443\"\n");
+  EXPECT_EQ(https.workload.scheme, "h2");
+  EXPECT_TRUE(https.workload.http);
+  EXPECT_NE(error_of(h2 + "target = \"h2c://10.213.0.2:80\"\nca_file = \"x.pem\"\n")
+                .find("workload.ca_file: only for https, h2 and grpcs"),
+            std::string::npos);
+  EXPECT_NE(error_of(h2 + "target = \"https://10.213.0.2:443\"\nstreams_per_connection = 4\n")
+                .find("workload.streams_per_connection: only for h2"),
+            std::string::npos);
+  EXPECT_NE(error_of(h2 + "target = \"grpc://10.213.0.2:50051\"\n")
+                .find("workload.grpc_methods: required"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(kGrpcWorkload) + "mix = { \"/shop.Cart/Del\" = 1 }\n")
+                .find("workload.mix: \"/shop.Cart/Del\" is not one of grpc_methods"),
+            std::string::npos);
+  EXPECT_NE(error_of(h2 + "target = \"ftp://10.213.0.2:21\"\n").find("scheme must be http, https"),
+            std::string::npos);
 }
 
 }  // namespace

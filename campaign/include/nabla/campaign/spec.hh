@@ -42,10 +42,21 @@ struct CampaignNode {
   std::optional<std::string> container = std::nullopt;
 };
 
+// A gRPC method of the workload and its request message (protobuf wire
+// bytes, read from its file when the campaign file is parsed).
+struct WorkloadMethod {
+  std::string method;  // /package.Service/Method
+  std::string message_file;
+  std::string message;
+};
+
 struct WorkloadSpec {
-  std::string target;  // as written, "http://H:P" or "echo://H:P"
-  bool http = true;    // false: echo
-  std::string host;    // IPv4/IPv6 literal, or a name until resolve_campaign_hosts()
+  // As written: "http://H:P", "https://H:P", "h2://H:P", "h2c://H:P",
+  // "grpc://H:P", "grpcs://H:P" or "echo://H:P".
+  std::string target;
+  std::string scheme = "http";
+  bool http = true;  // false: echo
+  std::string host;  // IPv4/IPv6 literal, or a name until resolve_campaign_hosts()
   std::uint16_t port = 0;
   std::string host_name;  // the DNS name `host` was resolved from (the HTTP Host header)
   double rate_rps = 0;
@@ -58,6 +69,15 @@ struct WorkloadSpec {
   // URL -> weight, in file order of the sorted key (toml++ keeps keys sorted).
   std::vector<std::pair<std::string, double>> mix{{"/", 1.0}};
   std::int64_t warmup_ns = 1'000'000'000;
+  // TLS (https, h2, grpcs): CA file (empty: the system's), no check at all,
+  // the name required in the certificate (default: the target's name).
+  std::string ca_file;
+  bool insecure = false;
+  std::string server_name;
+  // HTTP/2 and gRPC: streams per connection (the K of `outstanding`).
+  int streams_per_connection = 0;
+  // gRPC: the methods called; the mix's keys name them.
+  std::vector<WorkloadMethod> grpc_methods;
 };
 
 struct LinksSpec {

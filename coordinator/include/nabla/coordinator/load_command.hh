@@ -2,8 +2,12 @@
 // `nabla load`: tail latency at one load, or a sweep over loads, measured by
 // the self-correcting controller (loadgen/controller.hh) and optionally stored.
 //
-//   nabla load --target http://H:P/path | memcache://H:P | redis://H:P | echo://H:P
+//   nabla load --target http://H:P/path | https://H:P/path | h2://H:P/path | h2c://H:P/path
+//                       | grpc://H:P | grpcs://H:P | memcache://H:P | redis://H:P | echo://H:P
 //                       | sockperf://H:P (sockperf's TCP ping-pong, against `sockperf server`)
+//              [--ca-file PEM] [--insecure] [--server-name NAME]   (https, h2, grpcs)
+//              [--streams-per-connection N]                       (h2, h2c, grpc, grpcs)
+//              [--grpc-method /pkg.Service/Method ... --grpc-message FILE ...]
 //              --rate R --connections C --threads T [--outstanding K]
 //              [--mix /view=0.7,/bid=0.3 | get=0.9,set=0.1]
 //              [--percentile 99 ...] [--ci-width 50us] [--confidence 0.95]
@@ -84,6 +88,20 @@ struct LoadOptions {
   std::string db;
   bool json = false;
   std::uint64_t seed = 1;
+  // TLS (https://, h2://, grpcs://): trust anchors (PEM; default the
+  // system's), no certificate check at all, and the name the certificate
+  // must carry (default the target's host name, or its address).
+  std::string ca_file;
+  bool insecure = false;
+  std::string server_name;
+  // HTTP/2 and gRPC: streams open at once per connection (the K of
+  // --outstanding); 0 = as --outstanding says.
+  int streams_per_connection = 0;
+  // gRPC: the methods called (each a transaction type) and the files with
+  // their request messages (protobuf wire bytes): one per method, or one
+  // for all, or none (empty messages).
+  std::vector<std::string> grpc_methods;
+  std::vector<std::string> grpc_messages;
   // Sample memory latency beside the measurement (docs/memlat.md): on the
   // whole machine, or of one process (the server, when it runs here).
   bool memlat = false;
@@ -92,10 +110,11 @@ struct LoadOptions {
 };
 
 struct LoadTarget {
-  std::string scheme;  // http | memcache | redis | echo
-  std::string host;    // IPv4 literal, or a name until resolve_load_target()
+  // http | https | h2 | h2c | grpc | grpcs | memcache | redis | echo | sockperf
+  std::string scheme;
+  std::string host;  // IPv4 literal, or a name until resolve_load_target()
   std::uint16_t port = 0;
-  std::string path;       // http only
+  std::string path;       // http, https, h2 and h2c only
   std::string host_name;  // the DNS name `host` was resolved from; empty for a literal
 };
 

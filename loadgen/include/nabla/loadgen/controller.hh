@@ -124,6 +124,7 @@ struct ControllerResult {
   analysis::LatencyHistogram slot_wait;
   uint64_t slot_late = 0;  // slot waits over the late threshold, every round
   SendTimer timer;         // how the sends were timed, every round
+  ConnectionSetup setup;   // TLS handshakes and start shifts, every round
   // The client's timer lateness at the target percentile over the
   // measurement rounds used, and its share of the sojourn from the intended
   // send there (a note above ControllerConfig::client_lateness_note_share).

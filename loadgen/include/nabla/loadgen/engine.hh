@@ -43,8 +43,26 @@
 //   offset, OPT_ID) replaces the user-space send time in Sample::lateness_ns
 //   (send_source kSoftware); the run-wide `late` count and lateness histogram
 //   use the user-space send time, known at dispatch.
+//
+// TLS and HTTP/2 (tls_client.hh, h2_session.hh, both private):
+//   With tls.enabled each connection runs a TLS handshake (OpenSSL) after its
+//   TCP connect, stepped from the same epoll loop; its bytes then go through
+//   the TLS stream instead of send()/recv(). With an HTTP/2 protocol (kHttp2,
+//   kGrpc) each connection carries an nghttp2 session: a request is a stream,
+//   up to max_outstanding streams per connection, and responses complete
+//   their own request (matched by request id, in any order), not the oldest.
+//   Either way the connections are set up first: every thread opens its
+//   connections and finishes their handshakes before its first intended
+//   send; the threads wait for each other, and when that took past start_ns
+//   the whole schedule starts later by the same shift (setup.start_shift_ns),
+//   so no handshake is ever inside a request's latency. The handshake times
+//   are reported apart (setup), and a reconnect offers the session the
+//   server last issued, so it may be resumed. Kernel timestamps are not used
+//   on these connections (a TLS record or an HTTP/2 frame is not a request).
 #include <atomic>
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,9 +75,29 @@
 
 namespace nabla::loadgen {
 
+// The session a TLS server last issued, offered again by every new
+// connection to it (thread-safe; tls_client.cc). One per target: shared by
+// the load threads and, through copies of the config, by every round.
+class TlsSessionCache;
+std::shared_ptr<TlsSessionCache> make_tls_session_cache();
+
+// TLS on every connection (https://, h2://, grpcs:// targets).
+struct TlsSpec {
+  bool enabled = false;
+  // SNI and the name the certificate must carry; empty: the host address,
+  // checked against the certificate's IP addresses.
+  std::string server_name;
+  std::string ca_file;  // PEM trust anchors; empty: the system's
+  bool verify = true;   // false: any certificate (--insecure)
+  bool resume_sessions = true;
+  // Where sessions are kept for resumption; null: one per run_engine call.
+  std::shared_ptr<TlsSessionCache> sessions;
+};
+
 struct EngineConfig {
   std::string host = "127.0.0.1";  // IPv4 or IPv6 literal (no brackets)
   uint16_t port = 0;
+  TlsSpec tls;
   int threads = 1;
   int connections = 1;      // total, spread over threads (>= threads)
   int max_outstanding = 1;  // K per connection
@@ -183,6 +221,9 @@ struct ErrorCounts {
   // CLIENT_ERROR, SERVER_ERROR): the request failed, so it is neither
   // completed nor a latency sample.
   uint64_t server = 0;
+  // gRPC calls answered with a non-OK grpc-status, by code (each is also
+  // one of `server`).
+  std::map<int, uint64_t> grpc_status;
   // Failures of every kind (a connect error is a failed attempt, which may
   // have carried no request).
   uint64_t total() const { return connect + read + write + timeout + protocol + server; }
@@ -196,6 +237,21 @@ struct TypeCounts {
 };
 // Adds `more` into `into` type by type (growing `into` when shorter).
 void add(std::vector<TypeCounts>& into, const std::vector<TypeCounts>& more);
+
+// How the connections were set up (TLS and HTTP/2 connections): never part
+// of any request's latency.
+struct ConnectionSetup {
+  uint64_t tls_handshakes = 0;  // completed
+  uint64_t tls_resumed = 0;     // of those, resumed sessions
+  // TCP connected to handshake done, every completed handshake.
+  analysis::LatencyHistogram tls_handshake;
+  // How much later than start_ns the schedule began, because setting up
+  // the connections took longer than the lead the caller gave (largest
+  // over the rounds when added up).
+  int64_t start_shift_ns = 0;
+  std::string first_error;  // the first connect or handshake failure's text
+  void add(const ConnectionSetup& other);
+};
 
 struct EngineResult {
   std::vector<Sample> samples;       // sorted by intended_ns
@@ -214,6 +270,7 @@ struct EngineResult {
   std::vector<TypeCounts> by_type;  // indexed like type_names
   uint64_t reconnects = 0;
   uint64_t timestamp_fallbacks = 0;  // connections where SO_TIMESTAMPING was refused
+  ConnectionSetup setup;
   int64_t first_intended_ns = 0;
   int64_t last_intended_ns = 0;
   std::vector<std::string> type_names;

@@ -66,11 +66,27 @@ struct WeightedUrl {
 
 enum class KeyDistribution { kUniform, kZipf };
 
+// One gRPC method of a mix: its path ("/pkg.Service/Method"), the request
+// message as protobuf wire bytes (sent as is, in one length-prefixed,
+// uncompressed gRPC message) and its weight.
+struct GrpcCall {
+  std::string method;
+  std::string message;
+  double weight = 1.0;
+};
+
 struct ProtocolSpec {
-  enum class Kind { kHttp, kEcho, kMemcached, kRedis, kSockperf } kind = Kind::kEcho;
-  // HTTP: URL mix; each URL is one transaction type.
+  // kHttp2 and kGrpc are framed by the engine's HTTP/2 session
+  // (libnghttp2), many streams per connection; the others by a Codec.
+  enum class Kind { kHttp, kEcho, kMemcached, kRedis, kSockperf, kHttp2, kGrpc } kind = Kind::kEcho;
+  // HTTP and HTTP/2: URL mix; each URL is one transaction type.
   std::vector<WeightedUrl> urls{{"/", 1.0}};
+  // The Host header (HTTP/1.1) or :authority (HTTP/2, gRPC).
   std::string host_header = "localhost";
+  // HTTP/2 and gRPC: the :scheme pseudo-header ("https" over TLS).
+  std::string scheme = "http";
+  // gRPC: the method mix; each method is one transaction type.
+  std::vector<GrpcCall> grpc_calls;
   // Echo and sockperf: request payload bytes (after the frame header).
   size_t echo_payload_bytes = 16;
   // Memcached/Redis: `keys` keys "key:<i>", GET with probability get_ratio
@@ -83,8 +99,15 @@ struct ProtocolSpec {
 };
 
 // Throws std::invalid_argument for an empty URL mix, non-positive weights,
-// zero keys, or a ratio outside [0,1].
+// zero keys, a ratio outside [0,1], or an HTTP/2 kind (no codec: the engine
+// frames those with its HTTP/2 session).
 std::unique_ptr<Codec> make_codec(const ProtocolSpec& spec);
+
+// HTTP/2 and gRPC: many streams per connection, answered in any order.
+bool is_http2(const ProtocolSpec& spec);
+// The transaction types of a protocol, by index: URL paths, gRPC methods,
+// get/set, echo or ping. Throws like make_codec for a bad spec.
+std::vector<std::string> type_names(const ProtocolSpec& spec);
 
 // The HTTP Host header's value for a host: a name or an IPv4 address as is,
 // an IPv6 address in brackets (RFC 7230, 5.4): "[fd00::2]".

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# nabla load over TLS and HTTP/2 beside the peers that speak them, all on
+# 127.0.0.1, in one run (about 2 minutes):
+#   (a) h2: the highest rate `nabla load --target h2://` sustains open loop
+#       with < 1% late sends (binary search over 5 rates) over h2load's
+#       closed-loop requests/s (nghttp2-client, best of 2), same connections
+#       and streams per connection, one thread each. Target >= 1.0.
+#   (b) https: the same against wrk on HTTPS (HTTP/1.1 over TLS), same
+#       connections, one request in flight per connection as wrk. Target >= 1.0.
+#   (c) latency floor: p50 and p99 of `nabla load` at a low rate over h2c://
+#       and over http:// (HTTP/1.1) against the same nginx location, and
+#       their difference. Not like for like yet: http:// reads the kernel's
+#       RX stamp, h2c:// the user-space clock after recv (a stamp cannot be
+#       matched to a stream), which adds the load thread's wake-up.
+# nginx (one worker, TLS with a certificate made here, HTTP/2) is started
+# here with free ports and stopped by pid on exit (trap). Reproduce with:
+#   bash bench/loadgen/protocols.sh build
+set -euo pipefail
+. "$(dirname "$0")/servers.bash"
+build=$(cd "${1:-build}" && pwd)
+cmake --build "$build" --target nabla >/dev/null
+nabla=$build/coordinator/nabla
+for tool in nginx wrk h2load openssl python3; do
+  command -v "$tool" >/dev/null || { echo "protocols bench: $tool not installed (scripts/install-deps.sh)" >&2; exit 1; }
+done
+conns=${NABLA_BENCH_CONNS:-4}
+streams=${NABLA_BENCH_STREAMS:-32}
+late=${NABLA_BENCH_LATE_THRESHOLD:-200us}
+spin=${NABLA_BENCH_PROBE_SPIN:-200us}
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/nabla-protocols-bench-XXXXXX")
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+json() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+  -keyout "$work/key.pem" -out "$work/cert.pem" -days 2 -subj /CN=localhost \
+  -addext subjectAltName=IP:127.0.0.1,DNS:localhost 2>/dev/null
+tport=$(free_port); cport=$(free_port); hport=$(free_port)
+mkdir -p "$work/nginx/logs"
+cat > "$work/nginx/nginx.conf" <<CONF
+worker_processes 1;
+daemon off;
+pid $work/nginx/nginx.pid;
+error_log $work/nginx/logs/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 100000000;
+  client_body_temp_path $work/nginx/body;
+  proxy_temp_path $work/nginx/proxy;
+  fastcgi_temp_path $work/nginx/fastcgi;
+  uwsgi_temp_path $work/nginx/uwsgi;
+  scgi_temp_path $work/nginx/scgi;
+  http2_max_concurrent_streams 1024;
+  ssl_certificate $work/cert.pem;
+  ssl_certificate_key $work/key.pem;
+  server {
+    listen 127.0.0.1:$tport ssl http2;
+    listen 127.0.0.1:$cport http2;
+    listen 127.0.0.1:$hport;
+    location / { return 200 "ok\n"; }
+  }
+}
+CONF
+ncpu=$(nproc)
+if [ "$ncpu" -ge 2 ]; then
+  server_pin=(taskset -c "$((ncpu - 1))"); client_pin=(taskset -c 0); cpus_flag=(--cpus 0)
+else
+  server_pin=(); client_pin=(); cpus_flag=()
+fi
+"${server_pin[@]}" nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -e "$work/nginx/logs/error.log" &
+pids+=($!)
+for p in "$tport" "$cport" "$hport"; do wait_listen "$p"; done
+
+# probe TARGET RATE FLAGS...: "late_fraction achieved/target"
+probe() {
+  local target=$1 rate=$2; shift 2
+  "$nabla" load --target "$target" --rate "$rate" --connections "$conns" --threads 1 \
+    --max-duration 2s --late-threshold "$late" --spin "$spin" "${cpus_flag[@]}" "$@" \
+    --json > "$work/probe.json" 2>/dev/null || { echo "1 0"; return; }
+  json "$work/probe.json" "'%.5f %.4f' % (j['late_sends'] / max(j['sent'], 1), j['throughput_rps'] / j['target_rps'])"
+}
+# highest TARGET PEER_RPS FLAGS...: binary search over 5 rates up to 2x the
+# peer's rate; a rate is sustained with < 1% late sends and >= 98% carried.
+highest() {
+  local target=$1 peer=$2; shift 2
+  local lo=0 hi rate frac ratio
+  hi=$(python3 -c "print(int(float('$peer') * 2))")
+  rate=$(python3 -c "print(int(float('$peer')))")
+  for _ in 1 2 3 4 5; do
+    read -r frac ratio < <(probe "$target" "$rate" "$@")
+    echo "    probe $rate/s: late $(python3 -c "print('%.2f' % (100 * $frac))")%, achieved/target $ratio" >&2
+    if python3 -c "import sys; sys.exit(0 if $frac < 0.01 and $ratio > 0.98 else 1)"; then
+      lo=$rate
+    else
+      hi=$rate
+    fi
+    rate=$(( (lo + hi) / 2 ))
+  done
+  echo "$lo"
+}
+
+# ------------------------------------------------------------------- (a) h2
+h2load_rate() {
+  "${client_pin[@]}" h2load -t1 -c"$conns" -m"$streams" -D 3 "https://127.0.0.1:$tport/" 2>/dev/null |
+    awk '/^finished in/ {gsub(",", "", $4); print $4}'
+}
+h2_peer=$(python3 -c "print(max(float('$(h2load_rate)'), float('$(h2load_rate)')))")
+h2_ours=$(highest "h2://127.0.0.1:$tport/" "$h2_peer" --streams-per-connection "$streams" --insecure)
+echo "(a) h2 (TLS) on nginx, $conns connections x $streams streams, 1 thread"
+echo "    h2load closed loop: $(printf '%.0f' "$h2_peer") requests/s; nabla load open loop (<1% late): $h2_ours requests/s"
+echo "    ratio $(python3 -c "print('%.2f' % ($h2_ours / $h2_peer))") (target >= 1.0)"
+
+# ---------------------------------------------------------------- (b) https
+wrk_rate() {
+  "${client_pin[@]}" wrk -t1 -c"$conns" -d3s "https://127.0.0.1:$tport/" | awk '/Requests\/sec/ {print $2}'
+}
+https_peer=$(python3 -c "print(max(float('$(wrk_rate)'), float('$(wrk_rate)')))")
+https_ours=$(highest "https://127.0.0.1:$tport/" "$https_peer" --insecure)
+echo "(b) https on nginx, $conns connections, 1 request in flight each, 1 thread"
+echo "    wrk closed loop: $(printf '%.0f' "$https_peer") requests/s; nabla load open loop (<1% late): $https_ours requests/s"
+echo "    ratio $(python3 -c "print('%.2f' % ($https_ours / $https_peer))") (target >= 1.0)"
+
+# ------------------------------------------------------- (c) latency floor
+floor() {
+  "$nabla" load --target "$1" --rate 2000 --connections 1 --threads 1 --max-duration 3s \
+    --late-threshold "$late" "${cpus_flag[@]}" --json > "$work/floor.json" 2>/dev/null || true
+  json "$work/floor.json" "' '.join('%.1f' % (p['value_ns'] / 1000) for p in j['percentiles'] if p['p'] in (50, 99))"
+}
+read -r h2c_p99 h2c_p50 < <(floor "h2c://127.0.0.1:$cport/")
+read -r h1_p99 h1_p50 < <(floor "http://127.0.0.1:$hport/")
+echo "(c) latency floor at 2000 requests/s, 1 connection: p50 / p99 in us"
+echo "    h2c:      $h2c_p50 / $h2c_p99"
+echo "    HTTP/1.1: $h1_p50 / $h1_p99"
+echo "    h2c - HTTP/1.1 at p50: $(python3 -c "print('%.1f' % ($h2c_p50 - $h1_p50))") us"
