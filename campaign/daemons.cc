@@ -19,11 +19,14 @@ using std::chrono::milliseconds;
 
 constexpr milliseconds kStopTimeout{1000};  // best-effort stops on the way out
 
-std::optional<common::Key> key_for(const CampaignSpec& spec, const CampaignNode& node) {
+// The key for the node's daemon at `at` when the campaign names a key file
+// or a key directory (then that daemon's HOST.key, local_keys.hh).
+std::optional<common::Key> key_for(const CampaignSpec& spec, const CampaignNode& node,
+                                   const std::optional<common::HostPort>& at) {
   const auto path = spec.key_file_for(node);
-  if (!path) return std::nullopt;
+  if (!path || !at) return std::nullopt;
   try {
-    return common::load_key_file(*path);
+    return common::load_node_key(*path, at->host);
   } catch (const std::exception& e) {
     throw std::runtime_error("node " + node.name + ": key file " + *path + ": " + e.what());
   }
@@ -31,7 +34,7 @@ std::optional<common::Key> key_for(const CampaignSpec& spec, const CampaignNode&
 
 // The node's key file when the campaign names one, else the client defaults
 // of local_keys.hh ($NABLA_KEY_FILE, the daemon's run file on loopback,
-// /etc/nabla/key), looked up only if the daemon asks for a key.
+// /etc/nabla/keys/HOST.key, /etc/nabla/key), looked up only if the daemon asks for a key.
 common::RpcClient connect_daemon(const CampaignNode& node, const char* what,
                                  const common::HostPort& at, const std::optional<common::Key>& key,
                                  milliseconds timeout) {
@@ -41,7 +44,7 @@ common::RpcClient connect_daemon(const CampaignNode& node, const char* what,
       key ? common::RpcClient::KeySource([key] { return *key; })
           : common::client_key_source(std::nullopt, key_name, at.host, at.port);
   try {
-    return common::RpcClient::connect(at.host, at.port, source, timeout);
+    return common::RpcClient::connect(at.host, at.port, source, timeout, key_name);
   } catch (const std::exception& e) {
     throw std::runtime_error("node " + node.name + ": cannot reach " + what + " at " +
                              at.to_string() + ": " + e.what());
@@ -137,10 +140,12 @@ RpcDaemons::RpcDaemons(const CampaignSpec& spec, milliseconds timeout)
   for (const CampaignNode& n : spec.nodes) {
     Entry e;
     e.node = &n;
-    e.key = key_for(spec, n);
+    e.injectd_key = key_for(spec, n, n.injectd);
+    e.sniffd_key = key_for(spec, n, n.sniffd);
     if (n.injectd)
-      e.injectd.emplace(connect_daemon(n, "nabla-injectd", *n.injectd, e.key, timeout));
-    if (n.sniffd) e.sniffd.emplace(connect_daemon(n, "nabla-sniffd", *n.sniffd, e.key, timeout));
+      e.injectd.emplace(connect_daemon(n, "nabla-injectd", *n.injectd, e.injectd_key, timeout));
+    if (n.sniffd)
+      e.sniffd.emplace(connect_daemon(n, "nabla-sniffd", *n.sniffd, e.sniffd_key, timeout));
     nodes_.emplace(n.name, std::move(e));
   }
 }
@@ -153,7 +158,8 @@ common::RpcClient& RpcDaemons::injectd(const std::string& node, milliseconds tim
   Entry& e = it->second;
   if (!e.injectd->connected()) {
     e.injectd.reset();
-    e.injectd.emplace(connect_daemon(*e.node, "nabla-injectd", *e.node->injectd, e.key, timeout));
+    e.injectd.emplace(
+        connect_daemon(*e.node, "nabla-injectd", *e.node->injectd, e.injectd_key, timeout));
   }
   return *e.injectd;
 }
@@ -164,7 +170,8 @@ std::optional<FlowsPage> RpcDaemons::list_flows(const std::string& node, std::ui
   Entry& e = it->second;
   if (!e.sniffd->connected()) {  // e.g. closed by the daemon's idle timeout
     e.sniffd.reset();
-    e.sniffd.emplace(connect_daemon(*e.node, "nabla-sniffd", *e.node->sniffd, e.key, timeout_));
+    e.sniffd.emplace(
+        connect_daemon(*e.node, "nabla-sniffd", *e.node->sniffd, e.sniffd_key, timeout_));
   }
   return flows_list_answer(
       e.sniffd->call(protocol::FlowsListParams::kMethod, flows_list_params(cursor), timeout_));

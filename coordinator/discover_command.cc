@@ -135,7 +135,8 @@ int run_discover(const DiscoverOptions& o, std::ostream& out) {
     const common::HostPort& a = o.nodes[i].address;
     const auto key = common::client_key_source(o.key_file, common::kSniffdKeyName, a.host, a.port);
     try {
-      states[i].client.emplace(common::RpcClient::connect(a.host, a.port, key, kCallTimeout));
+      states[i].client.emplace(
+          common::RpcClient::connect(a.host, a.port, key, kCallTimeout, common::kSniffdKeyName));
     } catch (const std::exception& e) {
       throw std::runtime_error("node " + o.nodes[i].name + ": cannot reach nabla-sniffd at " +
                                a.to_string() + ": " + e.what());

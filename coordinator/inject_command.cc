@@ -174,7 +174,8 @@ int run_inject(const InjectOptions& o, std::ostream& out, std::ostream& err) {
   owned.owner = owner;
 
   BlockedSignals signals;
-  auto client = common::RpcClient::connect(o.node.host, o.node.port, key, kCallTimeout);
+  auto client = common::RpcClient::connect(o.node.host, o.node.port, key, kCallTimeout,
+                                           common::kInjectdKeyName);
   protocol::InjectionDescription started;
   try {
     started = protocol::InjectionDescription::from_json(

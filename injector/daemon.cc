@@ -81,6 +81,7 @@ int run_daemon(const DaemonOptions& options) {
   common::RpcServerOptions rpc;
   rpc.listen_address = listen.host;
   rpc.port = listen.port;
+  rpc.daemon = common::kInjectdKeyName;
   common::DaemonKey key =
       common::DaemonKey::choose(options.key_file, common::kInjectdKeyName, listen.host);
   key.apply(rpc);

@@ -153,6 +153,7 @@ int run_daemon(const DaemonOptions& options, std::ostream& out) {
     key.emplace(common::DaemonKey::choose(options.key_file, common::kSniffdKeyName,
                                           options.rpc.listen_address));
     common::RpcServerOptions rpc = options.rpc;
+    rpc.daemon = common::kSniffdKeyName;
     key->apply(rpc);
     server = std::make_unique<common::RpcServer>(io, rpc);
     key->publish(server->port());

@@ -69,7 +69,8 @@ uint64_t effective_capabilities_of(pid_t pid) {
 json call_in(const NetNamespace& ns, uint16_t port, const std::string& method, json params) {
   const char* daemon = port == 7311 ? common::kInjectdKeyName : common::kSniffdKeyName;
   return common::call_in_namespace(
-      ns, "127.0.0.1", port, common::client_key_source(std::nullopt, daemon, "127.0.0.1", port),
+      ns, "127.0.0.1", port, daemon,
+      common::client_key_source(std::nullopt, daemon, "127.0.0.1", port),
       method, params);
 }
 
