@@ -58,17 +58,9 @@ protocol::Wave square_wave(std::int64_t amplitude_ns, std::int64_t period_ns, in
   return protocol::Wave::square(amplitude_ns, period_ns, 0.5, cycles);
 }
 
-json flows_list_params(std::uint64_t cursor) {
-  return protocol::FlowsListParams{cursor, 1, false}.to_json();
-}
-
-FlowsPage flows_list_answer(const json& answer) {
-  const auto result = protocol::FlowsListResult::from_json(answer);
-  FlowsPage page;
-  for (const protocol::Flow& f : result.flows) page.flows.push_back(flow_end_of(f));
-  page.cursor = result.cursor;
-  return page;
-}
+// A listing in pages is read whole; a daemon still paging after this many
+// is not one to trust.
+constexpr int kMaxFlowsPages = 10'000;
 
 json inject_start_params(const InjectionRequest& r, const std::string& owner) {
   protocol::InjectStartParams p;
@@ -173,8 +165,21 @@ std::optional<FlowsPage> RpcDaemons::list_flows(const std::string& node, std::ui
     e.sniffd.emplace(
         connect_daemon(*e.node, "nabla-sniffd", *e.node->sniffd, e.sniffd_key, timeout_));
   }
-  return flows_list_answer(
-      e.sniffd->call(protocol::FlowsListParams::kMethod, flows_list_params(cursor), timeout_));
+  // Every page of the listing (a busy node answers in pages, protocol.md).
+  protocol::FlowsListParams params{cursor, 1, false};
+  FlowsPage all;
+  for (int page = 1;; ++page) {
+    const auto result = protocol::FlowsListResult::from_json(
+        e.sniffd->call(protocol::FlowsListParams::kMethod, params.to_json(), timeout_));
+    for (const protocol::Flow& f : result.flows) all.flows.push_back(flow_end_of(f));
+    all.cursor = result.cursor;
+    if (!result.more) return all;
+    if (page >= kMaxFlowsPages) {
+      throw std::runtime_error("node " + node + ": flows.list still paging after " +
+                               std::to_string(kMaxFlowsPages) + " pages");
+    }
+    params = protocol::next_flows_page(params, result);
+  }
 }
 
 std::string RpcDaemons::start_injection(const std::string& node, const InjectionRequest& request) {

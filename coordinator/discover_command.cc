@@ -37,6 +37,9 @@ using std::chrono::milliseconds;
 namespace protocol = common::protocol;
 
 constexpr milliseconds kCallTimeout{3000};
+// A listing in pages is read whole; a daemon still paging after this many
+// is not one to trust.
+constexpr int kMaxFlowsPages = 10'000;
 
 bool is_address_literal(const std::string& host) {
   unsigned char buf[16];
@@ -76,22 +79,31 @@ void poll(NodeState& s, const DiscoverOptions& o) {
   params.since = s.cursor;
   params.min_messages = std::min<uint64_t>(o.min_messages, 1);
   params.include_control = o.include_control;
-  json answer;
-  try {
-    answer = s.client->call(params.kMethod, params.to_json(), kCallTimeout);
-  } catch (const std::exception& e) {
-    throw std::runtime_error(where + ": flows.list failed: " + e.what());
-  }
-  protocol::FlowsListResult result;
-  try {
-    result = protocol::FlowsListResult::from_json(answer);
-  } catch (const std::exception& e) {
-    throw std::runtime_error(where + ": bad flows.list answer: " + e.what());
-  }
+  // Every page of the listing (a busy node answers in pages, protocol.md).
   std::vector<FlowEnd> update;
-  for (const protocol::Flow& f : result.flows) update.push_back(flow_end_of(f));
+  for (int page = 1;; ++page) {
+    json answer;
+    try {
+      answer = s.client->call(params.kMethod, params.to_json(), kCallTimeout);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(where + ": flows.list failed: " + e.what());
+    }
+    protocol::FlowsListResult result;
+    try {
+      result = protocol::FlowsListResult::from_json(answer);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(where + ": bad flows.list answer: " + e.what());
+    }
+    for (const protocol::Flow& f : result.flows) update.push_back(flow_end_of(f));
+    s.cursor = result.cursor;
+    if (!result.more) break;
+    if (page >= kMaxFlowsPages) {
+      throw std::runtime_error(where + ": flows.list still paging after " +
+                               std::to_string(kMaxFlowsPages) + " pages");
+    }
+    params = protocol::next_flows_page(params, result);
+  }
   merge_flows(s.flows, update);
-  s.cursor = result.cursor;
 }
 
 }  // namespace
