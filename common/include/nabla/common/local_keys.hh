@@ -16,8 +16,9 @@
 //
 // Every node has its own key (docs/security.md): a node keeps it in its
 // system key file, the coordinator keeps every node's in its key directory,
-// /etc/nabla/keys/HOST.key, HOST being the host part of the daemon's control
-// address as the coordinator writes it (10.0.0.12, node2.lab, fd00::2).
+// /etc/nabla/keys/HOST.key, HOST being the host of the daemon's control
+// address as the client connects to it (10.0.0.12, fd00::2: the CLI and
+// campaigns resolve a name to its address first).
 //
 // A client (the nabla CLI) authenticates with, in order: --key-file,
 // $NABLA_KEY_FILE (either may name a key directory instead of a file: then
