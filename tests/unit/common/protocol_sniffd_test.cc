@@ -45,7 +45,7 @@ TEST(SniffdMessages, ParamsNameTheBadField) {
   EXPECT_EQ(error_of<FlowsListParams>({{"include_control", 1}}),
             "include_control: must be a boolean");
   EXPECT_EQ(error_of<FlowsListParams>({{"bogus", 1}}),
-            "bogus: unknown parameter (since, min_messages, include_control)");
+            "bogus: unknown parameter (since, min_messages, include_control, after)");
   EXPECT_EQ(error_of<FlowsListParams>(json::array()), "params: must be an object");
 }
 
