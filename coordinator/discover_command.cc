@@ -208,8 +208,10 @@ void register_discover_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("discover", "find the links between nodes from their sniffers");
   cmd->add_option("--node", *nodes, "NAME=HOST[:PORT] of a nabla-sniffd (port 7312 by default)")
       ->required();
-  cmd->add_option("--key-file", o->key_file, "key file (default: $NABLA_KEY_FILE, /etc/nabla/key)")
-      ->check(CLI::ExistingFile);
+  cmd->add_option("--key-file", o->key_file,
+                  "key file, or key directory of HOST.key per node (default: $NABLA_KEY_FILE, "
+                  "/etc/nabla/keys/HOST.key, /etc/nabla/key)")
+      ->check(CLI::ExistingPath);
   cmd->add_option("--for", *for_text, "how long to watch, e.g. 5s")->default_val("5s");
   cmd->add_option("--min-messages", o->min_messages, "drop one-way links with fewer messages")
       ->default_val(1);

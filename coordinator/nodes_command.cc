@@ -359,8 +359,9 @@ void register_nodes_command(CLI::App& app) {
   check->add_flag("--json", o->json, "print the report as JSON");
   check
       ->add_option("--key-file", o->key_file,
-                   "HMAC key file for nodes without their own (instead of the campaign's)")
-      ->check(CLI::ExistingFile);
+                   "HMAC key file, or key directory of HOST.key per node, for nodes without "
+                   "their own (instead of the campaign's)")
+      ->check(CLI::ExistingPath);
   check->callback([o] {
     const int code = nodes_check_command(*o, std::cout, std::cerr);
     if (code != 0) throw CLI::RuntimeError(code);
