@@ -19,11 +19,14 @@ using std::chrono::milliseconds;
 
 constexpr milliseconds kStopTimeout{1000};  // best-effort stops on the way out
 
-std::optional<common::Key> key_for(const CampaignSpec& spec, const CampaignNode& node) {
+// The key for the node's daemon at `at` when the campaign names a key file
+// or a key directory (then that daemon's HOST.key, local_keys.hh).
+std::optional<common::Key> key_for(const CampaignSpec& spec, const CampaignNode& node,
+                                   const std::optional<common::HostPort>& at) {
   const auto path = spec.key_file_for(node);
-  if (!path) return std::nullopt;
+  if (!path || !at) return std::nullopt;
   try {
-    return common::load_key_file(*path);
+    return common::load_node_key(*path, at->host);
   } catch (const std::exception& e) {
     throw std::runtime_error("node " + node.name + ": key file " + *path + ": " + e.what());
   }
@@ -31,7 +34,7 @@ std::optional<common::Key> key_for(const CampaignSpec& spec, const CampaignNode&
 
 // The node's key file when the campaign names one, else the client defaults
 // of local_keys.hh ($NABLA_KEY_FILE, the daemon's run file on loopback,
-// /etc/nabla/key), looked up only if the daemon asks for a key.
+// /etc/nabla/keys/HOST.key, /etc/nabla/key), looked up only if the daemon asks for a key.
 common::RpcClient connect_daemon(const CampaignNode& node, const char* what,
                                  const common::HostPort& at, const std::optional<common::Key>& key,
                                  milliseconds timeout) {
@@ -41,7 +44,7 @@ common::RpcClient connect_daemon(const CampaignNode& node, const char* what,
       key ? common::RpcClient::KeySource([key] { return *key; })
           : common::client_key_source(std::nullopt, key_name, at.host, at.port);
   try {
-    return common::RpcClient::connect(at.host, at.port, source, timeout);
+    return common::RpcClient::connect(at.host, at.port, source, timeout, key_name);
   } catch (const std::exception& e) {
     throw std::runtime_error("node " + node.name + ": cannot reach " + what + " at " +
                              at.to_string() + ": " + e.what());
@@ -55,17 +58,9 @@ protocol::Wave square_wave(std::int64_t amplitude_ns, std::int64_t period_ns, in
   return protocol::Wave::square(amplitude_ns, period_ns, 0.5, cycles);
 }
 
-json flows_list_params(std::uint64_t cursor) {
-  return protocol::FlowsListParams{cursor, 1, false}.to_json();
-}
-
-FlowsPage flows_list_answer(const json& answer) {
-  const auto result = protocol::FlowsListResult::from_json(answer);
-  FlowsPage page;
-  for (const protocol::Flow& f : result.flows) page.flows.push_back(flow_end_of(f));
-  page.cursor = result.cursor;
-  return page;
-}
+// A listing in pages is read whole; a daemon still paging after this many
+// is not one to trust.
+constexpr int kMaxFlowsPages = 10'000;
 
 json inject_start_params(const InjectionRequest& r, const std::string& owner) {
   protocol::InjectStartParams p;
@@ -142,10 +137,12 @@ RpcDaemons::RpcDaemons(const CampaignSpec& spec, milliseconds timeout)
   for (const CampaignNode& n : spec.nodes) {
     Entry e;
     e.node = &n;
-    e.key = key_for(spec, n);
+    e.injectd_key = key_for(spec, n, n.injectd);
+    e.sniffd_key = key_for(spec, n, n.sniffd);
     if (n.injectd)
-      e.injectd.emplace(connect_daemon(n, "nabla-injectd", *n.injectd, e.key, timeout));
-    if (n.sniffd) e.sniffd.emplace(connect_daemon(n, "nabla-sniffd", *n.sniffd, e.key, timeout));
+      e.injectd.emplace(connect_daemon(n, "nabla-injectd", *n.injectd, e.injectd_key, timeout));
+    if (n.sniffd)
+      e.sniffd.emplace(connect_daemon(n, "nabla-sniffd", *n.sniffd, e.sniffd_key, timeout));
     nodes_.emplace(n.name, std::move(e));
   }
 }
@@ -158,7 +155,8 @@ common::RpcClient& RpcDaemons::injectd(const std::string& node, milliseconds tim
   Entry& e = it->second;
   if (!e.injectd->connected()) {
     e.injectd.reset();
-    e.injectd.emplace(connect_daemon(*e.node, "nabla-injectd", *e.node->injectd, e.key, timeout));
+    e.injectd.emplace(
+        connect_daemon(*e.node, "nabla-injectd", *e.node->injectd, e.injectd_key, timeout));
   }
   return *e.injectd;
 }
@@ -169,10 +167,24 @@ std::optional<FlowsPage> RpcDaemons::list_flows(const std::string& node, std::ui
   Entry& e = it->second;
   if (!e.sniffd->connected()) {  // e.g. closed by the daemon's idle timeout
     e.sniffd.reset();
-    e.sniffd.emplace(connect_daemon(*e.node, "nabla-sniffd", *e.node->sniffd, e.key, timeout_));
+    e.sniffd.emplace(
+        connect_daemon(*e.node, "nabla-sniffd", *e.node->sniffd, e.sniffd_key, timeout_));
   }
-  return flows_list_answer(
-      e.sniffd->call(protocol::FlowsListParams::kMethod, flows_list_params(cursor), timeout_));
+  // Every page of the listing (a busy node answers in pages, protocol.md).
+  protocol::FlowsListParams params{cursor, 1, false};
+  FlowsPage all;
+  for (int page = 1;; ++page) {
+    const auto result = protocol::FlowsListResult::from_json(
+        e.sniffd->call(protocol::FlowsListParams::kMethod, params.to_json(), timeout_));
+    for (const protocol::Flow& f : result.flows) all.flows.push_back(flow_end_of(f));
+    all.cursor = result.cursor;
+    if (!result.more) return all;
+    if (page >= kMaxFlowsPages) {
+      throw std::runtime_error("node " + node + ": flows.list still paging after " +
+                               std::to_string(kMaxFlowsPages) + " pages");
+    }
+    params = protocol::next_flows_page(params, result);
+  }
 }
 
 std::string RpcDaemons::start_injection(const std::string& node, const InjectionRequest& request) {

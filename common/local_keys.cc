@@ -35,6 +35,11 @@ std::string reason_of(const std::system_error& e) {
   return text;
 }
 
+// Whether `host` can name a file in a key directory (and only there).
+bool is_file_name(const std::string& host) {
+  return !host.empty() && host.find('/') == std::string::npos && host.front() != '.';
+}
+
 bool file_exists(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0;
@@ -94,6 +99,33 @@ KeyLocations KeyLocations::from_environment() {
 
 void prepare_run_dir(const std::string& dir, const std::string& group) {
   prepare_run_dir_for(dir, group_id(group));
+}
+
+std::string node_key_path(const std::string& path, const std::string& host) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return path;
+  if (!is_file_name(host)) {
+    throw std::invalid_argument("'" + host + "' cannot name a key file in the key directory " +
+                                path);
+  }
+  return path + "/" + host + ".key";
+}
+
+Key load_node_key(const std::string& path, const std::string& host, std::string_view key_group) {
+  const std::string file = node_key_path(path, host);
+  if (file == path) return load_key_file(path, key_group);
+  try {
+    return load_key_file(file, key_group);
+  } catch (const std::system_error& e) {
+    if (e.code().value() != ENOENT) throw;
+    throw std::runtime_error("no key for node " + host + " in the key directory " + path + ": " +
+                             file +
+                             " does not exist (each node has its own key: make it with "
+                             "nabla key new " +
+                             file +
+                             " and install it on that node as "
+                             "/etc/nabla/key)");
+  }
 }
 
 std::string run_key_path(const KeyLocations& at, std::string_view daemon, uint16_t port) {
@@ -164,10 +196,12 @@ std::string DaemonKey::describe() const {
 
 Key client_key(const std::optional<std::string>& key_file, std::string_view daemon,
                const std::string& host, uint16_t port, const KeyLocations& at) {
-  if (key_file) return load_key_file(*key_file, at.group);
-  if (at.env_key_file) return load_key_file(*at.env_key_file, at.group);
+  if (key_file) return load_node_key(*key_file, host, at.group);
+  if (at.env_key_file) return load_node_key(*at.env_key_file, host, at.group);
   std::vector<std::string> candidates;
   if (is_loopback_host(host)) candidates.push_back(run_key_path(at, daemon, port));
+  // A host no file can be named after has no file in the key directory.
+  if (is_file_name(host)) candidates.push_back(at.key_dir + "/" + host + ".key");
   candidates.push_back(at.system_key);
   std::string refusal;
   for (const std::string& path : candidates) {
@@ -193,7 +227,7 @@ RpcClient::KeySource client_key_source(const std::optional<std::string>& key_fil
                                        std::string_view daemon, const std::string& host,
                                        uint16_t port) {
   if (key_file) {
-    Key key = load_key_file(*key_file);
+    Key key = load_node_key(*key_file, host);
     return [key = std::move(key)] { return key; };
   }
   return [daemon = std::string(daemon), host, port] {

@@ -129,6 +129,7 @@ std::string_view to_string(FlowDirection direction) noexcept {
 json FlowsListParams::to_json() const {
   json out{{"since", since}, {"include_control", include_control}};
   if (min_messages) out["min_messages"] = *min_messages;
+  if (after) out["after"] = *after;
   return out;
 }
 
@@ -137,8 +138,8 @@ FlowsListParams FlowsListParams::from_json(const json& params) {
   if (params.is_null()) return p;
   const ObjectReader in(params, "");
   for (const auto& [key, value] : params.items()) {
-    if (key != "since" && key != "min_messages" && key != "include_control") {
-      bad_field(key, "unknown parameter (since, min_messages, include_control)");
+    if (key != "since" && key != "min_messages" && key != "include_control" && key != "after") {
+      bad_field(key, "unknown parameter (since, min_messages, include_control, after)");
     }
   }
   p.since = in.unsigned_or("since", 0);
@@ -149,7 +150,20 @@ FlowsListParams FlowsListParams::from_json(const json& params) {
     if (!c->is_boolean()) bad_field("include_control", "must be a boolean");
     p.include_control = c->get<bool>();
   }
+  if (const json* a = in.find("after")) {
+    if (!a->is_string() || a->get_ref<const std::string&>().empty() ||
+        a->get_ref<const std::string&>().size() > kMaxPageTokenBytes) {
+      bad_field("after", "must be the page token (next) of the previous answer");
+    }
+    p.after = a->get<std::string>();
+  }
   return p;
+}
+
+FlowsListParams next_flows_page(const FlowsListParams& first, const FlowsListResult& page) {
+  FlowsListParams next = first;
+  next.after = page.next;
+  return next;
 }
 
 json Flow::to_json() const {
@@ -204,7 +218,9 @@ Flow Flow::from_json(const json& flow, const std::string& path) {
 json FlowsListResult::to_json() const {
   json list = json::array();
   for (const Flow& f : flows) list.push_back(f.to_json());
-  return json{{"cursor", cursor}, {"flows", std::move(list)}};
+  json out{{"cursor", cursor}, {"flows", std::move(list)}, {"more", more}};
+  if (more) out["next"] = next;
+  return out;
 }
 
 FlowsListResult FlowsListResult::from_json(const json& result) {
@@ -215,6 +231,19 @@ FlowsListResult FlowsListResult::from_json(const json& result) {
   if (!flows.is_array()) bad_field("flows", "must be an array");
   for (size_t i = 0; i < flows.size(); ++i) {
     r.flows.push_back(Flow::from_json(flows[i], "flows[" + std::to_string(i) + "]"));
+  }
+  // A reader that predates pages takes an answer without them as whole.
+  if (const json* more = in.find("more")) {
+    if (!more->is_boolean()) bad_field("more", "must be a boolean");
+    r.more = more->get<bool>();
+  }
+  if (r.more) {
+    const json& next = in.require("next");
+    if (!next.is_string() || next.get_ref<const std::string&>().empty() ||
+        next.get_ref<const std::string&>().size() > kMaxPageTokenBytes) {
+      bad_field("next", "must be a page token");
+    }
+    r.next = next.get<std::string>();
   }
   return r;
 }

@@ -118,6 +118,8 @@ Key parse_key_line(const std::string& path, std::size_t line_number, std::string
   return Key(std::move(bytes));
 }
 
+}  // namespace
+
 std::vector<Key> parse_key_text(const std::string& path, std::string_view text) {
   std::vector<Key> keys;
   std::size_t line_number = 0;
@@ -136,8 +138,6 @@ std::vector<Key> parse_key_text(const std::string& path, std::string_view text) 
   }
   return keys;
 }
-
-}  // namespace
 
 std::optional<unsigned> group_id(std::string_view name) {
   std::array<char, 16384> buf{};

@@ -22,10 +22,22 @@ using asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
+namespace {
+
+Endpoint endpoint_of_asio(const tcp::endpoint& endpoint) {
+  const asio::ip::address address = endpoint.address();
+  if (address.is_v4()) return {IpAddress::v4(address.to_v4().to_bytes()), endpoint.port()};
+  return {IpAddress::v6(address.to_v6().to_bytes()), endpoint.port()};
+}
+
+}  // namespace
+
 struct RpcClient::Impl {
   asio::io_context io;
   tcp::socket socket{io};
-  std::string where;  // "host:port" for messages
+  std::string where;     // "host:port" for messages
+  std::string daemon;    // the kind of server meant
+  std::string identity;  // the session identity meant (rpc_session.hh), once connected
   FrameDecoder decoder;
   std::optional<FrameSealer> sealer;  // set once authenticated with a key
   std::array<char, 64 * 1024> buf{};
@@ -110,6 +122,8 @@ struct RpcClient::Impl {
       if (!run_until(done, deadline)) fail_timeout("connecting to", timeout);
       if (!ec) {
         socket.set_option(tcp::no_delay(true));
+        // The address actually connected to, as the server sees itself.
+        identity = session_identity(daemon, endpoint_of_asio(endpoint));
         return;
       }
       last_error = ec.message();
@@ -228,6 +242,20 @@ struct RpcClient::Impl {
         throw bad("missing or malformed nonce");
       }
       std::copy(bytes.begin(), bytes.end(), nonce.begin());
+      if (!params.contains("identity") || !params["identity"].is_string()) {
+        throw bad("missing identity");
+      }
+      // Nothing is sent to a daemon that is not the one meant. (A relay
+      // could rewrite this; the proofs, which bind the identity, fail then.)
+      const std::string& theirs = params["identity"].get_ref<const std::string&>();
+      if (theirs != identity) {
+        close();
+        throw RpcConnectionError(
+            where + " is " + dump_json(params["identity"]) + ", not " + identity +
+            " as this nabla meant: refusing to authenticate, since a session is bound to one "
+            "daemon at one address (the wrong port or daemon, a redirected or relayed "
+            "connection, or a NAT between this host and the daemon)");
+      }
     }
     return nonce;
   }
@@ -271,18 +299,20 @@ struct RpcClient::Impl {
       throw;
     }
     const Nonce client_nonce = random_nonce();
-    const Mac mac = client_proof(*key, server_nonce, client_nonce);
+    const Mac mac = client_proof(*key, server_nonce, client_nonce, identity);
     write_message(make_request(0, "auth.response",
                                {{"version", kProtocolVersion},
                                 {"nonce", to_hex(client_nonce.data(), client_nonce.size())},
-                                {"hmac", to_hex(mac.data(), mac.size())}}),
+                                {"hmac", to_hex(mac.data(), mac.size())},
+                                {"identity", identity},
+                                {"key_id", key_id(*key)}}),
                   deadline, timeout, "authenticating with");
     const RpcResponse response = read_response(0, deadline, timeout, "authenticating with");
     if (!response.result) {
       close();
       throw RpcError(response.error_code, response.error_message + " (" + where + ")");
     }
-    Key session = derive_session_key(*key, server_nonce, client_nonce);
+    Key session = derive_session_key(*key, server_nonce, client_nonce, identity);
     const Mac expected = server_proof(session);
     std::vector<uint8_t> proof;
     if (!response.result->is_object() || !response.result->contains("proof") ||
@@ -306,7 +336,7 @@ RpcClient& RpcClient::operator=(RpcClient&&) noexcept = default;
 RpcClient::~RpcClient() = default;
 
 RpcClient RpcClient::connect(const std::string& host, uint16_t port, std::optional<Key> key,
-                             std::chrono::milliseconds timeout) {
+                             std::chrono::milliseconds timeout, std::string_view daemon) {
   const std::string where = HostPort{host, port, {}}.to_string();
   return connect(
       host, port,
@@ -314,13 +344,14 @@ RpcClient RpcClient::connect(const std::string& host, uint16_t port, std::option
         if (key) return *key;
         throw RpcConnectionError(where + " requires authentication: give a key file (--key-file)");
       },
-      timeout);
+      timeout, daemon);
 }
 
 RpcClient RpcClient::connect(const std::string& host, uint16_t port, const KeySource& key_source,
-                             std::chrono::milliseconds timeout) {
+                             std::chrono::milliseconds timeout, std::string_view daemon) {
   auto impl = std::make_unique<Impl>();
   impl->where = HostPort{host, port, {}}.to_string();
+  impl->daemon = std::string(daemon);
   const auto deadline = Clock::now() + timeout;
   impl->connect(host, port, deadline, timeout);
   impl->handshake(key_source, deadline, timeout);

@@ -212,6 +212,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void handle_auth(const RpcRequest& request);
   void refuse_auth(const nlohmann::json& id, const std::string& why);
   std::string peer_text() const;
+  // This server's kind and its address on this connection, as the client
+  // reached it.
+  std::string local_identity();
   void dispatch(const RpcRequest& request);
   json call_handler(const RpcServer::CallerHandler& handler, const RpcRequest& request);
   void send(const json& message);
@@ -229,6 +232,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::size_t unsent_bytes_ = 0;  // the sum of out_'s sizes
   std::string peer_group_;        // counted in unauthenticated_by_peer until authenticated
   RpcCaller caller_;              // key_id set once authenticated
+  std::string identity_;          // the session identity of this end (rpc_session.hh)
   Nonce nonce_{};
   std::optional<FrameSealer> sealer_;  // set once authenticated with a key
   bool authenticated_ = false;
@@ -243,10 +247,13 @@ void Connection::start() {
   caller_.connection = ++server_->connections_accepted;
   caller_.peer = peer_text();
   nonce_ = random_nonce();
+  identity_ = local_identity();
   const bool auth_required = !server_->key_ring.empty();
-  send(make_notification("auth.challenge", {{"version", kProtocolVersion},
-                                            {"nonce", to_hex(nonce_.data(), nonce_.size())},
-                                            {"auth_required", auth_required}}));
+  json challenge = {{"version", kProtocolVersion},
+                    {"nonce", to_hex(nonce_.data(), nonce_.size())},
+                    {"auth_required", auth_required}};
+  if (auth_required) challenge["identity"] = identity_;
+  send(make_notification("auth.challenge", challenge));
   if (!auth_required) {
     become_authenticated();
   } else {
@@ -401,7 +408,31 @@ bool hex_field(const json& params, const char* name, std::array<uint8_t, N>& out
   return true;
 }
 
+// A string an unauthenticated client sent, fit for a log line and an error
+// message: at most 80 characters, anything but printable ASCII as '?'.
+std::string printable(const json& value) {
+  constexpr std::size_t kMax = 80;
+  const std::string& text = value.get_ref<const std::string&>();
+  std::string out = "'";
+  for (std::size_t i = 0; i < text.size() && i < kMax; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    out.push_back(c >= 0x20 && c < 0x7f ? static_cast<char>(c) : '?');
+  }
+  return out + (text.size() > kMax ? "...'" : "'");
+}
+
 }  // namespace
+
+std::string Connection::local_identity() {
+  sockaddr_storage local{};
+  socklen_t length = sizeof local;
+  std::optional<Endpoint> at;
+  if (::getsockname(socket_.native_handle(), reinterpret_cast<sockaddr*>(&local), &length) == 0) {
+    at = endpoint_of(local);
+  }
+  // Without its own address no client can name it: authentication fails.
+  return at ? session_identity(server_->options.daemon, *at) : server_->options.daemon + "@?";
+}
 
 void Connection::refuse_auth(const json& id, const std::string& why) {
   log_warn("control: authentication failed from ", peer_text(), ": ", why);
@@ -426,20 +457,40 @@ void Connection::handle_auth(const RpcRequest& request) {
     refuse_auth(id, "auth.response needs nonce and hmac, 64 hex digits each");
     return;
   }
+  const auto meant = params.find("identity");
+  if (meant == params.end() || !meant->is_string()) {
+    refuse_auth(id, "auth.response needs identity, the daemon and address the client meant");
+    return;
+  }
+  // Said in the clear, but bound by the proof below: a relay that rewrites
+  // it breaks the proof.
+  if (meant->get_ref<const std::string&>() != identity_) {
+    refuse_auth(id, "this is " + identity_ + ", not " + printable(*meant) +
+                        " as the client meant: a session is bound to the daemon and node it "
+                        "was meant for (a redirected or relayed connection, or a NAT between "
+                        "client and daemon)");
+    return;
+  }
   // Every key is tried, so the time taken does not tell which one matched.
   const Key* matched = nullptr;
   for (const Key& key : server_->key_ring.keys()) {
-    const Mac expected = client_proof(key, nonce_, client_nonce);
+    const Mac expected = client_proof(key, nonce_, client_nonce, identity_);
     if (constant_time_equal(expected.data(), answer.data(), kHmacBytes) && matched == nullptr) {
       matched = &key;
     }
   }
   if (matched == nullptr) {
-    refuse_auth(id, "wrong key");
+    const auto claimed = params.find("key_id");
+    const std::string which = claimed != params.end() && claimed->is_string()
+                                  ? "key " + printable(*claimed)
+                                  : std::string("the client's key");
+    refuse_auth(id, "wrong key: " + which + " is not a key of " + identity_ +
+                        "; every node has its own key: use this node's (a coordinator finds it "
+                        "as /etc/nabla/keys/HOST.key)");
     return;
   }
   caller_.key_id = key_id(*matched);
-  Key session = derive_session_key(*matched, nonce_, client_nonce);
+  Key session = derive_session_key(*matched, nonce_, client_nonce, identity_);
   const Mac proof = server_proof(session);
   become_authenticated();
   send(make_result(id, {{"authenticated", true}, {"proof", to_hex(proof.data(), proof.size())}}));

@@ -4,6 +4,9 @@
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
+#include <algorithm>
+#include <array>
+#include <iterator>
 #include <memory>
 #include <stdexcept>
 
@@ -59,13 +62,30 @@ uint64_t decode_seq(std::string_view bytes) {
 
 }  // namespace
 
-Mac client_proof(const Key& key, const Nonce& server_nonce, const Nonce& client_nonce) {
-  return hmac_parts(key, {bytes_of(server_nonce), bytes_of(client_nonce)});
+std::string session_identity(std::string_view daemon, const Endpoint& control_address) {
+  Endpoint at = control_address;
+  if (at.address.is_v6()) {
+    static constexpr uint8_t kMappedPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (std::equal(std::begin(kMappedPrefix), std::end(kMappedPrefix), at.address.data())) {
+      std::array<uint8_t, 4> v4{};
+      std::copy(at.address.data() + 12, at.address.data() + 16, v4.begin());
+      at.address = IpAddress::v4(v4);
+    }
+  }
+  return std::string(daemon) + "@" + to_string(at);
 }
 
-Key derive_session_key(const Key& key, const Nonce& server_nonce, const Nonce& client_nonce) {
+Mac client_proof(const Key& key, const Nonce& server_nonce, const Nonce& client_nonce,
+                 std::string_view identity) {
+  // The nonces have a fixed length, so the identity after them is
+  // unambiguous.
+  return hmac_parts(key, {bytes_of(server_nonce), bytes_of(client_nonce), identity});
+}
+
+Key derive_session_key(const Key& key, const Nonce& server_nonce, const Nonce& client_nonce,
+                       std::string_view identity) {
   const Mac session =
-      hmac_parts(key, {kSessionLabel, bytes_of(server_nonce), bytes_of(client_nonce)});
+      hmac_parts(key, {kSessionLabel, bytes_of(server_nonce), bytes_of(client_nonce), identity});
   return Key(std::vector<uint8_t>(session.begin(), session.end()));
 }
 

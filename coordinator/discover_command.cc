@@ -37,6 +37,9 @@ using std::chrono::milliseconds;
 namespace protocol = common::protocol;
 
 constexpr milliseconds kCallTimeout{3000};
+// A listing in pages is read whole; a daemon still paging after this many
+// is not one to trust.
+constexpr int kMaxFlowsPages = 10'000;
 
 bool is_address_literal(const std::string& host) {
   unsigned char buf[16];
@@ -76,22 +79,31 @@ void poll(NodeState& s, const DiscoverOptions& o) {
   params.since = s.cursor;
   params.min_messages = std::min<uint64_t>(o.min_messages, 1);
   params.include_control = o.include_control;
-  json answer;
-  try {
-    answer = s.client->call(params.kMethod, params.to_json(), kCallTimeout);
-  } catch (const std::exception& e) {
-    throw std::runtime_error(where + ": flows.list failed: " + e.what());
-  }
-  protocol::FlowsListResult result;
-  try {
-    result = protocol::FlowsListResult::from_json(answer);
-  } catch (const std::exception& e) {
-    throw std::runtime_error(where + ": bad flows.list answer: " + e.what());
-  }
+  // Every page of the listing (a busy node answers in pages, protocol.md).
   std::vector<FlowEnd> update;
-  for (const protocol::Flow& f : result.flows) update.push_back(flow_end_of(f));
+  for (int page = 1;; ++page) {
+    json answer;
+    try {
+      answer = s.client->call(params.kMethod, params.to_json(), kCallTimeout);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(where + ": flows.list failed: " + e.what());
+    }
+    protocol::FlowsListResult result;
+    try {
+      result = protocol::FlowsListResult::from_json(answer);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(where + ": bad flows.list answer: " + e.what());
+    }
+    for (const protocol::Flow& f : result.flows) update.push_back(flow_end_of(f));
+    s.cursor = result.cursor;
+    if (!result.more) break;
+    if (page >= kMaxFlowsPages) {
+      throw std::runtime_error(where + ": flows.list still paging after " +
+                               std::to_string(kMaxFlowsPages) + " pages");
+    }
+    params = protocol::next_flows_page(params, result);
+  }
   merge_flows(s.flows, update);
-  s.cursor = result.cursor;
 }
 
 }  // namespace
@@ -135,7 +147,8 @@ int run_discover(const DiscoverOptions& o, std::ostream& out) {
     const common::HostPort& a = o.nodes[i].address;
     const auto key = common::client_key_source(o.key_file, common::kSniffdKeyName, a.host, a.port);
     try {
-      states[i].client.emplace(common::RpcClient::connect(a.host, a.port, key, kCallTimeout));
+      states[i].client.emplace(
+          common::RpcClient::connect(a.host, a.port, key, kCallTimeout, common::kSniffdKeyName));
     } catch (const std::exception& e) {
       throw std::runtime_error("node " + o.nodes[i].name + ": cannot reach nabla-sniffd at " +
                                a.to_string() + ": " + e.what());
@@ -195,8 +208,10 @@ void register_discover_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("discover", "find the links between nodes from their sniffers");
   cmd->add_option("--node", *nodes, "NAME=HOST[:PORT] of a nabla-sniffd (port 7312 by default)")
       ->required();
-  cmd->add_option("--key-file", o->key_file, "key file (default: $NABLA_KEY_FILE, /etc/nabla/key)")
-      ->check(CLI::ExistingFile);
+  cmd->add_option("--key-file", o->key_file,
+                  "key file, or key directory of HOST.key per node (default: $NABLA_KEY_FILE, "
+                  "/etc/nabla/keys/HOST.key, /etc/nabla/key)")
+      ->check(CLI::ExistingPath);
   cmd->add_option("--for", *for_text, "how long to watch, e.g. 5s")->default_val("5s");
   cmd->add_option("--min-messages", o->min_messages, "drop one-way links with fewer messages")
       ->default_val(1);

@@ -179,7 +179,8 @@ int run_inject(const InjectOptions& o, std::ostream& out, std::ostream& err) {
   owned.owner = owner;
 
   BlockedSignals signals;
-  auto client = common::RpcClient::connect(o.node.host, o.node.port, key, kCallTimeout);
+  auto client = common::RpcClient::connect(o.node.host, o.node.port, key, kCallTimeout,
+                                           common::kInjectdKeyName);
   protocol::InjectionDescription started;
   try {
     started = protocol::InjectionDescription::from_json(
@@ -259,8 +260,10 @@ void register_inject_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("inject", "inject delay and faults into one link for a while");
   cmd->add_option("--node", *node, "nabla-injectd address HOST:PORT (port 7311 by default)")
       ->required();
-  cmd->add_option("--key-file", o->key_file, "key file (default: $NABLA_KEY_FILE, /etc/nabla/key)")
-      ->check(CLI::ExistingFile);
+  cmd->add_option("--key-file", o->key_file,
+                  "key file, or key directory of HOST.key per node (default: $NABLA_KEY_FILE, "
+                  "/etc/nabla/keys/HOST.key, /etc/nabla/key)")
+      ->check(CLI::ExistingPath);
   cmd->add_option("--link", o->link, "link spec, e.g. \"udp 10.1.0.1 -> 10.1.0.2:9000\"")
       ->required();
   cmd->add_option("--dir", o->direction, "where on the node: out, in or fwd")->default_val("out");

@@ -51,11 +51,14 @@ struct NodeKey {
   std::string error;
 };
 
-NodeKey node_key(const campaign::CampaignSpec& spec, const campaign::CampaignNode& node) {
+// The key for the node's daemon at `at` from the campaign's key file or key
+// directory (that daemon's HOST.key), if it names one.
+NodeKey node_key(const campaign::CampaignSpec& spec, const campaign::CampaignNode& node,
+                 const common::HostPort& at) {
   const auto path = spec.key_file_for(node);
   if (!path) return {};
   try {
-    return {common::load_key_file(*path), ""};
+    return {common::load_node_key(*path, at.host), ""};
   } catch (const std::exception& e) {
     return {std::nullopt, "key file " + *path + ": " + e.what()};
   }
@@ -119,7 +122,7 @@ DaemonFacts probe_daemon(const char* daemon, const common::HostPort& at, const N
     const common::RpcClient::KeySource source =
         key.key ? common::RpcClient::KeySource([k = *key.key] { return k; })
                 : common::client_key_source(std::nullopt, key_name, at.host, at.port);
-    client.emplace(common::RpcClient::connect(at.host, at.port, source, timeout));
+    client.emplace(common::RpcClient::connect(at.host, at.port, source, timeout, key_name));
   } catch (const std::exception& e) {
     d.error = e.what();
     return d;
@@ -244,9 +247,14 @@ std::vector<NodeProbe> probe_campaign_nodes(const campaign::CampaignSpec& spec,
   std::vector<NodeProbe> probes;
   for (const campaign::CampaignNode& node : spec.nodes) {
     NodeProbe p{node.name, node.addresses, std::nullopt, std::nullopt};
-    const NodeKey key = node_key(spec, node);
-    if (node.injectd) p.injectd = probe_daemon(kInjectd, *node.injectd, key, timeout);
-    if (node.sniffd) p.sniffd = probe_daemon("nabla-sniffd", *node.sniffd, key, timeout);
+    if (node.injectd) {
+      p.injectd =
+          probe_daemon(kInjectd, *node.injectd, node_key(spec, node, *node.injectd), timeout);
+    }
+    if (node.sniffd) {
+      p.sniffd =
+          probe_daemon("nabla-sniffd", *node.sniffd, node_key(spec, node, *node.sniffd), timeout);
+    }
     probes.push_back(std::move(p));
   }
   return probes;
@@ -351,8 +359,9 @@ void register_nodes_command(CLI::App& app) {
   check->add_flag("--json", o->json, "print the report as JSON");
   check
       ->add_option("--key-file", o->key_file,
-                   "HMAC key file for nodes without their own (instead of the campaign's)")
-      ->check(CLI::ExistingFile);
+                   "HMAC key file, or key directory of HOST.key per node, for nodes without "
+                   "their own (instead of the campaign's)")
+      ->check(CLI::ExistingPath);
   check->callback([o] {
     const int code = nodes_check_command(*o, std::cout, std::cerr);
     if (code != 0) throw CLI::RuntimeError(code);

@@ -15,4 +15,10 @@ std::vector<common::RequiredCapability> optional_capabilities() {
   return {common::cap_net_raw("the duplicate fault: copies are re-sent through a raw socket")};
 }
 
+std::vector<common::RequiredCapability> kept_capabilities(const DaemonOptions& options) {
+  std::vector<common::RequiredCapability> kept = required_capabilities(options);
+  for (common::RequiredCapability& cap : optional_capabilities()) kept.push_back(std::move(cap));
+  return kept;
+}
+
 }  // namespace nabla::injector

@@ -81,6 +81,7 @@ int run_daemon(const DaemonOptions& options) {
   common::RpcServerOptions rpc;
   rpc.listen_address = listen.host;
   rpc.port = listen.port;
+  rpc.daemon = common::kInjectdKeyName;
   common::DaemonKey key =
       common::DaemonKey::choose(options.key_file, common::kInjectdKeyName, listen.host);
   key.apply(rpc);
@@ -101,6 +102,15 @@ int run_daemon(const DaemonOptions& options) {
     common::enter_netns(common::netns_path(*options.netns));
     so.netns_description = "namespace " + *options.netns;
     common::log_info("injecting in namespace ", *options.netns);
+  }
+  // Least privilege from here on, as under the unit: bound, published and
+  // in its namespace, it needs only what NFQUEUE, iptables and the raw
+  // socket need. No thread runs yet, so every later one inherits the drop.
+  if (options.drop_capabilities) {
+    common::log_info("capabilities kept: ",
+                     common::describe_kept_capabilities(
+                         kept_capabilities(options),
+                         common::drop_capabilities_except(kept_capabilities(options))));
   }
   IptablesBackend rules;  // removes stale chains of a crashed run first
   EngineOptions engine_options;

@@ -185,6 +185,7 @@ int main(int argc, char** argv) {
       std::cerr << *missing << "\n";
       return 1;
     }
+    flags.options.drop_capabilities = true;
     return nabla::injector::run_daemon(flags.options);
   } catch (const std::exception& e) {
     std::cerr << "nabla-injectd: " << e.what() << "\n";

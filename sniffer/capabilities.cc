@@ -15,4 +15,12 @@ std::vector<common::RequiredCapability> required_capabilities(const SnifferOptio
   return required;
 }
 
+std::vector<common::RequiredCapability> kept_capabilities(const SnifferOptions& options) {
+  std::vector<common::RequiredCapability> kept = required_capabilities(options);
+  if (!options.namespaces.only_own()) {
+    kept.push_back(common::cap_sys_admin("entering the other network namespaces it scans"));
+  }
+  return kept;
+}
+
 }  // namespace nabla::sniffer

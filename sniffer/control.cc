@@ -3,8 +3,17 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <charconv>
+#include <compare>
 #include <map>
+#include <optional>
+#include <stdexcept>
 #include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "nabla/common/node_facts.hh"
 #include "nabla/common/protocol/no_params.hh"
@@ -92,12 +101,83 @@ nlohmann::json flow_to_json(const ReportedFlow& flow) {
   return flow_message(flow).to_json();
 }
 
-nlohmann::json flows_list(const Sniffer& sniffer, const nlohmann::json& params) {
+namespace {
+
+// Where a flow stands in the pages of one listing: by the sequence number
+// of its last change, then its namespace, then its identity in that
+// namespace's table (protocol, both ends, pid), so every flow has its own
+// place and a page ends between two of them.
+struct PageKey {
+  uint64_t seq = 0;
+  uint64_t inode = 0;
+  std::string flow;
+  auto operator<=>(const PageKey&) const = default;
+};
+
+PageKey page_key(const ReportedFlow& f, const protocol::Flow& m) {
+  return {f.record.updated_seq, f.netns.inode,
+          std::string(protocol::to_string(m.proto)) + " " + m.local_addr + " " +
+              std::to_string(m.local_port) + " " + m.remote_addr + " " +
+              std::to_string(m.remote_port) + " " + std::to_string(m.pid)};
+}
+
+// "UPTO/SEQ/INODE/FLOW": the listing's cursor and the last flow sent.
+std::string page_token(uint64_t upto, const PageKey& last) {
+  return std::to_string(upto) + "/" + std::to_string(last.seq) + "/" + std::to_string(last.inode) +
+         "/" + last.flow;
+}
+
+std::pair<uint64_t, PageKey> read_page_token(std::string_view token) {
+  const auto bad = [] {
+    return std::invalid_argument(
+        "after: not a page token of this daemon (give the next of the "
+        "previous answer)");
+  };
+  uint64_t numbers[3] = {};
+  for (uint64_t& n : numbers) {
+    const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), n);
+    if (ec != std::errc() || end == token.data() + token.size() || *end != '/') throw bad();
+    token.remove_prefix(static_cast<std::size_t>(end - token.data()) + 1);
+  }
+  if (token.empty()) throw bad();
+  return {numbers[0], PageKey{numbers[1], numbers[2], std::string(token)}};
+}
+
+}  // namespace
+
+nlohmann::json flows_list(const Sniffer& sniffer, const nlohmann::json& params,
+                          std::size_t page_bytes) {
   const auto request = protocol::FlowsListParams::from_json(params);
-  protocol::FlowsListResult result;
+  std::optional<PageKey> after;
+  uint64_t upto = 0;
+  if (request.after) std::tie(upto, after) = read_page_token(*request.after);
+  uint64_t now = 0;
+  std::vector<std::pair<PageKey, protocol::Flow>> listed;
   for (const ReportedFlow& f :
-       sniffer.flows(request.since, request.min_messages, request.include_control, result.cursor)) {
-    result.flows.push_back(flow_message(f));
+       sniffer.flows(request.since, request.min_messages, request.include_control, now)) {
+    // Pages after the first hold the flows of the first one's listing:
+    // what changed since is in the next listing (since = cursor).
+    if (after && f.record.updated_seq > upto) continue;
+    protocol::Flow m = flow_message(f);
+    PageKey key = page_key(f, m);
+    if (after && !(*after < key)) continue;
+    listed.emplace_back(std::move(key), std::move(m));
+  }
+  if (!after) upto = now;
+  std::sort(listed.begin(), listed.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  protocol::FlowsListResult result;
+  result.cursor = upto;
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < listed.size(); ++i) {
+    const std::size_t size = listed[i].second.to_json().dump().size() + 1;
+    if (i > 0 && bytes + size > page_bytes) {
+      result.more = true;
+      result.next = page_token(upto, listed[i - 1].first);
+      break;
+    }
+    bytes += size;
+    result.flows.push_back(std::move(listed[i].second));
   }
   return result.to_json();
 }
@@ -145,7 +225,7 @@ protocol::NodeFacts node_facts(const Sniffer& sniffer, int64_t protocol_version)
 void register_control_methods(common::RpcServer& server, const Sniffer& sniffer,
                               protocol::NodeFacts node) {
   server.add_method("flows.list", [&sniffer](const nlohmann::json& params) {
-    return flows_list(sniffer, params);
+    return flows_list(sniffer, params, kFlowsPageBytes);
   });
   server.add_method("daemon.info", [&sniffer, node, &server](const nlohmann::json& params) {
     protocol::require_no_params(params, "daemon.info");

@@ -153,6 +153,7 @@ int run_daemon(const DaemonOptions& options, std::ostream& out) {
     key.emplace(common::DaemonKey::choose(options.key_file, common::kSniffdKeyName,
                                           options.rpc.listen_address));
     common::RpcServerOptions rpc = options.rpc;
+    rpc.daemon = common::kSniffdKeyName;
     key->apply(rpc);
     server = std::make_unique<common::RpcServer>(io, rpc);
     key->publish(server->port());
@@ -161,6 +162,14 @@ int run_daemon(const DaemonOptions& options, std::ostream& out) {
     sniffer_options.control_ports.push_back(server->port());
   }
   Sniffer sniffer(sniffer_options);
+  // Least privilege from here on, as under the unit: the control socket is
+  // bound, the sources are open and the conntrack chain is in place. All of
+  // the daemon runs on this thread; helper threads made later inherit this.
+  if (options.drop_capabilities) {
+    const auto keep = kept_capabilities(options.sniffer);
+    common::log_info("capabilities kept: ", common::describe_kept_capabilities(
+                                                keep, common::drop_capabilities_except(keep)));
+  }
   if (server) {
     register_control_methods(*server, sniffer,
                              node_facts(sniffer, options.report_protocol_version));

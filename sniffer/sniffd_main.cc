@@ -125,6 +125,7 @@ one in /run/nabla (see docs/protocol.md, "Local control").)");
     opts.include_control = include_control;
     opts.max_scans = count;
     opts.report_protocol_version = report_protocol_version;
+    opts.drop_capabilities = true;
     return nabla::sniffer::run_daemon(opts, std::cout);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "nabla-sniffd: %s\n", e.what());

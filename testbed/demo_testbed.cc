@@ -126,15 +126,18 @@ DemoTestbed::DemoTestbed(const DemoBinaries& bin, ServiceModel model,
   auto check = [&] {
     if (options.interrupted()) throw DemoInterrupted();
   };
-  key_file_ = dir_.path() + "/key";
-  common::generate_key_file(key_file_);  // O_EXCL, mode 0600
+  key_file_ = dir_.path() + "/keys";
+  fs::create_directory(key_file_);  // inside the 0700 work directory
   log_dir_ = options.log_dir.value_or(dir_.path());
   fs::create_directories(log_dir_);
 
   TestbedSpec spec;
   for (const std::string& h : model_.hosts()) spec.hosts.push_back({h, {}});
   testbed_ = std::make_unique<Testbed>(spec);
-  for (const auto& h : testbed_->hosts()) addresses_[h->name] = h->address;
+  for (const auto& h : testbed_->hosts()) {
+    addresses_[h->name] = h->address;
+    common::generate_key_file(host_key_file(h->address));  // O_EXCL, mode 0600
+  }
   check();
 
   // Tiers, callees first, each waited for from its first caller's host.
@@ -151,18 +154,23 @@ DemoTestbed::DemoTestbed(const DemoBinaries& bin, ServiceModel model,
   for (const auto& h : testbed_->hosts()) {
     testbed_->start(h->name,
                     {bin.injectd, "--listen", h->address + ":" + std::to_string(kDemoInjectdPort),
-                     "--key-file", key_file_, "--log-level", "warn"},
+                     "--key-file", host_key_file(h->address), "--log-level", "warn"},
                     log_dir_ + "/injectd-" + h->name + ".log");
-    testbed_->start(h->name,
-                    {bin.sniffd, "--listen", h->address + ":" + std::to_string(kDemoSniffdPort),
-                     "--key-file", key_file_, "--interval", options.sniffer_interval},
-                    log_dir_ + "/sniffd-" + h->name + ".log");
+    testbed_->start(
+        h->name,
+        {bin.sniffd, "--listen", h->address + ":" + std::to_string(kDemoSniffdPort), "--key-file",
+         host_key_file(h->address), "--interval", options.sniffer_interval},
+        log_dir_ + "/sniffd-" + h->name + ".log");
   }
   for (const auto& h : testbed_->hosts()) {
     wait_for_listener(h->ns, h->address, kDemoInjectdPort, std::chrono::seconds(10));
     wait_for_listener(h->ns, h->address, kDemoSniffdPort, std::chrono::seconds(10));
     check();
   }
+}
+
+std::string DemoTestbed::host_key_file(const std::string& address) const {
+  return key_file_ + "/" + address + ".key";
 }
 
 std::string DemoTestbed::injectd(const std::string& host) const {

@@ -142,7 +142,8 @@ nlohmann::json InjectorTestbed::call(const std::string& method, const nlohmann::
   const auto key =
       key_ ? common::RpcClient::KeySource([this] { return *key_; })
            : common::client_key_source(std::nullopt, common::kInjectdKeyName, "127.0.0.1", 7311);
-  return common::call_in_namespace(*daemon_ns_, "127.0.0.1", 7311, key, method, params);
+  return common::call_in_namespace(*daemon_ns_, "127.0.0.1", 7311, common::kInjectdKeyName, key,
+                                   method, params);
 }
 
 std::vector<std::string> InjectorTestbed::nabla_rules() {

@@ -60,14 +60,14 @@ void exercise_payload(std::string_view payload) {
 }
 
 // The session of the seeds: key 32 x 0x42, server nonce 32 x 0x01, client
-// nonce 32 x 0x02 (tests/fuzz/corpus/rpc_frame/sealed_*).
+// nonce 32 x 0x02, empty identity (tests/fuzz/corpus/rpc_frame/sealed_*).
 nabla::common::Key session_key() {
   nabla::common::Nonce server_nonce{};
   nabla::common::Nonce client_nonce{};
   server_nonce.fill(0x01);
   client_nonce.fill(0x02);
   return nabla::common::derive_session_key(nabla::common::Key(std::vector<uint8_t>(32, 0x42)),
-                                           server_nonce, client_nonce);
+                                           server_nonce, client_nonce, "");
 }
 
 // What an honest client seals round-trips, and one flipped byte is refused.

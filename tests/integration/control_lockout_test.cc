@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "nabla/common/fd.hh"
+#include "nabla/common/local_keys.hh"
 #include "nabla/common/netns.hh"
 #include "nabla/common/rpc.hh"
 #include "nabla/common/rpc_auth.hh"
@@ -124,9 +125,9 @@ TEST(ControlLockout, SilentSocketsFromOnePeerDoNotStopAnotherPeersRequests) {
       // 30 requests 250 ms apart: about 7.5 s, across at least two reopenings.
       for (int i = 0; i < kRequests; ++i) {
         try {
-          const auto info =
-              common::call_in_namespace(bed.sender(), testbed::kReceiverIp, kPort, key_source,
-                                        "daemon.info", nlohmann::json::object(), 5s);
+          const auto info = common::call_in_namespace(bed.sender(), testbed::kReceiverIp, kPort,
+                                                      common::kInjectdKeyName, key_source,
+                                                      "daemon.info", nlohmann::json::object(), 5s);
           if (info.contains("pid")) ++answered;
           last_info = info;
         } catch (const std::exception& e) {

@@ -7,8 +7,11 @@
 // connection in flows.list. With one required capability dropped, each
 // exits 1 with the line naming it. nabla-injectd under the unit's exact set
 // (read from the unit file) duplicates packets and counts only the copies
-// sent; without CAP_NET_RAW it refuses duplicate at inject.start. Everything runs in the test's own
-// namespace (removed on exit with its rules).
+// sent; without CAP_NET_RAW it refuses duplicate at inject.start. Started
+// as plain root (by hand, as the demo and the testbed start them), each
+// daemon gives up everything but that set itself, in every thread, and
+// still serves. Everything runs in the test's own namespace (removed on exit
+// with its rules).
 #include <gtest/gtest.h>
 #include <linux/capability.h>
 #include <netinet/in.h>
@@ -19,6 +22,7 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -66,11 +70,59 @@ uint64_t effective_capabilities_of(pid_t pid) {
   return 0;
 }
 
+// A thread's capability sets and no_new_privs, from its status file.
+struct CapabilityState {
+  uint64_t effective = 0, permitted = 0, bounding = 0, inheritable = 0, ambient = 0;
+  bool no_new_privs = false;
+  bool read = false;
+};
+
+CapabilityState capability_state(const std::string& status_path) {
+  CapabilityState state;
+  std::ifstream status(status_path);
+  std::string line;
+  const auto hex = [&](const char* key, uint64_t& out) {
+    if (line.rfind(key, 0) == 0)
+      out = std::stoull(line.substr(std::string(key).size()), nullptr, 16);
+  };
+  while (std::getline(status, line)) {
+    state.read = true;
+    hex("CapEff:", state.effective);
+    hex("CapPrm:", state.permitted);
+    hex("CapBnd:", state.bounding);
+    hex("CapInh:", state.inheritable);
+    hex("CapAmb:", state.ambient);
+    if (line.rfind("NoNewPrivs:", 0) == 0) state.no_new_privs = line.find('1') != std::string::npos;
+  }
+  return state;
+}
+
+// Every thread of `pid` holds exactly `mask` (effective, permitted and
+// bounding), nothing inheritable or ambient, and has no_new_privs set.
+// Returns how many threads were checked.
+int expect_every_thread_holds_only(pid_t pid, uint64_t mask) {
+  int threads = 0;
+  const std::string task_dir = "/proc/" + std::to_string(pid) + "/task";
+  for (const auto& task : std::filesystem::directory_iterator(task_dir)) {
+    const CapabilityState s = capability_state(task.path().string() + "/status");
+    if (!s.read) continue;  // a thread that ended meanwhile
+    ++threads;
+    const std::string where = task.path().string() + std::string(": ");
+    EXPECT_EQ(s.effective, mask) << where << "CapEff";
+    EXPECT_EQ(s.permitted, mask) << where << "CapPrm";
+    EXPECT_EQ(s.bounding, mask) << where << "CapBnd";
+    EXPECT_EQ(s.inheritable, 0u) << where << "CapInh";
+    EXPECT_EQ(s.ambient, 0u) << where << "CapAmb";
+    EXPECT_TRUE(s.no_new_privs) << where << "NoNewPrivs";
+  }
+  return threads;
+}
+
 json call_in(const NetNamespace& ns, uint16_t port, const std::string& method, json params) {
   const char* daemon = port == 7311 ? common::kInjectdKeyName : common::kSniffdKeyName;
   return common::call_in_namespace(
-      ns, "127.0.0.1", port, common::client_key_source(std::nullopt, daemon, "127.0.0.1", port),
-      method, params);
+      ns, "127.0.0.1", port, daemon,
+      common::client_key_source(std::nullopt, daemon, "127.0.0.1", port), method, params);
 }
 
 // Waits up to 5 s for the daemon to answer daemon.info.
@@ -98,6 +150,11 @@ class CappedInjectd {
   CappedInjectd(const std::string& caps, const NetNamespace& ns, const std::string& what)
       : log_(temp_path(what + ".log")),
         daemon_(with_capabilities(caps, {NABLA_INJECTD_PATH, "--listen", "127.0.0.1:7311"}), &ns,
+                log_) {}
+  // Plain root with every capability, as started by hand: no setpriv.
+  CappedInjectd(const NetNamespace& ns, const std::string& what)
+      : log_(temp_path(what + ".log")),
+        daemon_(std::vector<std::string>{NABLA_INJECTD_PATH, "--listen", "127.0.0.1:7311"}, &ns,
                 log_) {}
   ~CappedInjectd() { ::unlink(log_.c_str()); }
   pid_t pid() const { return daemon_.pid(); }
@@ -168,9 +225,15 @@ std::string unit_capabilities(const std::string& unit, uint64_t* mask) {
       std::string name = cap.substr(4);  // CAP_NET_RAW -> net_raw
       for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       caps += ",+" + name;
-      if (cap == "CAP_NET_ADMIN") *mask |= bit(CAP_NET_ADMIN);
-      if (cap == "CAP_NET_RAW") *mask |= bit(CAP_NET_RAW);
-      if (cap == "CAP_SYS_NICE") *mask |= bit(CAP_SYS_NICE);
+      for (const auto& [known, number] :
+           std::vector<std::pair<std::string, int>>{{"CAP_NET_ADMIN", CAP_NET_ADMIN},
+                                                    {"CAP_NET_RAW", CAP_NET_RAW},
+                                                    {"CAP_SYS_NICE", CAP_SYS_NICE},
+                                                    {"CAP_SYS_PTRACE", CAP_SYS_PTRACE},
+                                                    {"CAP_DAC_READ_SEARCH", CAP_DAC_READ_SEARCH},
+                                                    {"CAP_SYS_ADMIN", CAP_SYS_ADMIN}}) {
+        if (cap == known) *mask |= bit(number);
+      }
     }
     return caps;
   }
@@ -184,25 +247,16 @@ json duplicate_everything(uint16_t port) {
           {"lease_s", 30}};
 }
 
-// Under exactly the unit's set, --duplicate 100% sends every datagram
-// twice, and the daemon reports as duplicated exactly the copies that
-// arrived.
-TEST(DaemonCapabilities, InjectdDuplicatesUnderTheUnitsCapabilitySet) {
-  NABLA_REQUIRE_ROOT_OR_SKIP();
-  NABLA_REQUIRE_PROGRAM_OR_SKIP("setpriv");
-  uint64_t mask = 0;
-  const std::string caps = unit_capabilities("nabla-injectd", &mask);
-  NetNamespace ns("capdup");
-  CappedInjectd daemon(caps, ns, "dup");
-  ASSERT_TRUE(answers(ns, 7311)) << daemon.log();
-  EXPECT_EQ(effective_capabilities_of(daemon.pid()), mask) << caps;
-
+// --duplicate 100% on a loopback UDP link of `ns`: every datagram arrives
+// twice and `duplicated` counts exactly the copies that arrived.
+void expect_every_datagram_duplicated(const NetNamespace& ns, uint16_t port,
+                                      const std::string& caps) {
   FileDescriptor receiver = ns.socket(AF_INET, SOCK_DGRAM, 0);
-  const sockaddr_in to = ipv4_address("127.0.0.1", 9502);
+  const sockaddr_in to = ipv4_address("127.0.0.1", port);
   ASSERT_EQ(::bind(receiver.get(), reinterpret_cast<const sockaddr*>(&to), sizeof to), 0);
   json started;
   try {
-    started = call_in(ns, 7311, "inject.start", duplicate_everything(9502));
+    started = call_in(ns, 7311, "inject.start", duplicate_everything(port));
   } catch (const std::exception& e) {
     FAIL() << "duplicate refused under the unit's set (" << caps << "): " << e.what();
   }
@@ -221,6 +275,22 @@ TEST(DaemonCapabilities, InjectdDuplicatesUnderTheUnitsCapabilitySet) {
   EXPECT_EQ(stats.at("packets").get<int64_t>(), kSent) << stats.dump();
   EXPECT_EQ(received, 2 * kSent) << stats.dump();
   EXPECT_EQ(stats.at("duplicated").get<int64_t>(), received - kSent) << stats.dump();
+}
+
+// Under exactly the unit's set, --duplicate 100% sends every datagram
+// twice, and the daemon reports as duplicated exactly the copies that
+// arrived.
+TEST(DaemonCapabilities, InjectdDuplicatesUnderTheUnitsCapabilitySet) {
+  NABLA_REQUIRE_ROOT_OR_SKIP();
+  NABLA_REQUIRE_PROGRAM_OR_SKIP("setpriv");
+  uint64_t mask = 0;
+  const std::string caps = unit_capabilities("nabla-injectd", &mask);
+  NetNamespace ns("capdup");
+  CappedInjectd daemon(caps, ns, "dup");
+  ASSERT_TRUE(answers(ns, 7311)) << daemon.log();
+  EXPECT_EQ(effective_capabilities_of(daemon.pid()), mask) << caps;
+
+  expect_every_datagram_duplicated(ns, 9502, caps);
   daemon.stop();
 }
 
@@ -277,10 +347,12 @@ json owned_client_flow(const json& flows) {
   return json();
 }
 
-TEST(DaemonCapabilities, SniffdNamesAnotherUsersProcessWithItsThree) {
-  NABLA_REQUIRE_ROOT_OR_SKIP();
-  NABLA_REQUIRE_PROGRAM_OR_SKIP("setpriv");
-  NetNamespace ns("capsniff");
+// nabla-sniffd started in `ns` with `argv` (its own flags follow) names the
+// process of another user behind a connection in flows.list, holding
+// exactly `mask` in every thread.
+void expect_sniffd_names_another_users_process(const NetNamespace& ns,
+                                               const std::vector<std::string>& argv,
+                                               uint64_t mask) {
   FileDescriptor listener = ns.socket(AF_INET, SOCK_STREAM, 0);
   const sockaddr_in at = ipv4_address("127.0.0.1", 9501);
   ASSERT_EQ(::bind(listener.get(), reinterpret_cast<const sockaddr*>(&at), sizeof at), 0);
@@ -295,13 +367,12 @@ TEST(DaemonCapabilities, SniffdNamesAnotherUsersProcessWithItsThree) {
   ASSERT_TRUE(accepted.valid());
 
   const std::string log = temp_path("sniffd.log");
-  ChildProcess daemon(
-      with_capabilities(",+net_admin,+sys_ptrace,+dac_read_search",
-                        {NABLA_SNIFFD_PATH, "--listen", "127.0.0.1:7312", "--interval", "100ms"}),
-      &ns, log);
+  std::vector<std::string> command = argv;
+  for (const char* flag : {NABLA_SNIFFD_PATH, "--listen", "127.0.0.1:7312", "--interval", "100ms"})
+    command.emplace_back(flag);
+  ChildProcess daemon(command, &ns, log);
   ASSERT_TRUE(answers(ns, 7312)) << common::read_text_file(log);
-  EXPECT_EQ(effective_capabilities_of(daemon.pid()),
-            bit(CAP_NET_ADMIN) | bit(CAP_SYS_PTRACE) | bit(CAP_DAC_READ_SEARCH));
+  EXPECT_GE(expect_every_thread_holds_only(daemon.pid(), mask), 1) << common::read_text_file(log);
   json flow;
   for (int i = 0; i < 50 && flow.is_null(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -316,6 +387,47 @@ TEST(DaemonCapabilities, SniffdNamesAnotherUsersProcessWithItsThree) {
   client.signal(SIGTERM);
   client.wait(std::chrono::seconds(5));
   ::unlink(log.c_str());
+}
+
+TEST(DaemonCapabilities, SniffdNamesAnotherUsersProcessWithItsThree) {
+  NABLA_REQUIRE_ROOT_OR_SKIP();
+  NABLA_REQUIRE_PROGRAM_OR_SKIP("setpriv");
+  NetNamespace ns("capsniff");
+  expect_sniffd_names_another_users_process(
+      ns, with_capabilities(",+net_admin,+sys_ptrace,+dac_read_search", {}),
+      bit(CAP_NET_ADMIN) | bit(CAP_SYS_PTRACE) | bit(CAP_DAC_READ_SEARCH));
+}
+
+// Started by hand as root with every capability, each daemon gives up all
+// but its unit's set, in every thread (the bounding set too, so nothing it
+// runs gets more), and still serves: nabla-injectd installs its rules and
+// duplicates through its raw socket afterwards, nabla-sniffd names another
+// user's process. sniffd scans only its own namespace here, so it keeps the
+// unit's set but CAP_SYS_ADMIN, which is for entering the others.
+TEST(DaemonCapabilities, InjectdStartedAsRootKeepsOnlyTheUnitsSet) {
+  NABLA_REQUIRE_ROOT_OR_SKIP();
+  uint64_t mask = 0;
+  const std::string caps = unit_capabilities("nabla-injectd", &mask);
+  ASSERT_EQ(mask, bit(CAP_NET_ADMIN) | bit(CAP_NET_RAW)) << caps;
+  NetNamespace ns("caproot");
+  CappedInjectd daemon(ns, "root");
+  ASSERT_TRUE(answers(ns, 7311)) << daemon.log();
+  EXPECT_GE(expect_every_thread_holds_only(daemon.pid(), mask), 2) << daemon.log();
+  EXPECT_NE(daemon.log().find("capabilities kept: CAP_NET_ADMIN, CAP_NET_RAW"), std::string::npos)
+      << daemon.log();
+  expect_every_datagram_duplicated(ns, 9504, "root, dropped to" + caps);
+  daemon.stop();
+}
+
+TEST(DaemonCapabilities, SniffdStartedAsRootKeepsOnlyTheUnitsSet) {
+  NABLA_REQUIRE_ROOT_OR_SKIP();
+  uint64_t mask = 0;
+  const std::string caps = unit_capabilities("nabla-sniffd", &mask);
+  ASSERT_EQ(mask, bit(CAP_NET_ADMIN) | bit(CAP_SYS_PTRACE) | bit(CAP_DAC_READ_SEARCH) |
+                      bit(CAP_SYS_ADMIN))
+      << caps;
+  NetNamespace ns("capsniffroot");
+  expect_sniffd_names_another_users_process(ns, {}, mask & ~bit(CAP_SYS_ADMIN));
 }
 
 TEST(DaemonCapabilities, SniffdWithoutACapabilityNamesIt) {

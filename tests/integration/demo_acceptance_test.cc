@@ -37,6 +37,7 @@
 
 #include "cpu_steal.hh"
 #include "nabla/common/clock.hh"
+#include "nabla/common/local_keys.hh"
 #include "nabla/common/netns.hh"
 #include "nabla/common/rpc.hh"
 #include "nabla/common/rpc_auth.hh"
@@ -438,11 +439,14 @@ TEST_F(DemoAcceptance, C_PredictionContainsTheMeasuredResponseTimeUnderAConstant
   }
 }
 
-std::size_t listed_injections(DemoTestbed& tb, const common::Key& key) {
+// Each host's daemon with that host's own key from the key directory.
+std::size_t listed_injections(DemoTestbed& tb) {
   std::size_t n = 0;
   in_namespace(tb.testbed().host(tb.model().client_host).ns, [&] {
     for (const auto& [host, addr] : tb.addresses()) {
-      auto c = common::RpcClient::connect(addr, kDemoInjectdPort, key, std::chrono::seconds(2));
+      const common::Key key = common::load_node_key(tb.key_file(), addr);
+      auto c = common::RpcClient::connect(addr, kDemoInjectdPort, key, std::chrono::seconds(2),
+                                          common::kInjectdKeyName);
       n += c.call("inject.list", {}, std::chrono::seconds(2))["injections"].size();
     }
   });
@@ -465,7 +469,6 @@ TEST_F(DemoAcceptance, B_KillNineMidCampaignLeavesNoInjectionAndAFailedRun) {
   NABLA_REQUIRE_ROOT_OR_SKIP();
   ASSERT_TRUE(g_testbed) << "needs case C's testbed";
   DemoTestbed& tb = *g_testbed;
-  const common::Key key = common::load_key_file(tb.key_file());
   DemoCampaign c = demo_campaign(tb.model(), true, 5);
   c.name = "demo-kill";
   c.bins = 32;
@@ -481,7 +484,7 @@ TEST_F(DemoAcceptance, B_KillNineMidCampaignLeavesNoInjectionAndAFailedRun) {
                            (shared().dir / "kill-run.log").string());
   bool injecting = false;
   while (Clock::now() - t0 < std::chrono::seconds(60) && run.running()) {
-    if (listed_injections(tb, key) > 0) {
+    if (listed_injections(tb) > 0) {
       injecting = true;
       break;
     }
@@ -495,10 +498,10 @@ TEST_F(DemoAcceptance, B_KillNineMidCampaignLeavesNoInjectionAndAFailedRun) {
   // The lease (1 s) lapses; the daemons stop the injection and remove rules.
   const auto killed = Clock::now();
   while (Clock::now() - killed < std::chrono::seconds(10) &&
-         (listed_injections(tb, key) > 0 || nfqueue_rules(tb) > 0)) {
+         (listed_injections(tb) > 0 || nfqueue_rules(tb) > 0)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-  EXPECT_EQ(listed_injections(tb, key), 0u);
+  EXPECT_EQ(listed_injections(tb), 0u);
   EXPECT_EQ(nfqueue_rules(tb), 0u);
   EXPECT_LT(Clock::now() - killed, std::chrono::seconds(5));
 

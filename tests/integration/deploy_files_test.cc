@@ -145,5 +145,40 @@ TEST_F(DeployFiles, AnsibleCheckRunAgainstLocalhost) {
   EXPECT_EQ(fs::exists("/etc/nabla/key"), key_existed);  // check mode wrote nothing
 }
 
+// The same with a key per node, the documented default: the node gets its
+// own ADDRESS.key from nabla_keys_dir, and as a coordinator the directory.
+TEST_F(DeployFiles, AnsibleCheckRunWithAKeyPerNode) {
+  NABLA_REQUIRE_ROOT_OR_SKIP();
+  NABLA_REQUIRE_PROGRAM_OR_SKIP("ansible-playbook");
+  const std::string inventory = (dir_ / "inventory.ini").string();
+  std::ofstream(inventory) << "[nabla_nodes]\nlocalhost ansible_connection=local "
+                              "ansible_python_interpreter=/usr/bin/python3\n"
+                              "[nabla_coordinators]\nlocalhost\n";
+  const fs::path keys = dir_ / "keys";
+  fs::create_directory(keys);
+  std::ofstream((keys / "127.0.0.1.key").string()) << std::string(64, 'a') << "\n";
+  std::ofstream((keys / "10.0.0.12.key").string()) << std::string(64, 'b') << "\n";
+  const std::string deb = (dir_ / "nabla_0.0.0_amd64.deb").string();
+  std::ofstream(deb) << "not inspected in check mode\n";
+  const bool key_existed = fs::exists("/etc/nabla/key");
+  const bool keys_existed = fs::exists("/etc/nabla/keys");
+  const auto r = common::run_command(
+      ansible_argv(dir_, {"-i", inventory, "--check", "--connection", "local", kPlaybook, "-e",
+                          "nabla_keys_dir=" + keys.string(), "-e", "nabla_deb=" + deb, "-e",
+                          "nabla_listen_address=127.0.0.1"}),
+      nullptr, std::chrono::seconds(90));
+  EXPECT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
+  EXPECT_NE(r.stdout_text.find("failed=0"), std::string::npos) << r.stdout_text;
+  for (const char* task : {"This node's own key", "The coordinator's key directory"}) {
+    const auto at = r.stdout_text.find(task);
+    ASSERT_NE(at, std::string::npos) << task << "\n" << r.stdout_text;
+    // The task ran (changed in check mode, or ok when already in place).
+    const std::string result = r.stdout_text.substr(at, r.stdout_text.find("TASK", at + 1) - at);
+    EXPECT_EQ(result.find("skipping"), std::string::npos) << result;
+  }
+  EXPECT_EQ(fs::exists("/etc/nabla/key"), key_existed);  // check mode wrote nothing
+  EXPECT_EQ(fs::exists("/etc/nabla/keys"), keys_existed);
+}
+
 }  // namespace
 }  // namespace nabla::testing

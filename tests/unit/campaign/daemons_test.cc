@@ -50,13 +50,17 @@ const TestKeyFile& test_key() {
   return file;
 }
 
-common::RpcServerOptions keyed_options() {
+// A session is bound to the kind of daemon meant (common/rpc.hh): a fake
+// serves as one kind, "injectd" or "sniffd".
+common::RpcServerOptions keyed_options(const std::string& daemon) {
   common::RpcServerOptions o;
   o.keys.push_back(test_key().key());
+  o.daemon = daemon;
   return o;
 }
 
-// One loopback server answering both daemons' methods, recording every call.
+// One loopback server of one kind answering both daemons' methods,
+// recording every call.
 common::RpcServerOptions with_idle_timeout(common::RpcServerOptions o,
                                            std::chrono::milliseconds idle_timeout) {
   o.idle_timeout = idle_timeout;
@@ -76,8 +80,10 @@ std::pair<std::string, json> split_owner(json params) {
 
 class FakeDaemonServer {
  public:
-  explicit FakeDaemonServer(std::chrono::milliseconds idle_timeout = 600'000ms)
-      : server_(io_, with_idle_timeout(keyed_options(), idle_timeout)) {
+  explicit FakeDaemonServer(const std::string& daemon = "injectd",
+                            std::chrono::milliseconds idle_timeout = 600'000ms)
+      : FakeDaemonServer(with_idle_timeout(keyed_options(daemon), idle_timeout)) {}
+  explicit FakeDaemonServer(common::RpcServerOptions options) : server_(io_, std::move(options)) {
     server_.add_method("flows.list", [this](const json& p) {
       record("flows.list", p);
       const json flow = {
@@ -162,8 +168,9 @@ include = ["tcp 10.0.0.1 -> 10.0.0.2:9002"]
 
 TEST(RpcDaemons, MessagesKeepTheProtocolShapes) {
   FakeDaemonServer server;
-  const std::string at = "127.0.0.1:" + std::to_string(server.port());
-  const CampaignSpec spec = spec_with(at, at);
+  FakeDaemonServer sniffd("sniffd");
+  const CampaignSpec spec = spec_with("127.0.0.1:" + std::to_string(server.port()),
+                                      "127.0.0.1:" + std::to_string(sniffd.port()));
   RpcDaemons daemons(spec, 3000ms);
 
   const std::optional<FlowsPage> page = daemons.list_flows("web", 5);
@@ -190,10 +197,13 @@ TEST(RpcDaemons, MessagesKeepTheProtocolShapes) {
   EXPECT_EQ(s.actual_p99_ns, 9e5);
   EXPECT_EQ(s.actual_max_ns, 1e6);
 
+  const auto listed = sniffd.calls();
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].second,
+            (json{{"since", 5}, {"min_messages", 1}, {"include_control", false}}));
   const auto calls = server.calls();
-  ASSERT_EQ(calls.size(), 3u);
-  EXPECT_EQ(calls[0].second, (json{{"since", 5}, {"min_messages", 1}, {"include_control", false}}));
-  const auto [owner, start] = split_owner(calls[1].second);
+  ASSERT_EQ(calls.size(), 2u);
+  const auto [owner, start] = split_owner(calls[0].second);
   EXPECT_EQ(start, (json{{"link", "tcp 10.0.0.1:* -> 10.0.0.2:9002"},
                          {"direction", "out"},
                          {"delay",
@@ -207,24 +217,26 @@ TEST(RpcDaemons, MessagesKeepTheProtocolShapes) {
                          {"seed", 77},
                          // The campaign's step is the measured one: no polling for it.
                          {"release", "sleep"}}));
-  EXPECT_EQ(calls[2].second, (json{{"id", "inj-9"}, {"owner", owner}}));  // the same session
+  EXPECT_EQ(calls[1].second, (json{{"id", "inj-9"}, {"owner", owner}}));  // the same session
 }
 
 TEST(RpcDaemons, AConnectionClosedAsIdleIsReopenedAndKeepsTheRunsOwner) {
-  FakeDaemonServer server(200ms);
-  const std::string at = "127.0.0.1:" + std::to_string(server.port());
-  const CampaignSpec spec = spec_with(at, at);  // RpcDaemons keeps its nodes
-  RpcDaemons daemons(spec, 3000ms);
+  FakeDaemonServer server("injectd", 200ms);
+  FakeDaemonServer sniffd("sniffd", 200ms);
+  const CampaignSpec spec = spec_with("127.0.0.1:" + std::to_string(server.port()),
+                                      "127.0.0.1:" + std::to_string(sniffd.port()));
+  RpcDaemons daemons(spec, 3000ms);  // RpcDaemons keeps its nodes
   const InjectionRequest request{
       "tcp 10.0.0.1:* -> 10.0.0.2:9002", 2'000'000, 80'000'000, 1, 1'500'000'000, 77};
   EXPECT_EQ(daemons.start_injection("web", request), "inj-9");
   std::this_thread::sleep_for(1000ms);  // both connections idle past 200 ms: closed
   EXPECT_TRUE(daemons.list_flows("web", 0).has_value());
   EXPECT_EQ(daemons.stop_injection("web", "inj-9").packets, 40);
+  EXPECT_EQ(sniffd.calls().size(), 1u);
   const auto calls = server.calls();
-  ASSERT_EQ(calls.size(), 3u);
-  EXPECT_EQ(calls[2].first, "inject.stop");
-  EXPECT_EQ(calls[2].second.at("owner"), calls[0].second.at("owner"));
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[1].first, "inject.stop");
+  EXPECT_EQ(calls[1].second.at("owner"), calls[0].second.at("owner"));
 }
 
 TEST(RpcDaemons, ANodeWithoutSniffdListsNoFlows) {
@@ -242,6 +254,85 @@ TEST(RpcDaemons, ARefusedRenewalIsNotRetried) {
   ASSERT_EQ(calls.size(), 1u);
   EXPECT_EQ(calls[0].first, "lease.renew");
   EXPECT_EQ(split_owner(calls[0].second).second, (json{{"id", "inj-3"}}));
+}
+
+// Keys per node: the campaign's key_file names a key directory, and each
+// node's injectd is reached with the key in its HOST.key. Node B holding
+// another key than the coordinator's file for it is one error naming the
+// node and the key.
+TEST(RpcDaemons, EachNodeIsReachedWithItsOwnKeyFromTheKeyDirectory) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("nabla-daemons-keys-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directory(dir);
+  const common::Key key_a = common::generate_key_file((dir / "127.0.0.1.key").string());
+  const common::Key key_b = common::generate_key_file((dir / "127.0.0.2.key").string());
+  const auto node_options = [](const std::string& address, const common::Key& key) {
+    common::RpcServerOptions o;
+    o.listen_address = address;
+    o.keys = {key};
+    o.daemon = "injectd";
+    return o;
+  };
+  std::uint16_t server_a_port = 0;
+  std::uint16_t server_b_port = 0;
+  const auto spec = [&] {
+    return parse_campaign_spec(R"(
+name = "keys"
+key_file = ")" + dir.string() + R"("
+[[node]]
+name = "a"
+address = "10.0.0.1"
+injectd = "127.0.0.1:)" + std::to_string(server_a_port) +
+                               R"("
+[[node]]
+name = "b"
+address = "10.0.0.2"
+injectd = "127.0.0.2:)" + std::to_string(server_b_port) +
+                               R"("
+[workload]
+target = "http://10.0.0.2:9002"
+rate = 10
+[links]
+discover = false
+include = ["tcp 10.0.0.1 -> 10.0.0.2:9002"]
+)");
+  };
+  {
+    FakeDaemonServer a(node_options("127.0.0.1", key_a));
+    FakeDaemonServer b(node_options("127.0.0.2", key_b));
+    server_a_port = a.port();
+    server_b_port = b.port();
+    const CampaignSpec s = spec();
+    RpcDaemons daemons(s, 3000ms);
+    const InjectionRequest request{
+        "tcp 10.0.0.1:* -> 10.0.0.2:9002", 2'000'000, 80'000'000, 1, 1'500'000'000, 77};
+    EXPECT_EQ(daemons.start_injection("a", request), "inj-9");
+    EXPECT_EQ(daemons.start_injection("b", request), "inj-9");
+    EXPECT_EQ(a.calls().size(), 1u);
+    EXPECT_EQ(b.calls().size(), 1u);
+  }
+  {
+    // Node b holds node a's key: the coordinator's key for b is refused.
+    FakeDaemonServer a(node_options("127.0.0.1", key_a));
+    FakeDaemonServer b(node_options("127.0.0.2", key_a));
+    server_a_port = a.port();
+    server_b_port = b.port();
+    const CampaignSpec s = spec();
+    try {
+      RpcDaemons daemons(s, 3000ms);
+      FAIL() << "node b accepted a key that is not its own";
+    } catch (const std::runtime_error& e) {
+      const std::string msg = e.what();
+      EXPECT_EQ(msg.rfind("node b: cannot reach nabla-injectd at 127.0.0.2:", 0), 0u) << msg;
+      EXPECT_NE(msg.find("authentication failed: wrong key: key '" + common::key_id(key_b) +
+                         "' is not a key of injectd@127.0.0.2:" + std::to_string(server_b_port)),
+                std::string::npos)
+          << msg;
+    }
+    EXPECT_TRUE(b.calls().empty());
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(RpcDaemons, AnUnreachableDaemonIsOneErrorNamingTheNode) {

@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 #include <linux/capability.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -55,6 +59,54 @@ TEST(Capabilities, EffectiveSetMatchesProcStatus) {
 
 TEST(Capabilities, CheckIsEmptyWhenNothingIsRequired) {
   EXPECT_FALSE(check_capabilities("p", {}).has_value());
+}
+
+TEST(Capabilities, KeptAreNamedInTheOrderGiven) {
+  const std::vector<RequiredCapability> keep = {cap_net_admin("a"), cap_net_raw("b"),
+                                                cap_sys_nice("c")};
+  EXPECT_EQ(describe_kept_capabilities(keep, bit(CAP_NET_ADMIN) | bit(CAP_SYS_NICE)),
+            "CAP_NET_ADMIN, CAP_SYS_NICE");
+  EXPECT_EQ(describe_kept_capabilities(keep, 0), "none");
+  EXPECT_EQ(capability_mask(keep), bit(CAP_NET_ADMIN) | bit(CAP_NET_RAW) | bit(CAP_SYS_NICE));
+}
+
+// One field of /proc/self/status as hex ("CapBnd:").
+uint64_t status_hex(const std::string& key) {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind(key, 0) == 0) return std::stoull(line.substr(key.size()), nullptr, 16);
+  }
+  return ~uint64_t{0};
+}
+
+// In a child (the drop is for good): afterwards the kernel shows only the
+// kept capabilities the child held, in every set, and no_new_privs. As root
+// that is exactly CAP_NET_ADMIN | CAP_NET_RAW, bounding set included; as
+// another user nothing (which holds nothing to begin with).
+TEST(Capabilities, DropKeepsOnlyTheGivenSetForGood) {
+  const uint64_t keep = bit(CAP_NET_ADMIN) | bit(CAP_NET_RAW);
+  const bool root = ::geteuid() == 0;
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int failures = 0;
+    const uint64_t kept = drop_capabilities_except({cap_net_admin("a"), cap_net_raw("b")});
+    const uint64_t expected = root ? keep : 0;
+    failures += kept != expected;
+    failures += status_hex("CapEff:") != expected;
+    failures += status_hex("CapPrm:") != expected;
+    failures += status_hex("CapInh:") != 0;
+    failures += status_hex("CapAmb:") != 0;
+    if (root) failures += status_hex("CapBnd:") != keep;
+    failures += ::prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1;
+    // A second call finds nothing left to do and keeps the same.
+    failures += drop_capabilities_except({cap_net_admin("a"), cap_net_raw("b")}) != expected;
+    ::_exit(failures);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "checks that failed in the child";
 }
 
 }  // namespace

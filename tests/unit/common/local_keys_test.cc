@@ -33,6 +33,7 @@ class LocalKeysTest : public ::testing::Test {
     dir_ = tmpl;
     at_.system_key = dir_ + "/etc-key";
     at_.run_dir = dir_ + "/run";
+    at_.key_dir = dir_ + "/keys";
     at_.group = "nabla-test-no-such-group";
   }
   void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
@@ -180,19 +181,58 @@ TEST_F(LocalKeysTest, ClientWithoutKeyNamesWhatItTried) {
   } catch (const KeyUnavailableError& e) {
     EXPECT_EQ(std::string(e.what()),
               "127.0.0.1:7311 requires a key: no key file (" + run_key_path(at_, "injectd", 7311) +
-                  ", " + at_.system_key + " do not exist); run as root, join group " + at_.group +
-                  ", or pass --key-file");
+                  ", " + at_.key_dir + "/127.0.0.1.key, " + at_.system_key +
+                  " do not exist); run as root, join group " + at_.group + ", or pass --key-file");
   }
   try {
     client_key(std::nullopt, "sniffd", "fd00::2", 7312, at_);
     FAIL() << "no key, no error";
   } catch (const KeyUnavailableError& e) {
-    EXPECT_EQ(std::string(e.what()), "[fd00::2]:7312 requires a key: no key file (" +
-                                         at_.system_key +
-                                         " does not exist); run as root, join "
+    EXPECT_EQ(std::string(e.what()), "[fd00::2]:7312 requires a key: no key file (" + at_.key_dir +
+                                         "/fd00::2.key, " + at_.system_key +
+                                         " do not exist); run as root, join "
                                          "group " +
                                          at_.group + ", or pass --key-file");
   }
+}
+
+// Per-node keys: a coordinator's key directory holds HOST.key per node. It
+// is found by default, and --key-file or $NABLA_KEY_FILE may name a
+// directory too; a node missing from it is named with the file looked for.
+TEST_F(LocalKeysTest, ClientFindsEachNodesKeyInTheKeyDirectory) {
+  ASSERT_EQ(::mkdir(at_.key_dir.c_str(), 0700), 0);
+  ::rename(write_key_file("a", {0xa1}).c_str(), (at_.key_dir + "/10.0.0.11.key").c_str());
+  ::rename(write_key_file("b", {0xb2}).c_str(), (at_.key_dir + "/node-b.lab.key").c_str());
+  ::rename(write_key_file("v6", {0xc3}).c_str(), (at_.key_dir + "/fd00::2.key").c_str());
+  ::rename(write_key_file("system", {4}).c_str(), at_.system_key.c_str());
+  EXPECT_EQ(client_key(std::nullopt, "injectd", "10.0.0.11", 7311, at_).bytes(),
+            test_key(0xa1).bytes());
+  EXPECT_EQ(client_key(std::nullopt, "sniffd", "node-b.lab", 7312, at_).bytes(),
+            test_key(0xb2).bytes());
+  EXPECT_EQ(client_key(std::nullopt, "sniffd", "fd00::2", 7312, at_).bytes(),
+            test_key(0xc3).bytes());
+  // A node without a file of its own: the system key, the single-key setup.
+  EXPECT_EQ(client_key(std::nullopt, "injectd", "10.0.0.99", 7311, at_).bytes(),
+            test_key(4).bytes());
+  // The directory given as the key file, or through the environment.
+  EXPECT_EQ(client_key(at_.key_dir, "injectd", "10.0.0.11", 7311, at_).bytes(),
+            test_key(0xa1).bytes());
+  KeyLocations with_env = at_;
+  with_env.env_key_file = at_.key_dir;
+  EXPECT_EQ(client_key(std::nullopt, "injectd", "node-b.lab", 7311, with_env).bytes(),
+            test_key(0xb2).bytes());
+  try {
+    client_key(at_.key_dir, "injectd", "10.0.0.99", 7311, at_);
+    FAIL() << "a node missing from the key directory got a key";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "no key for node 10.0.0.99 in the key directory " + at_.key_dir + ": " + at_.key_dir +
+                  "/10.0.0.99.key does not exist (each node has its own key: make it with nabla "
+                  "key new " +
+                  at_.key_dir + "/10.0.0.99.key and install it on that node as /etc/nabla/key)");
+  }
+  EXPECT_THROW(node_key_path(at_.key_dir, "../etc"), std::invalid_argument);
+  EXPECT_EQ(node_key_path(at_.system_key, "10.0.0.11"), at_.system_key);
 }
 
 TEST_F(LocalKeysTest, DaemonKeyEndToEndOverRpc) {

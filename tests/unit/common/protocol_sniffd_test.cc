@@ -45,7 +45,7 @@ TEST(SniffdMessages, ParamsNameTheBadField) {
   EXPECT_EQ(error_of<FlowsListParams>({{"include_control", 1}}),
             "include_control: must be a boolean");
   EXPECT_EQ(error_of<FlowsListParams>({{"bogus", 1}}),
-            "bogus: unknown parameter (since, min_messages, include_control)");
+            "bogus: unknown parameter (since, min_messages, include_control, after)");
   EXPECT_EQ(error_of<FlowsListParams>(json::array()), "params: must be an object");
 }
 
@@ -94,6 +94,32 @@ TEST(SniffdMessages, FlowDiagnosticsAreOptionalForReaders) {
   j["local"].erase("owner");
   j["direction"] = "sideways";
   EXPECT_TRUE(starts_with(error_of<Flow>(j), "direction: must be outbound|inbound|unknown"));
+}
+
+// Pages: a page token goes back as `after` with the first page's params;
+// an answer without "more" (a daemon before pages) is the whole listing.
+TEST(SniffdMessages, FlowsListPagesRoundTrip) {
+  const FlowsListResult page{18, {examples::flow()}, true, "18/5/4026531840/tcp 10.0.0.1 0"};
+  EXPECT_EQ(FlowsListResult::from_json(page.to_json()), page);
+  const FlowsListParams first{17, 1, true};
+  const FlowsListParams next = next_flows_page(first, page);
+  EXPECT_EQ(next.since, 17u);
+  EXPECT_EQ(next.after, page.next);
+  EXPECT_EQ(FlowsListParams::from_json(next.to_json()), next);
+  json whole = FlowsListResult{3, {}}.to_json();
+  EXPECT_EQ(whole["more"], false);
+  whole.erase("more");
+  EXPECT_FALSE(FlowsListResult::from_json(whole).more);
+  EXPECT_EQ(error_of<FlowsListResult>({{"cursor", 1}, {"flows", json::array()}, {"more", true}}),
+            "next: required");
+  EXPECT_TRUE(
+      starts_with(error_of<FlowsListResult>(
+                      {{"cursor", 1}, {"flows", json::array()}, {"more", true}, {"next", 4}}),
+                  "next:"));
+  EXPECT_TRUE(starts_with(error_of<FlowsListParams>({{"after", ""}}), "after:"));
+  EXPECT_TRUE(starts_with(error_of<FlowsListParams>({{"after", 3}}), "after:"));
+  EXPECT_TRUE(
+      starts_with(error_of<FlowsListParams>({{"after", std::string(2000, 'x')}}), "after:"));
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// The sealed channel after the handshake (protocol version 2): FrameSealer on
+// The sealed channel after the handshake (protocol version 3): FrameSealer on
 // its own, then forged frames on real loopback sockets against a real
 // RpcServer (each closes only its own connection), a forged server frame
 // against RpcClient, several keys per server, and version mismatches.
@@ -34,10 +34,11 @@ Nonce nonce_of(uint8_t fill) {
 // A client and a server sealer of one session.
 struct SealerPair {
   SealerPair()
-      : client(derive_session_key(test_key(7), nonce_of(1), nonce_of(2)),
+      : client(derive_session_key(test_key(7), nonce_of(1), nonce_of(2), kIdentity),
                FrameSealer::Peer::kClient),
-        server(derive_session_key(test_key(7), nonce_of(1), nonce_of(2)),
+        server(derive_session_key(test_key(7), nonce_of(1), nonce_of(2), kIdentity),
                FrameSealer::Peer::kServer) {}
+  static constexpr const char* kIdentity = "injectd@10.0.0.12:7311";
   FrameSealer client;
   FrameSealer server;
 };
@@ -90,16 +91,36 @@ TEST(FrameSealer, RefusesTamperedReplayedReorderedReflectedAndTruncated) {
             std::string::npos);
 }
 
-TEST(FrameSealer, EveryNonceAndKeyGivesItsOwnSession) {
+TEST(FrameSealer, EveryNonceKeyAndIdentityGivesItsOwnSession) {
   const Key k = test_key(7);
+  const std::string a = "injectd@10.0.0.12:7311";
   const auto bytes = [](const Key& key) { return key.bytes(); };
-  const auto base = bytes(derive_session_key(k, nonce_of(1), nonce_of(2)));
-  EXPECT_NE(base, bytes(derive_session_key(k, nonce_of(1), nonce_of(3))));
-  EXPECT_NE(base, bytes(derive_session_key(k, nonce_of(4), nonce_of(2))));
-  EXPECT_NE(base, bytes(derive_session_key(test_key(8), nonce_of(1), nonce_of(2))));
-  const Mac proof = client_proof(k, nonce_of(1), nonce_of(2));
+  const auto base = bytes(derive_session_key(k, nonce_of(1), nonce_of(2), a));
+  EXPECT_NE(base, bytes(derive_session_key(k, nonce_of(1), nonce_of(3), a)));
+  EXPECT_NE(base, bytes(derive_session_key(k, nonce_of(4), nonce_of(2), a)));
+  EXPECT_NE(base, bytes(derive_session_key(test_key(8), nonce_of(1), nonce_of(2), a)));
+  // Another node, another daemon of the node, another port: another session.
+  for (const char* other :
+       {"injectd@10.0.0.13:7311", "sniffd@10.0.0.12:7311", "injectd@10.0.0.12:7312", ""}) {
+    EXPECT_NE(base, bytes(derive_session_key(k, nonce_of(1), nonce_of(2), other))) << other;
+    EXPECT_NE(client_proof(k, nonce_of(1), nonce_of(2), a),
+              client_proof(k, nonce_of(1), nonce_of(2), other))
+        << other;
+  }
+  const Mac proof = client_proof(k, nonce_of(1), nonce_of(2), a);
   EXPECT_FALSE(std::equal(proof.begin(), proof.end(), base.begin()));
-  EXPECT_NE(client_proof(k, nonce_of(1), nonce_of(2)), client_proof(k, nonce_of(2), nonce_of(1)));
+  EXPECT_NE(client_proof(k, nonce_of(1), nonce_of(2), a),
+            client_proof(k, nonce_of(2), nonce_of(1), a));
+}
+
+TEST(SessionIdentity, NamesTheKindAndTheAddressAsBothEndsWriteIt) {
+  EXPECT_EQ(session_identity("injectd", {*IpAddress::parse("10.0.0.12"), 7311}),
+            "injectd@10.0.0.12:7311");
+  EXPECT_EQ(session_identity("sniffd", {*IpAddress::parse("fd00::2"), 7312}),
+            "sniffd@[fd00::2]:7312");
+  // A dual-stack listener sees an IPv4 client's address IPv4-mapped.
+  EXPECT_EQ(session_identity("injectd", {*IpAddress::parse("::ffff:10.0.0.12"), 7311}),
+            "injectd@10.0.0.12:7311");
 }
 
 // Sends `forged` on an authenticated connection and expects it closed with
@@ -227,23 +248,34 @@ class ScriptedServer {
   std::thread thread_;
 };
 
-json challenge_message(int version, const Nonce& nonce) {
+// The identity a client of the scripted server on `conn` means: an
+// RpcServer that is no daemon at the address the client connected to.
+std::string identity_of(const FileDescriptor& conn) {
+  sockaddr_storage local{};
+  socklen_t length = sizeof local;
+  ::getsockname(conn.get(), reinterpret_cast<sockaddr*>(&local), &length);
+  return session_identity(kAnyDaemon, *endpoint_of(local));
+}
+
+json challenge_message(int version, const Nonce& nonce, const std::string& identity) {
   return make_notification("auth.challenge", {{"version", version},
                                               {"nonce", to_hex(nonce.data(), nonce.size())},
-                                              {"auth_required", true}});
+                                              {"auth_required", true},
+                                              {"identity", identity}});
 }
 
 TEST(RpcSealed, ClientRefusesATamperedServerFrame) {
   const Key key = test_key(0x42);
   ScriptedServer server([&](FileDescriptor& conn, FrameDecoder& decoder) {
     const Nonce server_nonce = nonce_of(9);
-    conn.write_all(encode_frame(challenge_message(kProtocolVersion, server_nonce).dump()));
+    conn.write_all(
+        encode_frame(challenge_message(kProtocolVersion, server_nonce, identity_of(conn)).dump()));
     const json response = json::parse(ScriptedServer::next_frame(conn, decoder));
     std::vector<uint8_t> bytes;
     from_hex(response["params"]["nonce"].get<std::string>(), bytes);
     Nonce client_nonce{};
     std::copy(bytes.begin(), bytes.end(), client_nonce.begin());
-    Key session = derive_session_key(key, server_nonce, client_nonce);
+    Key session = derive_session_key(key, server_nonce, client_nonce, identity_of(conn));
     const Mac proof = server_proof(session);
     conn.write_all(encode_frame(
         make_result(0, {{"authenticated", true}, {"proof", to_hex(proof.data(), proof.size())}})
@@ -269,7 +301,8 @@ TEST(RpcSealed, ClientRefusesATamperedServerFrame) {
 
 TEST(RpcSealed, ClientRefusesAServerWithoutTheKey) {
   ScriptedServer server([](FileDescriptor& conn, FrameDecoder& decoder) {
-    conn.write_all(encode_frame(challenge_message(kProtocolVersion, nonce_of(3)).dump()));
+    conn.write_all(
+        encode_frame(challenge_message(kProtocolVersion, nonce_of(3), identity_of(conn)).dump()));
     ScriptedServer::next_frame(conn, decoder);
     // "Authenticated", with a proof made up without the key.
     conn.write_all(encode_frame(
@@ -340,7 +373,7 @@ TEST(RpcSealed, ClientWithAKeyRefusesAServerSayingAuthRequiredFalse) {
 
 TEST(RpcVersions, BothEndsRefuseVersionOneNamingBothVersions) {
   ScriptedServer old_server([](FileDescriptor& conn, FrameDecoder& decoder) {
-    conn.write_all(encode_frame(challenge_message(1, nonce_of(3)).dump()));
+    conn.write_all(encode_frame(challenge_message(1, nonce_of(3), identity_of(conn)).dump()));
     ScriptedServer::next_frame(conn, decoder);
   });
   try {
@@ -348,7 +381,7 @@ TEST(RpcVersions, BothEndsRefuseVersionOneNamingBothVersions) {
     FAIL() << "version 1 server accepted";
   } catch (const RpcConnectionError& e) {
     const std::string msg = e.what();
-    EXPECT_NE(msg.find("version 1, this nabla speaks version 2"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("version 1, this nabla speaks version 3"), std::string::npos) << msg;
   }
   ServerThread s(keyed_options());
   RawClient old_client(s.port());
@@ -359,7 +392,7 @@ TEST(RpcVersions, BothEndsRefuseVersionOneNamingBothVersions) {
   ASSERT_TRUE(err);
   EXPECT_EQ((*err)["error"]["code"], -32001);
   const std::string msg = (*err)["error"]["message"];
-  EXPECT_NE(msg.find("version 1, this server speaks version 2"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("version 1, this server speaks version 3"), std::string::npos) << msg;
   EXPECT_TRUE(old_client.closed_within(2000ms));
 }
 
@@ -449,6 +482,113 @@ TEST_F(KeyRingTest, ABadKeyFileStopsTheServerFromStarting) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find(dir_ + "/bad line 3"), std::string::npos) << e.what();
   }
+}
+
+// Keys scoped per node: node B refuses node A's key, and says whose key it
+// was and whose it is.
+TEST(RpcIdentity, AKeyForNodeAIsRefusedByNodeBNamingIt) {
+  RpcServerOptions a = keyed_options();
+  a.keys = {test_key(0xa1)};
+  RpcServerOptions b = keyed_options();
+  b.keys = {test_key(0xb2)};
+  ServerThread node_a(a);
+  ServerThread node_b(b);
+  const std::string b_identity = "rpc@127.0.0.1:" + std::to_string(node_b.port());
+  try {
+    RpcClient::connect("127.0.0.1", node_b.port(), test_key(0xa1), 2s);
+    FAIL() << "node B accepted node A's key";
+  } catch (const RpcError& e) {
+    EXPECT_EQ(e.code(), -32001);
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("authentication failed: wrong key: key '" + key_id(test_key(0xa1)) +
+                       "' is not a key of " + b_identity),
+              std::string::npos)
+        << msg;
+  }
+  RpcClient own_a = RpcClient::connect("127.0.0.1", node_a.port(), test_key(0xa1), 2s);
+  RpcClient own_b = RpcClient::connect("127.0.0.1", node_b.port(), test_key(0xb2), 2s);
+  EXPECT_EQ(own_a.call("add", {{"a", 1}, {"b", 2}}, 2s), json(3));
+  EXPECT_EQ(own_b.call("add", {{"a", 2}, {"b", 2}}, 2s), json(4));
+}
+
+// The session is bound to the kind of daemon meant: the same key and
+// address, but an injectd where a sniffd was meant, is refused by the client
+// before it proves anything.
+TEST(RpcIdentity, ClientRefusesAnotherKindOfDaemonAtTheAddress) {
+  RpcServerOptions o = keyed_options();
+  o.daemon = "injectd";
+  ServerThread s(o);
+  const std::string at = "127.0.0.1:" + std::to_string(s.port());
+  try {
+    RpcClient::connect("127.0.0.1", s.port(), test_key(0x42), 2s, "sniffd");
+    FAIL() << "an injectd served a client that meant a sniffd";
+  } catch (const RpcConnectionError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(
+        msg.find(at + " is \"injectd@" + at + "\", not sniffd@" + at + " as this nabla meant"),
+        std::string::npos)
+        << msg;
+  }
+  RpcClient c = RpcClient::connect("127.0.0.1", s.port(), test_key(0x42), 2s, "injectd");
+  EXPECT_EQ(c.call("add", {{"a", 1}, {"b", 1}}, 2s), json(2));
+}
+
+// A connection meant for node A that lands on node B, which an operator gave
+// the same key: B announces itself, and the client sends nothing.
+TEST(RpcIdentity, ClientRefusesADaemonThatIsNotTheNodeItMeant) {
+  std::vector<std::string> received;
+  {
+    ScriptedServer node_b([&](FileDescriptor& conn, FrameDecoder& decoder) {
+      conn.write_all(encode_frame(
+          challenge_message(kProtocolVersion, nonce_of(5), "rpc@10.0.0.13:7311").dump()));
+      for (std::string f; !(f = ScriptedServer::next_frame(conn, decoder)).empty();) {
+        received.push_back(f);
+      }
+    });
+    const std::string meant = "rpc@127.0.0.1:" + std::to_string(node_b.port());
+    try {
+      RpcClient::connect("127.0.0.1", node_b.port(), test_key(0x42), 2s);
+      FAIL() << "client authenticated to another node";
+    } catch (const RpcConnectionError& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("is \"rpc@10.0.0.13:7311\", not " + meant + " as this nabla meant"),
+                std::string::npos)
+          << msg;
+    }
+  }
+  EXPECT_TRUE(received.empty()) << "the client sent: " << received.front();
+}
+
+// The server side of the same: a client that means another node (its
+// claim, or, when a relay rewrote the claim, its proof) is refused.
+TEST(RpcIdentity, ServerRefusesASessionMeantForAnotherNode) {
+  ServerThread node_b(keyed_options());
+  const std::string b = "rpc@127.0.0.1:" + std::to_string(node_b.port());
+  const std::string a = "rpc@127.0.0.1:1";
+  {
+    RawClient raw(node_b.port());
+    const json answer = raw.answer_challenge(test_key(0x42), a);
+    ASSERT_TRUE(answer.contains("error")) << answer.dump();
+    EXPECT_EQ(answer["error"]["code"], -32001);
+    EXPECT_EQ(answer["error"]["message"],
+              "authentication failed: this is " + b + ", not '" + a +
+                  "' as the client meant: a session is bound to the daemon and node it was "
+                  "meant for (a redirected or relayed connection, or a NAT between client and "
+                  "daemon)");
+    EXPECT_TRUE(raw.closed_within(2000ms));
+  }
+  {
+    // The claim rewritten to B's identity on the path, the proof still A's.
+    RawClient raw(node_b.port());
+    const json answer = raw.answer_challenge(test_key(0x42), b, a);
+    ASSERT_TRUE(answer.contains("error")) << answer.dump();
+    EXPECT_EQ(answer["error"]["code"], -32001);
+    EXPECT_NE(answer["error"]["message"].get<std::string>().find("wrong key"), std::string::npos)
+        << answer.dump();
+    EXPECT_TRUE(raw.closed_within(2000ms));
+  }
+  RawClient honest(node_b.port());
+  EXPECT_TRUE(honest.answer_challenge(test_key(0x42)).contains("result"));
 }
 
 }  // namespace

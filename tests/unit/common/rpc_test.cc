@@ -44,8 +44,10 @@ TEST(Rpc, ChallengeShape) {
   EXPECT_EQ(c["jsonrpc"], "2.0");
   EXPECT_EQ(c["method"], "auth.challenge");
   EXPECT_FALSE(c.contains("id"));
-  EXPECT_EQ(c["params"]["version"], 2);
+  EXPECT_EQ(c["params"]["version"], 3);
   EXPECT_EQ(c["params"]["auth_required"], true);
+  // The kind of server and the address this client reached it at.
+  EXPECT_EQ(c["params"]["identity"], "rpc@127.0.0.1:" + std::to_string(s.port()));
   EXPECT_EQ(c["params"]["nonce"].get<std::string>().size(), 64u);
   RawClient other(s.port());
   EXPECT_NE(other.challenge()["params"]["nonce"], c["params"]["nonce"]);

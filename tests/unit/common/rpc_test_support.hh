@@ -146,25 +146,40 @@ class RawClient {
     if (!c) throw std::runtime_error("no challenge");
     return *c;
   }
-  // Reads the challenge and answers it with `key` (protocol version 2);
+  // Reads the challenge and answers it with `key` (protocol version 3);
   // every later frame is sealed.
   void authenticate(const Key& key) {
+    if (!answer_challenge(key).contains("result")) throw std::runtime_error("auth failed");
+  }
+  // Reads the challenge and answers it with `key`, claiming `identity` (by
+  // default the one the server announced) and proving `proof_identity` (by
+  // default the claimed one; another is what a relay that rewrites the
+  // claim produces); once authenticated, every later frame is sealed.
+  // Returns the server's answer (a result or an error).
+  json answer_challenge(const Key& key, std::optional<std::string> identity = std::nullopt,
+                        std::optional<std::string> proof_identity = std::nullopt) {
     const json c = challenge();
     std::vector<uint8_t> bytes;
     from_hex(c["params"]["nonce"].get<std::string>(), bytes);
     Nonce server_nonce{};
     std::copy(bytes.begin(), bytes.end(), server_nonce.begin());
+    if (!identity) identity = c["params"]["identity"].get<std::string>();
+    if (!proof_identity) proof_identity = identity;
     const Nonce client_nonce = random_nonce();
-    const Mac mac = client_proof(key, server_nonce, client_nonce);
+    const Mac mac = client_proof(key, server_nonce, client_nonce, *proof_identity);
     send_json(make_request(0, "auth.response",
                            {{"version", kProtocolVersion},
                             {"nonce", to_hex(client_nonce.data(), client_nonce.size())},
-                            {"hmac", to_hex(mac.data(), mac.size())}}));
+                            {"hmac", to_hex(mac.data(), mac.size())},
+                            {"identity", *identity},
+                            {"key_id", key_id(key)}}));
     const auto r = read();
-    if (!r || !r->contains("result")) throw std::runtime_error("auth failed");
-    sealer_.emplace(derive_session_key(key, server_nonce, client_nonce),
+    if (!r) throw std::runtime_error("no answer to auth.response");
+    if (!r->contains("result")) return *r;
+    sealer_.emplace(derive_session_key(key, server_nonce, client_nonce, *proof_identity),
                     FrameSealer::Peer::kClient);
     decoder_.expect_sealed();
+    return *r;
   }
 
  private:

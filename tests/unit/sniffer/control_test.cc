@@ -11,7 +11,9 @@
 
 #include <asio/io_context.hpp>
 #include <chrono>
+#include <set>
 #include <sstream>
+#include <string>
 #include <thread>
 
 #include "nabla/common/fd.hh"
@@ -117,6 +119,71 @@ TEST(SnifferControl, FlowsListShowsBothEndsFolded) {
   for (const auto& f : changed) EXPECT_EQ(f["last_seen_ns"], 3'000);
   // Threshold above the link's message count hides it.
   EXPECT_TRUE(ours(flows_list(sniffer, {{"min_messages", 1000}}), link.port).empty());
+}
+
+// A flow's place in an answer: namespace, protocol, both ends and pid.
+std::string identity(const nlohmann::json& f) {
+  return std::to_string(f["netns"]["inode"].get<uint64_t>()) + " " + f["proto"].get<std::string>() +
+         " " + f["local"]["addr"].get<std::string>() + ":" +
+         std::to_string(f["local"]["port"].get<int>()) + " " +
+         f["remote"]["addr"].get<std::string>() + ":" +
+         std::to_string(f["remote"]["port"].get<int>()) + " " +
+         std::to_string(f["local"]["pid"].get<int64_t>());
+}
+
+// Pages: with a page of one flow, the pages of a listing hold exactly the
+// flows of the whole answer, each once, under one cursor; a flow that changes
+// while the pages are read is left to the next listing, never sent twice in
+// one; a token that is not the daemon's is refused naming `after`.
+TEST(SnifferControl, FlowsListInPagesListsEveryFlowOnce) {
+  Link a;
+  Link b;
+  Sniffer sniffer(quiet_options());
+  sniffer.scan(1'000);
+  const nlohmann::json whole = flows_list(sniffer, nlohmann::json::object());
+  ASSERT_EQ(whole["more"], false);
+  std::multiset<std::string> expected;
+  for (const auto& f : whole["flows"]) expected.insert(identity(f));
+  ASSERT_GE(expected.size(), 4u);  // both ends of a and b at least
+
+  std::multiset<std::string> paged;
+  nlohmann::json params = nlohmann::json::object();
+  std::size_t pages = 0;
+  for (;;) {
+    const nlohmann::json page = flows_list(sniffer, params, 1);
+    ++pages;
+    EXPECT_EQ(page["cursor"], whole["cursor"]);
+    EXPECT_EQ(page["flows"].size(), 1u);
+    for (const auto& f : page["flows"]) paged.insert(identity(f));
+    if (!page["more"].get<bool>()) break;
+    params["after"] = page["next"];
+    ASSERT_LE(pages, expected.size());
+  }
+  EXPECT_EQ(pages, expected.size());
+  EXPECT_EQ(paged, expected);
+
+  // The same with a change in the middle: a's flows move to the next listing.
+  std::set<std::string> seen;
+  params = nlohmann::json::object();
+  uint64_t cursor = 0;
+  for (pages = 0;; ++pages) {
+    const nlohmann::json page = flows_list(sniffer, params, 1);
+    cursor = page["cursor"].get<uint64_t>();
+    for (const auto& f : page["flows"]) EXPECT_TRUE(seen.insert(identity(f)).second) << f.dump();
+    if (!page["more"].get<bool>()) break;
+    params["after"] = page["next"];
+    if (pages == 0) {
+      a.client.write_all("more");
+      char buf[4];
+      ASSERT_EQ(::recv(a.server.get(), buf, 4, MSG_WAITALL), 4);
+      sniffer.scan(2'000);
+    }
+  }
+  const auto next_listing = ours(flows_list(sniffer, {{"since", cursor}}), a.port);
+  EXPECT_EQ(next_listing.size(), 2u);
+
+  EXPECT_THROW(flows_list(sniffer, {{"after", "not/a/token"}}), std::invalid_argument);
+  EXPECT_THROW(flows_list(sniffer, {{"after", "1/2/3/"}}), std::invalid_argument);
 }
 
 TEST(SnifferControl, ControlPortsLabelledAndHidden) {

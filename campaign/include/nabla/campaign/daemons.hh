@@ -42,7 +42,9 @@ class RpcDaemons final : public Daemons {
  private:
   struct Entry {
     const CampaignNode* node = nullptr;
-    std::optional<common::Key> key;
+    // Each daemon's key from the campaign's key file or directory, if any.
+    std::optional<common::Key> injectd_key;
+    std::optional<common::Key> sniffd_key;
     std::optional<common::RpcClient> injectd;
     std::optional<common::RpcClient> sniffd;
   };

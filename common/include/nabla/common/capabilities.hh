@@ -28,6 +28,7 @@ RequiredCapability cap_net_raw(std::string needed_for);
 RequiredCapability cap_sys_nice(std::string needed_for);
 RequiredCapability cap_sys_ptrace(std::string needed_for);
 RequiredCapability cap_dac_read_search(std::string needed_for);
+RequiredCapability cap_sys_admin(std::string needed_for);
 
 // The calling thread's effective set as a bit mask (bit n = capability n).
 // Throws std::system_error when capget fails.
@@ -44,6 +45,28 @@ std::string describe_capability(const RequiredCapability& cap);
 // prints before it exits 1.
 std::string missing_capability_message(const std::string& program,
                                        const RequiredCapability& missing);
+
+// Bit n set for each capability n of `caps`.
+uint64_t capability_mask(const std::vector<RequiredCapability>& caps);
+
+// Least privilege for a daemon started outside systemd (by hand, by a test
+// or by the demo): keeps the capabilities of `keep` it holds and gives up
+// every other one for good, as the unit's CapabilityBoundingSet= and
+// NoNewPrivileges=yes would. In order: no_new_privs (nothing it executes
+// gains privileges: iptables runs with at most what is kept); every
+// capability not kept leaves the bounding set (when CAP_SETPCAP allows it,
+// which root has; without it no_new_privs already caps what children get);
+// the ambient set is cleared; permitted and effective become `keep` (of what
+// was permitted), inheritable empty. A process already in that state (a
+// systemd unit put it there) is left as it is, without a single change.
+// Capabilities are per thread, so call it before the process starts a
+// thread; later threads inherit the result. Returns the capabilities kept.
+// Throws std::system_error when a step fails.
+uint64_t drop_capabilities_except(const std::vector<RequiredCapability>& keep);
+
+// "CAP_NET_ADMIN, CAP_NET_RAW": the names of `caps` whose bit is set in
+// `mask`, for the log line after a drop ("none" when there is none).
+std::string describe_kept_capabilities(const std::vector<RequiredCapability>& caps, uint64_t mask);
 
 // Checks `required` against this process's effective set. Empty when all
 // are held, else the message for the first one missing.

@@ -14,11 +14,19 @@
 //      name because loopback addresses are per namespace.
 // Any other listen address without a key is refused.
 //
+// Every node has its own key (docs/security.md): a node keeps it in its
+// system key file, the coordinator keeps every node's in its key directory,
+// /etc/nabla/keys/HOST.key, HOST being the host of the daemon's control
+// address as the client connects to it (10.0.0.12, fd00::2: the CLI and
+// campaigns resolve a name to its address first).
+//
 // A client (the nabla CLI) authenticates with, in order: --key-file,
-// $NABLA_KEY_FILE, the daemon's run file when the host is a loopback
-// address or "localhost", and the system key file. So root and members of
-// group nabla get through; anyone else is refused by file permissions with
-// one line naming the file, before any connection is made.
+// $NABLA_KEY_FILE (either may name a key directory instead of a file: then
+// its HOST.key), the daemon's run file when the host is a loopback address
+// or "localhost", the key directory's HOST.key, and the system key file. So
+// root and members of group nabla get through; anyone else is refused by
+// file permissions with one line naming the file, before any connection is
+// made.
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -37,6 +45,7 @@ inline constexpr const char* kSniffdKeyName = "sniffd";
 // Paths and group as inputs, so the policy is testable without root.
 struct KeyLocations {
   std::string system_key = "/etc/nabla/key";
+  std::string key_dir = "/etc/nabla/keys";  // a coordinator's: one HOST.key per node
   std::string run_dir = "/run/nabla";
   std::string group = kKeyGroup;
   std::optional<std::string> env_key_file;  // $NABLA_KEY_FILE; clients only
@@ -48,6 +57,16 @@ struct KeyLocations {
 // Makes RUN_DIR (mode 0750, of `group` when it exists) unless it exists;
 // an existing directory this process does not own is left as it is.
 void prepare_run_dir(const std::string& dir, const std::string& group);
+
+// The key file of the node `host` when `path` is a key directory
+// (PATH/HOST.key), else `path` itself. Throws std::invalid_argument for a
+// host that cannot be a file name (empty, "/" in it, starting with '.').
+std::string node_key_path(const std::string& path, const std::string& host);
+
+// The first key of node_key_path(path, host): for a directory, an error
+// naming the node and the file it looked for when that file is missing.
+Key load_node_key(const std::string& path, const std::string& host,
+                  std::string_view key_group = kKeyGroup);
 
 // RUN_DIR/<daemon>-<port>-net<inode of this thread's network namespace>.key
 std::string run_key_path(const KeyLocations& at, std::string_view daemon, uint16_t port);
@@ -93,7 +112,8 @@ class KeyUnavailableError : public std::runtime_error {
 };
 
 // The key a client uses for `daemon` at host:port (see above). A given
-// key_file or $NABLA_KEY_FILE must load (its errors are thrown as they are);
+// key_file or $NABLA_KEY_FILE (a file, or a directory holding HOST.key) must
+// load (its errors are thrown as they are);
 // the default files are skipped when missing. Throws KeyUnavailableError
 // when none is readable.
 Key client_key(const std::optional<std::string>& key_file, std::string_view daemon,

@@ -8,16 +8,24 @@
 // authenticated handshake every frame is sealed (rpc_session.hh): sequence
 // number and MAC around the payload, checked by RpcServer and RpcClient.
 //
-// ## Handshake (always, first thing after connect; protocol version 2)
+// ## Handshake (always, first thing after connect; protocol version 3)
 // 1. server -> client, a notification:
 //      {"jsonrpc":"2.0","method":"auth.challenge",
-//       "params":{"version":2,"nonce":"<64 hex digits>","auth_required":true}}
-//    nonce = 32 bytes from RAND_bytes, fresh per connection.
+//       "params":{"version":3,"nonce":"<64 hex digits>","auth_required":true,
+//                 "identity":"injectd@10.0.0.12:7311"}}
+//    nonce = 32 bytes from RAND_bytes, fresh per connection; identity = the
+//    server's kind (RpcServerOptions::daemon) and its address on this
+//    connection (rpc_session.hh). A client that meant another kind or
+//    address refuses it before sending anything.
 // 2. client -> server (only when auth_required is true):
 //      {"jsonrpc":"2.0","id":0,"method":"auth.response",
-//       "params":{"version":2,"nonce":"<64 hex>","hmac":"<64 hex>"}}
+//       "params":{"version":3,"nonce":"<64 hex>","hmac":"<64 hex>",
+//                 "identity":"injectd@10.0.0.12:7311","key_id":"<16 hex>"}}
 //    nonce = the client's own 32 random bytes; hmac = the client proof of
-//    rpc_session.hh over both nonces.
+//    rpc_session.hh over both nonces and the identity the client meant;
+//    key_id = the public name of the key it used (rpc_auth.hh), so that a
+//    refusal can say whose key it was. A server refuses an identity that is
+//    not its own, naming both, and a key it does not hold, naming its id.
 // 3. server -> client:
 //      {"jsonrpc":"2.0","id":0,"result":{"authenticated":true,"proof":"<64 hex>"}}
 //    proof = the server proof of rpc_session.hh (the server knows the key
@@ -86,6 +94,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "nabla/common/json_rpc.hh"
@@ -94,13 +103,20 @@
 
 namespace nabla::common {
 
-inline constexpr int kProtocolVersion = 2;
+inline constexpr int kProtocolVersion = 3;
+// The kind of an RpcServer that is no daemon (in-process tests), in session
+// identities.
+inline constexpr const char* kAnyDaemon = "rpc";
 inline constexpr uint16_t kInjectdPort = 7311;
 inline constexpr uint16_t kSniffdPort = 7312;
 
 struct RpcServerOptions {
   std::string listen_address = "127.0.0.1";  // IPv4 or IPv6 literal
-  uint16_t port = 0;                         // 0: pick a free port (see port())
+  // The server's kind in session identities: "injectd", "sniffd"
+  // (local_keys.hh), kAnyDaemon for other servers. A client must name the
+  // same kind to authenticate.
+  std::string daemon = kAnyDaemon;
+  uint16_t port = 0;  // 0: pick a free port (see port())
   // Any of these keys authenticates a client. Required (here or through
   // key_file) unless listen_address is loopback.
   std::vector<Key> keys;
@@ -210,13 +226,16 @@ class RpcClient {
   // naming host:port (also for a server of another protocol version, or one
   // whose proof or frames do not verify), or RpcError (e.g. -32001) when the
   // server rejects the key.
+  // `daemon` is the kind of server meant ("injectd", "sniffd"): the session
+  // is bound to it and to the address connected to, and a server that is
+  // another kind or sees itself at another address is refused, naming both.
   static RpcClient connect(const std::string& host, uint16_t port, std::optional<Key> key,
-                           std::chrono::milliseconds timeout);
+                           std::chrono::milliseconds timeout, std::string_view daemon = kAnyDaemon);
   // The same, asking `key_source` for the key only when the server requires
   // one (what it throws is passed on, e.g. KeyUnavailableError).
   using KeySource = std::function<Key()>;
   static RpcClient connect(const std::string& host, uint16_t port, const KeySource& key_source,
-                           std::chrono::milliseconds timeout);
+                           std::chrono::milliseconds timeout, std::string_view daemon = kAnyDaemon);
 
   RpcClient(RpcClient&&) noexcept;
   RpcClient& operator=(RpcClient&&) noexcept;

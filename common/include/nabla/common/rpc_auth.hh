@@ -51,6 +51,11 @@ class Key {
 // (open/fstat/read failures).
 // `key_group` is the group allowed to read the file (kKeyGroup but in tests).
 std::vector<Key> load_keys(const std::string& path, std::string_view key_group = kKeyGroup);
+// The keys in the text of a key file, in order, as load_keys reads them
+// after its permission checks (`path` only names the file in errors).
+// Throws std::runtime_error naming the line of a bad key, or saying the
+// text holds none. No I/O, so it is fuzzed (tests/fuzz/fuzz_key_file.cc).
+std::vector<Key> parse_key_text(const std::string& path, std::string_view text);
 // The first key of a key file: the one a client authenticates with.
 Key load_key_file(const std::string& path, std::string_view key_group = kKeyGroup);
 // The id of the group named `name`, if it exists.

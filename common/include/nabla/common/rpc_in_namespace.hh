@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "nabla/common/netns.hh"
 #include "nabla/common/rpc.hh"
@@ -15,14 +16,15 @@
 
 namespace nabla::common {
 
-// Connects to host:port from inside `ns` (authenticating with the key
+// Connects to the `daemon` ("injectd", "sniffd": RpcClient::connect) at
+// host:port from inside `ns` (authenticating with the key
 // `key_source` gives when the daemon requires one; it is called inside the
 // namespace, so a daemon's run key file is looked up there), calls `method`
 // and returns its result. Throws what RpcClient throws, or
 // std::system_error when the namespace cannot be entered.
 nlohmann::json call_in_namespace(const NetNamespace& ns, const std::string& host, uint16_t port,
-                                 const RpcClient::KeySource& key_source, const std::string& method,
-                                 const nlohmann::json& params,
+                                 std::string_view daemon, const RpcClient::KeySource& key_source,
+                                 const std::string& method, const nlohmann::json& params,
                                  std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
 }  // namespace nabla::common

@@ -3,10 +3,18 @@
 // handshake in rpc.hh. Pure code over OpenSSL, no I/O, so it can be fuzzed;
 // RpcServer and RpcClient use it, daemons and CLIs never see it.
 //
-// Both ends hold the shared key K and the two nonces of the handshake:
-//   client proof   = HMAC-SHA256(K, server_nonce || client_nonce)
-//   session key S  = HMAC-SHA256(K, "nabla-session" || server_nonce || client_nonce)
+// Both ends hold the key K, the two nonces of the handshake and the
+// session's identity I: the daemon's kind and the control address the
+// client reached, "injectd@10.0.0.12:7311" (session_identity below). The
+// server takes the address from its side of the connection, the client
+// from its own, so each computes I without trusting the other:
+//   client proof   = HMAC-SHA256(K, server_nonce || client_nonce || I)
+//   session key S  = HMAC-SHA256(K, "nabla-session" || server_nonce || client_nonce || I)
 //   server proof   = HMAC-SHA256(S, "nabla-server")
+// A connection meant for one daemon or node and delivered to another (a
+// redirect, a relay, an operator who gave two nodes one key) yields two
+// different I: the proofs fail, and no frame of one session opens on the
+// other.
 // Every later frame, in both directions, is sealed:
 //   header (payload length) | seq (8 bytes, big-endian) | payload | MAC (32 bytes)
 //   MAC = HMAC-SHA256(S, direction || seq || payload)
@@ -21,6 +29,7 @@
 #include <string>
 #include <string_view>
 
+#include "nabla/common/ip_address.hh"
 #include "nabla/common/rpc_auth.hh"
 #include "nabla/common/rpc_frame.hh"
 
@@ -29,8 +38,15 @@ namespace nabla::common {
 using Nonce = std::array<uint8_t, kNonceBytes>;
 using Mac = std::array<uint8_t, kHmacBytes>;
 
-Mac client_proof(const Key& key, const Nonce& server_nonce, const Nonce& client_nonce);
-Key derive_session_key(const Key& key, const Nonce& server_nonce, const Nonce& client_nonce);
+// "KIND@ADDR:PORT", "KIND@[ADDR]:PORT" for IPv6: the identity a session is
+// bound to. An IPv4-mapped IPv6 address is written as IPv4 (a dual-stack
+// listener sees IPv4 clients so), so both ends write the same text.
+std::string session_identity(std::string_view daemon, const Endpoint& control_address);
+
+Mac client_proof(const Key& key, const Nonce& server_nonce, const Nonce& client_nonce,
+                 std::string_view identity);
+Key derive_session_key(const Key& key, const Nonce& server_nonce, const Nonce& client_nonce,
+                       std::string_view identity);
 Mac server_proof(const Key& session_key);
 
 // One end of a sealed connection: seals what it sends, opens what it gets.

@@ -28,6 +28,10 @@ struct DaemonOptions {
   // The network namespace to inject in (NAME, /path or pid:N); nullopt: the
   // one it was started in. The control socket stays where it was started.
   std::optional<std::string> netns;
+  // Give up every capability but kept_capabilities() once the control
+  // socket is bound and the namespace entered (nabla-injectd always does;
+  // off for in-process use).
+  bool drop_capabilities = false;
 };
 
 // The capabilities the daemon needs with these options: CAP_NET_ADMIN for
@@ -39,6 +43,11 @@ std::vector<common::RequiredCapability> required_capabilities(const DaemonOption
 // for the duplicate fault (inject.start refuses duplicate without it). The
 // unit grants them; --check lists the missing ones as notes.
 std::vector<common::RequiredCapability> optional_capabilities();
+
+// The capabilities a running daemon keeps: the required and the optional
+// ones, which is the unit's CapabilityBoundingSet (plus CAP_SYS_NICE with
+// --rt-priority). Everything else is dropped right after start-up.
+std::vector<common::RequiredCapability> kept_capabilities(const DaemonOptions& options);
 
 // What --check found missing, in plain words (empty: all good).
 std::vector<std::string> check_environment(uint16_t queue_num);

@@ -3,6 +3,7 @@
 // flows.list and daemon.info. Their params and results are the messages of
 // nabla/common/protocol/sniffd.hh, which every client reads with the same
 // struct; this file only fills them from the sniffer's state.
+#include <cstddef>
 #include <nlohmann/json.hpp>
 
 #include "nabla/common/protocol/sniffd.hh"
@@ -13,8 +14,17 @@ namespace nabla::sniffer {
 
 common::protocol::Flow flow_message(const ReportedFlow& flow);
 nlohmann::json flow_to_json(const ReportedFlow& flow);
-// Validate params (throw std::invalid_argument naming the field) and answer.
-nlohmann::json flows_list(const Sniffer& sniffer, const nlohmann::json& params);
+// A flows.list answer holds flows up to about this many bytes of JSON, far
+// below the 1 MiB frame limit; a busy node answers in pages.
+inline constexpr std::size_t kFlowsPageBytes = 512 * 1024;
+// Validate params (throw std::invalid_argument naming the field) and answer
+// one page of at most `page_bytes` of flows (at least one flow). Pages are
+// ordered by each flow's last change, then namespace and identity; the page
+// token in `next` names the last flow sent and the listing's cursor, so a
+// flow that changes while the pages are read is left to the next listing,
+// never skipped or sent twice within one.
+nlohmann::json flows_list(const Sniffer& sniffer, const nlohmann::json& params,
+                          std::size_t page_bytes = kFlowsPageBytes);
 // `node`: what the daemon found of its node at start (node_facts()).
 nlohmann::json daemon_info(const Sniffer& sniffer, const common::protocol::NodeFacts& node = {},
                            const common::protocol::ControlCounters& control = {});

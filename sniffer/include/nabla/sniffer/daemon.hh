@@ -35,12 +35,22 @@ struct DaemonOptions {
   // Where the one-per-namespace lock lives (common/instance_lock.hh); taken
   // when running as root, the only case with kernel state to protect.
   std::string run_dir = "/run/nabla";
+  // Give up every capability but kept_capabilities() once the control
+  // socket is bound and the sources are open (nabla-sniffd always does;
+  // off for in-process use).
+  bool drop_capabilities = false;
 };
 
 // The capabilities the daemon needs with these options: CAP_SYS_PTRACE and
 // CAP_DAC_READ_SEARCH to read other users' /proc/PID/fd (a socket's owner),
 // CAP_NET_ADMIN for conntrack events and the chain that keeps them live.
 std::vector<common::RequiredCapability> required_capabilities(const SnifferOptions& options);
+
+// The capabilities a running daemon keeps: the required ones, plus
+// CAP_SYS_ADMIN when it scans other network namespaces (setns on every
+// scan) -- the unit's CapabilityBoundingSet for its options. Everything else
+// is dropped right after start-up.
+std::vector<common::RequiredCapability> kept_capabilities(const SnifferOptions& options);
 
 // Runs until a signal or max_scans. Setup errors throw (system_error,
 // invalid_argument). `out` receives the print-mode output and the ready

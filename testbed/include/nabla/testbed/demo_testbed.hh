@@ -1,7 +1,9 @@
 #pragma once
 // The live half of `nabla demo`: the namespace testbed with the demo service
 // running in it (demo_service.hh), nabla-injectd and nabla-sniffd on every
-// host with a freshly generated key, and the campaign file that points
+// host with a freshly generated key of its own (as on a cluster, each node
+// holds its key and the coordinator a key directory of all of them,
+// common/local_keys.hh), and the campaign file that points
 // `nabla run` at all of it. Shared with the demo's acceptance tests, which
 // drive the same testbed in other ways (kill -9 mid-campaign, constant delay
 // versus `nabla predict`).
@@ -9,8 +11,8 @@
 // Cleanup is RAII, in reverse order of construction: the Testbed kills every
 // process it started (daemons remove their iptables rules on SIGTERM; their
 // namespaces vanish anyway) and deletes the namespaces; then the private
-// work directory (mode 0700, holding the 0600 key, the campaign file and the
-// logs unless --keep-logs) is removed.
+// work directory (mode 0700, holding the key directory of 0600 keys, the
+// campaign file and the logs unless --keep-logs) is removed.
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -77,8 +79,12 @@ class DemoTestbed {
   const std::string& address(const std::string& host) const { return addresses_.at(host); }
   const std::map<std::string, std::string>& addresses() const { return addresses_; }
   const std::string& work_dir() const { return dir_.path(); }
+  // The key directory: ADDRESS.key for every host, what the campaign's
+  // key_file and `nabla inject --key-file` take.
   const std::string& key_file() const { return key_file_; }
   const std::string& log_dir() const { return log_dir_; }
+  // The key of the host at `address`: KEY_DIR/ADDRESS.key.
+  std::string host_key_file(const std::string& address) const;
   // "ADDR:7311" of a host's nabla-injectd.
   std::string injectd(const std::string& host) const;
   // http://ADDR:PORT of the entry tier.

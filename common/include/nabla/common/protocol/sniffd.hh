@@ -2,6 +2,7 @@
 // The messages of nabla-sniffd's control methods, used by the daemon in
 // sniffer/ and by every client (nabla discover, campaigns); the conventions
 // are those of protocol/injectd.hh. Fields are documented in docs/protocol.md.
+#include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -14,12 +15,17 @@
 namespace nabla::common::protocol {
 
 inline constexpr uint64_t kMaxMinMessages = 1'000'000'000;
+// A flows.list page token is the daemon's own text, at most this long.
+inline constexpr std::size_t kMaxPageTokenBytes = 1024;
 
 struct FlowsListParams {
   static constexpr const char* kMethod = "flows.list";
   uint64_t since = 0;                    // cursor: only flows changed after it
   std::optional<uint64_t> min_messages;  // absent: the daemon's --min-messages
   bool include_control = false;          // also nabla's own control connections
+  // The page after this token (FlowsListResult::next of the previous answer
+  // to the same since, min_messages and include_control); absent: the first.
+  std::optional<std::string> after = std::nullopt;
   bool operator==(const FlowsListParams&) const = default;
 
   nlohmann::json to_json() const;
@@ -96,14 +102,23 @@ struct Flow {
   static Flow from_json(const nlohmann::json& flow, const std::string& path = "");
 };
 
+// One page of flows.list: an answer stays far below the frame limit, so a
+// busy node answers in pages. While `more`, ask again with after = `next`;
+// `cursor` (the same on every page of one listing) is the `since` of the
+// listing after the last page.
 struct FlowsListResult {
   uint64_t cursor = 0;  // pass back as `since`
   std::vector<Flow> flows;
+  bool more = false;      // another page follows: ask with after = next
+  std::string next = {};  // the page token, when more
   bool operator==(const FlowsListResult&) const = default;
 
   nlohmann::json to_json() const;
   static FlowsListResult from_json(const nlohmann::json& result);
 };
+
+// The params of the page after `page`, an answer to `first` with `more` set.
+FlowsListParams next_flows_page(const FlowsListParams& first, const FlowsListResult& page);
 
 // daemon.info of nabla-sniffd.
 struct SnifferInfo {
