@@ -126,6 +126,13 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(c.not_found),
         static_cast<unsigned long long>(c.downstream_failures),
         static_cast<unsigned long long>(c.async_dropped));
+    for (const auto& [name, address] : cfg.tiers) {
+      const auto d = server.downstream_counters(name);
+      std::printf("nabla-tier: downstream %s: %llu ok, %llu failed, %llu connections opened\n",
+                  name.c_str(), static_cast<unsigned long long>(d.requests_ok),
+                  static_cast<unsigned long long>(d.requests_failed),
+                  static_cast<unsigned long long>(d.connects));
+    }
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "nabla-tier: %s\n", e.what());

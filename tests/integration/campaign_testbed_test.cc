@@ -80,10 +80,13 @@ TEST(CampaignTestbed, MeasuresChainGradientsAndStopsCleanlyOnSigint) {
   const std::string tier = NABLA_TIER_PATH;
   // Sleeping service times keep the two shared cores free for the load
   // generator and the injectors (spinning tiers make the noise the test).
-  tb.start("app", {tier, "--listen", app + ":9002", "--workers", "4", "--url",
+  // Workers to spare: on a machine whose CPUs are taken by others every
+  // 200 us sleep stretches to milliseconds, and a tier short of workers then
+  // queues /b behind /a's delayed calls, a real gradient the truth lacks.
+  tb.start("app", {tier, "--listen", app + ":9002", "--workers", "32", "--url",
                    "* service=fixed:200us mode=sleep"});
   tb.start("web",
-           {tier, "--listen", web + ":9001", "--workers", "16", "--tier", "app=" + app + ":9002",
+           {tier, "--listen", web + ":9001", "--workers", "128", "--tier", "app=" + app + ":9002",
             "--url", "/a service=fixed:200us mode=sleep call=app:serial:2", "--url",
             "/b service=fixed:200us mode=sleep"});
   nabla::testing::connect_in(tb.host("web").ns, app, 9002);
