@@ -260,14 +260,21 @@ ActiveAttempt active_attempt(CampaignRun& run, const CampaignLink& l, double amp
   return out;
 }
 
+// Type t's gradient in each attempt.
+std::vector<TypeGradient> type_phases(const std::vector<ActiveAttempt>& attempts, std::size_t t) {
+  std::vector<TypeGradient> phases;
+  phases.reserve(attempts.size());
+  for (const ActiveAttempt& a : attempts) phases.push_back(a.gradients[t]);
+  return phases;
+}
+
 // The widest CI half-width of the attempts combined, over the types, as a
 // fraction of max(|gradient|, 1); and that type.
 std::pair<double, std::string> widest_relative_half_width(
     const std::vector<ActiveAttempt>& attempts, std::size_t types) {
   std::pair<double, std::string> widest{0.0, ""};
   for (std::size_t t = 0; t < types; ++t) {
-    std::vector<TypeGradient> phases;
-    for (const ActiveAttempt& a : attempts) phases.push_back(a.gradients[t]);
+    const std::vector<TypeGradient> phases = type_phases(attempts, t);
     const analysis::GradientEstimate e = combine_type_gradients(phases).estimate;
     const double relative =
         (e.ci_high - e.ci_low) / 2 / std::max(std::abs(e.value), 1.0);
@@ -320,8 +327,7 @@ std::vector<ActiveAttempt> active_phases(CampaignRun& run, const CampaignLink& l
 // phase's own estimate in the log when there was more than one.
 TypeGradient combine_attempts(CampaignRun& run, const CampaignLink& l,
                               const std::vector<ActiveAttempt>& attempts, std::size_t t) {
-  std::vector<TypeGradient> phases;
-  for (const ActiveAttempt& a : attempts) phases.push_back(a.gradients[t]);
+  const std::vector<TypeGradient> phases = type_phases(attempts, t);
   const TypeGradient tg = combine_type_gradients(phases);
   if (attempts.size() == 1) return tg;
   // Each phase's own estimate next to the combination, so a user can see

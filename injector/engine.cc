@@ -89,7 +89,8 @@ uint64_t DelayEngine::add(std::unique_ptr<NfQueue> queue,
   const int fd = queue->fd();
   Slot slot;
   slot.queue_maxlen = queue->config().queue_maxlen;
-  slot.spin = pipeline->config().release == Release::kSpin;
+  const bool spin = pipeline->config().release == Release::kSpin;
+  slot.spin = spin;
   slot.queue = std::move(queue);
   slot.pipeline = std::move(pipeline);
   slots_.emplace(id, std::move(slot));
@@ -101,7 +102,7 @@ uint64_t DelayEngine::add(std::unique_ptr<NfQueue> queue,
     slots_.erase(id);
     throw std::system_error(err, std::system_category(), "epoll_ctl(nfqueue)");
   }
-  if (slots_.at(id).spin) ++spinning_slots_;
+  if (spin) ++spinning_slots_;
   return id;
 }
 
