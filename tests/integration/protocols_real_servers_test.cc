@@ -30,51 +30,23 @@
 #include "loopback.hh"
 #include "nabla/common/netns.hh"
 #include "nabla_test_support.hh"
+#include "scratch_dir.hh"
 
 namespace nabla::testing {
 namespace {
 
 namespace fs = std::filesystem;
 using common::ChildProcess;
+using nabla::testing::loopback_accepts;
+using nabla::testing::ScratchDir;
 using nlohmann::json;
 
 constexpr int64_t kServiceNs = 5'000'000;  // what both servers wait before answering
 constexpr const char* kSystemPython = "/usr/bin/python3";  // where python3-grpcio lives
 
-// A fresh directory under the temp dir, removed with its files at the end.
-class ScratchDir {
- public:
-  explicit ScratchDir(const std::string& name)
-      : path_(fs::temp_directory_path() / (name + "-" + std::to_string(::getpid()))) {
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
-
 std::string read_text(const std::string& path) {
   std::ifstream in(path);
   return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-bool accepts(uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(port);
-  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  ::close(fd);
-  return ok;
 }
 
 // A server process started on free loopback ports (again on others if one
@@ -91,7 +63,7 @@ class Server {
       child_ = std::make_unique<ChildProcess>(argv(ports_), nullptr, log_);
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
       while (!up_ && child_->running() && std::chrono::steady_clock::now() < deadline) {
-        up_ = std::all_of(ports_.begin(), ports_.end(), accepts);
+        up_ = std::all_of(ports_.begin(), ports_.end(), loopback_accepts);
         if (!up_) std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }
     }

@@ -29,12 +29,14 @@
 #include "loopback.hh"
 #include "nabla/common/netns.hh"
 #include "nabla_test_support.hh"
+#include "scratch_dir.hh"
 
 namespace nabla::testing {
 namespace {
 
 namespace fs = std::filesystem;
 using common::ChildProcess;
+using nabla::testing::ScratchDir;
 using nlohmann::json;
 
 // ---------------------------------------------------------------- sockets
@@ -451,25 +453,6 @@ TEST(RealServers, RedisOomIsAServerErrorNotASample) {
   expect_same_counts(j, redis_seen(server->port()));
   expect_sets_refused(j);
 }
-
-// A fresh directory under the temp dir, removed with its files at the end.
-class ScratchDir {
- public:
-  explicit ScratchDir(const std::string& name)
-      : path_(fs::temp_directory_path() / (name + "-" + std::to_string(::getpid()))) {
-    fs::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
 
 // Requests the server has seen so far.
 using SeenSoFar = std::function<uint64_t()>;

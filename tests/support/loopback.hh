@@ -25,4 +25,16 @@ inline uint16_t free_loopback_port() {
   return port;
 }
 
+// Whether something accepts TCP connections on 127.0.0.1:port now.
+inline bool loopback_accepts(uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
+}
+
 }  // namespace nabla::testing

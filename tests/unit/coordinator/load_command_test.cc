@@ -36,6 +36,7 @@ using nabla::testing::free_loopback_port;
 namespace {
 
 namespace fs = std::filesystem;
+using nabla::testing::loopback_accepts;
 using nabla::testing::TierProcess;
 using nlohmann::json;
 
@@ -547,17 +548,6 @@ TEST(LoadEcho, SweepReportsAndStoresEveryPoint) {
   fs::remove_all(dir);
 }
 
-bool accepts(uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(port);
-  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  ::close(fd);
-  return ok;
-}
-
 // sockperf://: nabla load speaks sockperf's ping-pong frames to a real
 // `sockperf server` (installed by scripts/install-deps.sh), every request
 // answered and matched by its sequence number.
@@ -570,11 +560,11 @@ TEST(LoadSockperf, ARealSockperfServerAnswersEveryRequest) {
       {"sockperf", "server", "--tcp", "-i", "127.0.0.1", "-p", std::to_string(port)}, nullptr,
       log.string());
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (!accepts(port) && std::chrono::steady_clock::now() < deadline) {
+  while (!loopback_accepts(port) && std::chrono::steady_clock::now() < deadline) {
     ASSERT_TRUE(server.running()) << "sockperf server exited (scripts/install-deps.sh installs it)";
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  ASSERT_TRUE(accepts(port)) << "sockperf server is not listening on port " << port;
+  ASSERT_TRUE(loopback_accepts(port)) << "sockperf server is not listening on port " << port;
   LoadOptions o;
   o.target = "sockperf://127.0.0.1:" + std::to_string(port);
   o.rate = "500";
