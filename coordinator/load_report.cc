@@ -8,6 +8,7 @@
 
 #include "memlat_rows.hh"
 #include "nabla/common/clock.hh"
+#include "nabla/common/units.hh"
 #include "nabla/coordinator/load_command.hh"
 #include "nabla/coordinator/text_table.hh"
 #include "nabla/loadgen/timestamping.hh"
@@ -129,7 +130,7 @@ json round_json(const loadgen::RoundRecord& r) {
 }
 
 std::string ns_text(const json& v) {
-  return v.is_number() ? loadgen::format_latency_ns(v.get<double>()) : "-";
+  return v.is_number() ? common::format_latency_ns(v.get<double>()) : "-";
 }
 
 std::string ci_text(const json& p) {
@@ -237,11 +238,11 @@ void print_load_point(std::ostream& out, const json& p) {
       << p["late_sends"] << " (" << format_number(100.0 * p["late_sends"].get<double>() / sent, 2)
       << "%)";
   if (const auto& timer = p["lateness_ns"]["timer"]; !timer.is_null()) {
-    out << " [client timer lateness p99 " << loadgen::format_latency_ns(timer["p99"].get<double>())
-        << ", max " << loadgen::format_latency_ns(timer["max"].get<double>()) << "]";
+    out << " [client timer lateness p99 " << common::format_latency_ns(timer["p99"].get<double>())
+        << ", max " << common::format_latency_ns(timer["max"].get<double>()) << "]";
   }
   if (const auto& wait = p["lateness_ns"]["slot_wait"]; !wait.is_null()) {
-    out << "; slot waits p99 " << loadgen::format_latency_ns(wait["p99"].get<double>())
+    out << "; slot waits p99 " << common::format_latency_ns(wait["p99"].get<double>())
         << " (the service's, counted in its latency)";
   }
   out << ", errors "
@@ -260,21 +261,21 @@ void print_load_point(std::ostream& out, const json& p) {
       setup != p.end() && (*setup)["tls_handshakes"].get<std::uint64_t>() > 0) {
     const json& h = (*setup)["tls_handshake_ns"];
     out << "  TLS handshakes " << (*setup)["tls_handshakes"] << " (" << (*setup)["tls_resumed"]
-        << " resumed), p50 " << loadgen::format_latency_ns(h["p50"].get<double>()) << ", max "
-        << loadgen::format_latency_ns(h["max"].get<double>())
+        << " resumed), p50 " << common::format_latency_ns(h["p50"].get<double>()) << ", max "
+        << common::format_latency_ns(h["max"].get<double>())
         << " (each before any request on its connection)\n";
   }
   out << "  timestamps " << p["timestamp_source"].get<std::string>() << " ("
       << p["timestamp_note"].get<std::string>() << ")\n";
   if (const auto& t = p["send_timer"]; !t.is_null()) {
     out << "  send timer " << t["mode"].get<std::string>() << ": lead "
-        << loadgen::format_latency_ns(t["lead_ns"].get<double>()) << " (wake-up lateness p50 "
-        << loadgen::format_latency_ns(t["wakeup_lateness_ns"]["p50"].get<double>()) << ", p99 "
-        << loadgen::format_latency_ns(t["wakeup_lateness_ns"]["p99"].get<double>()) << "), polling "
+        << common::format_latency_ns(t["lead_ns"].get<double>()) << " (wake-up lateness p50 "
+        << common::format_latency_ns(t["wakeup_lateness_ns"]["p50"].get<double>()) << ", p99 "
+        << common::format_latency_ns(t["wakeup_lateness_ns"]["p99"].get<double>()) << "), polling "
         << format_number(100.0 * t["polled_fraction"].get<double>(), 3)
         << "% of the load threads' time";
     if (const double slice = t.value("slice_ns", 0.0); slice > 0) {
-      out << "; scheduler slice " << loadgen::format_latency_ns(slice)
+      out << "; scheduler slice " << common::format_latency_ns(slice)
           << (t.value("slice_granted", false)
                   ? std::string(" (granted)")
                   : " (not granted: " + t.value("slice_note", std::string("?")) + ")");

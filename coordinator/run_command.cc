@@ -79,16 +79,6 @@ class SignalWatcher {
   std::thread thread_;
 };
 
-std::string duration_text(double ns) {
-  if (!std::isfinite(ns)) return "-";
-  const double a = std::abs(ns);
-  const char* sign = ns < 0 ? "-" : "";
-  if (a >= 1e9) return sign + format_number(a / 1e9, 3) + "s";
-  if (a >= 1e6) return sign + format_number(a / 1e6, 3) + "ms";
-  if (a >= 1e3) return sign + format_number(a / 1e3, 3) + "us";
-  return sign + format_number(a, 3) + "ns";
-}
-
 // The campaign's gradient rows folded per type (campaign/operating_point.hh).
 std::vector<campaign::OperatingPointShift> operating_point_shifts_of(const CampaignOutcome& o) {
   std::vector<campaign::PhaseShift> rows;
@@ -277,10 +267,10 @@ void print_outcome_table(std::ostream& out, const CampaignSpec& spec, const Camp
                                    number_or_null(g.estimate.value, 3),
                                    "[" + number_or_null(g.estimate.ci_low, 3) + ", " +
                                        number_or_null(g.estimate.ci_high, 3) + "]",
-                                   duration_text(g.actual_amplitude_ns),
+                                   common::format_latency_ns(g.actual_amplitude_ns),
                                    number_or_null(g.estimate.snr, 3)};
       if (any_truth) row.push_back(g.truth ? format_number(*g.truth, 3) : "-");
-      row.push_back(duration_text(g.perturbation_ns));
+      row.push_back(common::format_latency_ns(g.perturbation_ns));
       row.push_back(number_or_null(g.throughput_change * 100, 3) + "%");
       row.push_back(campaign::messages_cell(g.estimate.value, g.estimate.ci_low, g.estimate.ci_high,
                                             g.messages));
@@ -304,9 +294,9 @@ void print_outcome_table(std::ostream& out, const CampaignSpec& spec, const Camp
   for (const campaign::ExperimentOutcome& e : o.experiments) {
     out << "experiment " << e.name << ": " << campaign::to_string(e.verdict)
         << ", mean response time " << (e.observed_change_ns >= 0 ? "+" : "")
-        << duration_text(e.observed_change_ns);
+        << common::format_latency_ns(e.observed_change_ns);
     if (e.predicted_change_ns)
-      out << " (gradients predict " << duration_text(*e.predicted_change_ns) << ")";
+      out << " (gradients predict " << common::format_latency_ns(*e.predicted_change_ns) << ")";
     out << '\n';
   }
   if (!o.experiments.empty()) out << "per window and term: nabla runs show " << o.run_id << '\n';
