@@ -8,6 +8,7 @@
 
 #include "memlat_rows.hh"
 #include "nabla/common/clock.hh"
+#include "nabla/common/json_null.hh"
 #include "nabla/common/units.hh"
 #include "nabla/coordinator/load_command.hh"
 #include "nabla/coordinator/text_table.hh"
@@ -24,8 +25,11 @@ using loadgen::ControllerResult;
 using loadgen::TailPercentile;
 using nlohmann::json;
 
-json opt(const std::optional<double>& v) {
-  return v ? json(std::llround(*v)) : json(nullptr);
+using common::or_null;
+
+// Whole nanoseconds, or null.
+json rounded_ns(const std::optional<double>& v) {
+  return or_null(v ? std::optional<long long>(std::llround(*v)) : std::nullopt);
 }
 
 json percentile_json(const std::vector<TailPercentile>& ps) {
@@ -33,8 +37,8 @@ json percentile_json(const std::vector<TailPercentile>& ps) {
   for (const auto& p : ps) {
     a.push_back({{"p", p.p},
                  {"value_ns", std::llround(p.value_ns)},
-                 {"ci_low_ns", opt(p.ci_low_ns)},
-                 {"ci_high_ns", opt(p.ci_high_ns)}});
+                 {"ci_low_ns", rounded_ns(p.ci_low_ns)},
+                 {"ci_high_ns", rounded_ns(p.ci_high_ns)}});
   }
   return a;
 }
@@ -94,10 +98,6 @@ json send_timer_json(const loadgen::SendTimer& t) {
           {"polled_fraction", t.polled_fraction()}};
 }
 
-json number_or_null(double v) {
-  return std::isfinite(v) ? json(v) : json(nullptr);
-}
-
 json round_json(const loadgen::RoundRecord& r) {
   const auto& c = r.check;
   return {{"index", r.index},
@@ -115,7 +115,7 @@ json round_json(const loadgen::RoundRecord& r) {
           {"anderson_darling",
            {{"applied", c.ad.applied},
             {"passed", c.ad.passed},
-            {"statistic", number_or_null(c.ad.statistic)},
+            {"statistic", or_null(c.ad.statistic)},
             {"critical", c.ad.critical},
             {"gaps", c.ad.gaps},
             {"threshold_ns", c.ad.threshold_ns},
@@ -124,7 +124,7 @@ json round_json(const loadgen::RoundRecord& r) {
            {{"slots", c.closed_loop.slots},
             {"mean_in_flight_ns", c.closed_loop.mean_in_flight_ns},
             {"slots_needed", c.closed_loop.slots_needed},
-            {"capacity_rps", number_or_null(c.closed_loop.capacity_rps)},
+            {"capacity_rps", or_null(c.closed_loop.capacity_rps)},
             {"closed_loop", c.closed_loop.closed_loop}}},
           {"reasons", c.reasons}};
 }
@@ -173,8 +173,8 @@ json load_result_json(const ControllerResult& r, const loadgen::ControllerConfig
   for (const auto& s : r.stride_scan.steps) {
     stride_scan.push_back({{"stride", s.stride},
                            {"kept", s.kept},
-                           {"rho", number_or_null(s.rho)},
-                           {"p_value", number_or_null(s.p_value)}});
+                           {"rho", or_null(s.rho)},
+                           {"p_value", or_null(s.p_value)}});
   }
   json rounds = json::array();
   for (const auto& round : r.rounds) rounds.push_back(round_json(round));

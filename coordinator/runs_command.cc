@@ -13,6 +13,7 @@
 #include "nabla/campaign/experiment_rows.hh"
 #include "nabla/campaign/messages.hh"
 #include "nabla/campaign/operating_point.hh"
+#include "nabla/common/json_null.hh"
 #include "nabla/coordinator/history_db.hh"
 #include "nabla/db/reads.hh"
 #include "runs_accel_memlat.hh"
@@ -23,10 +24,8 @@ namespace {
 
 using nlohmann::json;
 
-template <typename T>
-json or_null(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
-}
+using common::or_null;
+using common::parsed_or_null;
 
 std::runtime_error no_run(std::int64_t run_id, const std::string& db_path) {
   return std::runtime_error("no run " + std::to_string(run_id) + " in '" + db_path + "'");
@@ -163,11 +162,6 @@ json tail_results_json(const std::vector<db::TailResultRow>& rows) {
                    {"reasons", t.reasons_json}});
   }
   return out;
-}
-
-json parsed_or_null(const std::string& text) {
-  json parsed = json::parse(text, nullptr, false);
-  return parsed.is_discarded() ? json(nullptr) : parsed;
 }
 
 std::string cell(const json& v) {
