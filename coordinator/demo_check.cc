@@ -1,7 +1,8 @@
 // The demo's acceptance column (demo.hh): each measured gradient beside the
 // truth, read back through the typed reads.
-#include "nabla/common/json_null.hh"
 #include "nabla/coordinator/demo.hh"
+
+#include "nabla/common/json_null.hh"
 #include "nabla/coordinator/text_table.hh"
 
 namespace nabla::coordinator {
@@ -33,7 +34,7 @@ json gradient_checks_json(const std::vector<GradientCheck>& checks) {
     arr.push_back({{"link", c.link},
                    {"type", c.type},
                    {"truth", or_null(c.truth)},
-                   {"value", or_null(c.value)},
+                   {"gradient", or_null(c.value)},
                    {"ci_low", or_null(c.ci_low)},
                    {"ci_high", or_null(c.ci_high)},
                    {"throughput_change", or_null(c.throughput_change)},

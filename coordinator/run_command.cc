@@ -13,6 +13,7 @@
 #include <ostream>
 #include <thread>
 
+#include "nabla/campaign/gradient_result.hh"
 #include "nabla/campaign/hosts.hh"
 #include "nabla/campaign/messages.hh"
 #include "nabla/campaign/operating_point.hh"
@@ -37,7 +38,6 @@ using campaign::CampaignProgress;
 using campaign::CampaignSpec;
 using campaign::LinkEnd;
 using campaign::LinkMeasurement;
-using campaign::SweepAmplitude;
 using campaign::TypeGradient;
 
 namespace {
@@ -103,29 +103,6 @@ ojson end_json(const LinkEnd& e) {
   return j;
 }
 
-// [gradient] amplitudes and verify: type t's gradient per swept amplitude
-// with the linearity verdict, and its step estimate (null without them).
-void add_sweep_and_step(const LinkMeasurement& m, std::size_t t, ojson& x) {
-  ojson amplitudes = ojson::array();
-  for (const SweepAmplitude& a : m.sweep) {
-    const TypeGradient& g = a.gradients[t];
-    amplitudes.push_back({{"amplitude_ns", a.requested_ns},
-                          {"actual_amplitude_ns", g.actual_amplitude_ns},
-                          {"value", or_null<ojson>(g.estimate.value)},
-                          {"ci_low", or_null<ojson>(g.estimate.ci_low)},
-                          {"ci_high", or_null<ojson>(g.estimate.ci_high)}});
-  }
-  x["amplitudes"] = std::move(amplitudes);
-  x["linearity"] = t < m.linearity.size() ? ojson(analysis::describe(m.linearity[t])) : ojson();
-  const TypeGradient& g = m.gradients[t];
-  x["step"] = g.step ? ojson{{"value", or_null<ojson>(g.step->value)},
-                             {"ci_low", or_null<ojson>(g.step->ci_low)},
-                             {"ci_high", or_null<ojson>(g.step->ci_high)},
-                             {"delay_ns", m.step_delay_ns},
-                             {"disagrees", g.step_disagrees}}
-                     : ojson();
-}
-
 }  // namespace
 
 ojson outcome_to_json(const CampaignSpec& spec, const CampaignOutcome& o) {
@@ -174,7 +151,7 @@ ojson outcome_to_json(const CampaignSpec& spec, const CampaignOutcome& o) {
       ojson rough = ojson::array();
       for (std::size_t t = 0; t < m.rough.size() && t < o.types.size(); ++t) {
         rough.push_back({{"type", o.types[t]},
-                         {"value", m.rough[t].value},
+                         {"gradient", m.rough[t].value},
                          {"z", or_null<ojson>(m.rough[t].z)},
                          {"clear", m.rough[t].clear}});
       }
@@ -186,43 +163,14 @@ ojson outcome_to_json(const CampaignSpec& spec, const CampaignOutcome& o) {
   ojson grads = ojson::array();
   for (const LinkMeasurement& m : o.measurements) {
     for (std::size_t t = 0; t < m.gradients.size(); ++t) {
-      const TypeGradient& g = m.gradients[t];
-      ojson x{{"link", m.label},
-              {"type", g.type},
-              {"value", or_null<ojson>(g.estimate.value)},
-              {"ci_low", or_null<ojson>(g.estimate.ci_low)},
-              {"ci_high", or_null<ojson>(g.estimate.ci_high)},
-              {"standard_error", or_null<ojson>(g.estimate.standard_error)},
-              {"actual_amplitude_ns", g.actual_amplitude_ns},
-              {"perturbation_ns", or_null<ojson>(g.perturbation_ns)},
-              {"throughput_change", or_null<ojson>(g.throughput_change)},
-              {"snr", or_null<ojson>(g.estimate.snr)},
-              {"detected", g.estimate.detected},
-              {"time_domain", or_null<ojson>(g.estimate.time_domain_value)},
-              {"phase_bins", g.estimate.phase_bins},
-              {"reliable", g.reliable}};
-      if (g.truth) x["truth"] = *g.truth;
-      x["messages_per_txn"] = g.messages ? or_null<ojson>(g.messages->value) : ojson(nullptr);
-      x["messages_ci_low"] = g.messages ? or_null<ojson>(g.messages->ci_low) : ojson(nullptr);
-      x["messages_ci_high"] = g.messages ? or_null<ojson>(g.messages->ci_high) : ojson(nullptr);
-      x["waits_not_hops"] =
-          g.messages && campaign::waits_not_hops(g.estimate.value, g.estimate.ci_low,
-                                                 g.estimate.ci_high, *g.messages);
-      if (g.interaction) {
-        x["interaction_bias"] = or_null<ojson>(g.interaction->value);
-        x["interaction_se"] = or_null<ojson>(g.interaction->standard_error);
-        x["depends_on_other_links"] = g.depends_on_other_links;
-      }
-      add_sweep_and_step(m, t, x);
-      grads.push_back(std::move(x));
+      grads.push_back(campaign::gradient_json(campaign::gradient_result(m, t)));
     }
   }
   j["gradients"] = grads;
   ojson shifts = ojson::array();
   for (const campaign::OperatingPointShift& s : operating_point_shifts_of(o)) {
     shifts.push_back({{"type", s.type},
-                      {"training_mean_ns",
-                       s.training_mean_ns ? or_null<ojson>(*s.training_mean_ns) : ojson(nullptr)},
+                      {"training_mean_ns", or_null<ojson>(s.training_mean_ns)},
                       {"largest_shift_ns", or_null<ojson>(s.largest_ns)},
                       {"largest_shift_link", s.largest_link},
                       {"mean_shift_ns", or_null<ojson>(s.mean_ns)},
@@ -236,8 +184,7 @@ ojson outcome_to_json(const CampaignSpec& spec, const CampaignOutcome& o) {
             {"verdict", campaign::to_string(e.verdict)},
             {"links", e.links},
             {"observed_change_ns", or_null<ojson>(e.observed_change_ns)}};
-    x["predicted_change_ns"] =
-        e.predicted_change_ns ? or_null<ojson>(*e.predicted_change_ns) : ojson(nullptr);
+    x["predicted_change_ns"] = or_null<ojson>(e.predicted_change_ns);
     experiments.push_back(std::move(x));
   }
   j["experiments"] = experiments;
