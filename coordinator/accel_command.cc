@@ -343,7 +343,7 @@ MeasuredLoad measured_load(db::Database& db, std::int64_t run_id, double host_gh
 void register_accel_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
-      "accel", "what offloading a kernel to an accelerator gains (Accelerometer model)");
+      "accel", "estimate what offloading a kernel to an accelerator gains (Accelerometer model)");
   cmd->add_option("--cycles", o->cycles, "C: host cycles per second");
   cmd->add_option("--alpha", o->alpha, "alpha: share of C in the kernel, in [0, 1]");
   cmd->add_option("--accel-factor", o->accel_factor, "A: peak speedup of the accelerator");

@@ -248,7 +248,7 @@ int run_load(const LoadOptions& o, std::ostream& out, std::ostream& err) {
 void register_load_command(CLI::App& app) {
   auto o = std::make_shared<LoadOptions>();
   auto* cmd = app.add_subcommand(
-      "load", "tail latency at one load (or a sweep), with CIs, or N/A with the reasons");
+      "load", "measure tail latency at one load (or a sweep), with CIs, or N/A with the reasons");
   // Numbers are taken as strings and parsed by apply_number_flags, so every
   // bad value is one error line naming its flag and exit code 2.
   auto numbers = std::make_shared<LoadNumberFlags>();
