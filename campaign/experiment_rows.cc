@@ -1,6 +1,7 @@
 // A run's stored experiments as JSON; see experiment_rows.hh.
 #include "nabla/campaign/experiment_rows.hh"
 
+#include "nabla/common/json_null.hh"
 #include "nabla/db/reads.hh"
 
 namespace nabla::campaign {
@@ -8,10 +9,7 @@ namespace {
 
 using nlohmann::json;
 
-template <typename T>
-json or_null(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
-}
+using common::or_null;
 
 json checks_json(const std::vector<db::ExperimentCheck>& checks) {
   json out = json::array();

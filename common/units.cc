@@ -151,6 +151,31 @@ double parse_percent(std::string_view text) {
   return value / 100.0;
 }
 
+namespace {
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+// 3 significant digits without exponent notation.
+std::string significant(double v) {
+  const double a = std::fabs(v);
+  return fixed(v, a >= 100 ? 0 : a >= 10 ? 1 : 2);
+}
+
+}  // namespace
+
+std::string format_latency_ns(double ns) {
+  if (!std::isfinite(ns)) return "-";
+  const double a = std::fabs(ns);
+  if (a < 1e3) return fixed(ns, 0) + "ns";
+  if (a < 1e6) return significant(ns / 1e3) + "us";
+  if (a < 1e9) return significant(ns / 1e6) + "ms";
+  return significant(ns / 1e9) + "s";
+}
+
 std::string format_number(double value, int digits) {
   if (std::isnan(value)) return "-";
   char buf[64];

@@ -11,6 +11,7 @@
 #include "accel_history.hh"
 #include "nabla/accel/config.hh"
 #include "nabla/common/clock.hh"
+#include "nabla/common/json_null.hh"
 #include "nabla/common/units.hh"
 #include "nabla/coordinator/history_db.hh"
 #include "nabla/coordinator/predict.hh"
@@ -50,9 +51,7 @@ std::string file_text(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-json optional_json(const std::optional<double>& v) {
-  return v ? json(*v) : json(nullptr);
-}
+using common::or_null;
 
 std::string ratio_text(const std::optional<double>& v) {
   return v ? format_number(*v) + " (" + format_number((*v - 1) * 100, 3) + "%)" : "-";
@@ -106,10 +105,10 @@ void run_config(const Options& o) {
                              {"design", accel::design_name(r.design)},
                              {"offloads_per_s", r.offloads_per_s},
                              {"alpha", r.alpha},
-                             {"min_bytes_speedup", optional_json(r.min_bytes_speedup)},
-                             {"min_bytes_latency", optional_json(r.min_bytes_latency)},
+                             {"min_bytes_speedup", or_null(r.min_bytes_speedup)},
+                             {"min_bytes_latency", or_null(r.min_bytes_latency)},
                              {"speedup", r.estimate.speedup},
-                             {"latency_reduction", optional_json(r.estimate.latency_reduction)}});
+                             {"latency_reduction", or_null(r.estimate.latency_reduction)}});
     }
     std::cout << out.dump(2) << '\n';
     return;
@@ -129,7 +128,7 @@ void run_config(const Options& o) {
 json inputs_json(const accel::Params& p) {
   return {{"cycles", p.cycles_per_s},
           {"alpha", p.alpha},
-          {"accel_factor", optional_json(p.accel_factor)},
+          {"accel_factor", or_null(p.accel_factor)},
           {"offloads_per_s", p.offloads_per_s},
           {"o0", p.setup_cycles},
           {"L", p.transfer_cycles},
@@ -296,14 +295,14 @@ void run_single(const Options& o) {
   const accel::Estimate e = accel::estimate(p, design, strategy);
   out["inputs"] = inputs_json(p);
   out["speedup"] = e.speedup;
-  out["latency_reduction"] = optional_json(e.latency_reduction);
+  out["latency_reduction"] = or_null(e.latency_reduction);
   if (o.cycles_per_byte) {
     if (!(*o.cycles_per_byte > 0)) throw std::invalid_argument("--cycles-per-byte: must be > 0");
     if (!(o.beta > 0)) throw std::invalid_argument("--beta: must be > 0");
     const accel::Kernel k{*o.cycles_per_byte, o.beta};
     out["min_paying_bytes"] = {
-        {"speedup", optional_json(accel::min_paying_bytes_speedup(p, k, design, strategy))},
-        {"latency", optional_json(accel::min_paying_bytes_latency(p, k, design))}};
+        {"speedup", or_null(accel::min_paying_bytes_speedup(p, k, design, strategy))},
+        {"latency", or_null(accel::min_paying_bytes_latency(p, k, design))}};
   }
   std::optional<PredictionReport> projection;
   if (!o.link.empty()) {
@@ -344,7 +343,7 @@ MeasuredLoad measured_load(db::Database& db, std::int64_t run_id, double host_gh
 void register_accel_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
-      "accel", "what offloading a kernel to an accelerator gains (Accelerometer model)");
+      "accel", "estimate what offloading a kernel to an accelerator gains (Accelerometer model)");
   cmd->add_option("--cycles", o->cycles, "C: host cycles per second");
   cmd->add_option("--alpha", o->alpha, "alpha: share of C in the kernel, in [0, 1]");
   cmd->add_option("--accel-factor", o->accel_factor, "A: peak speedup of the accelerator");

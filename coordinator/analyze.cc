@@ -12,6 +12,7 @@
 #include "nabla/analysis/gradient.hh"
 #include "nabla/analysis/percentile.hh"
 #include "nabla/analysis/spearman.hh"
+#include "nabla/common/json_null.hh"
 #include "nabla/coordinator/csv_series.hh"
 #include "nabla/coordinator/text_table.hh"
 
@@ -20,10 +21,7 @@ namespace {
 
 using nlohmann::json;
 
-// JSON has no NaN; a missing number is null.
-json number_or_null(double v) {
-  return std::isfinite(v) ? json(v) : json(nullptr);
-}
+using common::or_null;
 
 std::vector<analysis::LatencyRecord> to_records(const CsvSeries& s) {
   std::vector<analysis::LatencyRecord> out(s.size());
@@ -65,7 +63,7 @@ json analyze_tests(const AnalyzeTestsOptions& options) {
   out["anderson_darling"] = {
       {"on", "inter-arrival gaps of t_ns"},
       {"n", gaps.size()},
-      {"statistic", number_or_null(ad.statistic)},
+      {"statistic", or_null(ad.statistic)},
       {"critical_values", ad.critical_values},
       {"significance_levels", ad.significance_levels},
       {"exponential_at_5pct", !ad.rejects_at(5.0)},
@@ -93,8 +91,8 @@ json analyze_tests(const AnalyzeTestsOptions& options) {
       {"on", "latency_ns"},
       {"lag", options.spearman_lag},
       {"n", sp.n},
-      {"rho", number_or_null(sp.rho)},
-      {"p_value", number_or_null(sp.p_value)},
+      {"rho", or_null(sp.rho)},
+      {"p_value", or_null(sp.p_value)},
       {"independent_at_5pct", !(sp.p_value < 0.05)},
   };
   return out;
@@ -237,7 +235,7 @@ json analyze_gradient(const AnalyzeGradientOptions& options) {
                        {"ci_high", g.ci_high},
                        {"standard_error", g.standard_error},
                        {"eq5_value", g.eq5_value},
-                       {"time_domain_gradient", number_or_null(g.time_domain_value)},
+                       {"time_domain_gradient", or_null(g.time_domain_value)},
                        {"detected", g.detected},
                        {"snr", g.snr},
                        {"k_d", g.k_d},

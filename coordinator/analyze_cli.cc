@@ -32,8 +32,8 @@ void emit(const nlohmann::json& result, bool json_output,
 }  // namespace
 
 void register_analyze_command(CLI::App& app) {
-  auto* analyze =
-      app.add_subcommand("analyze", "offline math on CSV series t_ns,latency_ns[,type]");
+  auto* analyze = app.add_subcommand(
+      "analyze", "compute offline statistics on CSV series t_ns,latency_ns[,type]");
   analyze->require_subcommand(1);
 
   {

@@ -194,21 +194,23 @@ int run_cli(int argc, char** argv) {
   CLI::App app{"nabla: link-gradient measurement, fault injection and tail-latency testbed"};
   app.set_version_flag("--version", NABLA_VERSION);
   app.require_subcommand(1);
-  // In the order of the work: try it, set up the nodes, measure, read the
-  // results; then the tools around the measurements.
+  // In the order of the work, as docs/cli.md's command table lists them: try
+  // it, set up the nodes, measure, read the results; then the tools around
+  // the measurements. Every summary is a lower-case verb phrase without a
+  // full stop.
   register_demo_command(app);
   register_key_command(app);
   register_nodes_command(app);
   register_discover_command(app);
   register_run_command(app);
   register_runs_command(app);
+  register_sql_command(app);
   register_report_command(app);
   register_predict_command(app);
   register_load_command(app);
   register_inject_command(app);
   register_analyze_command(app);
   register_testbed_command(app);
-  register_sql_command(app);
   register_accel_command(app);
   register_memlat_command(app);
   if (argc <= 1) {

@@ -440,8 +440,8 @@ void register_demo_command(CLI::App& app) {
   auto code = std::make_shared<int>(0);
   CLI::App* cmd = app.add_subcommand(
       "demo",
-      "the whole tool on this machine: testbed, gradients against the truth, tail latency "
-      "(root)");
+      "run the whole tool on this machine: testbed, gradients against the truth, tail "
+      "latency (root)");
   cmd->add_flag("--quick", opts->quick, "Two links (about 1.5 minutes; the CI smoke test)");
   cmd->add_option("--db", opts->db_path, "Run history database")->capture_default_str();
   cmd->add_flag("--json", opts->json, "Print one JSON document (progress goes to stderr)");

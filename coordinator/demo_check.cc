@@ -1,11 +1,14 @@
 // The demo's acceptance column (demo.hh): each measured gradient beside the
 // truth, read back through the typed reads.
 #include "nabla/coordinator/demo.hh"
+
+#include "nabla/common/json_null.hh"
 #include "nabla/coordinator/text_table.hh"
 
 namespace nabla::coordinator {
 namespace {
 
+using common::or_null;
 using nlohmann::json;
 
 std::string fmt(std::optional<double> v, int digits = 3) {
@@ -27,16 +30,15 @@ void print_gradient_checks(const std::vector<GradientCheck>& checks, std::ostrea
 
 json gradient_checks_json(const std::vector<GradientCheck>& checks) {
   json arr = json::array();
-  auto opt = [](std::optional<double> v) { return v ? json(*v) : json(nullptr); };
   for (const auto& c : checks) {
     arr.push_back({{"link", c.link},
                    {"type", c.type},
-                   {"truth", opt(c.truth)},
-                   {"value", opt(c.value)},
-                   {"ci_low", opt(c.ci_low)},
-                   {"ci_high", opt(c.ci_high)},
-                   {"throughput_change", opt(c.throughput_change)},
-                   {"link_throughput_change", opt(c.link_throughput_change)},
+                   {"truth", or_null(c.truth)},
+                   {"gradient", or_null(c.value)},
+                   {"ci_low", or_null(c.ci_low)},
+                   {"ci_high", or_null(c.ci_high)},
+                   {"throughput_change", or_null(c.throughput_change)},
+                   {"link_throughput_change", or_null(c.link_throughput_change)},
                    {"link_throughput_se", c.link_throughput_se},
                    {"pass", c.pass},
                    {"why", c.why}});

@@ -32,7 +32,7 @@ int run_key_new(const std::string& path, std::ostream& out) {
 
 void register_key_command(CLI::App& app) {
   auto* key =
-      app.add_subcommand("key", "the control key the daemons and nabla share (key new FILE)");
+      app.add_subcommand("key", "make the control key the daemons and nabla share (key new FILE)");
   key->require_subcommand(1);
   auto path = std::make_shared<std::string>();
   auto* make = key->add_subcommand("new", "write a new random key to a new file (mode 0600)");

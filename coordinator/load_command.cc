@@ -19,6 +19,7 @@
 #include "load_report.hh"
 #include "nabla/common/clock.hh"
 #include "nabla/common/cpu_latency.hh"
+#include "nabla/common/units.hh"
 #include "nabla/coordinator/report_command.hh"
 #include "nabla/coordinator/text_table.hh"
 #include "nabla/loadgen/timestamping.hh"
@@ -97,7 +98,7 @@ void print_progress(std::ostream& err, double rate, const loadgen::ControllerPro
       << "  achieved " << format_number(p.throughput_rps) << " rps";
   if (p.phase == "measurement") {
     err << "  samples " << p.samples << " kept " << p.kept << "  CI width "
-        << (p.ci_width_ns ? loadgen::format_latency_ns(*p.ci_width_ns) : std::string("-"));
+        << (p.ci_width_ns ? common::format_latency_ns(*p.ci_width_ns) : std::string("-"));
   }
   err << std::flush;
 }
@@ -247,7 +248,7 @@ int run_load(const LoadOptions& o, std::ostream& out, std::ostream& err) {
 void register_load_command(CLI::App& app) {
   auto o = std::make_shared<LoadOptions>();
   auto* cmd = app.add_subcommand(
-      "load", "tail latency at one load (or a sweep), with CIs, or N/A with the reasons");
+      "load", "measure tail latency at one load (or a sweep), with CIs, or N/A with the reasons");
   // Numbers are taken as strings and parsed by apply_number_flags, so every
   // bad value is one error line naming its flag and exit code 2.
   auto numbers = std::make_shared<LoadNumberFlags>();

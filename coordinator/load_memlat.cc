@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "nabla/common/json_null.hh"
 #include "nabla/common/units.hh"
 #include "nabla/memlat/uncore.hh"
 
@@ -52,16 +53,13 @@ nlohmann::json memlat_summary_json(const LoadMemlat& setup,
                                    const std::vector<MemlatSampler::Interval>& intervals) {
   std::vector<memlat::CounterSample> samples;
   for (const MemlatSampler::Interval& i : intervals) samples.push_back(i.counters);
-  const auto or_null = [](const std::optional<double>& v) {
-    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-  };
   nlohmann::json out = {
       {"target", setup.target},
       {"interval_ns", setup.interval_ns},
       {"intervals", intervals.size()},
-      {"mean_latency_ns", or_null(memlat::mean_latency_ns(samples, setup.constants))},
+      {"mean_latency_ns", common::or_null(memlat::mean_latency_ns(samples, setup.constants))},
       {"mean_imc_latency_ns",
-       or_null(memlat::mean_imc_latency_ns(samples, setup.constants.cas_ns))}};
+       common::or_null(memlat::mean_imc_latency_ns(samples, setup.constants.cas_ns))}};
   if (!setup.imc_unavailable.empty()) out["imc_note"] = setup.imc_unavailable;
   return out;
 }

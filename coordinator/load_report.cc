@@ -8,6 +8,8 @@
 
 #include "memlat_rows.hh"
 #include "nabla/common/clock.hh"
+#include "nabla/common/json_null.hh"
+#include "nabla/common/units.hh"
 #include "nabla/coordinator/load_command.hh"
 #include "nabla/coordinator/text_table.hh"
 #include "nabla/loadgen/timestamping.hh"
@@ -23,8 +25,11 @@ using loadgen::ControllerResult;
 using loadgen::TailPercentile;
 using nlohmann::json;
 
-json opt(const std::optional<double>& v) {
-  return v ? json(std::llround(*v)) : json(nullptr);
+using common::or_null;
+
+// Whole nanoseconds, or null.
+json rounded_ns(const std::optional<double>& v) {
+  return or_null(v ? std::optional<long long>(std::llround(*v)) : std::nullopt);
 }
 
 json percentile_json(const std::vector<TailPercentile>& ps) {
@@ -32,8 +37,8 @@ json percentile_json(const std::vector<TailPercentile>& ps) {
   for (const auto& p : ps) {
     a.push_back({{"p", p.p},
                  {"value_ns", std::llround(p.value_ns)},
-                 {"ci_low_ns", opt(p.ci_low_ns)},
-                 {"ci_high_ns", opt(p.ci_high_ns)}});
+                 {"ci_low_ns", rounded_ns(p.ci_low_ns)},
+                 {"ci_high_ns", rounded_ns(p.ci_high_ns)}});
   }
   return a;
 }
@@ -93,10 +98,6 @@ json send_timer_json(const loadgen::SendTimer& t) {
           {"polled_fraction", t.polled_fraction()}};
 }
 
-json number_or_null(double v) {
-  return std::isfinite(v) ? json(v) : json(nullptr);
-}
-
 json round_json(const loadgen::RoundRecord& r) {
   const auto& c = r.check;
   return {{"index", r.index},
@@ -114,7 +115,7 @@ json round_json(const loadgen::RoundRecord& r) {
           {"anderson_darling",
            {{"applied", c.ad.applied},
             {"passed", c.ad.passed},
-            {"statistic", number_or_null(c.ad.statistic)},
+            {"statistic", or_null(c.ad.statistic)},
             {"critical", c.ad.critical},
             {"gaps", c.ad.gaps},
             {"threshold_ns", c.ad.threshold_ns},
@@ -123,13 +124,13 @@ json round_json(const loadgen::RoundRecord& r) {
            {{"slots", c.closed_loop.slots},
             {"mean_in_flight_ns", c.closed_loop.mean_in_flight_ns},
             {"slots_needed", c.closed_loop.slots_needed},
-            {"capacity_rps", number_or_null(c.closed_loop.capacity_rps)},
+            {"capacity_rps", or_null(c.closed_loop.capacity_rps)},
             {"closed_loop", c.closed_loop.closed_loop}}},
           {"reasons", c.reasons}};
 }
 
 std::string ns_text(const json& v) {
-  return v.is_number() ? loadgen::format_latency_ns(v.get<double>()) : "-";
+  return v.is_number() ? common::format_latency_ns(v.get<double>()) : "-";
 }
 
 std::string ci_text(const json& p) {
@@ -172,8 +173,8 @@ json load_result_json(const ControllerResult& r, const loadgen::ControllerConfig
   for (const auto& s : r.stride_scan.steps) {
     stride_scan.push_back({{"stride", s.stride},
                            {"kept", s.kept},
-                           {"rho", number_or_null(s.rho)},
-                           {"p_value", number_or_null(s.p_value)}});
+                           {"rho", or_null(s.rho)},
+                           {"p_value", or_null(s.p_value)}});
   }
   json rounds = json::array();
   for (const auto& round : r.rounds) rounds.push_back(round_json(round));
@@ -237,11 +238,11 @@ void print_load_point(std::ostream& out, const json& p) {
       << p["late_sends"] << " (" << format_number(100.0 * p["late_sends"].get<double>() / sent, 2)
       << "%)";
   if (const auto& timer = p["lateness_ns"]["timer"]; !timer.is_null()) {
-    out << " [client timer lateness p99 " << loadgen::format_latency_ns(timer["p99"].get<double>())
-        << ", max " << loadgen::format_latency_ns(timer["max"].get<double>()) << "]";
+    out << " [client timer lateness p99 " << common::format_latency_ns(timer["p99"].get<double>())
+        << ", max " << common::format_latency_ns(timer["max"].get<double>()) << "]";
   }
   if (const auto& wait = p["lateness_ns"]["slot_wait"]; !wait.is_null()) {
-    out << "; slot waits p99 " << loadgen::format_latency_ns(wait["p99"].get<double>())
+    out << "; slot waits p99 " << common::format_latency_ns(wait["p99"].get<double>())
         << " (the service's, counted in its latency)";
   }
   out << ", errors "
@@ -260,21 +261,21 @@ void print_load_point(std::ostream& out, const json& p) {
       setup != p.end() && (*setup)["tls_handshakes"].get<std::uint64_t>() > 0) {
     const json& h = (*setup)["tls_handshake_ns"];
     out << "  TLS handshakes " << (*setup)["tls_handshakes"] << " (" << (*setup)["tls_resumed"]
-        << " resumed), p50 " << loadgen::format_latency_ns(h["p50"].get<double>()) << ", max "
-        << loadgen::format_latency_ns(h["max"].get<double>())
+        << " resumed), p50 " << common::format_latency_ns(h["p50"].get<double>()) << ", max "
+        << common::format_latency_ns(h["max"].get<double>())
         << " (each before any request on its connection)\n";
   }
   out << "  timestamps " << p["timestamp_source"].get<std::string>() << " ("
       << p["timestamp_note"].get<std::string>() << ")\n";
   if (const auto& t = p["send_timer"]; !t.is_null()) {
     out << "  send timer " << t["mode"].get<std::string>() << ": lead "
-        << loadgen::format_latency_ns(t["lead_ns"].get<double>()) << " (wake-up lateness p50 "
-        << loadgen::format_latency_ns(t["wakeup_lateness_ns"]["p50"].get<double>()) << ", p99 "
-        << loadgen::format_latency_ns(t["wakeup_lateness_ns"]["p99"].get<double>()) << "), polling "
+        << common::format_latency_ns(t["lead_ns"].get<double>()) << " (wake-up lateness p50 "
+        << common::format_latency_ns(t["wakeup_lateness_ns"]["p50"].get<double>()) << ", p99 "
+        << common::format_latency_ns(t["wakeup_lateness_ns"]["p99"].get<double>()) << "), polling "
         << format_number(100.0 * t["polled_fraction"].get<double>(), 3)
         << "% of the load threads' time";
     if (const double slice = t.value("slice_ns", 0.0); slice > 0) {
-      out << "; scheduler slice " << loadgen::format_latency_ns(slice)
+      out << "; scheduler slice " << common::format_latency_ns(slice)
           << (t.value("slice_granted", false)
                   ? std::string(" (granted)")
                   : " (not granted: " + t.value("slice_note", std::string("?")) + ")");

@@ -272,8 +272,8 @@ void run_probe(const Options& o) {
 
 void register_memlat_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
-  CLI::App* cmd =
-      app.add_subcommand("memlat", "memory latency at run time from counters, or a pointer chase");
+  CLI::App* cmd = app.add_subcommand(
+      "memlat", "measure memory latency at run time from counters, or a pointer chase");
   cmd->add_option("--pid", o->pid, "Sample this process and its threads");
   cmd->add_option("--cgroup", o->cgroup, "Sample this cgroup (a cgroup v2 directory)");
   cmd->add_flag("--system", o->system, "Sample every CPU (the default)");

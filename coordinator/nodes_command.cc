@@ -351,7 +351,8 @@ int nodes_check_command(const NodesCheckOptions& o, std::ostream& out, std::ostr
 
 void register_nodes_command(CLI::App& app) {
   auto o = std::make_shared<NodesCheckOptions>();
-  auto* nodes = app.add_subcommand("nodes", "can every node serve a campaign (nodes check FILE)");
+  auto* nodes =
+      app.add_subcommand("nodes", "check that every node can serve a campaign (nodes check FILE)");
   nodes->require_subcommand(1);
   auto* check = nodes->add_subcommand(
       "check", "can every node serve the campaign: daemons, versions, kernel features, clocks");

@@ -397,7 +397,7 @@ void register_predict_command(CLI::App& app) {
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
-      "predict", "what-if mean response times per type from a run's gradients and new latencies");
+      "predict", "predict mean response times per type from a run's gradients and new latencies");
   cmd->add_option("--run", opts->run_id, "Run whose gradients and baseline to use")->required();
   cmd->add_option("--set", opts->sets,
                   "LINK=DELTA[~STDDEV], LINK = HOST->HOST (every link between them) or a "

@@ -83,7 +83,7 @@ std::string write_report(const ReportCommandOptions& options, std::ostream& out)
 void register_report_command(CLI::App& app) {
   auto o = std::make_shared<ReportCommandOptions>();
   auto* cmd = app.add_subcommand(
-      "report", "one self-contained HTML page for stored runs (two runs: side by side)");
+      "report", "write one self-contained HTML page for stored runs (two runs: side by side)");
   cmd->add_option("RUN", o->run_ids, "run id(s); none: the newest run")->check(CLI::PositiveNumber);
   cmd->add_option("--db", o->db_path, "SQLite database")->capture_default_str();
   cmd->add_option("-o,--output", o->output, "the HTML file (default nabla-report-RUN.html)");

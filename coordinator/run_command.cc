@@ -13,10 +13,12 @@
 #include <ostream>
 #include <thread>
 
+#include "nabla/campaign/gradient_result.hh"
 #include "nabla/campaign/hosts.hh"
 #include "nabla/campaign/messages.hh"
 #include "nabla/campaign/operating_point.hh"
 #include "nabla/common/clock.hh"
+#include "nabla/common/json_null.hh"
 #include "nabla/common/resolve.hh"
 #include "nabla/common/units.hh"
 #include "nabla/coordinator/nodes_command.hh"
@@ -36,11 +38,11 @@ using campaign::CampaignProgress;
 using campaign::CampaignSpec;
 using campaign::LinkEnd;
 using campaign::LinkMeasurement;
-using campaign::SweepAmplitude;
 using campaign::TypeGradient;
 
 namespace {
 
+using common::or_null;
 using ojson = nlohmann::ordered_json;
 
 // SIGINT/SIGTERM are blocked in the calling thread (and so in every thread
@@ -79,16 +81,6 @@ class SignalWatcher {
   std::thread thread_;
 };
 
-std::string duration_text(double ns) {
-  if (!std::isfinite(ns)) return "-";
-  const double a = std::abs(ns);
-  const char* sign = ns < 0 ? "-" : "";
-  if (a >= 1e9) return sign + format_number(a / 1e9, 3) + "s";
-  if (a >= 1e6) return sign + format_number(a / 1e6, 3) + "ms";
-  if (a >= 1e3) return sign + format_number(a / 1e3, 3) + "us";
-  return sign + format_number(a, 3) + "ns";
-}
-
 // The campaign's gradient rows folded per type (campaign/operating_point.hh).
 std::vector<campaign::OperatingPointShift> operating_point_shifts_of(const CampaignOutcome& o) {
   std::vector<campaign::PhaseShift> rows;
@@ -98,12 +90,8 @@ std::vector<campaign::OperatingPointShift> operating_point_shifts_of(const Campa
   return campaign::operating_point_shifts(rows, o.types, o.training_mean_ns);
 }
 
-std::string number_or_null(double v, int digits) {
+std::string number_text(double v, int digits) {
   return std::isfinite(v) ? format_number(v, digits) : "-";
-}
-
-ojson json_number(double v) {
-  return std::isfinite(v) ? ojson(v) : ojson(nullptr);
 }
 
 ojson end_json(const LinkEnd& e) {
@@ -113,29 +101,6 @@ ojson end_json(const LinkEnd& e) {
     j["comm"] = e.comm;
   }
   return j;
-}
-
-// [gradient] amplitudes and verify: type t's gradient per swept amplitude
-// with the linearity verdict, and its step estimate (null without them).
-void add_sweep_and_step(const LinkMeasurement& m, std::size_t t, ojson& x) {
-  ojson amplitudes = ojson::array();
-  for (const SweepAmplitude& a : m.sweep) {
-    const TypeGradient& g = a.gradients[t];
-    amplitudes.push_back({{"amplitude_ns", a.requested_ns},
-                          {"actual_amplitude_ns", g.actual_amplitude_ns},
-                          {"value", json_number(g.estimate.value)},
-                          {"ci_low", json_number(g.estimate.ci_low)},
-                          {"ci_high", json_number(g.estimate.ci_high)}});
-  }
-  x["amplitudes"] = std::move(amplitudes);
-  x["linearity"] = t < m.linearity.size() ? ojson(analysis::describe(m.linearity[t])) : ojson();
-  const TypeGradient& g = m.gradients[t];
-  x["step"] = g.step ? ojson{{"value", json_number(g.step->value)},
-                             {"ci_low", json_number(g.step->ci_low)},
-                             {"ci_high", json_number(g.step->ci_high)},
-                             {"delay_ns", m.step_delay_ns},
-                             {"disagrees", g.step_disagrees}}
-                     : ojson();
 }
 
 }  // namespace
@@ -186,8 +151,8 @@ ojson outcome_to_json(const CampaignSpec& spec, const CampaignOutcome& o) {
       ojson rough = ojson::array();
       for (std::size_t t = 0; t < m.rough.size() && t < o.types.size(); ++t) {
         rough.push_back({{"type", o.types[t]},
-                         {"value", m.rough[t].value},
-                         {"z", json_number(m.rough[t].z)},
+                         {"gradient", m.rough[t].value},
+                         {"z", or_null<ojson>(m.rough[t].z)},
                          {"clear", m.rough[t].clear}});
       }
       x["rough_gradients"] = rough;
@@ -198,46 +163,17 @@ ojson outcome_to_json(const CampaignSpec& spec, const CampaignOutcome& o) {
   ojson grads = ojson::array();
   for (const LinkMeasurement& m : o.measurements) {
     for (std::size_t t = 0; t < m.gradients.size(); ++t) {
-      const TypeGradient& g = m.gradients[t];
-      ojson x{{"link", m.label},
-              {"type", g.type},
-              {"value", json_number(g.estimate.value)},
-              {"ci_low", json_number(g.estimate.ci_low)},
-              {"ci_high", json_number(g.estimate.ci_high)},
-              {"standard_error", json_number(g.estimate.standard_error)},
-              {"actual_amplitude_ns", g.actual_amplitude_ns},
-              {"perturbation_ns", json_number(g.perturbation_ns)},
-              {"throughput_change", json_number(g.throughput_change)},
-              {"snr", json_number(g.estimate.snr)},
-              {"detected", g.estimate.detected},
-              {"time_domain", json_number(g.estimate.time_domain_value)},
-              {"phase_bins", g.estimate.phase_bins},
-              {"reliable", g.reliable}};
-      if (g.truth) x["truth"] = *g.truth;
-      x["messages_per_txn"] = g.messages ? json_number(g.messages->value) : ojson(nullptr);
-      x["messages_ci_low"] = g.messages ? json_number(g.messages->ci_low) : ojson(nullptr);
-      x["messages_ci_high"] = g.messages ? json_number(g.messages->ci_high) : ojson(nullptr);
-      x["waits_not_hops"] =
-          g.messages && campaign::waits_not_hops(g.estimate.value, g.estimate.ci_low,
-                                                 g.estimate.ci_high, *g.messages);
-      if (g.interaction) {
-        x["interaction_bias"] = json_number(g.interaction->value);
-        x["interaction_se"] = json_number(g.interaction->standard_error);
-        x["depends_on_other_links"] = g.depends_on_other_links;
-      }
-      add_sweep_and_step(m, t, x);
-      grads.push_back(std::move(x));
+      grads.push_back(campaign::gradient_json(campaign::gradient_result(m, t)));
     }
   }
   j["gradients"] = grads;
   ojson shifts = ojson::array();
   for (const campaign::OperatingPointShift& s : operating_point_shifts_of(o)) {
     shifts.push_back({{"type", s.type},
-                      {"training_mean_ns",
-                       s.training_mean_ns ? json_number(*s.training_mean_ns) : ojson(nullptr)},
-                      {"largest_shift_ns", json_number(s.largest_ns)},
+                      {"training_mean_ns", or_null<ojson>(s.training_mean_ns)},
+                      {"largest_shift_ns", or_null<ojson>(s.largest_ns)},
                       {"largest_shift_link", s.largest_link},
-                      {"mean_shift_ns", json_number(s.mean_ns)},
+                      {"mean_shift_ns", or_null<ojson>(s.mean_ns)},
                       {"phases", s.phases},
                       {"text", campaign::describe_shift(s)}});
   }
@@ -247,9 +183,8 @@ ojson outcome_to_json(const CampaignSpec& spec, const CampaignOutcome& o) {
     ojson x{{"name", e.name},
             {"verdict", campaign::to_string(e.verdict)},
             {"links", e.links},
-            {"observed_change_ns", json_number(e.observed_change_ns)}};
-    x["predicted_change_ns"] =
-        e.predicted_change_ns ? json_number(*e.predicted_change_ns) : ojson(nullptr);
+            {"observed_change_ns", or_null<ojson>(e.observed_change_ns)}};
+    x["predicted_change_ns"] = or_null<ojson>(e.predicted_change_ns);
     experiments.push_back(std::move(x));
   }
   j["experiments"] = experiments;
@@ -272,16 +207,16 @@ void print_outcome_table(std::ostream& out, const CampaignSpec& spec, const Camp
   bool flagged = false;
   for (const LinkMeasurement& m : o.measurements) {
     for (const TypeGradient& g : m.gradients) {
-      std::vector<std::string> row{m.label,
-                                   g.type,
-                                   number_or_null(g.estimate.value, 3),
-                                   "[" + number_or_null(g.estimate.ci_low, 3) + ", " +
-                                       number_or_null(g.estimate.ci_high, 3) + "]",
-                                   duration_text(g.actual_amplitude_ns),
-                                   number_or_null(g.estimate.snr, 3)};
+      std::vector<std::string> row{
+          m.label,
+          g.type,
+          number_text(g.estimate.value, 3),
+          "[" + number_text(g.estimate.ci_low, 3) + ", " + number_text(g.estimate.ci_high, 3) + "]",
+          common::format_latency_ns(g.actual_amplitude_ns),
+          number_text(g.estimate.snr, 3)};
       if (any_truth) row.push_back(g.truth ? format_number(*g.truth, 3) : "-");
-      row.push_back(duration_text(g.perturbation_ns));
-      row.push_back(number_or_null(g.throughput_change * 100, 3) + "%");
+      row.push_back(common::format_latency_ns(g.perturbation_ns));
+      row.push_back(number_text(g.throughput_change * 100, 3) + "%");
       row.push_back(campaign::messages_cell(g.estimate.value, g.estimate.ci_low, g.estimate.ci_high,
                                             g.messages));
       flagged = flagged || row.back().ends_with(" !");
@@ -304,9 +239,9 @@ void print_outcome_table(std::ostream& out, const CampaignSpec& spec, const Camp
   for (const campaign::ExperimentOutcome& e : o.experiments) {
     out << "experiment " << e.name << ": " << campaign::to_string(e.verdict)
         << ", mean response time " << (e.observed_change_ns >= 0 ? "+" : "")
-        << duration_text(e.observed_change_ns);
+        << common::format_latency_ns(e.observed_change_ns);
     if (e.predicted_change_ns)
-      out << " (gradients predict " << duration_text(*e.predicted_change_ns) << ")";
+      out << " (gradients predict " << common::format_latency_ns(*e.predicted_change_ns) << ")";
     out << '\n';
   }
   if (!o.experiments.empty()) out << "per window and term: nabla runs show " << o.run_id << '\n';

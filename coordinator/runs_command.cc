@@ -9,10 +9,11 @@
 #include <ostream>
 #include <stdexcept>
 
-#include "nabla/analysis/sweep.hh"
 #include "nabla/campaign/experiment_rows.hh"
+#include "nabla/campaign/gradient_result.hh"
 #include "nabla/campaign/messages.hh"
 #include "nabla/campaign/operating_point.hh"
+#include "nabla/common/json_null.hh"
 #include "nabla/coordinator/history_db.hh"
 #include "nabla/db/reads.hh"
 #include "runs_accel_memlat.hh"
@@ -23,10 +24,8 @@ namespace {
 
 using nlohmann::json;
 
-template <typename T>
-json or_null(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
-}
+using common::or_null;
+using common::parsed_or_null;
 
 std::runtime_error no_run(std::int64_t run_id, const std::string& db_path) {
   return std::runtime_error("no run " + std::to_string(run_id) + " in '" + db_path + "'");
@@ -47,79 +46,12 @@ json summary_json(const db::RunSummary& s) {
           {"error", or_null(s.error)}};
 }
 
-// The stored messages per transaction, when the row has them.
-std::optional<campaign::MessagesPerTxn> stored_messages(const db::Gradient& g) {
-  if (!g.messages_per_txn || !g.messages_ci_low || !g.messages_ci_high) return std::nullopt;
-  return campaign::MessagesPerTxn{*g.messages_per_txn, 0, *g.messages_ci_low, *g.messages_ci_high};
-}
-
-bool stored_waits_not_hops(const db::Gradient& g) {
-  const auto m = stored_messages(g);
-  return m && g.ci_low && g.ci_high && campaign::waits_not_hops(g.value, *g.ci_low, *g.ci_high, *m);
-}
-
-// [gradient] verify: the step estimate and whether its CI and the spectral
-// one are disjoint; null without a step.
-json step_json(const db::Gradient& g) {
-  if (!g.step_value) return nullptr;
-  json step{{"gradient", *g.step_value},
-            {"ci_low", or_null(g.step_ci_low)},
-            {"ci_high", or_null(g.step_ci_high)},
-            {"disagrees", false}};
-  if (g.ci_low && g.ci_high && g.step_ci_low && g.step_ci_high) {
-    step["disagrees"] =
-        analysis::estimates_disagree(*g.ci_low, *g.ci_high, *g.step_ci_low, *g.step_ci_high);
-  }
-  return step;
-}
-
-// [gradient] amplitudes: the curve and its linearity verdict
-// (analysis/sweep.hh); an empty curve and a null verdict without a sweep.
-void add_sweep_json(const std::vector<db::GradientAmplitude>& points, json& out) {
-  json curve = json::array();
-  std::vector<analysis::SweepPoint> sweep;
-  for (const db::GradientAmplitude& a : points) {
-    curve.push_back({{"amplitude_ns", a.amplitude_ns},
-                     {"actual_amplitude_ns", or_null(a.actual_amplitude_ns)},
-                     {"gradient", a.value},
-                     {"ci_low", or_null(a.ci_low)},
-                     {"ci_high", or_null(a.ci_high)}});
-    sweep.push_back({static_cast<double>(a.amplitude_ns), a.value, a.ci_low.value_or(a.value),
-                     a.ci_high.value_or(a.value)});
-  }
-  out["amplitudes"] = std::move(curve);
-  out["linearity"] = nullptr;
-  if (sweep.size() < 2) return;
-  const analysis::LinearityVerdict v = analysis::linearity_verdict(sweep);
-  out["linearity"] = {{"verdict", v.kind == analysis::Linearity::kLinear   ? "linear"
-                                  : v.kind == analysis::Linearity::kBreaks ? "breaks"
-                                                                           : "undecided"},
-                      {"text", analysis::describe(v)},
-                      {"band", {v.band_low, v.band_high}},
-                      {"breaks_at_ns", or_null(v.breaks_at_ns)}};
-}
-
-json gradients_json(const std::vector<db::GradientRow>& rows,
-                    const std::map<std::int64_t, std::vector<db::GradientAmplitude>>& sweeps) {
+// The run's gradients in the shape `nabla run --json` prints them
+// (campaign/gradient_result.hh).
+json gradients_json(db::Database& db, std::int64_t run_id) {
   json out = json::array();
-  for (const db::GradientRow& row : rows) {
-    const db::Gradient& g = row.gradient;
-    json x{{"link", row.link.label},
-           {"type", row.type},
-           {"gradient", g.value},
-           {"ci_low", or_null(g.ci_low)},
-           {"ci_high", or_null(g.ci_high)},
-           {"actual_amplitude_ns", or_null(g.actual_amplitude_ns)},
-           {"perturbation_ns", or_null(g.perturbation_ns)},
-           {"throughput_change", or_null(g.throughput_change)},
-           {"messages_per_txn", or_null(g.messages_per_txn)},
-           {"messages_ci_low", or_null(g.messages_ci_low)},
-           {"messages_ci_high", or_null(g.messages_ci_high)},
-           {"waits_not_hops", stored_waits_not_hops(g)},
-           {"step", step_json(g)}};
-    const auto it = sweeps.find(row.id);
-    add_sweep_json(it == sweeps.end() ? std::vector<db::GradientAmplitude>{} : it->second, x);
-    out.push_back(std::move(x));
+  for (const campaign::GradientResult& g : campaign::stored_gradient_results(db, run_id)) {
+    out.push_back(json(campaign::gradient_json(g)));
   }
   return out;
 }
@@ -163,11 +95,6 @@ json tail_results_json(const std::vector<db::TailResultRow>& rows) {
                    {"reasons", t.reasons_json}});
   }
   return out;
-}
-
-json parsed_or_null(const std::string& text) {
-  json parsed = json::parse(text, nullptr, false);
-  return parsed.is_discarded() ? json(nullptr) : parsed;
 }
 
 std::string cell(const json& v) {
@@ -319,8 +246,7 @@ json runs_show(const std::string& db_path, std::int64_t run_id) {
   out["seed"] = or_null(run->seed);
   out["pid"] = run->pid;
   // The lists replace the summary's counts of the same name.
-  const std::vector<db::GradientRow> gradient_rows = db::run_gradients(db, run_id);
-  out["gradients"] = gradients_json(gradient_rows, db::run_gradient_amplitudes(db, run_id));
+  out["gradients"] = gradients_json(db, run_id);
   out["operating_point_shift"] = operating_point_json(db, run_id);
   out["tail_results"] = tail_results_json(db::run_tail_results(db, run_id));
   if (json accel = accel_section_json(db, run_id); !accel.is_null()) out["accel"] = accel;

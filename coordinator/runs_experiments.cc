@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "nabla/common/units.hh"
 #include "nabla/coordinator/text_table.hh"
 #include "nabla/loadgen/controller_checks.hh"
 
@@ -17,16 +18,16 @@ std::string term_value(const std::string& term, const json& v) {
   if (v.is_null()) return "-";
   const double x = v.get<double>();
   if (term == "errors" || term == "throughput") return format_number(100.0 * x, 3) + "%";
-  return loadgen::format_latency_ns(x);
+  return common::format_latency_ns(x);
 }
 
 std::string change(const json& value, const json& low, const json& high) {
   if (value.is_null()) return "-";
   std::string s = (value.get<double>() >= 0 ? "+" : "-") +
-                  loadgen::format_latency_ns(std::abs(value.get<double>()));
+                  common::format_latency_ns(std::abs(value.get<double>()));
   if (!low.is_null() && !high.is_null()) {
-    s += " [" + loadgen::format_latency_ns(low.get<double>()) + ", " +
-         loadgen::format_latency_ns(high.get<double>()) + "]";
+    s += " [" + common::format_latency_ns(low.get<double>()) + ", " +
+         common::format_latency_ns(high.get<double>()) + "]";
   }
   return s;
 }
@@ -56,7 +57,7 @@ void print_experiments(const json& experiments, std::ostream& out) {
     const json& delay = e["mean_delay_ns"];
     summary.add_row(
         {e["name"].get<std::string>(), e["verdict"].get<std::string>(), links,
-         delay.is_null() ? "-" : loadgen::format_latency_ns(delay.get<double>()),
+         delay.is_null() ? "-" : common::format_latency_ns(delay.get<double>()),
          change(e["observed_change_ns"], e["observed_ci_low_ns"], e["observed_ci_high_ns"]),
          change(e["predicted_change_ns"], e["predicted_ci_low_ns"], e["predicted_ci_high_ns"])});
     for (const json& c : e["checks"]) {

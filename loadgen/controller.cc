@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "nabla/common/units.hh"
+
 namespace nabla::loadgen {
 namespace {
 
@@ -170,8 +172,8 @@ void add_convergence_reasons(const ControllerConfig& c, const Evaluation& ev,
                       time_for((need > kept ? need - kept : 0) * ev.stride, rate) + ")");
   } else if (*ev.target_width_ns > c.ci_width_ns) {
     reasons.push_back("CI too wide (" + target + " CI width " +
-                      format_latency_ns(*ev.target_width_ns) + " reached, " +
-                      format_latency_ns(c.ci_width_ns) + " asked)");
+                      common::format_latency_ns(*ev.target_width_ns) + " reached, " +
+                      common::format_latency_ns(c.ci_width_ns) + " asked)");
   }
 }
 

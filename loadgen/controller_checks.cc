@@ -9,6 +9,7 @@
 #include "nabla/analysis/anderson_darling.hh"
 #include "nabla/analysis/percentile.hh"
 #include "nabla/analysis/spearman.hh"
+#include "nabla/common/units.hh"
 
 namespace nabla::loadgen {
 namespace {
@@ -19,22 +20,7 @@ std::string fixed(double v, int decimals) {
   return buf;
 }
 
-// 3 significant digits without exponent notation.
-std::string significant(double v) {
-  const double a = std::fabs(v);
-  return fixed(v, a >= 100 ? 0 : a >= 10 ? 1 : 2);
-}
-
 }  // namespace
-
-std::string format_latency_ns(double ns) {
-  if (!std::isfinite(ns)) return "-";
-  const double a = std::fabs(ns);
-  if (a < 1e3) return fixed(ns, 0) + "ns";
-  if (a < 1e6) return significant(ns / 1e3) + "us";
-  if (a < 1e9) return significant(ns / 1e6) + "ms";
-  return significant(ns / 1e9) + "s";
-}
 
 double round_throughput(const EngineResult& round) {
   if (round.samples.empty()) return round.completed > 0 ? round.achieved_rate() : 0.0;
@@ -99,7 +85,7 @@ AndersonDarlingCheck check_inter_arrivals(const EngineResult& round, ScheduleKin
   out.critical = ad.critical_values[level];
   out.gaps = tested.size();
   out.passed = !ad.rejects_at(ad.significance_levels[level]);
-  out.note = "excesses over " + format_latency_ns(out.threshold_ns) +
+  out.note = "excesses over " + common::format_latency_ns(out.threshold_ns) +
              " of the gaps between actual sends, exponential, " +
              fixed(ad.significance_levels[level], 1) + "% level";
   return out;
@@ -128,13 +114,14 @@ namespace {
 // What the client was late by, how its threads were scheduled, and what is
 // left to try: the tail of a late-sends reason.
 std::string client_remedies(const EngineResult& round, const EngineConfig& config) {
-  std::string out = " (its timer lateness p99 " +
-                    format_latency_ns(static_cast<double>(round.timer_lateness.percentile(0.99))) +
-                    ", max " + format_latency_ns(static_cast<double>(round.timer_lateness.max()));
+  std::string out =
+      " (its timer lateness p99 " +
+      common::format_latency_ns(static_cast<double>(round.timer_lateness.percentile(0.99))) +
+      ", max " + common::format_latency_ns(static_cast<double>(round.timer_lateness.max()));
   if (config.rt_priority > 0) {
     out += "; SCHED_FIFO " + std::to_string(config.rt_priority) + " was used";
   } else if (round.timer.slice_ns > 0) {
-    out += "; a " + format_latency_ns(static_cast<double>(round.timer.slice_ns)) +
+    out += "; a " + common::format_latency_ns(static_cast<double>(round.timer.slice_ns)) +
            " scheduler slice was " +
            (round.timer.slice_granted ? std::string("granted") : "not granted");
   }
@@ -154,7 +141,7 @@ std::string whose_gaps(const EngineResult& round, const EngineConfig& config) {
     return ": the client's own sends were not Poisson" + client_remedies(round, config);
   }
   return ": the client kept its timer (lateness p99 " +
-         format_latency_ns(static_cast<double>(round.timer_lateness.percentile(0.99))) +
+         common::format_latency_ns(static_cast<double>(round.timer_lateness.percentile(0.99))) +
          "); the gaps changed between its loop and the kernel's send stamp (slot waits, the "
          "send path)";
 }
@@ -211,14 +198,14 @@ CalibrationCheck check_calibration(const EngineResult& round, const EngineConfig
   if (cl.closed_loop) {
     out.reasons.push_back("closed-loop: C×K=" + std::to_string(cl.slots) + " cannot carry " +
                           fixed(out.target_rps, 0) + " rps at " +
-                          format_latency_ns(cl.mean_in_flight_ns) + " latency (needs " +
+                          common::format_latency_ns(cl.mean_in_flight_ns) + " latency (needs " +
                           fixed(cl.slots_needed, 1) + " in flight; capacity ~" +
                           fixed(cl.capacity_rps, 0) + " rps)");
   } else if (!out.late_ok) {
     out.reasons.push_back(
         "late sends: the load generator itself got to " + fixed(100.0 * out.late_fraction, 1) +
         "% of requests more than " +
-        format_latency_ns(static_cast<double>(config.late_threshold_ns)) +
+        common::format_latency_ns(static_cast<double>(config.late_threshold_ns)) +
         " after their intended time (limit " + fixed(100.0 * limits.late_fraction_limit, 1) +
         "%; waits for a free connection slot are not counted): the client cannot keep the "
         "schedule" +
@@ -238,9 +225,10 @@ ClientLatenessCheck check_client_lateness(const analysis::LatencyHistogram& time
   if (out.ok) return out;
   const std::string p = "p" + fixed(target.p, target.p == std::floor(target.p) ? 0 : 2);
   out.reason = "the load generator's own send lateness at " + p + " (" +
-               format_latency_ns(static_cast<double>(out.at_target_ns)) + ") is " +
+               common::format_latency_ns(static_cast<double>(out.at_target_ns)) + ") is " +
                fixed(100.0 * out.share, 0) + "% of the " + p + " sojourn from the intended send (" +
-               format_latency_ns(target.value_ns) + "), more than " + fixed(100.0 * max_share, 0) +
+               common::format_latency_ns(target.value_ns) + "), more than " +
+               fixed(100.0 * max_share, 0) +
                "%: the response times leave it out, each timed from when the client was ready "
                "to send";
   return out;

@@ -4,6 +4,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "nabla/common/json_null.hh"
+
 namespace nabla::memlat {
 namespace {
 
@@ -19,9 +21,7 @@ double number(const json& object, const char* key, const std::string& where) {
   return it->get<double>();
 }
 
-json or_null(const std::optional<double>& v) {
-  return v ? json(*v) : json(nullptr);
-}
+using common::or_null;
 
 json imc_json(const CounterSample& s, double cas_ns) {
   return {{"rpq_occupancy", s.imc->rpq_occupancy},

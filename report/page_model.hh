@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "nabla/common/json_null.hh"
 #include "nabla/db/reads.hh"
 
 namespace nabla::db {
@@ -35,10 +36,7 @@ struct StoredRun {
 
 StoredRun read_stored_run(db::Database& db, std::int64_t run_id);
 
-template <typename T>
-json or_null(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
-}
+using common::or_null;
 
 // A table the page renders: {"columns": [...], "rows": [[...], ...]}.
 json table(std::vector<std::string> columns, json rows);

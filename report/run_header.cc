@@ -3,6 +3,7 @@
 #include <set>
 
 #include "charts.hh"
+#include "nabla/common/json_null.hh"
 #include "nabla/common/link_label.hh"
 #include "nabla/db/records.hh"
 #include "page_model.hh"
@@ -10,10 +11,7 @@
 namespace nabla::report::detail {
 namespace {
 
-json parsed_or_null(const std::string& text) {
-  json parsed = json::parse(text, nullptr, false);
-  return parsed.is_discarded() ? json(nullptr) : parsed;
-}
+using common::parsed_or_null;
 
 // Nodes with the processes the run's links name on them. A run that stored
 // links but no nodes rows (nabla analyze, inject) still gets its hosts.

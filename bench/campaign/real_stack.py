@@ -187,7 +187,7 @@ def report(work, wall_s):
     for g in j.get("gradients", []):
         key = (g["link"], g["type"])
         o = orc.get(key)
-        val, lo, hi = g.get("value"), g.get("ci_low"), g.get("ci_high")
+        val, lo, hi = g.get("gradient"), g.get("ci_low"), g.get("ci_high")
         grad = f"{val:.3f} [{lo:.3f}, {hi:.3f}]" if val is not None and lo is not None else "-"
         if o:
             ov = o["value"]

@@ -64,7 +64,7 @@ except (OSError, ValueError):
     raise SystemExit
 g = j.get("gradients", [])
 load = open(base + ".load").read().split()
-misses = "; ".join(f"{x['link']} {x['type']} {x.get('value') or 0:.3f} "
+misses = "; ".join(f"{x['link']} {x['type']} {x.get('gradient') or 0:.3f} "
                    f"[{x.get('ci_low') or 0:.3f}, {x.get('ci_high') or 0:.3f}]"
                    for x in g if not x.get("pass"))
 print(f"{schedule} run {run}: PASS {sum(1 for x in g if x.get('pass'))}/{len(g)} in "
@@ -111,7 +111,7 @@ def one(schedule, run):
         run_log = ""
     m = re.search(r"estimated time: (\S+)", run_log)
     out["estimate_s"] = seconds(m.group(1)) if m else None
-    out["misses"] = [f"{g['link']} {g['type']} {g.get('value', float('nan')):.3f} "
+    out["misses"] = [f"{g['link']} {g['type']} {g.get('gradient', float('nan')):.3f} "
                      f"[{g.get('ci_low', float('nan')):.3f}, {g.get('ci_high', float('nan')):.3f}] "
                      f"truth {g.get('truth')}" for g in grads if not g.get("pass")]
     return out

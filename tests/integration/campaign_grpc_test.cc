@@ -85,7 +85,7 @@ TEST(CampaignGrpc, AGrpcServicesLinksAreFoundAndMeasuredLikeAnyOther) {
   EXPECT_EQ(out["status"], "complete");
   for (const json& g : out["gradients"]) {
     std::cout << "  " << g["link"].get<std::string>() << " " << g["type"].get<std::string>() << " "
-              << g["value"] << " [" << g["ci_low"] << ", " << g["ci_high"] << "]\n";
+              << g["gradient"] << " [" << g["ci_low"] << ", " << g["ci_high"] << "]\n";
   }
   // Measured like any other link: a gradient with its CI, clearly that of
   // a link every call crosses once each way. Not held to exactly 1: three
@@ -95,10 +95,10 @@ TEST(CampaignGrpc, AGrpcServicesLinksAreFoundAndMeasuredLikeAnyOther) {
   for (const std::string link : {"tcp client -> api:9051", "tcp api:9051 -> client"}) {
     const json* g = find_gradient(out, link, "/nabla.Test/Sleep");
     ASSERT_NE(g, nullptr) << link << " not measured: " << out["links"].dump(2);
-    EXPECT_GE((*g)["value"].get<double>(), 0.5) << link;
-    EXPECT_LE((*g)["value"].get<double>(), 2.0) << link;
-    EXPECT_LE((*g)["ci_low"].get<double>(), (*g)["value"].get<double>()) << link;
-    EXPECT_GE((*g)["ci_high"].get<double>(), (*g)["value"].get<double>()) << link;
+    EXPECT_GE((*g)["gradient"].get<double>(), 0.5) << link;
+    EXPECT_LE((*g)["gradient"].get<double>(), 2.0) << link;
+    EXPECT_LE((*g)["ci_low"].get<double>(), (*g)["gradient"].get<double>()) << link;
+    EXPECT_GE((*g)["ci_high"].get<double>(), (*g)["gradient"].get<double>()) << link;
   }
   // The discovered link names the server's process.
   EXPECT_NE(out["links"].dump().find("python3"), std::string::npos) << out["links"].dump(2);

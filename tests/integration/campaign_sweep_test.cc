@@ -119,7 +119,7 @@ TEST(CampaignSweep, SplitResponsesRaiseTheReturnLinksGradient) {
   std::cout << log.substr(0, json_at);
   for (const json& g : json::parse(log.substr(json_at))["gradients"]) {
     EXPECT_EQ(g["amplitudes"].size(), 2u) << g.dump(2);
-    EXPECT_TRUE(g["linearity"].is_string()) << g.dump(2);
+    EXPECT_TRUE(g["linearity"].is_object()) << g.dump(2);
     EXPECT_TRUE(g["step"].is_object()) << g.dump(2);
   }
   const auto [show_code, show_text] =

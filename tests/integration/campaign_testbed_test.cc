@@ -147,7 +147,7 @@ TEST(CampaignTestbed, MeasuresChainGradientsAndStopsCleanlyOnSigint) {
   std::cout << "measured:\n";
   for (const json& g : out["gradients"]) {
     std::cout << "  " << g["link"].get<std::string>() << " " << g["type"].get<std::string>() << " "
-              << g["value"] << " [" << g["ci_low"] << ", " << g["ci_high"]
+              << g["gradient"] << " [" << g["ci_low"] << ", " << g["ci_high"]
               << "] dl=" << g["actual_amplitude_ns"] << " snr=" << g["snr"]
               << " thr=" << g["throughput_change"] << " msgs=" << g["messages_per_txn"] << " ["
               << g["messages_ci_low"] << ", " << g["messages_ci_high"] << "]\n";
@@ -161,7 +161,7 @@ TEST(CampaignTestbed, MeasuresChainGradientsAndStopsCleanlyOnSigint) {
   // cores (load average 5-8) the active phase's noise varies 5x between runs
   // (SNR 1.6-27 at the same amplitude); alone it is 10-27.
   const double se = (*a)["standard_error"].get<double>();
-  EXPECT_LE(std::abs((*a)["value"].get<double>() - 2.0), std::max(0.2, 3.0 * se))
+  EXPECT_LE(std::abs((*a)["gradient"].get<double>() - 2.0), std::max(0.2, 3.0 * se))
       << "standard error " << se;
   // The CI must reach 2 to within 4%: on a quiet VM this chain measures
   // 2.05-2.08 run after run (both phases agreeing, standard errors 0.04-0.06;
@@ -177,7 +177,7 @@ TEST(CampaignTestbed, MeasuresChainGradientsAndStopsCleanlyOnSigint) {
   // shared cores couple the two types a little (e.g. -0.063 [-0.12, -0.0024],
   // both phases negative).
   const double se_b = (*b)["standard_error"].get<double>();
-  EXPECT_LE(std::abs((*b)["value"].get<double>()), std::max(0.1, 3.0 * se_b))
+  EXPECT_LE(std::abs((*b)["gradient"].get<double>()), std::max(0.1, 3.0 * se_b))
       << "standard error " << se_b;
   EXPECT_LE((*b)["ci_low"].get<double>(), 0.08);
   EXPECT_GE((*b)["ci_high"].get<double>(), -0.08);

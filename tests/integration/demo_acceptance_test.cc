@@ -204,7 +204,7 @@ TEST_F(DemoAcceptance, A_QuickDemoRunsStoresAndCleansUp) {
     //    can be checked.
     int outside_10pct = 0, ci_misses = 0, judged = 0;
     for (const json& g : j["gradients"]) {
-      const double v = g["value"], t = g["truth"], lo = g["ci_low"], hi = g["ci_high"];
+      const double v = g["gradient"], t = g["truth"], lo = g["ci_low"], hi = g["ci_high"];
       const double tolerance = 0.1 * std::max(std::abs(t), 1.0);
       if ((hi - lo) / 2 <= tolerance) {
         ++judged;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -117,6 +118,16 @@ TEST(ParsePercent, RejectsJunkAndOutOfRange) {
     EXPECT_NE(msg.find("'150%'"), std::string::npos) << msg;
     EXPECT_NE(msg.find("0% to 100%"), std::string::npos) << msg;
   }
+}
+
+TEST(FormatLatency, ThreeSignificantDigitsInTheLargestUnitBelow) {
+  EXPECT_EQ(format_latency_ns(850), "850ns");
+  EXPECT_EQ(format_latency_ns(12'345), "12.3us");
+  EXPECT_EQ(format_latency_ns(1'020'000), "1.02ms");
+  EXPECT_EQ(format_latency_ns(250'000'000), "250ms");
+  EXPECT_EQ(format_latency_ns(2.5e9), "2.50s");
+  EXPECT_EQ(format_latency_ns(-1'500'000), "-1.50ms");
+  EXPECT_EQ(format_latency_ns(std::nan("")), "-");
 }
 
 }  // namespace

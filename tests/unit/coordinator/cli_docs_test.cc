@@ -2,14 +2,18 @@
 // flag its --help lists is documented, and every flag the section's tables
 // document (the first cell of a row) is one that a command of the section
 // has (a row that says "hidden" documents a flag --help does not list).
-// Covers every nabla command and the three daemons.
+// Covers every nabla command and the three daemons. `nabla --help` lists the
+// commands in the order of the document's command table.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <fstream>
 #include <iterator>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nabla/common/netns.hh"
@@ -119,6 +123,73 @@ TEST(CliDocs, EveryFlagIsDocumentedAndEveryDocumentedFlagExists) {
       EXPECT_TRUE(existing.count(f)) << f << " is documented but no command of the section has it";
     }
   }
+}
+
+// The commands of docs/cli.md's command table ("| [`nabla runs`, `nabla
+// sql`](…) | …"), in its order: "runs", "sql", …; the daemons' rows name
+// no nabla command.
+std::vector<std::string> table_commands(const std::string& docs) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  while ((at = docs.find("\n| [`nabla ", at)) != std::string::npos) {
+    const auto end = docs.find(" |", at + 3);
+    const std::string cell = docs.substr(at + 3, end - at - 3);
+    static const std::regex command("`nabla ([a-z]+)");
+    for (auto it = std::sregex_iterator(cell.begin(), cell.end(), command);
+         it != std::sregex_iterator(); ++it) {
+      out.push_back((*it)[1].str());
+    }
+    at = end;
+  }
+  return out;
+}
+
+// `nabla --help`'s command list: name and summary per line.
+std::vector<std::pair<std::string, std::string>> help_commands() {
+  const nabla::common::CommandResult r = nabla::common::run_command({NABLA_BINARY, "--help"});
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  std::vector<std::pair<std::string, std::string>> out;
+  std::istringstream lines(r.stdout_text);
+  std::string line;
+  bool in_list = false;
+  while (std::getline(lines, line)) {
+    if (line == "Subcommands:" || line == "SUBCOMMANDS:") {
+      in_list = true;
+      continue;
+    }
+    if (!in_list) continue;
+    if (line.empty()) break;
+    std::istringstream words(line);
+    std::string name;
+    words >> name;
+    std::string summary;
+    std::getline(words >> std::ws, summary);
+    out.emplace_back(name, summary);
+  }
+  return out;
+}
+
+// `nabla --help` lists the commands in the order of the work, the order of
+// docs/cli.md's table, each with a summary of one grammar: a lower-case
+// verb phrase without a full stop.
+TEST(CliDocs, HelpListsTheCommandsInTheTablesOrderWithOneStyleOfSummary) {
+  const std::vector<std::pair<std::string, std::string>> commands = help_commands();
+  std::vector<std::string> names;
+  for (const auto& [name, summary] : commands) {
+    names.push_back(name);
+    SCOPED_TRACE(name);
+    ASSERT_FALSE(summary.empty());
+    EXPECT_TRUE(std::islower(static_cast<unsigned char>(summary.front()))) << summary;
+    EXPECT_NE(summary.back(), '.') << summary;
+    // A verb first, not a noun phrase or a question.
+    const std::string first = summary.substr(0, summary.find(' '));
+    for (const char* not_a_verb : {"the", "a", "an", "one", "what", "can", "memory", "offline"}) {
+      EXPECT_NE(first, not_a_verb) << summary;
+    }
+  }
+  EXPECT_EQ(names, table_commands(read_docs()));
+  ASSERT_GE(names.size(), 3u);
+  EXPECT_EQ(names[0], "demo");
 }
 
 }  // namespace

@@ -182,7 +182,8 @@ TEST_F(CliExit, GroupOptionsAreAcceptedBeforeAndAfterTheSubcommand) {
 }
 
 // `nabla` alone is where a newcomer starts: it names the three commands to
-// run first, each of them a real command, and exits 0.
+// run first, each of them a real command, points to `nabla --help` for the
+// rest, and exits 0 (it is not a usage error).
 TEST_F(CliExit, NablaAloneNamesTheThreeFirstCommands) {
   const CommandResult r = nabla({});
   EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
@@ -202,6 +203,7 @@ TEST_F(CliExit, NablaAloneNamesTheThreeFirstCommands) {
   }
   const std::vector<std::vector<std::string>> expected{{"demo"}, {"key", "new"}, {"run"}};
   EXPECT_EQ(commands, expected) << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("nabla --help"), std::string::npos) << r.stdout_text;
   for (std::vector<std::string> command : commands) {
     command.push_back("--help");
     EXPECT_EQ(nabla(command).exit_code, 0) << joined(command);

@@ -401,14 +401,6 @@ TEST(ControllerChecks, TailPercentilesUseOrderStatistics) {
   EXPECT_FALSE(tail_percentiles(few, ps, 0.95)[0].ci_low_ns.has_value());
 }
 
-TEST(ControllerChecks, FormatLatency) {
-  EXPECT_EQ(format_latency_ns(850), "850ns");
-  EXPECT_EQ(format_latency_ns(12'345), "12.3us");
-  EXPECT_EQ(format_latency_ns(1'020'000), "1.02ms");
-  EXPECT_EQ(format_latency_ns(250'000'000), "250ms");
-  EXPECT_EQ(format_latency_ns(2.5e9), "2.50s");
-}
-
 }  // namespace
 }  // namespace nabla::loadgen
 

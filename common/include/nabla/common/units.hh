@@ -22,6 +22,11 @@ int64_t parse_duration_ns(std::string_view text);
 // == x for every x >= 0. Negative values get a leading '-'.
 std::string format_duration_ns(int64_t ns);
 
+// A latency for people: "850ns", "12.3us", "1.02ms", "2.50s" (3 significant
+// digits, no exponent; "-" when not finite). Every table and sentence that
+// shows a measured latency uses it; JSON keeps nanoseconds.
+std::string format_latency_ns(double ns);
+
 // Parses a percentage "5%" -> 0.05, "0.5%" -> 0.005, within 0% .. 100%. The
 // '%' sign is required. Throws std::invalid_argument naming the bad text.
 double parse_percent(std::string_view text);

@@ -215,8 +215,4 @@ ClientLatenessCheck check_client_lateness(const analysis::LatencyHistogram& time
 std::vector<TailPercentile> tail_percentiles(std::span<const double> values,
                                              std::span<const double> percents, double confidence);
 
-// A latency for people: "850ns", "12.3us", "1.02ms", "2.5s" (3 significant
-// digits). Reasons and tables use it; JSON keeps integer nanoseconds.
-std::string format_latency_ns(double ns);
-
 }  // namespace nabla::loadgen
