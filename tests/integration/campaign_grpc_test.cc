@@ -70,18 +70,11 @@ TEST(CampaignGrpc, AGrpcServicesLinksAreFoundAndMeasuredLikeAnyOther) {
   std::ofstream(campaign) << toml.str();
   const std::string db_path = tmp + ".db";
   const std::string out_path = tmp + ".out";
-  int code = -1;
-  {
-    ChildProcess run({NABLA_PATH, "run", campaign, "--db", db_path, "--json"}, &client.ns,
-                     out_path);
-    code = run.wait(std::chrono::seconds(100));
-    if (code == -1) run.signal(SIGKILL);
-  }
-  const std::string text = nabla::common::read_text_file(out_path);
-  ASSERT_EQ(code, 0) << text;
-  const std::size_t json_at = text.find("{\n  \"run_id\"");
-  ASSERT_NE(json_at, std::string::npos) << text;
-  const json out = json::parse(text.substr(json_at));
+  const auto done = nabla::testing::run_campaign_in(client.ns, NABLA_PATH, campaign, db_path,
+                                                    out_path, std::chrono::seconds(100));
+  ASSERT_EQ(done.exit_code, 0) << done.text;
+  ASSERT_NE(done.json_at, std::string::npos) << done.text;
+  const json out = json::parse(done.text.substr(done.json_at));
   EXPECT_EQ(out["status"], "complete");
   for (const json& g : out["gradients"]) {
     std::cout << "  " << g["link"].get<std::string>() << " " << g["type"].get<std::string>() << " "

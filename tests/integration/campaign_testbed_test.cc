@@ -127,21 +127,12 @@ TEST(CampaignTestbed, MeasuresChainGradientsAndStopsCleanlyOnSigint) {
   const std::string out_path = tmp + ".out";
 
   // ---- a complete run
-  int code = -1;
-  {
-    // Notes (stderr) and JSON (stdout) share the file: the JSON starts at
-    // its first key, which must be run_id.
-    ChildProcess run({NABLA_PATH, "run", campaign, "--db", db_path, "--json"}, &client.ns,
-                     out_path);
-    code = run.wait(std::chrono::seconds(75));
-    if (code == -1) run.signal(SIGKILL);
-  }
-  const std::string text = nabla::common::read_text_file(out_path);
-  ASSERT_EQ(code, 0) << text;
-  const std::size_t json_at = text.find("{\n  \"run_id\"");
-  ASSERT_NE(json_at, std::string::npos) << text;
-  std::cout << text.substr(0, json_at);
-  const json out = json::parse(text.substr(json_at));
+  const auto done = nabla::testing::run_campaign_in(client.ns, NABLA_PATH, campaign, db_path,
+                                                    out_path, std::chrono::seconds(75));
+  ASSERT_EQ(done.exit_code, 0) << done.text;
+  ASSERT_NE(done.json_at, std::string::npos) << done.text;
+  std::cout << done.text.substr(0, done.json_at);
+  const json out = json::parse(done.text.substr(done.json_at));
   std::cout << "training: " << out["training"].dump() << "\n";
   EXPECT_EQ(out["status"], "complete");
   std::cout << "measured:\n";
@@ -236,7 +227,7 @@ TEST(CampaignTestbed, MeasuresChainGradientsAndStopsCleanlyOnSigint) {
         << "no injection started: " << nabla::common::read_text_file(out_path);
     run.signal(SIGINT);
     const auto t_signal = Clock::now();
-    code = run.wait(std::chrono::seconds(10));
+    const int code = run.wait(std::chrono::seconds(10));
     if (code == -1) run.signal(SIGKILL);
     EXPECT_EQ(code, 1) << nabla::common::read_text_file(out_path);
     // The campaign stopped its injection itself: no rule waits for the 3 s lease.

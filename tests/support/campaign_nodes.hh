@@ -4,11 +4,16 @@
 // client's namespace, and the campaign file's key_file line and [[node]]
 // tables naming them. Header-only like the rest of tests/support; the test
 // target defines NABLA_SNIFFD_PATH and NABLA_INJECTD_PATH.
+#include <signal.h>
+
+#include <chrono>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "nabla/common/netns.hh"
 #include "nabla/common/rpc_auth.hh"
+#include "nabla/common/text_file.hh"
 #include "nabla/testbed/testbed.hh"
 #include "tier_probe.hh"
 
@@ -44,6 +49,29 @@ inline std::string campaign_nodes_toml(const testbed::Testbed& tb, const std::st
          << "\"\ninjectd = \"" << h->address << ":7311\"\nsniffd = \"" << h->address << ":7312\"\n";
   }
   return toml.str();
+}
+
+// What `nabla run CAMPAIGN --db DB --json` printed, run in `ns`. Notes
+// (stderr) and JSON (stdout) share `out_path`: the JSON starts at its first
+// key, run_id (npos when it is not there).
+struct CampaignOutput {
+  int exit_code = -1;  // -1: killed at the timeout
+  std::string text;
+  std::size_t json_at = std::string::npos;
+};
+
+inline CampaignOutput run_campaign_in(const common::NetNamespace& ns, const std::string& nabla,
+                                      const std::string& campaign, const std::string& db_path,
+                                      const std::string& out_path, std::chrono::seconds timeout) {
+  CampaignOutput out;
+  {
+    common::ChildProcess run({nabla, "run", campaign, "--db", db_path, "--json"}, &ns, out_path);
+    out.exit_code = run.wait(timeout);
+    if (out.exit_code == -1) run.signal(SIGKILL);
+  }
+  out.text = common::read_text_file(out_path);
+  out.json_at = out.text.find("{\n  \"run_id\"");
+  return out;
 }
 
 }  // namespace nabla::testing
