@@ -1,6 +1,5 @@
 #include "nabla/coordinator/inject_command.hh"
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -19,6 +18,7 @@
 #include "nabla/common/resolve.hh"
 #include "nabla/common/rpc.hh"
 #include "nabla/common/rpc_auth.hh"
+#include "nabla/common/stop_signals.hh"
 #include "nabla/common/units.hh"
 #include "nabla/coordinator/text_table.hh"
 
@@ -30,33 +30,6 @@ using std::chrono::milliseconds;
 namespace protocol = common::protocol;
 
 constexpr milliseconds kCallTimeout{3000};
-
-// Blocks SIGINT/SIGTERM for the life of the object so they can be taken
-// synchronously with sigtimedwait between RPCs; restores the mask after.
-class BlockedSignals {
- public:
-  BlockedSignals() {
-    sigemptyset(&set_);
-    sigaddset(&set_, SIGINT);
-    sigaddset(&set_, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set_, &old_);
-  }
-  ~BlockedSignals() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
-  BlockedSignals(const BlockedSignals&) = delete;
-  BlockedSignals& operator=(const BlockedSignals&) = delete;
-
-  // Waits up to `wait_ns`; returns the signal number, or 0 on timeout.
-  int wait(std::int64_t wait_ns) const {
-    timespec ts{static_cast<time_t>(wait_ns / 1'000'000'000),
-                static_cast<long>(wait_ns % 1'000'000'000)};
-    const int sig = sigtimedwait(&set_, nullptr, &ts);
-    return sig > 0 ? sig : 0;
-  }
-
- private:
-  sigset_t set_{};
-  sigset_t old_{};
-};
 
 std::string ns_text(double ns) {
   return common::format_duration_ns(std::llround(ns));
@@ -178,7 +151,9 @@ int run_inject(const InjectOptions& o, std::ostream& out, std::ostream& err) {
   protocol::InjectStartParams owned = params;
   owned.owner = owner;
 
-  BlockedSignals signals;
+  // Taken between RPCs, so a signal ends the loop and the injection is
+  // still stopped and reported.
+  common::StopSignals signals(common::StopSignals::Mode::kBlock);
   auto client = common::RpcClient::connect(o.node.host, o.node.port, key, kCallTimeout,
                                            common::kInjectdKeyName);
   protocol::InjectionDescription started;
@@ -210,7 +185,7 @@ int run_inject(const InjectOptions& o, std::ostream& out, std::ostream& err) {
       if (o.for_ns && now - t0 >= *o.for_ns) break;
       std::int64_t wait = 250'000'000;
       if (o.for_ns) wait = std::min(wait, t0 + *o.for_ns - now);
-      if (signals.wait(wait) != 0) {
+      if (signals.wait_for(wait) != 0) {
         outcome.interrupted = true;
         break;
       }
