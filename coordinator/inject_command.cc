@@ -158,8 +158,7 @@ int run_inject(const InjectOptions& o, std::ostream& out, std::ostream& err) {
                                            common::kInjectdKeyName);
   protocol::InjectionDescription started;
   try {
-    started = protocol::InjectionDescription::from_json(
-        client.call(params.kMethod, owned.to_json(), kCallTimeout));
+    started = client.call(owned, kCallTimeout);
   } catch (const common::RpcError& e) {
     throw std::runtime_error(where + " refused the injection: " + e.what());
   }
@@ -176,7 +175,7 @@ int run_inject(const InjectOptions& o, std::ostream& out, std::ostream& err) {
   }
 
   InjectOutcome outcome{o.node.to_string(), {started, std::nullopt}, 0.0, false};
-  const json stop_params = protocol::InjectStopParams{id, owner}.to_json();
+  const protocol::InjectStopParams stop{id, owner};
   try {
     std::int64_t last_renew = t0;
     std::int64_t last_live = t0;
@@ -191,27 +190,21 @@ int run_inject(const InjectOptions& o, std::ostream& out, std::ostream& err) {
       }
       const std::int64_t after = common::monotonic_ns();
       if (after - last_renew >= renew_every_ns) {
-        client.call(protocol::LeaseRenewParams::kMethod,
-                    protocol::LeaseRenewParams{id, std::nullopt, owner}.to_json(), kCallTimeout);
+        client.call(protocol::LeaseRenewParams{id, std::nullopt, owner}, kCallTimeout);
         last_renew = after;
       }
       if (live && after - last_live >= 1'000'000'000) {
-        const json stats =
-            client.call(protocol::InjectStatsParams::kMethod,
-                        protocol::InjectStatsParams{id, false}.to_json(), kCallTimeout);
-        print_live_line(err, protocol::InjectStatsResult::from_json(stats),
+        print_live_line(err, client.call(protocol::InjectStatsParams{id, false}, kCallTimeout),
                         static_cast<double>(after - t0) / 1e9);
         last_live = after;
       }
     }
     if (live) err << "\r\033[K";
-    outcome.stopped = protocol::InjectStopResult::from_json(
-        client.call(protocol::InjectStopParams::kMethod, stop_params, kCallTimeout));
+    outcome.stopped = client.call(stop, kCallTimeout);
   } catch (const std::exception& e) {
     // Best effort: stop it now rather than wait for the lease.
     try {
-      if (client.connected())
-        client.call(protocol::InjectStopParams::kMethod, stop_params, kCallTimeout);
+      if (client.connected()) client.call(stop, kCallTimeout);
     } catch (...) {
     }
     throw std::runtime_error("lost " + where + " during injection " + id + " (" + e.what() +
