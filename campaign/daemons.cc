@@ -62,7 +62,8 @@ protocol::Wave square_wave(std::int64_t amplitude_ns, std::int64_t period_ns, in
 // is not one to trust.
 constexpr int kMaxFlowsPages = 10'000;
 
-json inject_start_params(const InjectionRequest& r, const std::string& owner) {
+protocol::InjectStartParams inject_start_params(const InjectionRequest& r,
+                                                const std::string& owner) {
   protocol::InjectStartParams p;
   p.owner = owner;
   p.link = r.link_spec;
@@ -83,15 +84,15 @@ json inject_start_params(const InjectionRequest& r, const std::string& owner) {
   p.settings.lease_s = static_cast<double>(r.lease_ns) / 1e9;
   p.settings.seed = r.seed;
   p.netns = r.netns;
-  return p.to_json();
+  return p;
 }
 
-json lease_renew_params(const std::string& id, const std::string& owner) {
-  return protocol::LeaseRenewParams{id, std::nullopt, owner}.to_json();
+protocol::LeaseRenewParams lease_renew_params(const std::string& id, const std::string& owner) {
+  return protocol::LeaseRenewParams{id, std::nullopt, owner};
 }
 
-json inject_stop_params(const std::string& id, const std::string& owner) {
-  return protocol::InjectStopParams{id, owner}.to_json();
+protocol::InjectStopParams inject_stop_params(const std::string& id, const std::string& owner) {
+  return protocol::InjectStopParams{id, owner};
 }
 
 // This run's session token: its injections belong to it (and the node's
@@ -106,8 +107,7 @@ HalfStats half_stats(const protocol::DelaySummary& half) {
 }
 
 // The "stats" of an inject.stop answer; all zero when the daemon had none.
-InjectionStats inject_stop_answer(const json& answer) {
-  const auto result = protocol::InjectStopResult::from_json(answer);
+InjectionStats inject_stop_answer(const protocol::InjectStopResult& result) {
   InjectionStats s;
   if (!result.stats) return s;
   const protocol::InjectionStats& stats = *result.stats;
@@ -174,8 +174,7 @@ std::optional<FlowsPage> RpcDaemons::list_flows(const std::string& node, std::ui
   protocol::FlowsListParams params{cursor, 1, false};
   FlowsPage all;
   for (int page = 1;; ++page) {
-    const auto result = protocol::FlowsListResult::from_json(
-        e.sniffd->call(protocol::FlowsListParams::kMethod, params.to_json(), timeout_));
+    const protocol::FlowsListResult result = e.sniffd->call(params, timeout_);
     for (const protocol::Flow& f : result.flows) all.flows.push_back(flow_end_of(f));
     all.cursor = result.cursor;
     if (!result.more) return all;
@@ -188,22 +187,17 @@ std::optional<FlowsPage> RpcDaemons::list_flows(const std::string& node, std::ui
 }
 
 std::string RpcDaemons::start_injection(const std::string& node, const InjectionRequest& request) {
-  const json started = injectd(node, timeout_)
-                           .call(protocol::InjectStartParams::kMethod,
-                                 inject_start_params(request, session_), timeout_);
-  return protocol::InjectionDescription::from_json(started).id;
+  return injectd(node, timeout_).call(inject_start_params(request, session_), timeout_).id;
 }
 
 InjectionStats RpcDaemons::stop_injection(const std::string& node, const std::string& id) {
   return inject_stop_answer(
-      injectd(node, timeout_)
-          .call(protocol::InjectStopParams::kMethod, inject_stop_params(id, session_), timeout_));
+      injectd(node, timeout_).call(inject_stop_params(id, session_), timeout_));
 }
 
 void RpcDaemons::abandon_injection(const std::string& node, const std::string& id) noexcept {
   try {
-    injectd(node, kStopTimeout)
-        .call(protocol::InjectStopParams::kMethod, inject_stop_params(id, session_), kStopTimeout);
+    injectd(node, kStopTimeout).call(inject_stop_params(id, session_), kStopTimeout);
   } catch (const std::exception& e) {
     common::log_warn("could not stop injection ", id, " on node ", node, " (", e.what(),
                      "); the daemon stops it when its lease lapses");
@@ -212,14 +206,12 @@ void RpcDaemons::abandon_injection(const std::string& node, const std::string& i
 
 void RpcDaemons::renew_lease(const std::string& node, const std::string& id) {
   try {
-    injectd(node, timeout_)
-        .call(protocol::LeaseRenewParams::kMethod, lease_renew_params(id, session_), timeout_);
+    injectd(node, timeout_).call(lease_renew_params(id, session_), timeout_);
   } catch (const common::RpcError&) {
     throw;  // the daemon refused (e.g. the injection is gone): no retry helps
   } catch (const std::exception&) {
     // A transport error: once more, on a new connection.
-    injectd(node, timeout_)
-        .call(protocol::LeaseRenewParams::kMethod, lease_renew_params(id, session_), timeout_);
+    injectd(node, timeout_).call(lease_renew_params(id, session_), timeout_);
   }
 }
 

@@ -42,8 +42,8 @@ protocol::ControlCounters control_counters(const RpcServer& server) {
 }
 
 void add_clock_method(RpcServer& server) {
-  server.add_method(protocol::ClockNowResult::kMethod, [](const nlohmann::json& params) {
-    protocol::require_no_params(params, protocol::ClockNowResult::kMethod);
+  server.add_method(protocol::ClockNowParams::kMethod, [](const nlohmann::json& params) {
+    protocol::require_no_params(params, protocol::ClockNowParams::kMethod);
     return protocol::ClockNowResult{realtime_ns(), monotonic_ns()}.to_json();
   });
 }

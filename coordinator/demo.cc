@@ -6,7 +6,6 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
-#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -16,6 +15,7 @@
 #include "nabla/common/clock.hh"
 #include "nabla/common/link_label.hh"
 #include "nabla/common/netns.hh"
+#include "nabla/common/stop_signals.hh"
 #include "nabla/common/units.hh"
 #include "nabla/coordinator/report_command.hh"
 #include "nabla/coordinator/text_table.hh"
@@ -35,50 +35,18 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-volatile std::sig_atomic_t g_signal = 0;
-
-void on_signal(int signo) {
-  g_signal = signo;
-}
-
-// Catches SIGINT, SIGTERM and SIGHUP for the demo's lifetime (so cleanup
-// runs instead of the process dying with namespaces and daemons behind),
-// restoring the previous handlers afterwards.
-class SignalGuard {
- public:
-  SignalGuard() {
-    g_signal = 0;
-    struct sigaction sa {};
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    for (std::size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &sa, &old_[i]);
-  }
-  ~SignalGuard() {
-    for (std::size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
-  }
-  SignalGuard(const SignalGuard&) = delete;
-  SignalGuard& operator=(const SignalGuard&) = delete;
-
- private:
-  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};
-  std::array<struct sigaction, 3> old_{};
-};
-
-bool interrupted() {
-  return g_signal != 0;
-}
-
 // Waits for a child, forwarding a caught signal to it once (SIGTERM, after
 // a short grace in case the terminal's SIGINT already reached it) and
 // killing it after `limit`. Returns its exit code.
-int supervise(common::ChildProcess& child, std::chrono::seconds limit) {
+int supervise(common::ChildProcess& child, std::chrono::seconds limit,
+              const common::StopSignals& stop) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   std::optional<std::chrono::steady_clock::time_point> stop_sent;
   for (;;) {
     const int rc = child.wait(std::chrono::milliseconds(200));
     if (rc != -1) return rc;
     const auto now = std::chrono::steady_clock::now();
-    if ((interrupted() || now > deadline) && !stop_sent) {
+    if ((stop.stopped() || now > deadline) && !stop_sent) {
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
       if (child.running()) child.signal(SIGTERM);
       stop_sent = now;
@@ -233,6 +201,7 @@ std::string load_summary(const testbed::DemoLoadResult& r) {
 // its steps fill in.
 struct DemoRun {
   const DemoOptions& opt;
+  const common::StopSignals& stop;
   std::ostream& out;
   std::ostream& err;
   std::ostream& log;  // progress: stderr with --json, else stdout
@@ -271,10 +240,10 @@ std::int64_t run_campaign(DemoRun& d, const testbed::DemoBinaries& bin, testbed:
     common::ChildProcess run({bin.nabla, "run", toml_path, "--db", d.db_path, "--kind", "demo"},
                              &tb.testbed().host(tb.model().client_host).ns,
                              d.opt.json ? run_log : std::string());
-    run_rc = supervise(run, std::chrono::seconds(d.opt.quick ? 240 : 900));
+    run_rc = supervise(run, std::chrono::seconds(d.opt.quick ? 240 : 900), d.stop);
   }
   d.result["nabla_run_exit"] = run_rc;
-  if (interrupted()) throw testbed::DemoInterrupted();
+  if (d.stop.stopped()) throw testbed::DemoInterrupted();
   std::optional<db::RunInfo> run;
   if (fs::exists(d.db_path)) {
     db::Store store = db::Store::open(d.db_path, common::realtime_ns());
@@ -330,9 +299,9 @@ void check_gradients(DemoRun& d, const testbed::DemoTestbed& tb,
 void run_load_step(DemoRun& d, const testbed::DemoBinaries& bin, testbed::DemoTestbed& tb) {
   d.log << "\nnabla demo: one tail-latency measurement (nabla load)...\n" << std::flush;
   const testbed::DemoLoadResult load =
-      testbed::run_demo_load(bin, tb, d.db_path, d.opt.quick, interrupted);
+      testbed::run_demo_load(bin, tb, d.db_path, d.opt.quick, [&d] { return d.stop.stopped(); });
   d.result["load"] = load.json;
-  if (interrupted()) throw testbed::DemoInterrupted();
+  if (d.stop.stopped()) throw testbed::DemoInterrupted();
   if (!d.opt.json) d.out << load_summary(load) << "\n";
   if (!load.ran) d.exit_code = d.exit_code ? d.exit_code : 1;
 }
@@ -355,7 +324,7 @@ void run_demo_steps(DemoRun& d) {
   testbed::DemoTestbedOptions tbo;
   tbo.seed = d.opt.seed;
   tbo.log_dir = d.opt.keep_logs;
-  tbo.interrupted = interrupted;
+  tbo.interrupted = [&d] { return d.stop.stopped(); };
   d.log << "nabla demo: building the testbed (hosts client, web, app, db) and starting the "
            "tiers and both daemons on every host...\n"
         << std::flush;
@@ -404,9 +373,13 @@ int run_demo(const DemoOptions& opt, std::ostream& out, std::ostream& err) {
     return 1;
   }
   const auto t0 = std::chrono::steady_clock::now();
-  SignalGuard signals;
+  // Caught, not blocked, for the demo's lifetime: the testbed's processes
+  // must not inherit a blocked SIGTERM. Cleanup then runs instead of the
+  // process dying with namespaces and daemons behind.
+  const common::StopSignals signals(common::StopSignals::Mode::kHandle, {SIGINT, SIGTERM, SIGHUP});
   const std::string db_path = fs::absolute(opt.db_path).string();
   DemoRun d{opt,
+            signals,
             out,
             err,
             opt.json ? err : out,

@@ -1,6 +1,5 @@
 #include "nabla/coordinator/inject_command.hh"
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -19,6 +18,7 @@
 #include "nabla/common/resolve.hh"
 #include "nabla/common/rpc.hh"
 #include "nabla/common/rpc_auth.hh"
+#include "nabla/common/stop_signals.hh"
 #include "nabla/common/units.hh"
 #include "nabla/coordinator/text_table.hh"
 
@@ -30,33 +30,6 @@ using std::chrono::milliseconds;
 namespace protocol = common::protocol;
 
 constexpr milliseconds kCallTimeout{3000};
-
-// Blocks SIGINT/SIGTERM for the life of the object so they can be taken
-// synchronously with sigtimedwait between RPCs; restores the mask after.
-class BlockedSignals {
- public:
-  BlockedSignals() {
-    sigemptyset(&set_);
-    sigaddset(&set_, SIGINT);
-    sigaddset(&set_, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set_, &old_);
-  }
-  ~BlockedSignals() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
-  BlockedSignals(const BlockedSignals&) = delete;
-  BlockedSignals& operator=(const BlockedSignals&) = delete;
-
-  // Waits up to `wait_ns`; returns the signal number, or 0 on timeout.
-  int wait(std::int64_t wait_ns) const {
-    timespec ts{static_cast<time_t>(wait_ns / 1'000'000'000),
-                static_cast<long>(wait_ns % 1'000'000'000)};
-    const int sig = sigtimedwait(&set_, nullptr, &ts);
-    return sig > 0 ? sig : 0;
-  }
-
- private:
-  sigset_t set_{};
-  sigset_t old_{};
-};
 
 std::string ns_text(double ns) {
   return common::format_duration_ns(std::llround(ns));
@@ -178,13 +151,14 @@ int run_inject(const InjectOptions& o, std::ostream& out, std::ostream& err) {
   protocol::InjectStartParams owned = params;
   owned.owner = owner;
 
-  BlockedSignals signals;
+  // Taken between RPCs, so a signal ends the loop and the injection is
+  // still stopped and reported.
+  common::StopSignals signals(common::StopSignals::Mode::kBlock);
   auto client = common::RpcClient::connect(o.node.host, o.node.port, key, kCallTimeout,
                                            common::kInjectdKeyName);
   protocol::InjectionDescription started;
   try {
-    started = protocol::InjectionDescription::from_json(
-        client.call(params.kMethod, owned.to_json(), kCallTimeout));
+    started = client.call(owned, kCallTimeout);
   } catch (const common::RpcError& e) {
     throw std::runtime_error(where + " refused the injection: " + e.what());
   }
@@ -201,7 +175,7 @@ int run_inject(const InjectOptions& o, std::ostream& out, std::ostream& err) {
   }
 
   InjectOutcome outcome{o.node.to_string(), {started, std::nullopt}, 0.0, false};
-  const json stop_params = protocol::InjectStopParams{id, owner}.to_json();
+  const protocol::InjectStopParams stop{id, owner};
   try {
     std::int64_t last_renew = t0;
     std::int64_t last_live = t0;
@@ -210,33 +184,27 @@ int run_inject(const InjectOptions& o, std::ostream& out, std::ostream& err) {
       if (o.for_ns && now - t0 >= *o.for_ns) break;
       std::int64_t wait = 250'000'000;
       if (o.for_ns) wait = std::min(wait, t0 + *o.for_ns - now);
-      if (signals.wait(wait) != 0) {
+      if (signals.wait_for(wait) != 0) {
         outcome.interrupted = true;
         break;
       }
       const std::int64_t after = common::monotonic_ns();
       if (after - last_renew >= renew_every_ns) {
-        client.call(protocol::LeaseRenewParams::kMethod,
-                    protocol::LeaseRenewParams{id, std::nullopt, owner}.to_json(), kCallTimeout);
+        client.call(protocol::LeaseRenewParams{id, std::nullopt, owner}, kCallTimeout);
         last_renew = after;
       }
       if (live && after - last_live >= 1'000'000'000) {
-        const json stats =
-            client.call(protocol::InjectStatsParams::kMethod,
-                        protocol::InjectStatsParams{id, false}.to_json(), kCallTimeout);
-        print_live_line(err, protocol::InjectStatsResult::from_json(stats),
+        print_live_line(err, client.call(protocol::InjectStatsParams{id, false}, kCallTimeout),
                         static_cast<double>(after - t0) / 1e9);
         last_live = after;
       }
     }
     if (live) err << "\r\033[K";
-    outcome.stopped = protocol::InjectStopResult::from_json(
-        client.call(protocol::InjectStopParams::kMethod, stop_params, kCallTimeout));
+    outcome.stopped = client.call(stop, kCallTimeout);
   } catch (const std::exception& e) {
     // Best effort: stop it now rather than wait for the lease.
     try {
-      if (client.connected())
-        client.call(protocol::InjectStopParams::kMethod, stop_params, kCallTimeout);
+      if (client.connected()) client.call(stop, kCallTimeout);
     } catch (...) {
     }
     throw std::runtime_error("lost " + where + " during injection " + id + " (" + e.what() +

@@ -19,6 +19,7 @@
 #include "load_report.hh"
 #include "nabla/common/clock.hh"
 #include "nabla/common/cpu_latency.hh"
+#include "nabla/common/stop_signals.hh"
 #include "nabla/common/units.hh"
 #include "nabla/coordinator/report_command.hh"
 #include "nabla/coordinator/text_table.hh"
@@ -65,33 +66,6 @@ nlohmann::json config_json(const LoadOptions& o, const LoadPlan& plan) {
       {"grpc_messages", o.grpc_messages},
       {"seed", o.seed}};
 }
-
-// SIGINT/SIGTERM are blocked while the measurement runs (the engine threads
-// inherit the mask) and taken after each round, so an interrupted run ends
-// through the normal error path: the stored run is marked failed, exit 1.
-class InterruptSignals {
- public:
-  InterruptSignals() {
-    sigemptyset(&set_);
-    sigaddset(&set_, SIGINT);
-    sigaddset(&set_, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set_, &old_);
-  }
-  ~InterruptSignals() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
-  InterruptSignals(const InterruptSignals&) = delete;
-  InterruptSignals& operator=(const InterruptSignals&) = delete;
-
-  // Takes a pending SIGINT/SIGTERM, if any; returns its number or 0.
-  int take() const {
-    timespec zero{0, 0};
-    const int sig = sigtimedwait(&set_, nullptr, &zero);
-    return sig > 0 ? sig : 0;
-  }
-
- private:
-  sigset_t set_{};
-  sigset_t old_{};
-};
 
 void print_progress(std::ostream& err, double rate, const loadgen::ControllerProgress& p) {
   err << "\r\033[K" << format_number(rate) << " rps  " << p.phase << " round " << p.round
@@ -188,7 +162,11 @@ int run_load(const LoadOptions& o, std::ostream& out, std::ostream& err) {
           << " not held: " << cpu_latency->error() << "; measuring without it\n";
     }
   }
-  InterruptSignals signals;
+  // SIGINT/SIGTERM are blocked while the measurement runs (the engine
+  // threads inherit the mask) and taken after each round, so an interrupted
+  // run ends through the normal error path: the stored run is marked failed,
+  // exit 1.
+  common::StopSignals signals(common::StopSignals::Mode::kBlock);
   nlohmann::json memlat_json;  // null without --memlat
   std::optional<MemlatSampler> sampler;
   if (memlat_setup) {

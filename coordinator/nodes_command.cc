@@ -67,7 +67,7 @@ NodeKey node_key(const campaign::CampaignSpec& spec, const campaign::CampaignNod
 // daemon.info: the versions always; the rest only from a daemon of this
 // protocol version, whose answer this build can read.
 void read_info(common::RpcClient& client, DaemonFacts& d, milliseconds timeout) {
-  const json info = client.call("daemon.info", json::object(), timeout);
+  const json info = client.call(protocol::DaemonInfoParams{}, timeout);
   if (info.contains("version") && info["version"].is_string()) d.version = info["version"];
   if (info.contains("protocol_version") && info["protocol_version"].is_number_integer()) {
     d.protocol_version = info["protocol_version"].get<std::int64_t>();
@@ -92,10 +92,9 @@ ClockEstimate measure_clock(common::RpcClient& client, milliseconds timeout) {
   try {
     for (int i = 0; i < kClockRounds; ++i) {
       const std::int64_t sent_ns = common::realtime_ns();
-      const json answer = client.call(protocol::ClockNowResult::kMethod, json::object(), timeout);
+      const protocol::ClockNowResult answer = client.call(protocol::ClockNowParams{}, timeout);
       const std::int64_t received_ns = common::realtime_ns();
-      samples.push_back(
-          {sent_ns, protocol::ClockNowResult::from_json(answer).realtime_ns, received_ns});
+      samples.push_back({sent_ns, answer.realtime_ns, received_ns});
     }
     return estimate_clock_offset(samples);
   } catch (const std::exception& e) {

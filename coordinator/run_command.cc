@@ -1,17 +1,13 @@
 // `nabla run`; see run_command.hh.
 #include "nabla/coordinator/run_command.hh"
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <atomic>
 #include <cmath>
-#include <ctime>
 #include <iostream>
 #include <memory>
 #include <ostream>
-#include <thread>
 
 #include "nabla/campaign/gradient_result.hh"
 #include "nabla/campaign/hosts.hh"
@@ -20,6 +16,7 @@
 #include "nabla/common/clock.hh"
 #include "nabla/common/json_null.hh"
 #include "nabla/common/resolve.hh"
+#include "nabla/common/stop_signals.hh"
 #include "nabla/common/units.hh"
 #include "nabla/coordinator/nodes_command.hh"
 #include "nabla/coordinator/report_command.hh"
@@ -45,41 +42,6 @@ namespace {
 using common::or_null;
 using ojson = nlohmann::ordered_json;
 
-// SIGINT/SIGTERM are blocked in the calling thread (and so in every thread
-// the campaign starts) and taken by a watcher thread that sets the cancel
-// flag; the campaign thread polls it between short waits.
-class SignalWatcher {
- public:
-  SignalWatcher() {
-    sigemptyset(&set_);
-    sigaddset(&set_, SIGINT);
-    sigaddset(&set_, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set_, &old_);
-    thread_ = std::thread([this] {
-      while (!done_.load()) {
-        timespec ts{0, 100'000'000};
-        const int sig = sigtimedwait(&set_, nullptr, &ts);
-        if (sig > 0) signal_.store(sig);
-      }
-    });
-  }
-  ~SignalWatcher() {
-    done_.store(true);
-    thread_.join();
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-  }
-  SignalWatcher(const SignalWatcher&) = delete;
-  SignalWatcher& operator=(const SignalWatcher&) = delete;
-
-  const std::atomic<int>& flag() const { return signal_; }
-
- private:
-  sigset_t set_{};
-  sigset_t old_{};
-  std::atomic<int> signal_{0};
-  std::atomic<bool> done_{false};
-  std::thread thread_;
-};
 
 // The campaign's gradient rows folded per type (campaign/operating_point.hh).
 std::vector<campaign::OperatingPointShift> operating_point_shifts_of(const CampaignOutcome& o) {
@@ -258,7 +220,9 @@ int run_campaign_command(const RunOptions& opt, std::ostream& out, std::ostream&
   campaign::resolve_campaign_hosts(spec, common::system_resolver(), err);
   const std::string db_path = opt.db_path ? *opt.db_path : spec.db.value_or("nabla.db");
   db::Store store = db::Store::open(db_path, common::realtime_ns());
-  SignalWatcher signals;
+  // Blocked here (and so in every thread the campaign starts) and taken by
+  // the watcher, which sets the cancel flag the campaign polls.
+  common::StopSignals signals(common::StopSignals::Mode::kWatch);
   CampaignOptions co;
   co.kind = opt.kind == "demo" ? db::RunKind::kDemo : db::RunKind::kRun;
   co.tool_version = NABLA_VERSION;

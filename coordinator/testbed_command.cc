@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "nabla/common/clock.hh"
+#include "nabla/common/stop_signals.hh"
 #include "nabla/common/units.hh"
 #include "nabla/coordinator/text_table.hh"
 #include "nabla/testbed/testbed.hh"
@@ -83,24 +84,14 @@ int run_testbed_up(const std::string& spec_path, const std::string& state_path,
   // Signals are blocked only now, after the children were started (they must
   // not inherit a blocked SIGTERM); one arriving earlier kills this process
   // and leaves namespaces that `nabla testbed down` sweeps.
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  sigset_t old;
-  pthread_sigmask(SIG_BLOCK, &set, &old);
-  const int64_t t0 = common::monotonic_ns();
-  while (true) {
-    int64_t wait = 1'000'000'000;
+  {
+    common::StopSignals signals(common::StopSignals::Mode::kBlock);
     if (for_ns) {
-      const int64_t left = t0 + *for_ns - common::monotonic_ns();
-      if (left <= 0) break;
-      wait = std::min(wait, left);
+      signals.wait_for(*for_ns);
+    } else {
+      signals.wait();
     }
-    timespec ts{static_cast<time_t>(wait / 1'000'000'000), static_cast<long>(wait % 1'000'000'000)};
-    if (sigtimedwait(&set, nullptr, &ts) > 0) break;
   }
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
   ::unlink(state_path.c_str());
   out << "testbed removed\n";
   return 0;  // ~Testbed tears everything down

@@ -1,7 +1,5 @@
 #include "nabla/injector/daemon.hh"
 
-#include <pthread.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <asio/io_context.hpp>
@@ -21,6 +19,7 @@
 #include "nabla/common/netns.hh"
 #include "nabla/common/node_facts.hh"
 #include "nabla/common/rpc.hh"
+#include "nabla/common/stop_signals.hh"
 #include "nabla/injector/engine.hh"
 #include "nabla/injector/iptables_rules.hh"
 #include "nabla/injector/nfqueue.hh"
@@ -71,8 +70,12 @@ common::protocol::NodeFacts injector_node_facts(const DaemonOptions& options) {
 }  // namespace
 
 int run_daemon(const DaemonOptions& options) {
-  // First of all: a second injectd in the namespace it injects in would
-  // remove this one's chains as stale (common/instance_lock.hh).
+  // SIGINT/SIGTERM are taken synchronously by this thread; every thread
+  // started below inherits the block. Held first, so the mask comes back
+  // only after the rules, the key and the lock are gone.
+  common::StopSignals signals(common::StopSignals::Mode::kBlock);
+  // A second injectd in the namespace it injects in would remove this one's
+  // chains as stale (common/instance_lock.hh).
   const common::InstanceLock lock = common::InstanceLock::acquire(
       common::kInjectdKeyName,
       options.netns ? common::netns_path(*options.netns) : std::string("/proc/self/ns/net"));
@@ -85,14 +88,6 @@ int run_daemon(const DaemonOptions& options) {
   common::DaemonKey key =
       common::DaemonKey::choose(options.key_file, common::kInjectdKeyName, listen.host);
   key.apply(rpc);
-
-  // Signals are taken synchronously by this thread; every thread started
-  // below inherits the block.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   asio::io_context io;
   auto server = std::make_unique<common::RpcServer>(io, rpc);  // listens where started
@@ -149,8 +144,7 @@ int run_daemon(const DaemonOptions& options) {
     }
   });
 
-  int signo = 0;
-  sigwait(&signals, &signo);
+  const int signo = signals.wait();
   common::log_info("signal ", signo, ": stopping every injection and removing rules");
   {
     std::lock_guard lock(m);

@@ -279,7 +279,7 @@ json InjectorService::stop(const json& params, const common::RpcCaller& caller) 
 }
 
 json InjectorService::list(const json& params) {
-  protocol::require_no_params(params, "inject.list");
+  protocol::require_no_params(params, protocol::InjectListParams::kMethod);
   std::lock_guard lock(mutex_);
   protocol::InjectListResult out;
   const int64_t now = clock_();
@@ -320,7 +320,7 @@ json InjectorService::renew(const json& params, const common::RpcCaller& caller)
 }
 
 json InjectorService::info(const json& params) {
-  protocol::require_no_params(params, "daemon.info");
+  protocol::require_no_params(params, protocol::DaemonInfoParams::kMethod);
   std::lock_guard lock(mutex_);
   protocol::InjectorInfo info;
   info.version = options_.version;
@@ -362,17 +362,18 @@ void InjectorService::stop_all() noexcept {
 void InjectorService::register_methods(common::RpcServer& server) {
   control_counters_ = [&server] { return common::control_counters(server); };
   using Caller = common::RpcCaller;
-  server.add_method_with_caller("inject.start",
+  server.add_method_with_caller(protocol::InjectStartParams::kMethod,
                                 [this](const json& p, const Caller& c) { return start(p, c); });
-  server.add_method_with_caller("inject.update",
+  server.add_method_with_caller(protocol::InjectUpdateParams::kMethod,
                                 [this](const json& p, const Caller& c) { return update(p, c); });
-  server.add_method_with_caller("inject.stop",
+  server.add_method_with_caller(protocol::InjectStopParams::kMethod,
                                 [this](const json& p, const Caller& c) { return stop(p, c); });
-  server.add_method("inject.list", [this](const json& p) { return list(p); });
-  server.add_method("inject.stats", [this](const json& p) { return stats(p); });
-  server.add_method_with_caller("lease.renew",
+  server.add_method(protocol::InjectListParams::kMethod, [this](const json& p) { return list(p); });
+  server.add_method(protocol::InjectStatsParams::kMethod,
+                    [this](const json& p) { return stats(p); });
+  server.add_method_with_caller(protocol::LeaseRenewParams::kMethod,
                                 [this](const json& p, const Caller& c) { return renew(p, c); });
-  server.add_method("daemon.info", [this](const json& p) { return info(p); });
+  server.add_method(protocol::DaemonInfoParams::kMethod, [this](const json& p) { return info(p); });
   common::add_clock_method(server);
 }
 

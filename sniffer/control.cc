@@ -224,13 +224,14 @@ protocol::NodeFacts node_facts(const Sniffer& sniffer, int64_t protocol_version)
 
 void register_control_methods(common::RpcServer& server, const Sniffer& sniffer,
                               protocol::NodeFacts node) {
-  server.add_method("flows.list", [&sniffer](const nlohmann::json& params) {
+  server.add_method(protocol::FlowsListParams::kMethod, [&sniffer](const nlohmann::json& params) {
     return flows_list(sniffer, params, kFlowsPageBytes);
   });
-  server.add_method("daemon.info", [&sniffer, node, &server](const nlohmann::json& params) {
-    protocol::require_no_params(params, "daemon.info");
-    return daemon_info(sniffer, node, common::control_counters(server));
-  });
+  server.add_method(protocol::DaemonInfoParams::kMethod,
+                    [&sniffer, node, &server](const nlohmann::json& params) {
+                      protocol::require_no_params(params, protocol::DaemonInfoParams::kMethod);
+                      return daemon_info(sniffer, node, common::control_counters(server));
+                    });
   common::add_clock_method(server);
 }
 

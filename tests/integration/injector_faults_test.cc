@@ -16,7 +16,6 @@
 namespace nabla::testing {
 namespace {
 
-using testbed::g_unknown_datagrams;
 using testbed::InjectorTestbed;
 using testbed::lost;
 using testbed::ProbeFamily;
@@ -81,8 +80,10 @@ TEST(InjectorFaults, CorruptionWithoutChecksumFixIsDroppedByTheReceiverWithFixDe
       << "delivered damaged " << delivered_damaged << "; stats " << sa.dump();
 
   const auto fixed = start(bed, {{"corrupt", {{"probability", 0.1}, {"fix_checksum", true}}}});
-  const auto b = run_udp_probes(bed, 9000, 2000, 2000.0);
-  const size_t unknown = g_unknown_datagrams;
+  const testbed::ProbeRun run_b =
+      testbed::send_udp_probes(bed, {.port = 9000, .count = 2000, .rate_pps = 2000.0});
+  const auto& b = run_b.probes;
+  const size_t unknown = run_b.unknown_datagrams;
   const auto sb = bed.call("inject.stop", {{"id", fixed.at("id")}}).at("stats");
   size_t damaged = 0;
   size_t extra_copies = 0;

@@ -16,10 +16,13 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "nabla/common/clock.hh"
 #include "nabla/common/fd.hh"
+#include "nabla/common/protocol/injectd.hh"
+#include "nabla/common/protocol/node.hh"
 #include "rpc_test_support.hh"
 
 namespace nabla::common {
@@ -35,6 +38,46 @@ TEST(Rpc, RoundTripWithKey) {
   EXPECT_EQ(c.call("echo", {{"x", 1}, {"s", "héllo"}}, 2s), json({{"x", 1}, {"s", "héllo"}}));
   EXPECT_EQ(c.call("add", {{"a", 2}, {"b", 40}}, 2s), json(42));
   EXPECT_EQ(c.call("echo", json::array({1, 2}), 2s), json::array({1, 2}));
+}
+
+// A client sends the message struct and gets its Result back; the server
+// registers the message's kMethod.
+TEST(Rpc, TypedCallSendsTheMessageAndReadsItsResult) {
+  ServerThread s(keyed_options());
+  s.server().add_method(protocol::LeaseRenewParams::kMethod, [](const json& params) {
+    const auto p = protocol::LeaseRenewParams::from_json(params);
+    if (p.owner != "run-5f3a9c") throw std::invalid_argument("params.owner: not the test's");
+    return protocol::LeaseRenewResult{p.id, p.lease_s.value_or(0.0) / 2}.to_json();
+  });
+  s.server().add_method(protocol::ClockNowParams::kMethod, [](const json& params) {
+    protocol::require_no_params(params, protocol::ClockNowParams::kMethod);
+    return protocol::ClockNowResult{11, 22}.to_json();
+  });
+  s.server().add_method(protocol::DaemonInfoParams::kMethod, [](const json& params) {
+    protocol::require_no_params(params, protocol::DaemonInfoParams::kMethod);
+    return json{{"version", "test"}};
+  });
+  s.server().add_method(protocol::InjectListParams::kMethod, [](const json&) {
+    return json{{"injections", 3}};
+  });
+  RpcClient c = RpcClient::connect("127.0.0.1", s.port(), test_key(0x42), 2s);
+
+  const protocol::LeaseRenewResult renewed =
+      c.call(protocol::LeaseRenewParams{"inj-1", 8.0, "run-5f3a9c"}, 2s);
+  EXPECT_EQ(renewed, (protocol::LeaseRenewResult{"inj-1", 4.0}));
+  EXPECT_EQ(c.call(protocol::ClockNowParams{}, 2s), (protocol::ClockNowResult{11, 22}));
+  // daemon.info has no one Result: the JSON comes back.
+  static_assert(std::is_same_v<decltype(c.call(protocol::DaemonInfoParams{}, 2s)), json>);
+  EXPECT_EQ(c.call(protocol::DaemonInfoParams{}, 2s), json({{"version", "test"}}));
+  // A result that does not read as the message's Result.
+  EXPECT_THROW(c.call(protocol::InjectListParams{}, 2s), std::invalid_argument);
+  // The server's errors pass as before.
+  try {
+    c.call(protocol::LeaseRenewParams{"inj-1", 8.0, "someone-else"}, 2s);
+    ADD_FAILURE() << "no error";
+  } catch (const RpcError& e) {
+    EXPECT_EQ(e.code(), -32602);
+  }
 }
 
 TEST(Rpc, ChallengeShape) {
@@ -456,7 +499,8 @@ TEST(Rpc, PipelinedRequestsWaitForTheirAnswersToBeWritten) {
   RawClient raw(s.port(), nullptr, 64 * 1024);
   raw.authenticate(test_key(0x42));
   std::string requests;
-  for (int i = 1; i <= kRequests; ++i) requests += raw.frame(make_request(i, "big", json::object()).dump());
+  for (int i = 1; i <= kRequests; ++i)
+    requests += raw.frame(make_request(i, "big", json::object()).dump());
   raw.send_raw(requests);  // all at once, and nothing read
   // Wait until the server has handled all it will while nothing is read.
   for (int i = 0; i < 250 && handled.load() == 0; ++i) std::this_thread::sleep_for(20ms);

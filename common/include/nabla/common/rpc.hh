@@ -83,6 +83,10 @@
 // ## Using RpcClient in a CLI
 //   auto client = RpcClient::connect("10.0.0.2", 7311, key, 2s);
 //   nlohmann::json r = client.call("stats", {}, 2s);
+//   protocol::InjectStopResult s = client.call(protocol::InjectStopParams{id}, 2s);
+// A daemon registers a protocol method by its message's name
+// (server.add_method(protocol::InjectStopParams::kMethod, ...)), and a
+// client sends the message itself, so both ends name it the same way.
 // One call at a time per client (not thread-safe). After a timeout or a
 // transport error the client is closed and must be reconnected.
 #include <asio/io_context.hpp>
@@ -247,6 +251,19 @@ class RpcClient {
   // exceeds 1 MiB).
   nlohmann::json call(const std::string& method, nlohmann::json params,
                       std::chrono::milliseconds timeout);
+  // Sends a protocol message (protocol/*.hh: a params struct with kMethod
+  // and to_json) and returns its Message::Result read by Result::from_json,
+  // or the JSON result for a message without one (daemon.info). Throws as
+  // call above, and std::invalid_argument for a result that does not read.
+  template <class Message>
+  auto call(const Message& message, std::chrono::milliseconds timeout) {
+    nlohmann::json result = call(Message::kMethod, message.to_json(), timeout);
+    if constexpr (requires { typename Message::Result; }) {
+      return Message::Result::from_json(result);
+    } else {
+      return result;
+    }
+  }
   bool connected() const noexcept;
   void close() noexcept;
 

@@ -52,8 +52,9 @@ std::vector<common::RequiredCapability> kept_capabilities(const DaemonOptions& o
 // What --check found missing, in plain words (empty: all good).
 std::vector<std::string> check_environment(uint16_t queue_num);
 
-// Runs the daemon; returns the process exit code. Blocks SIGINT/SIGTERM and
-// waits for one; on it, stops every injection and removes every rule. With
+// Runs the daemon; returns the process exit code. Blocks SIGINT/SIGTERM
+// (common::StopSignals, the mask restored on return) and waits for one; on
+// it, stops every injection and removes every rule. With
 // `netns`, the control socket is opened first, then the daemon moves into
 // the namespace: its chains, queues and raw sockets all live there, and the
 // threads started afterwards (packet loop, control, leases) inherit it.

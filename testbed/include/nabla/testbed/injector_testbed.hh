@@ -91,16 +91,36 @@ struct ProbeResult {
   bool intact = true;  // every copy's filler bytes as sent
 };
 
-// Sends `count` UDP probes of `size` bytes from the sender namespace to
-// receiver:port at `rate_pps`, receiving them in the receiver namespace, and
-// returns one result per probe (in send order). Waits `drain` after the last
-// send for stragglers. Bounded: count and time.
+enum class ProbeFamily { kIpv4, kIpv6 };
+
+// What send_udp_probes sends: `count` UDP probes of `size` bytes from the
+// sender namespace to receiver:port (kReceiverIp, or kReceiverIp6 from
+// kSenderIp6) at `rate_pps`, received in the receiver namespace; it waits
+// `drain` after the last send for stragglers. Bounded: count and time.
+struct ProbePlan {
+  ProbeFamily family = ProbeFamily::kIpv4;
+  uint16_t port = 9000;
+  int count = 0;
+  double rate_pps = 1000.0;
+  size_t size = 64;
+  std::chrono::milliseconds drain{300};
+};
+
+// What came back: one result per probe (in send order), and the datagrams
+// whose sequence number was out of range (a corrupted header).
+struct ProbeRun {
+  std::vector<ProbeResult> probes;
+  size_t unknown_datagrams = 0;
+};
+
+ProbeRun send_udp_probes(InjectorTestbed& bed, const ProbePlan& plan);
+
+// The probes of send_udp_probes, over IPv4.
 std::vector<ProbeResult> run_udp_probes(
     InjectorTestbed& bed, uint16_t port, int count, double rate_pps, size_t size = 64,
     std::chrono::milliseconds drain = std::chrono::milliseconds(300));
 
-enum class ProbeFamily { kIpv4, kIpv6 };
-// The same probes between kSenderIp6 and kReceiverIp6.
+// The same, in `family`.
 std::vector<ProbeResult> run_udp_probes(
     InjectorTestbed& bed, ProbeFamily family, uint16_t port, int count, double rate_pps,
     size_t size = 64, std::chrono::milliseconds drain = std::chrono::milliseconds(300));
@@ -109,8 +129,5 @@ std::vector<ProbeResult> run_udp_probes(
 int64_t delay_percentile(const std::vector<ProbeResult>& probes, double q);
 double delay_mean(const std::vector<ProbeResult>& probes);
 size_t lost(const std::vector<ProbeResult>& probes);
-
-// Datagrams whose sequence number was out of range (a corrupted header).
-extern thread_local size_t g_unknown_datagrams;
 
 }  // namespace nabla::testbed

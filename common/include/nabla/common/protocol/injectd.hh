@@ -188,8 +188,17 @@ struct InjectionSettings {
   bool operator==(const InjectionSettings&) const = default;
 };
 
+// The results, named by the params of their method (Params::Result: what
+// RpcClient::call of a Params returns).
+struct InjectionDescription;
+struct InjectStopResult;
+struct InjectStatsResult;
+struct InjectListResult;
+struct LeaseRenewResult;
+
 struct InjectStartParams {
   static constexpr const char* kMethod = "inject.start";
+  using Result = InjectionDescription;
   std::string link;  // a link spec, checked by parse_link_spec
   Direction direction = Direction::kOut;
   InjectionSettings settings;
@@ -208,6 +217,7 @@ struct InjectStartParams {
 
 struct InjectUpdateParams {
   static constexpr const char* kMethod = "inject.update";
+  using Result = InjectionDescription;
   std::string id;
   InjectionSettings settings;
   std::optional<std::string> owner = std::nullopt;  // as at inject.start
@@ -221,6 +231,7 @@ struct InjectUpdateParams {
 // inject.stop's params.
 struct InjectStopParams {
   static constexpr const char* kMethod = "inject.stop";
+  using Result = InjectStopResult;
   std::string id;
   std::optional<std::string> owner = std::nullopt;  // as at inject.start
   bool force = false;                               // stop it even when another session owns it
@@ -232,6 +243,7 @@ struct InjectStopParams {
 
 struct InjectStatsParams {
   static constexpr const char* kMethod = "inject.stats";
+  using Result = InjectStatsResult;
   std::string id;
   bool cycles = false;  // also the per-cycle summaries
   bool operator==(const InjectStatsParams&) const = default;
@@ -240,8 +252,15 @@ struct InjectStatsParams {
   static InjectStatsParams from_json(const nlohmann::json& params);
 };
 
+// inject.list's params (none).
+struct InjectListParams : NoParams {
+  static constexpr const char* kMethod = "inject.list";
+  using Result = InjectListResult;
+};
+
 struct LeaseRenewParams {
   static constexpr const char* kMethod = "lease.renew";
+  using Result = LeaseRenewResult;
   std::string id;
   std::optional<double> lease_s;                    // absent: keep the current lease length
   std::optional<std::string> owner = std::nullopt;  // as at inject.start
@@ -391,7 +410,7 @@ struct LeaseRenewResult {
 
 // daemon.info of nabla-injectd.
 struct InjectorInfo {
-  static constexpr const char* kMethod = "daemon.info";
+  static constexpr const char* kMethod = DaemonInfoParams::kMethod;
   struct Lateness {  // of the release loop's timer wake-ups, in µs
     double p50_us = 0, p90_us = 0, p99_us = 0, max_us = 0;
     uint64_t samples = 0;

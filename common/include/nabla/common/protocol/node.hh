@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "nabla/common/protocol/no_params.hh"
+
 namespace nabla::common::protocol {
 
 // A kernel feature as the daemon found it: usable or not, and what it saw.
@@ -57,11 +59,25 @@ struct ControlCounters {
   static ControlCounters read_from(const nlohmann::json& result);
 };
 
-// clock.now (no params): the daemon's clocks when it handled the request.
+// daemon.info's params (none). Each daemon answers its own result
+// (InjectorInfo, SnifferInfo), so a client that may ask either reads JSON.
+struct DaemonInfoParams : NoParams {
+  static constexpr const char* kMethod = "daemon.info";
+};
+
+struct ClockNowResult;
+
+// clock.now's params (none).
+struct ClockNowParams : NoParams {
+  static constexpr const char* kMethod = "clock.now";
+  using Result = ClockNowResult;
+};
+
+// clock.now's result: the daemon's clocks when it handled the request.
 // `nabla nodes check` estimates the offset to the coordinator's
 // CLOCK_REALTIME from several of these, NTP-style.
 struct ClockNowResult {
-  static constexpr const char* kMethod = "clock.now";
+  static constexpr const char* kMethod = ClockNowParams::kMethod;
   int64_t realtime_ns = 0;   // CLOCK_REALTIME
   int64_t monotonic_ns = 0;  // CLOCK_MONOTONIC, the clock of flows' and injections' times
   bool operator==(const ClockNowResult&) const = default;

@@ -18,8 +18,11 @@ inline constexpr uint64_t kMaxMinMessages = 1'000'000'000;
 // A flows.list page token is the daemon's own text, at most this long.
 inline constexpr std::size_t kMaxPageTokenBytes = 1024;
 
+struct FlowsListResult;
+
 struct FlowsListParams {
   static constexpr const char* kMethod = "flows.list";
+  using Result = FlowsListResult;
   uint64_t since = 0;                    // cursor: only flows changed after it
   std::optional<uint64_t> min_messages;  // absent: the daemon's --min-messages
   bool include_control = false;          // also nabla's own control connections
@@ -122,7 +125,7 @@ FlowsListParams next_flows_page(const FlowsListParams& first, const FlowsListRes
 
 // daemon.info of nabla-sniffd.
 struct SnifferInfo {
-  static constexpr const char* kMethod = "daemon.info";
+  static constexpr const char* kMethod = DaemonInfoParams::kMethod;
   struct SockDiag {
     uint64_t messages = 0, malformed = 0, short_tcp_info = 0, errors = 0;
     bool operator==(const SockDiag&) const = default;
