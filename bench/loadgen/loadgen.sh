@@ -44,17 +44,7 @@ probe_spin=${NABLA_BENCH_PROBE_SPIN:-200us}
 # the loopback softirq work of its own sends), against 0.56-0.66 without.
 probe_rt=${NABLA_BENCH_PROBE_RT:-0}
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/nabla-loadgen-bench-XXXXXX")
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-# json FILE EXPR: evaluates a python expression over the parsed JSON `j`.
-json() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1"; }
+bench_work nabla-loadgen-bench
 
 # ------------------------------------------------------------------ (a) nginx
 nport=$(free_port)

@@ -28,15 +28,7 @@ streams=${NABLA_BENCH_STREAMS:-32}
 late=${NABLA_BENCH_LATE_THRESHOLD:-200us}
 spin=${NABLA_BENCH_PROBE_SPIN:-200us}
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/nabla-protocols-bench-XXXXXX")
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-json() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1"; }
+bench_work nabla-protocols-bench
 
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
   -keyout "$work/key.pem" -out "$work/cert.pem" -days 2 -subj /CN=localhost \

@@ -36,15 +36,8 @@ servers=${NABLA_BENCH_SERVERS:-memcached redis}
 read -r -a extra <<<"${NABLA_BENCH_FLAGS:-}"
 max_duration=${NABLA_BENCH_MAX_DURATION:-120s}
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/nabla-real-servers-XXXXXX")
-pids=()
-cleanup() {
-  stop_beside_build
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+bench_cleanup_extra() { stop_beside_build; }
+bench_work nabla-real-servers
 trap "exit 130" INT TERM
 
 start_beside_build "$src" "$work"

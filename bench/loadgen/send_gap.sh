@@ -22,14 +22,7 @@ done
 rates=${NABLA_BENCH_GAP_RATES:-2000 5000 10000}
 modes=${NABLA_BENCH_GAP_MODES:-auto 0 100us}
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/nabla-send-gap-XXXXXX")
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+bench_work nabla-send-gap
 
 # Servers on the last CPU, the load generator on CPU 0 (when there are two).
 ncpu=$(nproc)

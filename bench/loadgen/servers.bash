@@ -1,6 +1,26 @@
 # Shared by the bench/loadgen scripts (sourced, not run by bench/run.sh):
-# free loopback ports, waiting for a listener, and an nginx that answers
-# "ok" on 127.0.0.1 with its own prefix directory.
+# a private work folder cleaned on exit, free loopback ports, waiting for a
+# listener, and an nginx that answers "ok" on 127.0.0.1 with its own prefix
+# directory.
+
+# bench_work NAME: $work, a new folder under $TMPDIR, and $pids, the servers
+# the script starts; on exit each is stopped by its pid and the folder is
+# removed. A script with more to undo defines bench_cleanup_extra first.
+bench_work() {
+  work=$(mktemp -d "${TMPDIR:-/tmp}/$1-XXXXXX")
+  pids=()
+  trap bench_cleanup EXIT
+}
+
+bench_cleanup() {
+  if declare -F bench_cleanup_extra >/dev/null; then bench_cleanup_extra; fi
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+
+# json FILE EXPR: evaluates a python expression over the parsed JSON `j`.
+json() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
