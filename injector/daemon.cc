@@ -112,6 +112,7 @@ int run_daemon(const DaemonOptions& options) {
   engine_options.spin_ns = options.spin_ns;
   engine_options.busy_poll_ns = options.busy_poll_ns;
   engine_options.realtime_priority = options.realtime_priority;
+  engine_options.max_held_bytes = options.max_held_bytes;
   DelayEngine engine(engine_options);
   engine.start();
   so.queue_base = options.queue_num;

@@ -197,6 +197,16 @@ void DelayEngine::on_packet(uint64_t slot_id, Slot& slot, const QueuedPacket& pa
     if (!held.copy.empty() && send_duplicate(held.copy)) ++counters.duplicated;
     return;
   }
+  const int64_t charge =
+      static_cast<int64_t>(packet.original_length) + EngineOptions::kHeldPacketOverhead;
+  if (held_bytes_ + charge > options_.max_held_bytes) {
+    ++counters.queue_full;
+    slot.queue->verdict(packet.id, NfQueue::kAccept, held.rewritten);
+    pipeline.accounting().record_delay(common::monotonic_ns() - arrival_ns, plan.wave);
+    return;
+  }
+  held.charge = charge;
+  held_bytes_ += charge;
   ++counters.delayed;
   held.timer = wheel_.schedule(plan.release_ns, (slot_id << 32) | packet.id);
   slot.held.emplace(packet.id, std::move(held));
@@ -308,6 +318,7 @@ void DelayEngine::release_marked(Slot& slot) {
       ++pipeline.accounting().counters().duplicated;
     }
     wheel_.cancel(it->second.timer);  // no-op when it fired
+    held_bytes_ -= it->second.charge;
     slot.held.erase(it);
   }
   for (auto& o : slot.outstanding) {

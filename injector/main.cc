@@ -77,6 +77,11 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_option("--queue-maxlen", f.options.queue_maxlen, "kernel queue length per injection")
       ->default_val(65536)
       ->check(CLI::Range(16, 1 << 24));
+  app.add_option("--max-held-bytes", f.options.max_held_bytes,
+                 "bytes of packets all injections hold at once (IP length + 1 KiB each); a "
+                 "packet past it passes at once and counts in queue_full")
+      ->default_val(nabla::injector::EngineOptions::kDefaultMaxHeldBytes)
+      ->check(CLI::Range(int64_t{4096}, int64_t{1} << 40));
   app.add_option("--spin-us", f.spin_us,
                  "arm each release timer this early and spin to the deadline: auto = a high "
                  "quantile of the loop's own measured wake-up lateness, or N us (0-10000) fixed")

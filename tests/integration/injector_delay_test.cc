@@ -187,6 +187,34 @@ TEST(InjectorDelay, EveryReleaseTimingModeDelaysCorrectly) {
   }
 }
 
+// --max-held-bytes bounds what every injection holds at once: probes of
+// 1000 bytes (an IP length of 1028, charged 1028 + 1024) against a bound of
+// 20,000 bytes: the first 9 are held for the whole delay, the other 31 pass
+// at once and count in queue_full. All 40 leave within 40 ms, long before
+// the first release at 1 s.
+TEST(InjectorDelay, MaxHeldBytesPassesWhatItCannotHold) {
+  NABLA_REQUIRE_ROOT_OR_SKIP();
+  InjectorTestbed bed;
+  bed.start_daemon({"--max-held-bytes", "20000"});
+  const auto id =
+      bed.call("inject.start",
+               {{"link", "udp 10.77.0.1 -> 10.77.0.2:9000"}, {"delay", "1s"}, {"lease_s", 30}})
+          .at("id");
+  const auto probes = run_udp_probes(bed, 9000, 40, 1000.0, 1000, std::chrono::milliseconds(1500));
+  const auto stats = bed.call("inject.stats", {{"id", id}});
+  bed.call("inject.stop", {{"id", id}});
+  ASSERT_EQ(lost(probes), 0u);
+  for (const auto& p : probes) {
+    if (p.seq < 9) {
+      EXPECT_GE(p.delay_ns, 1000 * kMs) << "probe " << p.seq << " was held";
+    } else {
+      EXPECT_LT(p.delay_ns, 1000 * kMs) << "probe " << p.seq << " passed at once";
+    }
+  }
+  EXPECT_EQ(stats.at("delayed").get<uint64_t>(), 9u) << stats.dump();
+  EXPECT_EQ(stats.at("queue_full").get<uint64_t>(), 31u) << stats.dump();
+}
+
 // Release "sleep" (what campaigns ask for) never polls for its deadlines,
 // even on a daemon with a fixed spin window, and still never releases early;
 // "spin" on the same daemon polls before each one.
@@ -197,15 +225,12 @@ TEST(InjectorDelay, ReleaseSleepDelaysWithoutPolling) {
   constexpr int64_t kDelay = 2 * kMs;
   std::map<std::string, double> polled_s;
   for (const std::string release : {"spin", "sleep"}) {
-    const double polled_before = bed.call("daemon.info", nlohmann::json::object())
-                                     .at("timer")
-                                     .at("polled_s")
-                                     .get<double>();
-    const auto started =
-        bed.call("inject.start", {{"link", "udp 10.77.0.1 -> 10.77.0.2:9000"},
-                                  {"delay", "2ms"},
-                                  {"lease_s", 30},
-                                  {"release", release}});
+    const double polled_before =
+        bed.call("daemon.info", nlohmann::json::object()).at("timer").at("polled_s").get<double>();
+    const auto started = bed.call("inject.start", {{"link", "udp 10.77.0.1 -> 10.77.0.2:9000"},
+                                                   {"delay", "2ms"},
+                                                   {"lease_s", 30},
+                                                   {"release", release}});
     EXPECT_EQ(started.at("release"), release);
     const auto listed = bed.call("inject.list", nlohmann::json::object()).at("injections");
     ASSERT_EQ(listed.size(), 1u);
@@ -213,11 +238,9 @@ TEST(InjectorDelay, ReleaseSleepDelaysWithoutPolling) {
     const auto probes = run_udp_probes(bed, 9000, 1000, 2000.0);
     const auto stats = bed.call("inject.stats", {{"id", started.at("id")}});
     bed.call("inject.stop", {{"id", started.at("id")}});
-    polled_s[release] = bed.call("daemon.info", nlohmann::json::object())
-                            .at("timer")
-                            .at("polled_s")
-                            .get<double>() -
-                        polled_before;
+    polled_s[release] =
+        bed.call("daemon.info", nlohmann::json::object()).at("timer").at("polled_s").get<double>() -
+        polled_before;
     ASSERT_EQ(lost(probes), 0u) << release;
     EXPECT_GE(delay_percentile(probes, 0.0), kDelay) << release << ": released early";
     EXPECT_EQ(stats.at("packets").get<uint64_t>(), probes.size()) << release;

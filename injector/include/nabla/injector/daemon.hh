@@ -8,6 +8,7 @@
 
 #include "nabla/common/capabilities.hh"
 #include "nabla/common/rpc.hh"
+#include "nabla/injector/engine.hh"
 
 namespace nabla::injector {
 
@@ -16,6 +17,7 @@ struct DaemonOptions {
   std::optional<std::string> key_file;
   uint16_t queue_num = 0;
   uint32_t queue_maxlen = 65536;
+  int64_t max_held_bytes = EngineOptions::kDefaultMaxHeldBytes;  // EngineOptions
   std::optional<int64_t> spin_ns;  // nullopt: self-calibrated lead (EngineOptions)
   int64_t busy_poll_ns = 0;        // keep polling this long after traffic (EngineOptions)
   int realtime_priority = 0;       // SCHED_FIFO priority of the packet loop, 0 = off

@@ -59,6 +59,15 @@ struct EngineOptions {
   // is bounded by the polling budget.
   int realtime_priority = 0;
   common::WakeupLatenessOptions lateness;  // of the self-calibrated lead
+  // The packets every injection holds at once, in bytes (each counted as its
+  // IP length plus kHeldPacketOverhead, an estimate of the kernel's own
+  // per-packet memory): the kernel keeps a held packet, and a delayed fast
+  // link would otherwise hold its rate times the delay. A packet that would
+  // go past it is passed at once, as the kernel passes one its full queue
+  // cannot take (fail-open), and counted in queue_full.
+  int64_t max_held_bytes = kDefaultMaxHeldBytes;
+  static constexpr int64_t kDefaultMaxHeldBytes = 256LL << 20;
+  static constexpr int64_t kHeldPacketOverhead = 1024;
 };
 
 // How the loop times its releases, for daemon.info and --check.
@@ -117,6 +126,7 @@ class DelayEngine {
  private:
   struct Held {
     int64_t arrival_ns = 0;
+    int64_t charge = 0;  // its share of EngineOptions::max_held_bytes
     WavePoint wave;
     TimerHandle timer;
     std::vector<uint8_t> rewritten;  // replacement payload (corruption), else empty
@@ -165,6 +175,7 @@ class DelayEngine {
   bool send_duplicate(const std::vector<uint8_t>& packet);
 
   EngineOptions options_;
+  int64_t held_bytes_ = 0;  // the charges of every slot's held packets
   std::mutex mutex_;
   std::map<uint64_t, Slot> slots_;
   // Slots whose injection asked for spinning releases: with none, the timer

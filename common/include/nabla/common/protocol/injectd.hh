@@ -317,7 +317,7 @@ struct PacketCounters {
   uint64_t corrupted = 0;
   uint64_t duplicated = 0;
   uint64_t reordered = 0;   // sent at once by the reorder fault
-  uint64_t queue_full = 0;  // kernel queue overflowed (dropped or passed fail-open)
+  uint64_t queue_full = 0;  // kernel queue overflowed, or past --max-held-bytes (passed)
   uint64_t enobufs = 0;     // netlink receive buffer overruns
   uint64_t verdict_errors = 0;
   bool operator==(const PacketCounters&) const = default;
