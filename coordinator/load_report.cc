@@ -1,6 +1,7 @@
 // `nabla load` output (JSON, tables) and storage (runs, tail_results, samples).
 #include "load_report.hh"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -167,6 +168,164 @@ db::TimestampSource db_source(loadgen::TimestampSource s) {
 
 }  // namespace
 
+namespace {
+
+db::LoadCheck check_row(const std::string& name, std::optional<bool> passed) {
+  db::LoadCheck l;
+  l.name = name;
+  l.outcome = !passed ? "not applied" : *passed ? "pass" : "fail";
+  return l;
+}
+
+// The four conditions every round is held to, from the last round (the one
+// the rate point ended with), and in how many rounds each failed.
+void round_checks(const ControllerResult& r, const loadgen::ControllerConfig& c,
+                  std::vector<db::LoadCheck>& out) {
+  if (r.rounds.empty()) return;
+  const loadgen::RoundRecord& last = r.rounds.back();
+  const loadgen::CalibrationCheck& k = last.check;
+  const std::string round = std::string(last.calibration ? "calibration" : "measurement") +
+                            " round " + std::to_string(last.index);
+  auto failed_in = [&](auto failed) {
+    std::size_t n = 0;
+    for (const auto& x : r.rounds) n += failed(x.check) ? 1 : 0;
+    return "; failed in " + std::to_string(n) + " of " + std::to_string(r.rounds.size()) +
+           " rounds";
+  };
+  const auto sent = static_cast<std::int64_t>(k.sent);
+
+  db::LoadCheck rate = check_row("rate reached", k.rate_ok);
+  if (k.offered_rps > 0) rate.statistic = (k.throughput_rps - k.offered_rps) / k.offered_rps;
+  rate.threshold = c.limits.rate_tolerance;
+  rate.samples = sent;
+  rate.detail = "relative deviation of the achieved " + format_number(k.throughput_rps) +
+                " rps from the offered " + format_number(k.offered_rps) + " rps, " + round +
+                failed_in([](const auto& x) { return !x.rate_ok; });
+  out.push_back(rate);
+
+  db::LoadCheck ad = check_row("Anderson-Darling (send gaps exponential)",
+                               k.ad.applied ? std::optional<bool>(k.ad.passed) : std::nullopt);
+  if (k.ad.applied) {
+    ad.statistic = k.ad.statistic;
+    ad.threshold = k.ad.critical;
+    ad.samples = static_cast<std::int64_t>(k.ad.gaps);
+  }
+  ad.detail = "A² against its critical value at " + format_number(c.limits.ad_level_percent) + "%" +
+              (k.ad.note.empty() ? "" : "; " + k.ad.note) + ", " + round +
+              failed_in([](const auto& x) { return x.ad.applied && !x.ad.passed; });
+  out.push_back(ad);
+
+  db::LoadCheck late = check_row("late sends", k.late_ok);
+  late.statistic = k.late_fraction;
+  late.threshold = c.limits.late_fraction_limit;
+  late.samples = sent;
+  late.detail = "fraction of sends late by the client's own timer (" + std::to_string(k.late) +
+                "), " + round + failed_in([](const auto& x) { return !x.late_ok; });
+  out.push_back(late);
+
+  const loadgen::ClosedLoopCheck& cl = k.closed_loop;
+  db::LoadCheck closed = check_row("not closed-loop (Little's law)", !cl.closed_loop);
+  closed.statistic = cl.slots_needed;
+  closed.threshold = c.limits.slot_occupancy_limit * cl.slots;
+  closed.samples = static_cast<std::int64_t>(last.completed);
+  closed.detail = "connection slots in use (rate × mean in-flight " +
+                  common::format_latency_ns(cl.mean_in_flight_ns) + ") against " +
+                  format_number(100 * c.limits.slot_occupancy_limit) +
+                  "% of C×K = " + std::to_string(cl.slots) + ", " + round +
+                  failed_in([](const auto& x) { return x.closed_loop.closed_loop; });
+  out.push_back(closed);
+}
+
+// The checks of the measured series: iid, stationarity, CI width; not
+// applied when no measurement round was used.
+void series_checks(const ControllerResult& r, const loadgen::ControllerConfig& c,
+                   std::vector<db::LoadCheck>& out) {
+  const bool measured = r.samples > 0;
+  const std::string none = "no measurement round was used";
+
+  db::LoadCheck iid =
+      check_row("iid (lag-1 Spearman)", measured && !r.stride_scan.steps.empty()
+                                            ? std::optional<bool>(r.stride_scan.stride.has_value())
+                                            : std::nullopt);
+  iid.threshold = c.alpha;
+  for (const auto& step : r.stride_scan.steps) {
+    if (!measured || step.stride != r.stride) continue;
+    iid.statistic = step.rho;
+    iid.p_value = step.p_value;
+    iid.samples = static_cast<std::int64_t>(step.kept);
+  }
+  iid.detail = !measured ? none
+               : r.stride_scan.steps.empty()
+                   ? "too few samples to test a stride"
+                   : "rho at stride 1:" + std::to_string(r.stride) + " of " +
+                         std::to_string(r.stride_scan.steps.size()) +
+                         " strides tried; independent when p >= alpha";
+  out.push_back(iid);
+
+  const auto& st = r.stationarity;
+  db::LoadCheck adf =
+      check_row("stationary (ADF)",
+                measured && st.applied ? std::optional<bool>(st.stationary) : std::nullopt);
+  adf.threshold = c.alpha;
+  if (measured && st.applied) {
+    adf.statistic = st.statistic;
+    adf.p_value = std::clamp(st.p_value, 0.0, 1.0);
+    adf.samples = static_cast<std::int64_t>(std::min(r.kept, c.adf_max_values));
+  }
+  adf.detail = !measured
+                   ? none
+                   : "ADF statistic, lag " + std::to_string(st.used_lag) +
+                         "; stationary when p < alpha" + (st.note.empty() ? "" : "; " + st.note);
+  out.push_back(adf);
+
+  const std::string target = p_name(c.percentiles.front());
+  std::optional<double> width;
+  if (measured && !r.percentiles.empty()) width = r.percentiles.front().ci_width_ns();
+  db::LoadCheck ci =
+      check_row("CI width (" + target + ")",
+                measured ? std::optional<bool>(width && *width <= c.ci_width_ns) : std::nullopt);
+  ci.statistic = width;
+  ci.threshold = c.ci_width_ns;
+  if (measured) ci.samples = static_cast<std::int64_t>(r.kept);
+  ci.detail = !measured ? none
+              : width   ? "order-statistic CI width (ns) at " + format_number(100 * c.confidence) +
+                            "% confidence"
+                      : "too few kept samples for a CI of " + target;
+  out.push_back(ci);
+}
+
+}  // namespace
+
+std::vector<db::LoadCheck> load_checks(const ControllerResult& r,
+                                       const loadgen::ControllerConfig& c) {
+  std::vector<db::LoadCheck> out;
+  round_checks(r, c, out);
+  series_checks(r, c, out);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    out[i].rate_rps = r.target_rps;
+    out[i].position = static_cast<std::int64_t>(i);
+  }
+  return out;
+}
+
+namespace {
+
+json load_checks_json(const ControllerResult& r, const loadgen::ControllerConfig& c) {
+  json out = json::array();
+  for (const db::LoadCheck& l : load_checks(r, c)) {
+    out.push_back({{"name", l.name},
+                   {"outcome", l.outcome},
+                   {"statistic", or_null(l.statistic)},
+                   {"threshold", or_null(l.threshold)},
+                   {"p_value", or_null(l.p_value)},
+                   {"samples", or_null(l.samples)},
+                   {"detail", l.detail}});
+  }
+  return out;
+}
+
+}  // namespace
+
 json load_result_json(const ControllerResult& r, const loadgen::ControllerConfig& c,
                       const std::string& timestamp_note) {
   json stride_scan = json::array();
@@ -225,6 +384,7 @@ json load_result_json(const ControllerResult& r, const loadgen::ControllerConfig
             {"used_lag", r.stationarity.used_lag},
             {"note", r.stationarity.note}}},
           {"rounds", rounds},
+          {"checks", load_checks_json(r, c)},
           {"notes", r.notes},
           {"elapsed_s", static_cast<double>(r.elapsed_ns) / 1e9}};
 }
@@ -412,6 +572,10 @@ std::int64_t LoadRunRecorder::add_point(const ControllerResult& r,
     writer.add(row);
   }
   writer.flush();
+  for (db::LoadCheck check : load_checks(r, c)) {
+    check.run_id = run_id_;
+    store_.add_load_check(check);
+  }
   return writer.rows_written();
 }
 

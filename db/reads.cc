@@ -384,6 +384,30 @@ std::vector<TailResultRow> run_tail_results(Database& db, std::int64_t run_id) {
   return read_rows(st, read_tail_result_row);
 }
 
+std::vector<LoadCheck> run_load_checks(Database& db, std::int64_t run_id) {
+  Statement st(db,
+               "SELECT run_id, rate_rps, position, name, outcome, statistic, threshold, p_value, "
+               "samples, detail FROM load_checks WHERE run_id = ? ORDER BY rate_rps, position, id");
+  st.bind(1, run_id);
+  const Columns c(st);
+  std::vector<LoadCheck> rows;
+  while (st.step()) {
+    LoadCheck l;
+    l.run_id = c.int64("run_id");
+    l.rate_rps = c.real("rate_rps");
+    l.position = c.int64("position");
+    l.name = c.text("name");
+    l.outcome = c.text("outcome");
+    l.statistic = c.optional_real("statistic");
+    l.threshold = c.optional_real("threshold");
+    l.p_value = c.optional_real("p_value");
+    l.samples = c.optional_int64("samples");
+    l.detail = c.text("detail");
+    rows.push_back(std::move(l));
+  }
+  return rows;
+}
+
 ServiceLoad run_service_load(Database& db, std::int64_t run_id) {
   ServiceLoad load;
   Statement service(db,

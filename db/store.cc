@@ -170,6 +170,14 @@ std::int64_t Store::add_tail_result(const TailResult& t) {
                 t.reasons_json, t.samples, t.late_sends, source);
 }
 
+std::int64_t Store::add_load_check(const LoadCheck& c) {
+  return insert(db_,
+                "INSERT INTO load_checks (run_id, rate_rps, position, name, outcome, statistic, "
+                "threshold, p_value, samples, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                c.run_id, c.rate_rps, c.position, c.name, c.outcome, c.statistic, c.threshold,
+                c.p_value, c.samples, c.detail);
+}
+
 std::int64_t Store::add_memlat_sample(const MemlatSample& m) {
   return insert(db_,
                 "INSERT INTO memlat (run_id, t_ns, interval_ns, latency_ns, frequency_ghz, "

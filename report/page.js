@@ -180,7 +180,24 @@
     out.push(objectTable(tail.results, ['type', 'metric', 'rate_rps', 'throughput_rps', 'percentile',
       'value_ns', 'ci_low_ns', 'ci_high_ns', 'verdict', 'reasons', 'samples']));
     out.push(el('h4', {}, 'Lateness'), renderTable(tail.lateness), el('p', { class: 'note' }, tail.not_stored));
+    out.push(el('h4', {}, 'Self-correcting checks per rate point'));
+    if (tail.checks_note) out.push(el('p', { class: 'note tail-checks-note' }, tail.checks_note));
+    if (tail.checks && tail.checks.length) out.push(checksTable(tail.checks));
     return out;
+  }
+
+  // The controller's checks: pass, fail or not applied, with the statistic,
+  // the bound it was held to, the p-value and the sample count.
+  function checksTable(checks) {
+    const columns = ['rate (rps)', 'check', 'outcome', 'statistic', 'threshold', 'p-value', 'samples', 'detail'];
+    const head = el('tr', {}, ...columns.map((c) => el('th', {}, c)));
+    const mark = { pass: '✓ pass', fail: '✗ fail' };
+    const rows = checks.map((c) => el('tr', { 'data-outcome': c.outcome },
+      el('td', { class: 'num' }, fmt(c.rate_rps)), el('td', {}, c.check),
+      el('td', {}, el('span', { class: c.outcome === 'pass' ? 'yes' : c.outcome === 'fail' ? 'no' : 'note' }, mark[c.outcome] || c.outcome)),
+      el('td', { class: 'num' }, fmt(c.statistic)), el('td', { class: 'num' }, fmt(c.threshold)),
+      el('td', { class: 'num' }, fmt(c.p_value)), el('td', { class: 'num' }, fmt(c.samples)), el('td', {}, c.detail)));
+    return el('table', { class: 'tail-checks' }, el('thead', {}, head), el('tbody', {}, ...rows));
   }
 
   // A term's number as people read it: shares in percent, latencies in ms.
@@ -214,7 +231,7 @@
       el('td', { class: 'num' }, termValue(c.term, c.ci_low)), el('td', { class: 'num' }, termValue(c.term, c.ci_high)),
       el('td', {}, verdictSpan(c.verdict)), el('td', {}, fmt(c.note)), el('td', { class: 'num' }, fmt(c.samples))));
     return el('section', { class: 'experiment' }, el('h3', {}, e.name + ': SLO ', verdictSpan(e.verdict)), summary,
-      el('table', { class: 'experiment-checks' }, el('thead', {}, head), el('tbody', {}, ...rows)));
+      ...charts(e.charts), el('table', { class: 'experiment-checks' }, el('thead', {}, head), el('tbody', {}, ...rows)));
   }
 
   function runSection(run) {

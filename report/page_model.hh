@@ -31,6 +31,7 @@ struct StoredRun {
   std::vector<db::InjectionRow> injections;
   std::vector<db::GradientRow> gradients;
   std::vector<db::TailResultRow> tail_results;
+  std::vector<db::LoadCheck> load_checks;          // none in runs before schema version 7
   std::map<std::int64_t, std::string> type_names;  // every type in the database
 };
 
@@ -59,8 +60,12 @@ json link_graph_section(const StoredRun& run);
 json link_sections(db::Database& db, const StoredRun& run);
 json training_section(db::Database& db, const StoredRun& run);
 json injections_section(const StoredRun& run);
-// The tail-latency sections: percentiles, load curve, histogram, lateness.
+// The tail-latency sections: percentiles, load curve, histogram, lateness,
+// the controller's checks per rate point.
 json tail_section(db::Database& db, const StoredRun& run);
+// The run's fault experiments as stored, each with one chart per SLO term:
+// every window's value with its CI against the term's bound.
+json experiments_section(db::Database& db, const StoredRun& run);
 // Two runs side by side.
 json comparison_section(const StoredRun& a, const StoredRun& b);
 

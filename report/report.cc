@@ -2,7 +2,6 @@
 
 #include <string_view>
 
-#include "nabla/campaign/experiment_rows.hh"
 #include "nabla/db/reads.hh"
 #include "page_model.hh"
 #include "report_assets.hh"
@@ -28,7 +27,7 @@ json run_page(db::Database& db, const detail::StoredRun& run) {
             {"training", nullptr},
             {"injections", detail::injections_section(run)},
             {"tail", detail::tail_section(db, run)},
-            {"experiments", campaign::stored_experiments_json(db, run.info.id)},
+            {"experiments", detail::experiments_section(db, run)},
             {"predictions",
              "none stored: nabla predict computes what-if predictions from a run's gradients "
              "when asked (nabla predict --run " +

@@ -74,6 +74,7 @@ StoredRun read_stored_run(db::Database& db, std::int64_t run_id) {
   run.injections = db::run_injections(db, run_id);
   run.gradients = db::run_gradients(db, run_id);
   run.tail_results = db::run_tail_results(db, run_id);
+  run.load_checks = db::run_load_checks(db, run_id);
   run.type_names = db::transaction_type_names(db);
   return run;
 }

@@ -1,6 +1,8 @@
 // The tail-latency sections of a `nabla load` run: percentiles with CI bars,
 // the latency-load curve of a sweep with where the verdict turns n/a, the
-// histogram of sojourn against server-reported service time, and lateness.
+// histogram of sojourn against server-reported service time, lateness, and
+// the self-correcting controller's checks of each rate point with their
+// numbers (runs stored before schema version 7 have none and say so).
 //
 // What the database does not store is not drawn: the client's in-flight
 // times and its lateness quantiles are printed by `nabla load` but not kept;
@@ -182,6 +184,22 @@ json lateness_table(const json& rows) {
   return table({"rate (rps)", "throughput (rps)", "samples", "late sends", "late (%)"}, out);
 }
 
+// The controller's checks, one object per (rate point, check) as stored.
+json checks_rows(const StoredRun& run) {
+  json out = json::array();
+  for (const db::LoadCheck& c : run.load_checks) {
+    out.push_back({{"rate_rps", c.rate_rps},
+                   {"check", c.name},
+                   {"outcome", c.outcome},
+                   {"statistic", or_null(c.statistic)},
+                   {"threshold", or_null(c.threshold)},
+                   {"p_value", or_null(c.p_value)},
+                   {"samples", or_null(c.samples)},
+                   {"detail", c.detail}});
+  }
+  return out;
+}
+
 }  // namespace
 
 json tail_section(db::Database& db, const StoredRun& run) {
@@ -208,6 +226,12 @@ json tail_section(db::Database& db, const StoredRun& run) {
   return {{"results", rows},
           {"turns_na", turns_na},
           {"lateness", lateness_table(rows)},
+          {"checks", checks_rows(run)},
+          {"checks_note",
+           run.load_checks.empty()
+               ? json("this run was stored before nabla kept the controller's checks (schema "
+                      "version 7); its verdicts and reasons are in the results table")
+               : json(nullptr)},
           {"not_stored",
            "nabla load prints in-flight times and lateness quantiles but does not store them; "
            "the table shows the stored late-send counts"},

@@ -204,10 +204,12 @@ TEST_F(ReportInBrowser, RendersEveryChartOfAStoredRunOfflineWithoutErrors) {
   EXPECT_EQ(count_of(dom.stderr_text, "Uncaught"), 0u) << dom.stderr_text;
   EXPECT_EQ(count_of(dom.stderr_text, ":CONSOLE"), 0u) << dom.stderr_text;
   // Two links: a series, a spectrum and a gradient chart each; one graph,
-  // one injections chart; a load sweep: percentiles, load curve, histogram.
+  // one injections chart; a load sweep: percentiles, load curve, histogram;
+  // the experiment: one chart per SLO term (p99, errors).
   const std::pair<const char*, std::size_t> expected[] = {
-      {"link-graph", 1}, {"link-series", 2},      {"link-spectrum", 2},   {"link-gradients", 2},
-      {"injections", 1}, {"tail-percentiles", 1}, {"tail-load-curve", 1}, {"tail-histogram", 1}};
+      {"link-graph", 1},      {"link-series", 2},    {"link-spectrum", 2},
+      {"link-gradients", 2},  {"injections", 1},     {"tail-percentiles", 1},
+      {"tail-load-curve", 1}, {"tail-histogram", 1}, {"experiment-slo", 2}};
   std::size_t charts = 0;
   for (const auto& [kind, n] : expected) {
     EXPECT_EQ(count_of(html, std::string("data-kind=\"") + kind + "\""), n) << kind;
@@ -219,6 +221,18 @@ TEST_F(ReportInBrowser, RendersEveryChartOfAStoredRunOfflineWithoutErrors) {
   EXPECT_EQ(count_of(html, "class=\"experiment\""), 1u);
   EXPECT_EQ(count_of(html, "<tr data-verdict="), 6u);
   EXPECT_EQ(count_of(html, "<tr data-verdict=\"fail\""), 1u);
+  // The sweep's curve: each percentile a line with its CI as a band.
+  const auto curve = html.find("data-kind=\"tail-load-curve\"");
+  ASSERT_NE(curve, std::string::npos);
+  const std::string curve_box = html.substr(curve, html.find("nabla-chart", curve) - curve);
+  EXPECT_NE(curve_box.find("mark-area"), std::string::npos);
+  EXPECT_NE(curve_box.find("mark-line"), std::string::npos);
+  // The controller's checks: six per rate point, the 4000 rps point failing
+  // iid and the CI width.
+  EXPECT_EQ(count_of(html, "class=\"tail-checks\""), 1u);
+  EXPECT_EQ(count_of(html, "<tr data-outcome="), 12u);
+  EXPECT_EQ(count_of(html, "<tr data-outcome=\"fail\""), 2u);
+  EXPECT_EQ(count_of(html, "class=\"note tail-checks-note\""), 0u);
 
   const fs::path shot = fs::path(NABLA_SCREENSHOT_DIR) / "report-campaign-and-load.png";
   const CommandResult screenshot = chromium({"--screenshot=" + shot.string(), "file://" + page});

@@ -27,6 +27,7 @@
 #include "nabla/common/clock.hh"
 #include "nabla/common/cpu_latency.hh"
 #include "nabla/common/netns.hh"
+#include "nabla/db/reads.hh"
 #include "nabla/db/store.hh"
 #include "nabla/tier/echo_server.hh"
 #include "tier_process.hh"
@@ -507,8 +508,94 @@ TEST(LoadTier, DbStoresTheRunTailResultsAndKeptSamples) {
     if (j["verdict"] == "ok") {
       EXPECT_EQ(per_type, 4u);  // p99 and p50 of /a and /b
     }
+    // The controller's checks as --json printed them, in its order.
+    const auto checks = db::run_load_checks(database, run_id);
+    ASSERT_EQ(checks.size(), j["checks"].size());
+    ASSERT_EQ(checks.size(), 7u);
+    for (std::size_t i = 0; i < checks.size(); ++i) {
+      EXPECT_EQ(checks[i].name, j["checks"][i]["name"]);
+      EXPECT_EQ(checks[i].outcome, j["checks"][i]["outcome"]);
+      EXPECT_EQ(checks[i].position, static_cast<std::int64_t>(i));
+      EXPECT_EQ(checks[i].rate_rps, j["target_rps"].get<double>());
+    }
   }
   fs::remove_all(dir);
+}
+
+// The rate point's checks from the controller's decisions: the four round
+// conditions from the last round, with in how many rounds each failed; iid,
+// ADF and the CI width from the series, with their numbers.
+TEST(LoadChecks, EachCheckCarriesItsOutcomeAndNumbers) {
+  loadgen::ControllerConfig c;
+  c.ci_width_ns = 50'000;
+  loadgen::ControllerResult r;
+  r.target_rps = 2000;
+  for (int i = 0; i < 3; ++i) {
+    loadgen::RoundRecord round;
+    round.index = i;
+    round.calibration = i == 0;
+    round.completed = 1990;
+    round.check.offered_rps = 2000;
+    round.check.throughput_rps = i == 1 ? 1900 : 1990;
+    round.check.rate_ok = i != 1;
+    round.check.sent = 2000;
+    round.check.late = 4;
+    round.check.late_fraction = 0.002;
+    round.check.ad = {true, true, 0.7, 1.957, 1500, 60'000, ""};
+    round.check.closed_loop.slots = 64;
+    round.check.closed_loop.slots_needed = 1.2;
+    round.check.closed_loop.mean_in_flight_ns = 600'000;
+    r.rounds.push_back(round);
+  }
+  r.samples = 20'000;
+  r.kept = 5000;
+  r.stride = 4;
+  r.stride_scan.stride = 4;
+  r.stride_scan.steps = {{1, 20'000, 0.3, 0.0}, {2, 10'000, 0.1, 0.01}, {4, 5000, 0.01, 0.48}};
+  r.stationarity = {true, true, -9.5, 0.0001, 3, ""};
+  r.percentiles = {{99, 400'000, 380'000, 460'000}, {50, 200'000, 198'000, 203'000}};
+
+  const auto checks = load_checks(r, c);
+  ASSERT_EQ(checks.size(), 7u);
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    EXPECT_EQ(checks[i].rate_rps, 2000);
+    EXPECT_EQ(checks[i].position, static_cast<std::int64_t>(i));
+  }
+  EXPECT_EQ(checks[0].name, "rate reached");
+  EXPECT_EQ(checks[0].outcome, "pass");
+  EXPECT_DOUBLE_EQ(*checks[0].statistic, -0.005);
+  EXPECT_EQ(checks[0].threshold, 0.02);
+  EXPECT_NE(checks[0].detail.find("failed in 1 of 3 rounds"), std::string::npos)
+      << checks[0].detail;
+  EXPECT_EQ(checks[1].outcome, "pass");
+  EXPECT_EQ(checks[1].statistic, 0.7);
+  EXPECT_EQ(checks[1].threshold, 1.957);
+  EXPECT_EQ(checks[1].samples, 1500);
+  EXPECT_EQ(checks[2].name, "late sends");
+  EXPECT_EQ(checks[2].statistic, 0.002);
+  EXPECT_EQ(checks[2].samples, 2000);
+  EXPECT_EQ(checks[3].outcome, "pass");  // 1.2 slots of 0.7 x 64
+  EXPECT_DOUBLE_EQ(*checks[3].threshold, 0.7 * 64);
+  EXPECT_EQ(checks[4].name, "iid (lag-1 Spearman)");
+  EXPECT_EQ(checks[4].outcome, "pass");
+  EXPECT_EQ(checks[4].statistic, 0.01);
+  EXPECT_EQ(checks[4].p_value, 0.48);
+  EXPECT_EQ(checks[4].samples, 5000);
+  EXPECT_EQ(checks[5].outcome, "pass");
+  EXPECT_EQ(checks[5].statistic, -9.5);
+  EXPECT_EQ(checks[5].p_value, 0.0001);
+  EXPECT_EQ(checks[6].name, "CI width (p99)");
+  EXPECT_EQ(checks[6].outcome, "fail");  // 80 us of 50 us asked
+  EXPECT_EQ(checks[6].statistic, 80'000);
+  EXPECT_EQ(checks[6].threshold, 50'000);
+
+  // No measurement round used: the series' checks were not applied.
+  r.samples = 0;
+  const auto calibration_only = load_checks(r, c);
+  for (std::size_t i = 4; i < 7; ++i) {
+    EXPECT_EQ(calibration_only[i].outcome, "not applied") << calibration_only[i].name;
+    EXPECT_FALSE(calibration_only[i].statistic) << calibration_only[i].name;
+  }
 }
 
 // A sweep prints one JSON point per rate and stores every point: its tail

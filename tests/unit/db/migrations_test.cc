@@ -32,15 +32,29 @@ TEST(Migrations, EmptyFileBecomesCurrentSchemaAndReopenIsNoop) {
   EXPECT_EQ(migrate(db), 0);
   EXPECT_EQ(db.user_version(), schema_version());
   EXPECT_EQ(query(db, "PRAGMA application_id").rows[0][0], Value(kApplicationId));
-  EXPECT_EQ(tables(db),
-            (std::vector<std::string>{"accel_projections",   "accel_results", "campaigns",
-                                      "experiment_checks",   "experiments",   "flows",
-                                      "gradient_amplitudes", "gradients",     "injections",
-                                      "latest_gradients",    "links",         "memlat",
-                                      "memlat_probe",        "nodes",         "phases",
-                                      "run_summary",         "runs",          "samples",
-                                      "tail_over_time",      "tail_results",  "timestamp_sources",
-                                      "transaction_types"}));
+  EXPECT_EQ(tables(db), (std::vector<std::string>{"accel_projections",
+                                                  "accel_results",
+                                                  "campaigns",
+                                                  "experiment_checks",
+                                                  "experiments",
+                                                  "flows",
+                                                  "gradient_amplitudes",
+                                                  "gradients",
+                                                  "injections",
+                                                  "latest_gradients",
+                                                  "links",
+                                                  "load_checks",
+                                                  "memlat",
+                                                  "memlat_probe",
+                                                  "nodes",
+                                                  "phases",
+                                                  "run_summary",
+                                                  "runs",
+                                                  "samples",
+                                                  "tail_over_time",
+                                                  "tail_results",
+                                                  "timestamp_sources",
+                                                  "transaction_types"}));
   EXPECT_EQ(query(db, "PRAGMA integrity_check").rows[0][0], Value(std::string("ok")));
   EXPECT_TRUE(query(db, "PRAGMA foreign_key_check").rows.empty());
   EXPECT_NO_THROW(require_current_schema(db));

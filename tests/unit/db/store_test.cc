@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "nabla/db/reads.hh"
 #include "run_start.hh"
 #include "temp_dir.hh"
 
@@ -126,6 +127,52 @@ TEST(Store, RecordsAndTypesReferenceTheirRun) {
                                         std::string("/view"), 3.02}}));
   EXPECT_EQ(query(again.database(), "SELECT ended_ns FROM phases").rows[0][0],
             Value(kT0 + 6'400'000'000));
+}
+
+// A load run's controller checks read back by rate, then in the stored
+// order, NULLs kept; an unknown outcome or a p-value outside [0, 1] is
+// refused, and deleting the run deletes them.
+TEST(Store, LoadChecksReadBackInRateAndControllerOrder) {
+  testing::TempDir dir;
+  Store store = Store::open(dir.file("n.db"), kT0);
+  const auto run = store.begin_run(a_run(kT0));
+  auto check = [&](double rate, std::int64_t position, const char* name, const char* outcome) {
+    LoadCheck c;
+    c.run_id = run;
+    c.rate_rps = rate;
+    c.position = position;
+    c.name = name;
+    c.outcome = outcome;
+    return c;
+  };
+  LoadCheck iid = check(4000, 1, "iid", "fail");
+  iid.statistic = 0.4;
+  iid.threshold = 0.05;
+  iid.p_value = 0.001;
+  iid.samples = 900;
+  iid.detail = "stride 1:8";
+  store.add_load_check(iid);
+  store.add_load_check(check(4000, 0, "rate reached", "pass"));
+  store.add_load_check(check(1000, 0, "Anderson-Darling", "not applied"));
+  const auto rows = run_load_checks(store.database(), run);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].name, "Anderson-Darling");
+  EXPECT_EQ(rows[0].outcome, "not applied");
+  EXPECT_FALSE(rows[0].statistic);
+  EXPECT_FALSE(rows[0].samples);
+  EXPECT_EQ(rows[1].name, "rate reached");
+  EXPECT_EQ(rows[2].name, "iid");
+  EXPECT_EQ(rows[2].statistic, 0.4);
+  EXPECT_EQ(rows[2].threshold, 0.05);
+  EXPECT_EQ(rows[2].p_value, 0.001);
+  EXPECT_EQ(rows[2].samples, 900);
+  EXPECT_EQ(rows[2].detail, "stride 1:8");
+  EXPECT_THROW(store.add_load_check(check(1000, 1, "x", "maybe")), Error);
+  LoadCheck bad_p = check(1000, 1, "x", "pass");
+  bad_p.p_value = 1.5;
+  EXPECT_THROW(store.add_load_check(bad_p), Error);
+  store.database().exec("DELETE FROM runs");
+  EXPECT_TRUE(run_load_checks(store.database(), run).empty());
 }
 
 TEST(Store, InterruptedRunsAreMarkedFailedOnOpen) {

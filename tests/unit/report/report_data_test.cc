@@ -211,6 +211,66 @@ TEST_F(ReportData, LoadSweepPageHasPercentilesCurveHistogramAndWhereItTurnsNa) {
   EXPECT_EQ(tail["lateness"]["rows"][1][3], 12);
 }
 
+// Each rate point's self-correcting checks, as stored, with their numbers;
+// no note then.
+TEST_F(ReportData, LoadSweepPageShowsEveryRatePointsChecksWithTheirNumbers) {
+  const std::int64_t run = testing::store_load_sweep_run(db_path_);
+  const json tail = page_data({run})["runs"][0]["tail"];
+  db::Store store = db::Store::open_read_only(db_path_);
+  const auto stored = db::run_load_checks(store.database(), run);
+  ASSERT_EQ(stored.size(), 12u);
+  ASSERT_EQ(tail["checks"].size(), stored.size());
+  for (std::size_t i = 0; i < stored.size(); ++i) {
+    const json& c = tail["checks"][i];
+    EXPECT_EQ(c["rate_rps"].get<double>(), stored[i].rate_rps);
+    EXPECT_EQ(c["check"], stored[i].name);
+    EXPECT_EQ(c["outcome"], stored[i].outcome);
+    EXPECT_EQ(c["statistic"].get<double>(), *stored[i].statistic);
+    EXPECT_EQ(c["threshold"].get<double>(), *stored[i].threshold);
+    EXPECT_EQ(c["samples"].get<std::int64_t>(), *stored[i].samples);
+    EXPECT_EQ(c["p_value"].is_null(), !stored[i].p_value.has_value());
+    EXPECT_EQ(c["detail"], "stored by the test");
+  }
+  // In rate order, then the controller's: the 4000 rps point fails iid.
+  EXPECT_EQ(tail["checks"][0]["rate_rps"], 1000.0);
+  EXPECT_EQ(tail["checks"][0]["check"], "rate reached");
+  EXPECT_EQ(tail["checks"][9]["rate_rps"], 4000.0);
+  EXPECT_EQ(tail["checks"][9]["check"], "iid (lag-1 Spearman)");
+  EXPECT_EQ(tail["checks"][9]["outcome"], "fail");
+  EXPECT_EQ(tail["checks"][9]["p_value"], 0.0001);
+  EXPECT_TRUE(tail["checks_note"].is_null());
+}
+
+// A load run stored before the checks were kept: no rows, one line saying so.
+TEST_F(ReportData, LoadRunWithoutStoredChecksSaysSoInOneLine) {
+  const std::int64_t run = testing::store_load_sweep_run(db_path_, false);
+  const json tail = page_data({run})["runs"][0]["tail"];
+  EXPECT_TRUE(tail["checks"].empty());
+  ASSERT_TRUE(tail["checks_note"].is_string());
+  EXPECT_NE(tail["checks_note"].get<std::string>().find("schema version 7"), std::string::npos);
+  EXPECT_EQ(tail["results"].size(), 4u);  // the rest of the section as before
+}
+
+// The sweep's curve: per percentile, over the achieved load, with its CI as
+// a band and the refused point as a rule.
+TEST_F(ReportData, LoadSweepCurveDrawsEachPercentileWithItsCiBand) {
+  const std::int64_t run = testing::store_load_sweep_run(db_path_);
+  const json tail = page_data({run})["runs"][0]["tail"];
+  json curve;
+  for (const json& c : tail["charts"]) {
+    if (c["kind"] == "tail-load-curve") curve = c["spec"];
+  }
+  ASSERT_FALSE(curve.is_null());
+  EXPECT_EQ(curve["layer"][0]["mark"]["type"], "area");
+  EXPECT_EQ(curve["layer"][0]["encoding"]["y2"]["field"], "high_us");
+  EXPECT_EQ(curve["layer"][1]["encoding"]["color"]["field"], "p");
+  std::set<std::string> ps;
+  for (const json& v : curve["data"]["values"]) {
+    if (v["verdict"] == "ok") ps.insert(v["p"].get<std::string>());
+  }
+  EXPECT_EQ(ps, (std::set<std::string>{"p50", "p99"}));
+}
+
 TEST_F(ReportData, FailedRunSaysWhatIsMissing) {
   const std::int64_t run = testing::store_failed_campaign_run(db_path_);
   const json page = page_data({run})["runs"][0];
@@ -396,6 +456,29 @@ TEST_F(ReportData, ExperimentsShowEveryWindowAgainstTheSloAndLeadWithTheVerdict)
   EXPECT_EQ(v["kind"], "experiment");
   EXPECT_EQ(v["ok"], false);
   EXPECT_EQ(v["details"], (json{"fault p99: 23.25 ms against 20 ms"}));
+}
+
+// One chart per SLO term: each window's value with its CI bars against the
+// bound, in the page's units (ms, %), coloured by the window's verdict.
+TEST_F(ReportData, ExperimentChartsEachTermsWindowsAgainstItsBound) {
+  const std::int64_t run = testing::store_experiment_run(db_path_);
+  const json e = page_data({run})["runs"][0]["experiments"][0];
+  ASSERT_EQ(e["charts"].size(), 2u);
+  EXPECT_EQ(chart_kinds(e["charts"]), (std::set<std::string>{"experiment-slo"}));
+  const json& p99 = e["charts"][0]["spec"];
+  EXPECT_NE(e["charts"][0]["title"].get<std::string>().find("p99"), std::string::npos);
+  ASSERT_EQ(p99["data"]["values"].size(), 3u);
+  const json& fault = p99["data"]["values"][1];
+  EXPECT_EQ(fault["window"], "fault");
+  EXPECT_EQ(fault["verdict"], "fail");
+  EXPECT_DOUBLE_EQ(fault["value"].get<double>(), 23.25);
+  EXPECT_DOUBLE_EQ(fault["low"].get<double>(), 23.25 * 0.9);
+  EXPECT_DOUBLE_EQ(fault["high"].get<double>(), 23.25 * 1.1);
+  EXPECT_DOUBLE_EQ(fault["bound"].get<double>(), 20.0);
+  EXPECT_EQ(p99["layer"][2]["encoding"]["x"]["field"], "bound");
+  const json& errors = e["charts"][1]["spec"]["data"]["values"];
+  EXPECT_DOUBLE_EQ(errors[1]["value"].get<double>(), 0.2);  // 0.002 as percent
+  EXPECT_DOUBLE_EQ(errors[1]["bound"].get<double>(), 1.0);
 }
 
 TEST_F(ReportData, UnknownRunIsRefusedNamingIt) {

@@ -73,7 +73,7 @@ std::int64_t store_fake_campaign_run(const std::string& db_path, std::int64_t se
   return o.run_id;
 }
 
-std::int64_t store_load_sweep_run(const std::string& db_path) {
+std::int64_t store_load_sweep_run(const std::string& db_path, bool checks) {
   db::Store store = db::Store::open(db_path, common::realtime_ns());
   db::RunStart start;
   start.kind = db::RunKind::kLoad;
@@ -117,6 +117,38 @@ std::int64_t store_load_sweep_run(const std::string& db_path) {
             R"(["not iid: lag-1 correlation 0.4", "throughput below 95% of the rate"])";
       }
       store.add_tail_result(t);
+    }
+    if (!checks) continue;
+    // The controller's checks: all pass at 1000 rps; at 4000 the series is
+    // not iid, so the CI width is not reached either.
+    const bool ok = point == 0;
+    const struct {
+      const char* name;
+      const char* outcome;
+      std::optional<double> statistic, threshold, p_value;
+      std::int64_t samples;
+    } rows[] = {{"rate reached", "pass", -0.01, 0.02, std::nullopt, 1000},
+                {"Anderson-Darling (send gaps exponential)", "pass", 0.8, 1.957, std::nullopt, 999},
+                {"late sends", "pass", 0.001 * point, 0.02, std::nullopt, 1000},
+                {"iid (lag-1 Spearman)", ok ? "pass" : "fail", ok ? 0.02 : 0.4, 0.05,
+                 ok ? 0.61 : 0.0001, 500},
+                {"stationary (ADF)", "pass", -12.5, 0.05, 0.001, 500},
+                {"CI width (p99)", ok ? "pass" : "fail", ok ? 22'000.0 : 90'000.0, 50'000.0,
+                 std::nullopt, 500}};
+    std::int64_t position = 0;
+    for (const auto& r : rows) {
+      db::LoadCheck c;
+      c.run_id = run;
+      c.rate_rps = rates[point];
+      c.position = position++;
+      c.name = r.name;
+      c.outcome = r.outcome;
+      c.statistic = r.statistic;
+      c.threshold = r.threshold;
+      c.p_value = r.p_value;
+      c.samples = r.samples;
+      c.detail = "stored by the test";
+      store.add_load_check(c);
     }
   }
   store.finish_run(run, db::RunStatus::kComplete, common::realtime_ns());

@@ -5,7 +5,8 @@
 //    injection, sample and gradient as `nabla run` stores them, in about a
 //    second;
 //  - a `nabla load` sweep written through the Store: two rate points, the
-//    second refused (n/a) with its reasons, samples with service times;
+//    second refused (n/a) with its reasons, samples with service times, the
+//    controller's checks of each point;
 //  - a campaign that failed after discovery: links, no phases, no gradients;
 //  - campaign results written through the Store without phases (nodes,
 //    links, gradients with CIs, a [truth] in the run's configuration): one
@@ -22,7 +23,9 @@ namespace nabla::report::testing {
 // gradients; `simultaneous` measures both links in the same phases.
 std::int64_t store_fake_campaign_run(const std::string& db_path, std::int64_t seed = 7,
                                      bool simultaneous = false);
-std::int64_t store_load_sweep_run(const std::string& db_path);
+// `checks`: with the controller's checks of each rate point (load_checks);
+// without, the run reads as one stored before schema version 7.
+std::int64_t store_load_sweep_run(const std::string& db_path, bool checks = true);
 std::int64_t store_failed_campaign_run(const std::string& db_path);
 // A run with one fault experiment "db-slow" whose SLO fails in its fault
 // window: p99 and errors per window (baseline, fault, recovery).

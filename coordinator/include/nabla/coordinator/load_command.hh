@@ -25,8 +25,9 @@
 // Progress (phase, achieved rate, samples, current CI width) goes to stderr
 // only when stderr is a terminal. With --db, the run (kind 'load') is created
 // first, every rate point adds its tail_results rows (one per metric, type
-// and percentile, with the verdict and reasons) and its kept samples, and the
-// run ends 'complete' — or 'failed' with the error when anything throws.
+// and percentile, with the verdict and reasons), its controller checks
+// (load_checks) and its kept samples, and the run ends 'complete' — or 'failed' with the error when
+// anything throws.
 #include <cstdint>
 #include <iosfwd>
 #include <nlohmann/json.hpp>
@@ -35,6 +36,7 @@
 #include <vector>
 
 #include "nabla/common/resolve.hh"
+#include "nabla/db/records.hh"
 #include "nabla/loadgen/controller.hh"
 
 namespace CLI {
@@ -137,6 +139,13 @@ LoadPlan parse_load_options(const LoadOptions& options);
 // ADDRESS" to `log`; an HTTP Host header keeps the name. Throws
 // common::ResolveError naming --target. A literal is left as is.
 void resolve_load_target(LoadPlan& plan, const common::Resolver& resolver, std::ostream& log);
+
+// The self-correcting controller's checks of one rate point, in its order
+// (rate reached, Anderson–Darling, late sends, closed loop from the last
+// round; iid, stationarity, CI width from the series), as the load_checks
+// table stores them (run_id 0: the caller sets it).
+std::vector<db::LoadCheck> load_checks(const loadgen::ControllerResult& result,
+                                       const loadgen::ControllerConfig& config);
 
 // One rate point as JSON (the documented keys plus diagnostics).
 nlohmann::json load_result_json(const loadgen::ControllerResult& result,

@@ -125,6 +125,10 @@ struct TailResultRow {
 // percentile.
 std::vector<TailResultRow> run_tail_results(Database& db, std::int64_t run_id);
 
+// A run's controller checks (load_checks) by rate, then in the controller's
+// order. Runs stored before schema version 7 have none.
+std::vector<LoadCheck> run_load_checks(Database& db, std::int64_t run_id);
+
 // What a `nabla load` run measured of the server's work: the mean of the
 // server-reported service times (X-Service-Time-Ns) over all its samples and
 // the highest throughput it achieved over its rate points (all types). Both

@@ -179,6 +179,21 @@ struct TailResult {
   std::optional<TimestampSource> source;
 };
 
+// One check of the self-correcting controller at one rate point of `nabla
+// load` (the load_checks table): rate reached, Anderson–Darling on the send
+// gaps, late sends, closed loop, iid (Spearman), stationarity (ADF), CI
+// width.
+struct LoadCheck {
+  std::int64_t run_id = 0;
+  double rate_rps = 0;        // the rate point's target rate
+  std::int64_t position = 0;  // order within the rate point
+  std::string name;
+  std::string outcome = "pass";  // pass | fail | not applied
+  std::optional<double> statistic, threshold, p_value;
+  std::optional<std::int64_t> samples;
+  std::string detail;
+};
+
 // One interval of memory latency sampled beside a run (the memlat table).
 struct MemlatSample {
   std::int64_t run_id = 0;
