@@ -145,6 +145,11 @@ int run_load(const LoadOptions& o, std::ostream& out, std::ostream& err) {
   }
   LoadMemlat* memlat_setup = std::get_if<LoadMemlat>(&memlat_opened);
   resolve_load_target(plan, common::system_resolver(), err);
+  // SIGINT/SIGTERM are blocked from before the run is stored until the
+  // measurement ends (the engine threads inherit the mask) and taken after
+  // each round, so an interrupted run ends through the normal error path:
+  // the stored run is marked failed, exit 1.
+  common::StopSignals signals(common::StopSignals::Mode::kBlock);
   std::unique_ptr<LoadRunRecorder> recorder;
   if (!o.db.empty())
     recorder = std::make_unique<LoadRunRecorder>(o.db, config_json(o, plan), o.seed);
@@ -162,11 +167,6 @@ int run_load(const LoadOptions& o, std::ostream& out, std::ostream& err) {
           << " not held: " << cpu_latency->error() << "; measuring without it\n";
     }
   }
-  // SIGINT/SIGTERM are blocked while the measurement runs (the engine
-  // threads inherit the mask) and taken after each round, so an interrupted
-  // run ends through the normal error path: the stored run is marked failed,
-  // exit 1.
-  common::StopSignals signals(common::StopSignals::Mode::kBlock);
   nlohmann::json memlat_json;  // null without --memlat
   std::optional<MemlatSampler> sampler;
   if (memlat_setup) {
