@@ -2,7 +2,11 @@
 #include "nabla/sniffer/namespaces.hh"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <linux/nsfs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -12,6 +16,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "nabla/common/fd.hh"
 #include "nabla/common/text_file.hh"
 #include "nabla/sniffer/proc_map.hh"
 
@@ -129,6 +134,7 @@ std::vector<FoundNamespace> list_namespaces(const NamespaceRoots& roots) {
       ns.container =
           container_id_from_cgroup(parse_cgroup_file(common::read_text_file(cgroup_file)));
     }
+    ns.user_owned = owned_by_other_user_namespace(ns.path, roots);
     out.push_back(std::move(ns));
   }
   std::sort(out.begin(), out.end(), [](const FoundNamespace& a, const FoundNamespace& b) {
@@ -139,7 +145,9 @@ std::vector<FoundNamespace> list_namespaces(const NamespaceRoots& roots) {
 }
 
 bool NamespaceSelection::selects(const FoundNamespace& ns) const {
-  return all || (!ns.name.empty() && std::find(names.begin(), names.end(), ns.name) != names.end());
+  const bool named =
+      !ns.name.empty() && std::find(names.begin(), names.end(), ns.name) != names.end();
+  return named || (all && (user_owned || !ns.user_owned));
 }
 
 NamespaceSelection parse_namespace_selection(std::string_view text) {
@@ -176,6 +184,20 @@ bool in_root_namespace(const NamespaceRoots& roots) {
     named = named || (stat_id(roots.run_netns + "/" + std::string(name), id) && id == self);
   });
   return !named;
+}
+
+bool owned_by_other_user_namespace(const std::string& path, const NamespaceRoots& roots) {
+  const int netns = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (netns < 0) return false;
+  const common::FileDescriptor netns_fd(netns);
+  const int owner = ::ioctl(netns_fd.get(), NS_GET_USERNS);
+  if (owner < 0) return false;  // not a namespace file (a test's fake tree), or no such ioctl
+  const common::FileDescriptor owner_fd(owner);
+  struct stat owner_st {};
+  struct stat own_st {};
+  if (::fstat(owner_fd.get(), &owner_st) != 0) return false;
+  if (::stat((roots.proc + "/self/ns/user").c_str(), &own_st) != 0) return false;
+  return owner_st.st_dev != own_st.st_dev || owner_st.st_ino != own_st.st_ino;
 }
 
 }  // namespace nabla::sniffer

@@ -40,6 +40,7 @@ struct Flags {
   std::string key_file;
   int64_t report_protocol_version = common::kProtocolVersion;
   std::string netns = "auto";
+  bool user_netns = false;
 };
 
 void add_flags(CLI::App& app, Flags& f) {
@@ -80,6 +81,9 @@ one in /run/nabla (see docs/protocol.md, "Local control").)");
                  "network namespaces to scan besides its own: all (every named one and every "
                  "process's), self, or NAME,... under /run/netns (default auto: all when started "
                  "in the host's root namespace, else self)");
+  app.add_flag("--user-netns", f.user_netns,
+               "with all: scan also the namespaces owned by a user namespace other than the "
+               "host's (rootless containers); left out by default");
 }
 
 // --netns. auto: a node's sniffer runs in the host's root namespace and sees
@@ -155,6 +159,7 @@ int main(int argc, char** argv) {
   sniffer::NamespaceSelection namespaces;
   try {
     namespaces = namespace_selection(flags.netns);
+    namespaces.user_owned = flags.user_netns;
   } catch (const std::invalid_argument& e) {
     std::cerr << "nabla-sniffd: " << e.what() << "\n";
     return 2;

@@ -38,8 +38,13 @@ void Sniffer::refresh_namespaces() {
   if (options_.namespaces.only_own()) return;
   std::set<common::NetnsId> present;
   size_t skipped = 0;
+  size_t user_owned = 0;
   for (const FoundNamespace& ns : list_namespaces(options_.namespace_roots)) {
-    if (ns.id.inode == netns_.inode || !options_.namespaces.selects(ns)) continue;
+    if (ns.id.inode == netns_.inode) continue;
+    if (!options_.namespaces.selects(ns)) {
+      user_owned += ns.user_owned && options_.namespaces.all;
+      continue;
+    }
     present.insert(ns.id);
     if (others_.contains(ns.id) || unusable_.contains(ns.id)) continue;
     if (others_.size() >= options_.max_namespaces) {
@@ -53,6 +58,11 @@ void Sniffer::refresh_namespaces() {
                      " already scanned (--max-namespaces)");
   }
   namespaces_skipped_ = skipped;
+  if (user_owned != user_owned_left_out_ && user_owned > 0) {
+    common::log_info("not scanning ", user_owned,
+                     " network namespace(s) owned by another user namespace (--user-netns)");
+  }
+  user_owned_left_out_ = user_owned;
   // A namespace that is gone takes its flows with it; flows.list readers
   // already had every change up to the last scan. Its conntrack chain went
   // with it: nothing is left to remove there.

@@ -4,6 +4,7 @@
 #include "nabla/sniffer/namespaces.hh"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -143,6 +144,55 @@ TEST(NamespaceSelection, AllSelfOrNames) {
   for (const char* bad : {"", "web,,db", "a/b", "web,all"}) {
     EXPECT_THROW(parse_namespace_selection(bad), std::invalid_argument) << bad;
   }
+}
+
+TEST(NamespaceSelection, AllLeavesOutUserOwnedNamespacesUnlessAsked) {
+  FoundNamespace rootless;
+  rootless.user_owned = true;
+  FoundNamespace named_rootless = rootless;
+  named_rootless.name = "web";
+  NamespaceSelection all = parse_namespace_selection("all");
+  EXPECT_FALSE(all.selects(rootless));
+  EXPECT_FALSE(all.selects(named_rootless));
+  EXPECT_TRUE(all.selects(FoundNamespace{}));
+  all.user_owned = true;
+  EXPECT_TRUE(all.selects(rootless));
+  // A name given on purpose is scanned whoever owns it.
+  EXPECT_TRUE(parse_namespace_selection("web").selects(named_rootless));
+}
+
+// A real namespace made with `unshare --user --net` is told apart from this
+// process's own, and a plain file (the fake trees' namespaces) is not one.
+TEST(UserOwnedNamespace, UnshareUserNetIsOwnedByAnotherUserNamespace) {
+  if (std::system("command -v unshare >/dev/null 2>&1") != 0) GTEST_SKIP() << "no unshare";
+  char pattern[] = "/tmp/nabla-userns-XXXXXX";
+  const std::string dir = ::mkdtemp(pattern);
+  const std::string pid_file = dir + "/pid";
+  // The child writes its pid from inside the new namespaces, then sleeps;
+  // it is killed by that pid (and would end by itself after 20 s).
+  const std::string command = "unshare --user --map-root-user --net sh -c 'echo $$ > " + pid_file +
+                              "; exec sleep 20' >/dev/null 2>&1 &";
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  pid_t pid = 0;
+  for (int i = 0; i < 200 && pid == 0; ++i) {
+    std::ifstream in(pid_file);
+    if (!(in >> pid)) pid = 0;
+    if (pid == 0) ::usleep(10'000);
+  }
+  if (pid == 0) {
+    fs::remove_all(dir);
+    GTEST_SKIP() << "unshare --user --net did not start (user namespaces disabled?)";
+  }
+  const std::string path = "/proc/" + std::to_string(pid) + "/ns/net";
+  const bool theirs = owned_by_other_user_namespace(path);
+  const bool ours = owned_by_other_user_namespace("/proc/self/ns/net");
+  ::kill(pid, SIGKILL);
+  std::ofstream(dir + "/plain") << "not a namespace";
+  const bool plain = owned_by_other_user_namespace(dir + "/plain");
+  fs::remove_all(dir);
+  EXPECT_TRUE(theirs);
+  EXPECT_FALSE(ours);
+  EXPECT_FALSE(plain);
 }
 
 TEST(RootNamespace, SameNamespaceAsPidOne) {

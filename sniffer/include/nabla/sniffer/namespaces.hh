@@ -26,6 +26,10 @@ struct FoundNamespace {
   std::string path;       // what to open for setns
   pid_t pid = 0;          // lowest pid inside it; 0 when no process is
   std::string container;  // short container id (12 hex); empty when none
+  // Owned by a user namespace other than the daemon's (a rootless container,
+  // `unshare --user --net`): whoever made it is root inside it, without
+  // being root on the node. False when that cannot be told.
+  bool user_owned = false;
 };
 
 // Every namespace under the roots, named ones first by name, then the
@@ -41,10 +45,14 @@ std::vector<FoundNamespace> list_namespaces(const NamespaceRoots& roots);
 std::string container_id_from_cgroup(std::string_view cgroup_path);
 
 // Which namespaces nabla-sniffd scans besides its own: every one, or those
-// named (names under /run/netns).
+// named (names under /run/netns). `all` leaves out the user-owned ones
+// unless `user_owned` says otherwise: a root daemon that enters a namespace
+// and parses what its kernel answers there gives whoever owns it a way in.
+// A name given explicitly is always scanned.
 struct NamespaceSelection {
   bool all = false;
   std::vector<std::string> names;
+  bool user_owned = false;
   bool operator==(const NamespaceSelection&) const = default;
   bool only_own() const { return !all && names.empty(); }
   bool selects(const FoundNamespace& ns) const;
@@ -58,5 +66,11 @@ NamespaceSelection parse_namespace_selection(std::string_view text);
 // pid 1, or, when pid 1's cannot be read, one without a name under
 // run_netns (testbed hosts and `ip netns` namespaces have one).
 bool in_root_namespace(const NamespaceRoots& roots = {});
+
+// Whether the namespace at `path` (a /proc/PID/ns/net or a bind mount) is
+// owned by a user namespace other than this process's own (ioctl
+// NS_GET_USERNS; a node's daemon runs in the host's); false when either
+// cannot be read.
+bool owned_by_other_user_namespace(const std::string& path, const NamespaceRoots& roots = {});
 
 }  // namespace nabla::sniffer

@@ -209,6 +209,7 @@ class Sniffer {
   int64_t last_whole_walk_ns_ = 0;
   std::map<common::NetnsId, std::unique_ptr<Sniffer>> others_;  // other namespaces
   std::set<common::NetnsId> unusable_;  // namespaces that could not be opened
+  size_t user_owned_left_out_ = 0;      // at the last refresh: --user-netns not given
   size_t namespaces_skipped_ = 0;       // at the last refresh: max_namespaces reached
 };
 
