@@ -141,12 +141,9 @@ std::vector<Wave> make_waves(CampaignRun& run, const std::vector<CampaignLink*>&
   return waves;
 }
 
-// Runs the load over warm-up + window (+ tail) with every wave injected
-// from the end of the warm-up; fills each wave's `injected`. Returns the
-// load's result; the series starts at the first wave's anchor.
-loadgen::EngineResult inject_all(CampaignRun& run, std::vector<Wave>& waves, std::int64_t window_ns,
-                                 std::int64_t tail_ns) {
-  const auto [load, warm_ns] = start_warm_load(run, window_ns + tail_ns);
+// Starts every wave's injection; fills each wave's anchor and id.
+std::vector<std::unique_ptr<LinkInjections>> start_waves(CampaignRun& run,
+                                                         std::vector<Wave>& waves) {
   std::vector<std::unique_ptr<LinkInjections>> active;
   for (Wave& w : waves) {
     const InjectionRequest request{w.link->spec,
@@ -160,14 +157,12 @@ loadgen::EngineResult inject_all(CampaignRun& run, std::vector<Wave>& waves, std
     w.injected.anchor_ns = active.back()->anchor_ns();
     w.injected.id = active.back()->id();
   }
-  const std::int64_t start = waves.front().injected.anchor_ns;
-  run.set_phase_start(start);
-  if (waves.back().injected.anchor_ns > warm_ns + kEngineSlackNs) {
-    throw std::runtime_error("starting " + std::to_string(waves.size()) +
-                             " injections took longer than " +
-                             common::format_duration_ns(kEngineSlackNs));
-  }
-  run.wait_until(start + window_ns + tail_ns);
+  return active;
+}
+
+// Stops every wave's injection; fills each wave's stats and delta-l.
+void stop_waves(CampaignRun& run, std::vector<Wave>& waves,
+                std::vector<std::unique_ptr<LinkInjections>>& active) {
   for (std::size_t i = 0; i < waves.size(); ++i) {
     Injected& inj = waves[i].injected;
     inj.stats = active[i]->stop();
@@ -177,7 +172,40 @@ loadgen::EngineResult inject_all(CampaignRun& run, std::vector<Wave>& waves, std
     inj.measured = d.has_value();
     inj.delta_l_ns = d.value_or(waves[i].amplitude_ns);
   }
-  return load->take();
+}
+
+// Runs the load over warm-up + window (+ tail) with every wave injected
+// from the end of the warm-up; fills each wave's `injected`. Returns the
+// load's result; the series starts at the first wave's anchor. Starting the
+// injections slower than kEngineSlackNs (a node stalled by other work) would
+// leave the window's end without load: the phase is then started again, a
+// few times, before the run gives up.
+loadgen::EngineResult inject_all(CampaignRun& run, std::vector<Wave>& waves, std::int64_t window_ns,
+                                 std::int64_t tail_ns) {
+  constexpr int kStartAttempts = 3;
+  for (int attempt = 1;; ++attempt) {
+    auto [load, warm_ns] = start_warm_load(run, window_ns + tail_ns);
+    std::vector<std::unique_ptr<LinkInjections>> active = start_waves(run, waves);
+    const std::int64_t late_ns = waves.back().injected.anchor_ns - warm_ns;
+    if (late_ns > kEngineSlackNs) {
+      for (auto& a : active) a->stop();
+      load->take();  // this load's samples are not used
+      const std::string what = "starting " + std::to_string(waves.size()) + " injections took " +
+                               common::format_duration_ns(late_ns) + ", longer than the " +
+                               common::format_duration_ns(kEngineSlackNs) +
+                               " the load waits for them";
+      if (attempt == kStartAttempts) {
+        throw std::runtime_error(what + ", in " + std::to_string(kStartAttempts) + " attempts");
+      }
+      run.out.warnings.push_back(what + "; the phase was started again");
+      continue;
+    }
+    const std::int64_t start = waves.front().injected.anchor_ns;
+    run.set_phase_start(start);
+    run.wait_until(start + window_ns + tail_ns);
+    stop_waves(run, waves, active);
+    return load->take();
+  }
 }
 
 // One link's gradients in a simultaneous phase: the wave's phase from the

@@ -595,7 +595,8 @@ TEST_F(CampaignFakes, PrecisionRepeatsALinkUntilItsIntervalsAreNarrowEnough) {
   for (std::size_t i = 0; i < o.links.size(); ++i) {
     // One injection for the adaptive sub-phase, one per active phase.
     std::int64_t phases = -1;
-    for (const auto& inj : daemons_.injections()) phases += inj.request.link_spec == o.links[i].spec;
+    for (const auto& inj : daemons_.injections())
+      phases += inj.request.link_spec == o.links[i].spec;
     ASSERT_GE(phases, 1) << o.links[i].label;
     ASSERT_LE(phases, 4) << o.links[i].label;
     repeated += phases > 1;
@@ -657,6 +658,48 @@ TEST_F(CampaignFakes, AnInjectStartSlowEveryTimeFailsTheRunAfterThreeAttempts) {
   EXPECT_EQ(o.error.rfind("node app: inject.start took ", 0), 0u) << o.error;
   EXPECT_NE(o.error.find(", in 3 attempts"), std::string::npos) << o.error;
   EXPECT_EQ(daemons_.injections().size(), 3u);
+  EXPECT_EQ(daemons_.running(), 0u);
+  EXPECT_EQ(run_status(), "failed: " + o.error);
+}
+
+TEST_F(CampaignFakes, ASlowStartOfTheSimultaneousInjectionsRedoesThePhase) {
+  daemons_.on_start = [this](const fake::FakeInjection&) {
+    if (daemons_.injections().size() == 2) clock_.sleep_until(clock_.now_ns() + 900'000'000);
+  };
+  const CampaignOutcome o = run(simultaneous_spec("64"));
+  ASSERT_TRUE(o.complete) << o.error;
+  EXPECT_EQ(daemons_.injections().size(), 12u);  // the first phase's four started twice
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_TRUE(daemons_.injections()[i].stopped_ns.has_value()) << i;
+  }
+  EXPECT_EQ(daemons_.running(), 0u);
+  std::size_t redone = 0;
+  for (const std::string& w : o.warnings) {
+    redone += w.rfind("starting 4 injections took ", 0) == 0 &&
+              w.find("the phase was started again") != std::string::npos;
+  }
+  EXPECT_EQ(redone, 1u);
+  const FakeServiceModel truth = model();
+  for (std::size_t i = 0; i < o.links.size(); ++i) {
+    for (std::size_t t = 0; t < 2; ++t) {
+      const analysis::GradientEstimate& e = o.measurements[i].gradients[t].estimate;
+      EXPECT_NEAR(e.value, truth.gradients.at(o.links[i].spec)[t], 4 * e.standard_error)
+          << o.links[i].label << " " << o.types[t];
+    }
+  }
+  EXPECT_EQ(count("SELECT COUNT(*) FROM phases WHERE kind = 'simultaneous'"), 2);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM injections"), 8);  // the late start stored nothing
+}
+
+TEST_F(CampaignFakes, SimultaneousInjectionsSlowEveryTimeFailTheRunAfterThreeAttempts) {
+  daemons_.on_start = [this](const fake::FakeInjection&) {
+    clock_.sleep_until(clock_.now_ns() + 200'000'000);
+  };
+  const CampaignOutcome o = run(simultaneous_spec("64"));
+  EXPECT_FALSE(o.complete);
+  EXPECT_EQ(o.error.rfind("starting 4 injections took ", 0), 0u) << o.error;
+  EXPECT_NE(o.error.find(", in 3 attempts"), std::string::npos) << o.error;
+  EXPECT_EQ(daemons_.injections().size(), 12u);
   EXPECT_EQ(daemons_.running(), 0u);
   EXPECT_EQ(run_status(), "failed: " + o.error);
 }
