@@ -276,8 +276,7 @@ std::pair<double, std::string> widest_relative_half_width(
   for (std::size_t t = 0; t < types; ++t) {
     const std::vector<TypeGradient> phases = type_phases(attempts, t);
     const analysis::GradientEstimate e = combine_type_gradients(phases).estimate;
-    const double relative =
-        (e.ci_high - e.ci_low) / 2 / std::max(std::abs(e.value), 1.0);
+    const double relative = (e.ci_high - e.ci_low) / 2 / std::max(std::abs(e.value), 1.0);
     if (relative > widest.first) widest = {relative, phases.back().type};
   }
   return widest;

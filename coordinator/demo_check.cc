@@ -1,8 +1,7 @@
 // The demo's acceptance column (demo.hh): each measured gradient beside the
 // truth, read back through the typed reads.
-#include "nabla/coordinator/demo.hh"
-
 #include "nabla/common/json_null.hh"
+#include "nabla/coordinator/demo.hh"
 #include "nabla/coordinator/text_table.hh"
 
 namespace nabla::coordinator {

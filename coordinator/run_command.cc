@@ -42,7 +42,6 @@ namespace {
 using common::or_null;
 using ojson = nlohmann::ordered_json;
 
-
 // The campaign's gradient rows folded per type (campaign/operating_point.hh).
 std::vector<campaign::OperatingPointShift> operating_point_shifts_of(const CampaignOutcome& o) {
   std::vector<campaign::PhaseShift> rows;
