@@ -44,6 +44,7 @@ void ErrorCounts::add(const ErrorCounts& o) {
 
 void ConnectionSetup::add(const ConnectionSetup& o) {
   tls_handshakes += o.tls_handshakes;
+  tls_offered += o.tls_offered;
   tls_resumed += o.tls_resumed;
   tls_handshake.merge(o.tls_handshake);
   start_shift_ns = std::max(start_shift_ns, o.start_shift_ns);
@@ -728,6 +729,7 @@ class Worker {
     }
     c.handshaking = false;
     ++result_.setup.tls_handshakes;
+    if (c.tls->offered()) ++result_.setup.tls_offered;
     if (c.tls->resumed()) ++result_.setup.tls_resumed;
     // A fresh reading: when the peer answers before our first read, the whole
     // handshake ends inside this one call, and `now` is from before it.

@@ -124,6 +124,7 @@ TlsStream::TlsStream(TlsContext& context, int fd, const std::string& peer) {
     }
   }
   if (context.spec().resume_sessions) context.sessions().offer(ssl_);
+  offered_ = SSL_get0_session(ssl_) != nullptr;
   SSL_set_connect_state(ssl_);
 }
 

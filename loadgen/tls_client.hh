@@ -81,6 +81,9 @@ class TlsStream {
   // One step of the handshake: kDone, kWantRead/kWantWrite, or kFailed.
   TlsIo handshake();
   bool resumed() const;
+  // Whether it offered a session an earlier connection was issued (the
+  // server may still decline it; resumed() says whether it did).
+  bool offered() const { return offered_; }
   // The protocol the server chose by ALPN, "" for none.
   std::string alpn_selected() const;
 
@@ -96,6 +99,7 @@ class TlsStream {
   TlsIo classify(int ret);
 
   SSL* ssl_ = nullptr;
+  bool offered_ = false;
   std::string error_;
 };
 

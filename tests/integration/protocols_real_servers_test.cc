@@ -269,18 +269,22 @@ TEST_F(ProtocolsAgainstNginx, HttpsCountsEqualNginxsAndHandshakesAreApartAndResu
   EXPECT_EQ(log.size(), j["completed"].get<uint64_t>());
   expect_no_latency_below_service(j);
   // Each round opens its 2 connections anew; the rounds after the first
-  // offer the session nginx issued before, and nginx resumes it.
+  // offer the session nginx issued before. Whether nginx resumes it is its
+  // choice (on a busy machine it sometimes declines every offer); what it
+  // did, the client's count and nginx's log agree on.
   const json& setup = j["connection_setup"];
   const auto handshakes = setup["tls_handshakes"].get<uint64_t>();
+  const auto offered = setup["tls_offered"].get<uint64_t>();
   const auto resumed = setup["tls_resumed"].get<uint64_t>();
   EXPECT_GE(handshakes, 2 * j["rounds"].size()) << setup.dump();
-  EXPECT_GE(resumed, 1u) << setup.dump();
-  EXPECT_LE(resumed, handshakes);
+  EXPECT_GE(offered, 2 * (j["rounds"].size() - 1)) << setup.dump();
+  EXPECT_LE(offered, handshakes) << setup.dump();
+  EXPECT_LE(resumed, offered) << setup.dump();
   EXPECT_GT(setup["tls_handshake_ns"]["max"].get<int64_t>(), 0);
   EXPECT_TRUE(setup["first_error"].get<std::string>().empty()) << setup.dump();
   const auto reused_lines =
       std::count_if(log.begin(), log.end(), [](const LogLine& l) { return l.reused == "r"; });
-  EXPECT_GT(reused_lines, 0);
+  EXPECT_EQ(reused_lines > 0, resumed > 0) << setup.dump();
 }
 
 TEST_F(ProtocolsAgainstNginx, HttpsWithoutTheCaFailsNamingTheCertificate) {

@@ -242,6 +242,7 @@ void add(std::vector<TypeCounts>& into, const std::vector<TypeCounts>& more);
 // of any request's latency.
 struct ConnectionSetup {
   uint64_t tls_handshakes = 0;  // completed
+  uint64_t tls_offered = 0;     // of those, offering a session issued earlier
   uint64_t tls_resumed = 0;     // of those, resumed sessions
   // TCP connected to handshake done, every completed handshake.
   analysis::LatencyHistogram tls_handshake;
