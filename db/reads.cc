@@ -389,9 +389,7 @@ std::vector<LoadCheck> run_load_checks(Database& db, std::int64_t run_id) {
                "SELECT run_id, rate_rps, position, name, outcome, statistic, threshold, p_value, "
                "samples, detail FROM load_checks WHERE run_id = ? ORDER BY rate_rps, position, id");
   st.bind(1, run_id);
-  const Columns c(st);
-  std::vector<LoadCheck> rows;
-  while (st.step()) {
+  return read_rows(st, [](const Columns& c) {
     LoadCheck l;
     l.run_id = c.int64("run_id");
     l.rate_rps = c.real("rate_rps");
@@ -403,9 +401,8 @@ std::vector<LoadCheck> run_load_checks(Database& db, std::int64_t run_id) {
     l.p_value = c.optional_real("p_value");
     l.samples = c.optional_int64("samples");
     l.detail = c.text("detail");
-    rows.push_back(std::move(l));
-  }
-  return rows;
+    return l;
+  });
 }
 
 ServiceLoad run_service_load(Database& db, std::int64_t run_id) {

@@ -13,6 +13,7 @@
 #include <charconv>
 #include <functional>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <tuple>
 
@@ -85,6 +86,32 @@ pid_t parse_pid(std::string_view name) {
   return ec == std::errc() && end == name.data() + name.size() ? pid : 0;
 }
 
+// A user namespace's identity (device and inode of its nsfs file).
+struct UserNamespaceId {
+  dev_t dev = 0;
+  ino_t ino = 0;
+};
+
+std::optional<UserNamespaceId> own_user_namespace(const NamespaceRoots& roots) {
+  struct stat st {};
+  if (::stat((roots.proc + "/self/ns/user").c_str(), &st) != 0) return std::nullopt;
+  return UserNamespaceId{st.st_dev, st.st_ino};
+}
+
+// Whether the network namespace at `path` is owned by a user namespace other
+// than `own` (ioctl NS_GET_USERNS); false when that cannot be read.
+bool owned_by_other(const std::string& path, const UserNamespaceId& own) {
+  const int netns = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (netns < 0) return false;
+  const common::FileDescriptor netns_fd(netns);
+  const int owner = ::ioctl(netns_fd.get(), NS_GET_USERNS);
+  if (owner < 0) return false;  // not a namespace file (a test's fake tree), or no such ioctl
+  const common::FileDescriptor owner_fd(owner);
+  struct stat st {};
+  if (::fstat(owner_fd.get(), &st) != 0) return false;
+  return st.st_dev != own.dev || st.st_ino != own.ino;
+}
+
 }  // namespace
 
 std::string container_id_from_cgroup(std::string_view cgroup_path) {
@@ -127,6 +154,8 @@ std::vector<FoundNamespace> list_namespaces(const NamespaceRoots& roots) {
     ns.pid = pid;
     if (ns.name.empty()) ns.path = path;
   });
+  // Read once per listing: the daemon's own user namespace.
+  const std::optional<UserNamespaceId> own = own_user_namespace(roots);
   std::vector<FoundNamespace> out;
   for (auto& [id, ns] : found) {
     if (ns.pid != 0) {
@@ -134,7 +163,7 @@ std::vector<FoundNamespace> list_namespaces(const NamespaceRoots& roots) {
       ns.container =
           container_id_from_cgroup(parse_cgroup_file(common::read_text_file(cgroup_file)));
     }
-    ns.user_owned = owned_by_other_user_namespace(ns.path, roots);
+    ns.user_owned = own && owned_by_other(ns.path, *own);
     out.push_back(std::move(ns));
   }
   std::sort(out.begin(), out.end(), [](const FoundNamespace& a, const FoundNamespace& b) {
@@ -187,17 +216,8 @@ bool in_root_namespace(const NamespaceRoots& roots) {
 }
 
 bool owned_by_other_user_namespace(const std::string& path, const NamespaceRoots& roots) {
-  const int netns = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (netns < 0) return false;
-  const common::FileDescriptor netns_fd(netns);
-  const int owner = ::ioctl(netns_fd.get(), NS_GET_USERNS);
-  if (owner < 0) return false;  // not a namespace file (a test's fake tree), or no such ioctl
-  const common::FileDescriptor owner_fd(owner);
-  struct stat owner_st {};
-  struct stat own_st {};
-  if (::fstat(owner_fd.get(), &owner_st) != 0) return false;
-  if (::stat((roots.proc + "/self/ns/user").c_str(), &own_st) != 0) return false;
-  return owner_st.st_dev != own_st.st_dev || owner_st.st_ino != own_st.st_ino;
+  const std::optional<UserNamespaceId> own = own_user_namespace(roots);
+  return own && owned_by_other(path, *own);
 }
 
 }  // namespace nabla::sniffer
