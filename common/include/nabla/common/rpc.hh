@@ -113,6 +113,7 @@ inline constexpr int kProtocolVersion = 3;
 inline constexpr const char* kAnyDaemon = "rpc";
 inline constexpr uint16_t kInjectdPort = 7311;
 inline constexpr uint16_t kSniffdPort = 7312;
+inline constexpr uint16_t kLoaddPort = 7313;
 
 struct RpcServerOptions {
   std::string listen_address = "127.0.0.1";  // IPv4 or IPv6 literal

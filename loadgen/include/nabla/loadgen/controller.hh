@@ -44,6 +44,7 @@
 
 #include "nabla/loadgen/controller_checks.hh"
 #include "nabla/loadgen/engine.hh"
+#include "nabla/loadgen/rounds.hh"
 
 namespace nabla::loadgen {
 
@@ -79,6 +80,9 @@ struct ControllerConfig {
   // response_ns) when the client's own timer lateness at the target
   // percentile exceeds this share of the sojourn from the intended send.
   double client_lateness_note_share = 0.1;
+  // Who runs each round (rounds.hh): empty, one local engine on `clock`;
+  // else, e.g., load agents on other machines.
+  RoundRunner runner;
 };
 
 struct RoundRecord {
@@ -155,6 +159,8 @@ struct ControllerResult {
   // In send order. When no measurement round was used, the last calibration
   // round's samples (every one), with percentiles flagged as not conclusive.
   std::vector<Sample> kept_samples;
+  // Per agent, every round (empty for one local engine).
+  std::vector<AgentSummary> agents;
   int64_t elapsed_ns = 0;
 };
 
