@@ -1,0 +1,339 @@
+// The coordinator's side of load agents; see agents.hh.
+#include "nabla/loadd/agents.hh"
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+#include <utility>
+
+#include "nabla/common/clock.hh"
+#include "nabla/common/json_rpc.hh"
+#include "nabla/common/local_keys.hh"
+#include "nabla/common/log.hh"
+#include "nabla/common/protocol/node.hh"
+#include "nabla/loadd/protocol.hh"
+#include "nabla/loadgen/wire.hh"
+
+namespace nabla::loadd {
+
+namespace {
+
+// Slack over a round's own time (lead + duration + request timeout) before
+// an agent that has not finished counts as failed.
+constexpr int64_t kRoundSlackNs = 5'000'000'000;
+// Each call's own bound.
+constexpr std::chrono::milliseconds kCallTimeout{5000};
+
+uint16_t parse_port(const std::string& text, const std::string& whole) {
+  if (text.empty() || text.size() > 5 ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    throw std::invalid_argument("agent '" + whole + "': port '" + text + "' is not 1 .. 65535");
+  }
+  const int port = std::stoi(text);
+  if (port < 1 || port > 65535) {
+    throw std::invalid_argument("agent '" + whole + "': port '" + text + "' is not 1 .. 65535");
+  }
+  return static_cast<uint16_t>(port);
+}
+
+}  // namespace
+
+std::string AgentAddress::name() const {
+  const bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+AgentAddress parse_agent(const std::string& text) {
+  AgentAddress a;
+  std::string rest = text;
+  if (const auto slash = rest.find('/'); slash != std::string::npos) {
+    const std::string kind = rest.substr(slash + 1);
+    const auto parsed = loadgen::parse_agent_kind(kind);
+    if (!parsed) {
+      throw std::invalid_argument("agent '" + text + "': kind '" + kind +
+                                  "' is not symmetric, throughput or latency");
+    }
+    a.kind = *parsed;
+    rest = rest.substr(0, slash);
+  }
+  if (rest.empty()) throw std::invalid_argument("agent '" + text + "': no host");
+  if (rest.front() == '[') {
+    const auto close = rest.find(']');
+    if (close == std::string::npos) {
+      throw std::invalid_argument("agent '" + text + "': '[' without ']'");
+    }
+    a.host = rest.substr(1, close - 1);
+    const std::string after = rest.substr(close + 1);
+    if (a.host.empty() || a.host.find(':') == std::string::npos) {
+      throw std::invalid_argument("agent '" + text + "': brackets hold an IPv6 address");
+    }
+    if (!after.empty()) {
+      if (after.front() != ':') {
+        throw std::invalid_argument("agent '" + text + "': expected ':PORT' after ']'");
+      }
+      a.port = parse_port(after.substr(1), text);
+    }
+    return a;
+  }
+  const auto colon = rest.find(':');
+  if (colon != std::string::npos && rest.find(':', colon + 1) != std::string::npos) {
+    // An IPv6 address without brackets: no port can follow.
+    a.host = rest;
+    return a;
+  }
+  a.host = rest.substr(0, colon);
+  if (a.host.empty()) throw std::invalid_argument("agent '" + text + "': no host");
+  if (colon != std::string::npos) a.port = parse_port(rest.substr(colon + 1), text);
+  return a;
+}
+
+struct AgentPool::State {
+  struct Agent {
+    AgentAddress address;
+    std::string name;
+    std::mutex mu;  // one call at a time on the client
+    std::optional<common::RpcClient> client;
+    std::string round;  // the id of its round that may still run
+  };
+  std::vector<std::unique_ptr<Agent>> agents;
+  std::vector<AgentAddress> addresses;
+  AgentPoolOptions options;
+
+  common::Key key_of(const AgentAddress& a) const {
+    if (options.key_for) return options.key_for(a);
+    return common::client_key(std::nullopt, common::kLoaddKeyName, a.host, a.port);
+  }
+
+  // mu held. Throws RpcConnectionError / RpcError as RpcClient does.
+  common::RpcClient& client(Agent& agent) {
+    if (!agent.client || !agent.client->connected()) {
+      agent.client.reset();
+      agent.client.emplace(
+          common::RpcClient::connect(agent.address.host, agent.address.port, key_of(agent.address),
+                                     options.connect_timeout, common::kLoaddKeyName));
+    }
+    return *agent.client;
+  }
+
+  template <class Message>
+  auto call(Agent& agent, const Message& message) {
+    std::lock_guard lock(agent.mu);
+    try {
+      return client(agent).call(message, kCallTimeout);
+    } catch (const common::RpcConnectionError&) {
+      agent.client.reset();
+      throw;
+    }
+  }
+
+  void stop(Agent& agent) noexcept {
+    std::string id;
+    {
+      std::lock_guard lock(agent.mu);
+      id = std::exchange(agent.round, "");
+    }
+    if (id.empty()) return;
+    try {
+      call(agent, protocol::LoadStopParams{{id, options.owner}});
+    } catch (const std::exception& e) {
+      common::log_debug("agent ", agent.name, ": load.stop ", id, ": ", e.what());
+    }
+  }
+
+  void stop_all() noexcept {
+    for (auto& a : agents) stop(*a);
+  }
+
+  loadgen::RoundOutcome run(const loadgen::RoundRequest& request);
+  loadgen::RoundOutcome run_checked(const loadgen::RoundRequest& request);
+};
+
+loadgen::RoundOutcome AgentPool::State::run(const loadgen::RoundRequest& request) {
+  try {
+    return run_checked(request);
+  } catch (...) {
+    stop_all();  // leaves nothing running behind a failed round
+    throw;
+  }
+}
+
+loadgen::RoundOutcome AgentPool::State::run_checked(const loadgen::RoundRequest& request) {
+  const auto clock = options.clock ? options.clock : [] { return common::monotonic_ns(); };
+  const std::size_t n = agents.size();
+  std::vector<loadgen::AgentKind> kinds;
+  for (const auto& a : agents) kinds.push_back(a->address.kind);
+  const std::vector<double> shares = loadgen::split_rate(request.engine.schedule.rate_per_s, kinds);
+
+  // An agent's failure, named; what the runner throws.
+  const auto failing = [](Agent& agent, const std::string& what, auto&& f) {
+    try {
+      return f();
+    } catch (const loadgen::AgentFailure&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw loadgen::AgentFailure(agent.name, what + ": " + e.what());
+    }
+  };
+
+  loadgen::RoundOutcome outcome;
+  outcome.start_ns = clock() + request.lead_ns;
+  std::vector<loadgen::EngineConfig> engines;
+  for (std::size_t i = 0; i < n; ++i) {
+    Agent& agent = *agents[i];
+    loadgen::EngineConfig engine =
+        loadgen::agent_engine(request.engine, agent.address.kind, shares[i], i);
+    if (request.duration_ns > 0) engine.duration_ns = request.duration_ns;
+    protocol::LoadStartParams start;
+    start.owner = options.owner;
+    start.lease_s = static_cast<double>(options.lease.count());
+    start.lead_ns = request.lead_ns;
+    start.kind = agent.address.kind;
+    start.engine = loadgen::engine_config_to_json(engine);
+    const auto started = failing(agent, "load.start", [&] { return call(agent, start); });
+    {
+      std::lock_guard lock(agent.mu);
+      agent.round = started.id;
+    }
+    engines.push_back(std::move(engine));
+  }
+
+  // Poll every agent until all are done (each poll renews its lease).
+  int64_t longest_ns = 0;
+  for (const auto& e : engines) {
+    longest_ns = std::max(longest_ns, e.duration_ns + e.request_timeout_ns);
+  }
+  const int64_t deadline = clock() + request.lead_ns + longest_ns + kRoundSlackNs;
+  std::vector<bool> done(n, false);
+  for (;;) {
+    bool all = true;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (done[i]) continue;
+      Agent& agent = *agents[i];
+      const auto status = failing(agent, "load.status", [&] {
+        return call(agent, protocol::LoadStatusParams{{agent.round, options.owner}});
+      });
+      switch (status.state) {
+        case protocol::RoundState::kRunning:
+          all = false;
+          break;
+        case protocol::RoundState::kDone:
+          done[i] = true;
+          break;
+        default:
+          throw loadgen::AgentFailure(agent.name,
+                                      "round " + status.id + " " +
+                                          std::string(protocol::to_string(status.state)) +
+                                          (status.error.empty() ? "" : ": " + status.error));
+      }
+    }
+    if (all) break;
+    if (clock() > deadline) {
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!done[i]) {
+          throw loadgen::AgentFailure(agents[i]->name, "round not done within its bound");
+        }
+      }
+    }
+    std::this_thread::sleep_for(options.poll_interval);
+  }
+
+  // Results and samples, shifted onto the controller's clock, merged.
+  for (std::size_t i = 0; i < n; ++i) {
+    Agent& agent = *agents[i];
+    const std::string id = agent.round;
+    const auto result = failing(agent, "load.result", [&] {
+      return call(agent, protocol::LoadResultParams{{id, options.owner}});
+    });
+    loadgen::RoundSummary summary = failing(agent, "load.result summary", [&] {
+      return loadgen::round_summary_from_json(result.summary);
+    });
+    loadgen::EngineResult part = std::move(summary.result);
+    part.samples.reserve(result.samples);
+    while (part.samples.size() < result.samples) {
+      protocol::LoadSamplesParams page{id, options.owner, part.samples.size(),
+                                       protocol::kMaxSamplesPage};
+      const auto got = failing(agent, "load.samples", [&] { return call(agent, page); });
+      auto samples = failing(agent, "load.samples page",
+                             [&] { return loadgen::samples_from_json(got.samples); });
+      if (samples.empty()) {
+        throw loadgen::AgentFailure(agent.name, "load.samples: an empty page at " +
+                                                    std::to_string(page.offset) + " of " +
+                                                    std::to_string(result.samples));
+      }
+      part.samples.insert(part.samples.end(), samples.begin(), samples.end());
+    }
+    stop(agent);  // frees the agent for the next round
+    for (auto& s : part.samples) s.intended_ns += outcome.start_ns;
+    for (auto& t : part.intended_ns) t += outcome.start_ns;
+    if (part.scheduled > 0) {
+      part.first_intended_ns += outcome.start_ns;
+      part.last_intended_ns += outcome.start_ns;
+    }
+
+    loadgen::AgentRound round;
+    round.agent = agent.name;
+    round.kind = agent.address.kind;
+    round.rate_per_s = shares[i];
+    round.scheduled = part.scheduled;
+    round.sent = part.sent;
+    round.completed = part.completed;
+    round.late = part.late;
+    round.errors = part.errors;
+    round.samples = part.samples.size();
+    round.check = std::move(summary.check);
+    round.timer_lateness = part.timer_lateness;
+    round.timer = part.timer;
+    outcome.agents.push_back(std::move(round));
+    loadgen::merge_into(outcome.merged, std::move(part));
+  }
+  loadgen::sort_samples(outcome.merged);
+  return outcome;
+}
+
+AgentPool::AgentPool(std::vector<AgentAddress> agents, AgentPoolOptions options)
+    : state_(std::make_shared<State>()) {
+  if (agents.empty()) throw std::invalid_argument("no load agent given");
+  state_->options = std::move(options);
+  state_->addresses = agents;
+  for (auto& a : agents) {
+    auto agent = std::make_unique<State::Agent>();
+    agent->name = a.name();
+    agent->address = std::move(a);
+    state_->agents.push_back(std::move(agent));
+  }
+  for (auto& agent : state_->agents) {
+    std::lock_guard lock(agent->mu);
+    try {
+      const nlohmann::json info = state_->client(*agent).call(
+          common::protocol::DaemonInfoParams::kMethod, nlohmann::json::object(), kCallTimeout);
+      const auto loadd = protocol::LoaddInfo::from_json(info);
+      if (loadd.name != "nabla-loadd") {
+        throw std::invalid_argument("answers as " + loadd.name + ", not nabla-loadd");
+      }
+    } catch (const std::exception& e) {
+      throw loadgen::AgentFailure(agent->name, e.what());
+    }
+  }
+}
+
+AgentPool::~AgentPool() {
+  stop_all();
+}
+
+loadgen::RoundRunner AgentPool::runner() {
+  return [state = state_](const loadgen::RoundRequest& request) { return state->run(request); };
+}
+
+void AgentPool::stop_all() noexcept {
+  if (state_) state_->stop_all();
+}
+
+const std::vector<AgentAddress>& AgentPool::agents() const {
+  return state_->addresses;
+}
+
+}  // namespace nabla::loadd

@@ -1,0 +1,34 @@
+#pragma once
+// nabla-loadd: a load agent. Serves load.* (service.hh) and daemon.info over
+// the authenticated control protocol (common/rpc.hh, kind "loadd"), runs
+// each round in a worker thread, checks leases every 50 ms, stops on
+// SIGINT/SIGTERM. Needs no privilege.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nabla/common/rpc.hh"
+#include "nabla/loadd/service.hh"
+
+namespace nabla::loadd {
+
+struct DaemonOptions {
+  std::string listen = "127.0.0.1:7313";
+  std::optional<std::string> key_file;
+  ServiceOptions service;
+};
+
+// Registers load.start, load.status, load.result, load.samples, load.stop
+// and daemon.info on `server` for `service`. The JSON of the engine, the
+// summary and the samples is loadgen/wire.hh's.
+void register_methods(common::RpcServer& server, LoadService& service, int64_t started_ns);
+
+// Runs until SIGINT or SIGTERM; setup errors throw. Prints
+// "nabla-loadd listening on HOST port N" on stdout once serving.
+int run_daemon(const DaemonOptions& options);
+
+// "0,2-3" -> {0, 2, 3}; throws std::invalid_argument naming the text.
+std::vector<int> parse_cpu_list(const std::string& text);
+
+}  // namespace nabla::loadd
