@@ -67,6 +67,7 @@ json engine_config_to_json(const EngineConfig& c) {
           {"connections", c.connections},
           {"max_outstanding", c.max_outstanding},
           {"rate_per_s", c.schedule.rate_per_s},
+          {"schedule_kind", static_cast<int>(c.schedule.kind)},
           {"duration_ns", c.duration_ns},
           {"max_requests", c.max_requests},
           {"record_samples", c.record_samples},
@@ -93,6 +94,8 @@ EngineConfig engine_config_from_json(const json& j) {
         c.max_outstanding = value.get<int>();
       } else if (key == "rate_per_s") {
         c.schedule.rate_per_s = value.get<double>();
+      } else if (key == "schedule_kind") {
+        c.schedule.kind = static_cast<ScheduleKind>(value.get<int>());
       } else if (key == "duration_ns") {
         c.duration_ns = value.get<int64_t>();
       } else if (key == "max_requests") {
