@@ -38,7 +38,7 @@ json refusing(F&& f) {
   try {
     return f();
   } catch (const Refused& e) {
-    throw common::RpcError(kRefusedCode, e.what());
+    throw common::RpcError(common::rpc_code::kConflict, e.what());
   }
 }
 

@@ -70,12 +70,12 @@ using RoundBody = std::function<RoundReport(const loadgen::EngineConfig&, int64_
 RoundReport run_round(const loadgen::EngineConfig& config, int64_t start_ns);
 
 // A request the agent refuses for what it is doing (busy, not the owner,
-// unknown round): the RPC layer answers it with kRefusedCode.
+// unknown round): the RPC layer answers it with -32004
+// (common::rpc_code::kConflict), the connection kept.
 class Refused : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
-inline constexpr int kRefusedCode = -32000;
 
 struct StartRequest {
   std::string owner;

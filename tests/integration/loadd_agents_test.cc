@@ -1,0 +1,333 @@
+// nabla-loadd end to end: real agent processes on loopback (dropped to
+// nobody when the test runs as root: an agent needs no privilege), each
+// with a key file in a scratch directory, loading an echo server in this
+// process; the coordinator's AgentPool drives them.
+//   - a round on two agents returns the requested counts, merged;
+//   - a round nobody polls lapses and its load stops;
+//   - bad params and unauthenticated clients get one clear error and the
+//     agent serves on;
+//   - an agent killed mid-round makes the runner throw AgentFailure naming
+//     it, and the other agent's load is stopped.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "nabla/common/clock.hh"
+#include "nabla/common/json_rpc.hh"
+#include "nabla/common/local_keys.hh"
+#include "nabla/common/rpc.hh"
+#include "nabla/common/rpc_auth.hh"
+#include "nabla/loadd/agents.hh"
+#include "nabla/loadd/protocol.hh"
+#include "nabla/loadgen/wire.hh"
+#include "nabla/tier/echo_server.hh"
+#include "scratch_dir.hh"
+
+namespace nabla::loadd {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+constexpr uid_t kNobody = 65534;
+
+// One nabla-loadd child: started with its flags, its port read from the
+// "nabla-loadd listening on HOST port N" line, SIGKILLed (if still there)
+// and reaped by pid when the object dies.
+class LoaddProcess {
+ public:
+  LoaddProcess(const std::string& key_file, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args{NABLA_LOADD_PATH, "--listen",    "127.0.0.1:0", "--key-file",
+                                  key_file,         "--log-level", "warn"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return;
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(fds[1], STDOUT_FILENO);
+      if (::geteuid() == 0 && (::setgid(kNobody) != 0 || ::setuid(kNobody) != 0)) ::_exit(126);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    ::close(fds[1]);
+    port_ = read_port(fds[0]);
+    ::close(fds[0]);
+  }
+  ~LoaddProcess() { kill(SIGTERM); }
+  LoaddProcess(const LoaddProcess&) = delete;
+  LoaddProcess& operator=(const LoaddProcess&) = delete;
+
+  // Signals and reaps it (bounded: SIGKILL after 5 s).
+  void kill(int signo) {
+    if (pid_ <= 0) return;
+    ::kill(pid_, signo);
+    int status = 0;
+    for (int i = 0; i < 500; ++i) {
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+  uint16_t port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  AgentAddress address() const { return {"127.0.0.1", port_, loadgen::AgentKind::kSymmetric}; }
+
+ private:
+  static uint16_t read_port(int fd) {
+    std::string line;
+    pollfd p{fd, POLLIN, 0};
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (line.find('\n') == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+      if (::poll(&p, 1, 100) <= 0) continue;
+      char buf[256];
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n <= 0) break;
+      line.append(buf, static_cast<size_t>(n));
+    }
+    const auto at = line.find(" port ");
+    return at == std::string::npos ? 0 : static_cast<uint16_t>(std::stoi(line.substr(at + 6)));
+  }
+
+  pid_t pid_ = -1;
+  uint16_t port_ = 0;
+};
+
+// The uid a process runs as (/proc/PID/status), or -1.
+long uid_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("Uid:", 0) == 0) return std::stol(line.substr(4));
+  }
+  return -1;
+}
+
+class LoaddAgents : public ::testing::Test {
+ protected:
+  LoaddAgents() : dir_("nabla-loadd-test") {
+    key_path_ = dir_.file("key");
+    key_.emplace(common::generate_key_file(key_path_));
+    if (::geteuid() == 0) {
+      // The agents run as nobody and read their key themselves.
+      EXPECT_EQ(::chown(key_path_.c_str(), kNobody, kNobody), 0);
+    }
+  }
+
+  common::RpcClient client(uint16_t port) {
+    return common::RpcClient::connect("127.0.0.1", port, *key_, 3s, common::kLoaddKeyName);
+  }
+
+  AgentPoolOptions pool_options() {
+    AgentPoolOptions o;
+    o.owner = "test-" + std::to_string(::getpid());
+    o.lease = 2s;
+    o.key_for = [this](const AgentAddress&) { return *key_; };
+    return o;
+  }
+
+  loadgen::EngineConfig engine(double rate, int64_t duration_ns) const {
+    loadgen::EngineConfig e;
+    e.host = "127.0.0.1";
+    e.port = echo_.port();
+    e.connections = 2;
+    e.max_outstanding = 4;
+    e.schedule.kind = loadgen::ScheduleKind::kFixed;
+    e.schedule.rate_per_s = rate;
+    e.duration_ns = duration_ns;
+    return e;
+  }
+
+  // Waits (bounded) until the echo server's count stays put for 300 ms;
+  // returns whether it did within `limit`.
+  bool load_stops(std::chrono::milliseconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    uint64_t before = echo_.frames();
+    while (std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(300ms);
+      const uint64_t now = echo_.frames();
+      if (now == before) return true;
+      before = now;
+    }
+    return false;
+  }
+
+  testing::ScratchDir dir_;
+  std::string key_path_;
+  std::optional<common::Key> key_;
+  tier::EchoServer echo_;
+};
+
+TEST_F(LoaddAgents, ARoundOnTwoAgentsReturnsTheRequestedCounts) {
+  LoaddProcess a(key_path_), b(key_path_);
+  ASSERT_NE(a.port(), 0);
+  ASSERT_NE(b.port(), 0);
+  if (::geteuid() == 0) {
+    EXPECT_EQ(uid_of(a.pid()), static_cast<long>(kNobody));
+  }
+
+  AgentPool pool({a.address(), b.address()}, pool_options());
+  loadgen::RoundRequest request;
+  request.engine = engine(2000, 500'000'000);  // 1000 sends, 500 per agent
+  request.duration_ns = 500'000'000;
+  request.lead_ns = 100'000'000;
+  const int64_t asked_at = common::monotonic_ns();
+  const loadgen::RoundOutcome outcome = pool.runner()(request);
+
+  ASSERT_EQ(outcome.agents.size(), 2u);
+  EXPECT_EQ(outcome.agents[0].agent, a.address().name());
+  EXPECT_EQ(outcome.agents[1].agent, b.address().name());
+  uint64_t sent = 0;
+  for (const auto& agent : outcome.agents) {
+    EXPECT_NEAR(agent.rate_per_s, 1000, 1e-9);
+    EXPECT_NEAR(static_cast<double>(agent.scheduled), 500, 2) << agent.agent;
+    EXPECT_EQ(agent.completed, agent.sent) << agent.agent;
+    EXPECT_EQ(agent.samples, agent.completed) << agent.agent;
+    sent += agent.sent;
+  }
+  EXPECT_EQ(outcome.merged.sent, sent);
+  EXPECT_EQ(outcome.merged.completed, sent);
+  EXPECT_EQ(outcome.merged.samples.size(), sent);
+  EXPECT_EQ(echo_.frames(), sent);
+  // On the controller's clock, from the round's start, in order.
+  EXPECT_GE(outcome.start_ns, asked_at + request.lead_ns);
+  ASSERT_FALSE(outcome.merged.samples.empty());
+  EXPECT_GE(outcome.merged.samples.front().intended_ns, outcome.start_ns);
+  EXPECT_LT(outcome.merged.samples.back().intended_ns, outcome.start_ns + 600'000'000);
+  for (std::size_t i = 1; i < outcome.merged.samples.size(); ++i) {
+    ASSERT_LE(outcome.merged.samples[i - 1].intended_ns, outcome.merged.samples[i].intended_ns);
+  }
+  // Both agents are free again.
+  for (const auto* agent : {&a, &b}) {
+    const auto info = protocol::LoaddInfo::from_json(
+        client(agent->port()).call("daemon.info", json::object(), 3s));
+    EXPECT_FALSE(info.busy);
+    EXPECT_EQ(info.round, "");
+  }
+}
+
+TEST_F(LoaddAgents, ARoundNobodyPollsLapsesAndItsLoadStops) {
+  LoaddProcess a(key_path_);
+  ASSERT_NE(a.port(), 0);
+  auto c = client(a.port());
+  protocol::LoadStartParams start;
+  start.owner = "forgetful";
+  start.lease_s = 1;
+  start.engine = loadgen::engine_config_to_json(engine(500, 30'000'000'000));
+  const auto started = c.call(start, 3s);
+  // Running at first...
+  std::this_thread::sleep_for(500ms);
+  const uint64_t early = echo_.frames();
+  EXPECT_GT(early, 100u);
+  // ...stopped within ~100 ms of its lease (1 s), never polled.
+  std::this_thread::sleep_for(1s);
+  EXPECT_TRUE(load_stops(3s)) << "the load went on after the lease";
+  EXPECT_LT(echo_.frames(), 1500u);  // far less than 30 s at 500 rps
+  const auto status = c.call(protocol::LoadStatusParams{{started.id, "forgetful"}}, 3s);
+  EXPECT_EQ(status.state, protocol::RoundState::kLapsed);
+}
+
+TEST_F(LoaddAgents, BadRequestsGetOneClearErrorAndTheAgentServesOn) {
+  LoaddProcess a(key_path_, {"--allow-target", "10.0.0.0/8"});
+  ASSERT_NE(a.port(), 0);
+  auto c = client(a.port());
+  const auto expect_error = [&](const std::string& method, const json& params, int code,
+                                const std::string& part) {
+    try {
+      c.call(method, params, 3s);
+      FAIL() << method << " " << params.dump() << " succeeded";
+    } catch (const common::RpcError& e) {
+      EXPECT_EQ(e.code(), code) << e.what();
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+  };
+  json start = protocol::LoadStartParams{"me", 5, 0, loadgen::AgentKind::kSymmetric,
+                                         loadgen::engine_config_to_json(engine(100, 100'000'000))}
+                   .to_json();
+  // The target is outside --allow-target.
+  expect_error("load.start", start, common::rpc_code::kInvalidParams,
+               "outside this agent's --allow-target");
+  auto bad = start;
+  bad["engine"]["conections"] = 3;
+  expect_error("load.start", bad, common::rpc_code::kInvalidParams, "engine.conections");
+  bad = start;
+  bad["owner"] = 7;
+  expect_error("load.start", bad, common::rpc_code::kInvalidParams, "owner: must be a string");
+  expect_error("load.status", {{"id", "r1"}, {"owner", "me"}}, common::rpc_code::kConflict,
+               "no round r1");
+  expect_error("load.samples", {{"id", "r1"}, {"owner", "me"}, {"limit", 9000}},
+               common::rpc_code::kInvalidParams, "limit:");
+  expect_error("load.nothing", json::object(), common::rpc_code::kMethodNotFound, "");
+
+  // A wrong key is refused at the handshake; a client without one too.
+  EXPECT_THROW(
+      common::RpcClient::connect("127.0.0.1", a.port(), common::Key(std::vector<uint8_t>(32, 7)),
+                                 3s, common::kLoaddKeyName),
+      std::runtime_error);
+  EXPECT_THROW(common::RpcClient::connect("127.0.0.1", a.port(), std::optional<common::Key>(), 3s,
+                                          common::kLoaddKeyName),
+               std::runtime_error);
+  // A client that means another daemon kind is refused too.
+  EXPECT_THROW(common::RpcClient::connect("127.0.0.1", a.port(), *key_, 3s, "injectd"),
+               std::runtime_error);
+
+  // Still serving, on the same connection and on a new one.
+  const auto info = protocol::LoaddInfo::from_json(c.call("daemon.info", json::object(), 3s));
+  EXPECT_EQ(info.name, "nabla-loadd");
+  EXPECT_EQ(info.allow_target, std::vector<std::string>{"10.0.0.0/8"});
+  EXPECT_FALSE(info.busy);
+  EXPECT_NO_THROW(client(a.port()).call("daemon.info", json::object(), 3s));
+}
+
+TEST_F(LoaddAgents, AnAgentKilledMidRoundFailsTheRoundNamingIt) {
+  LoaddProcess a(key_path_), b(key_path_);
+  ASSERT_NE(a.port(), 0);
+  ASSERT_NE(b.port(), 0);
+  const std::string b_name = b.address().name();
+  AgentPool pool({a.address(), b.address()}, pool_options());
+  loadgen::RoundRequest request;
+  request.engine = engine(1000, 20'000'000'000);
+  request.duration_ns = 20'000'000'000;
+  request.lead_ns = 50'000'000;
+  auto round = std::async(std::launch::async, [&] { return pool.runner()(request); });
+  // Bounded: until both agents load (the echo server sees frames), 5 s at most.
+  for (int i = 0; i < 50 && echo_.frames() < 200; ++i) std::this_thread::sleep_for(100ms);
+  ASSERT_GE(echo_.frames(), 200u);
+  b.kill(SIGKILL);
+  ASSERT_EQ(round.wait_for(10s), std::future_status::ready) << "the runner did not notice";
+  try {
+    round.get();
+    FAIL() << "the round succeeded without an agent";
+  } catch (const loadgen::AgentFailure& e) {
+    EXPECT_EQ(e.agent(), b_name) << e.what();
+  }
+  // Nothing runs any more: agent a was stopped, the load ends.
+  EXPECT_TRUE(load_stops(3s));
+  const auto info =
+      protocol::LoaddInfo::from_json(client(a.port()).call("daemon.info", json::object(), 3s));
+  EXPECT_FALSE(info.busy);
+}
+
+}  // namespace
+}  // namespace nabla::loadd
