@@ -182,6 +182,10 @@ loadgen::RoundOutcome AgentPool::State::run_checked(const loadgen::RoundRequest&
   loadgen::RoundOutcome outcome;
   outcome.start_ns = clock() + request.lead_ns;
   std::vector<loadgen::EngineConfig> engines;
+  // This round's id on each agent: read here only, so that a stop_all() from
+  // another thread (which frees the rounds) turns the next poll into a
+  // refusal rather than a race.
+  std::vector<std::string> ids;
   for (std::size_t i = 0; i < n; ++i) {
     Agent& agent = *agents[i];
     loadgen::EngineConfig engine =
@@ -198,6 +202,7 @@ loadgen::RoundOutcome AgentPool::State::run_checked(const loadgen::RoundRequest&
       std::lock_guard lock(agent.mu);
       agent.round = started.id;
     }
+    ids.push_back(started.id);
     engines.push_back(std::move(engine));
   }
 
@@ -214,7 +219,7 @@ loadgen::RoundOutcome AgentPool::State::run_checked(const loadgen::RoundRequest&
       if (done[i]) continue;
       Agent& agent = *agents[i];
       const auto status = failing(agent, "load.status", [&] {
-        return call(agent, protocol::LoadStatusParams{{agent.round, options.owner}});
+        return call(agent, protocol::LoadStatusParams{{ids[i], options.owner}});
       });
       switch (status.state) {
         case protocol::RoundState::kRunning:
@@ -244,7 +249,7 @@ loadgen::RoundOutcome AgentPool::State::run_checked(const loadgen::RoundRequest&
   // Results and samples, shifted onto the controller's clock, merged.
   for (std::size_t i = 0; i < n; ++i) {
     Agent& agent = *agents[i];
-    const std::string id = agent.round;
+    const std::string& id = ids[i];
     const auto result = failing(agent, "load.result", [&] {
       return call(agent, protocol::LoadResultParams{{id, options.owner}});
     });
