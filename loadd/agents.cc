@@ -319,6 +319,11 @@ AgentPool::AgentPool(std::vector<AgentAddress> agents, AgentPoolOptions options)
       if (loadd.name != "nabla-loadd") {
         throw std::invalid_argument("answers as " + loadd.name + ", not nabla-loadd");
       }
+      if (loadd.protocol_version != common::kProtocolVersion) {
+        throw std::invalid_argument(
+            "speaks protocol version " + std::to_string(loadd.protocol_version) + ", this nabla " +
+            std::to_string(common::kProtocolVersion) + ": install the same nabla version on both");
+      }
     } catch (const std::exception& e) {
       throw loadgen::AgentFailure(agent->name, e.what());
     }

@@ -139,6 +139,7 @@ void register_methods(common::RpcServer& server, LoadService& service, int64_t s
         common::protocol::require_no_params(params, common::protocol::DaemonInfoParams::kMethod);
         protocol::LoaddInfo info;
         info.version = common::nabla_version();
+        info.protocol_version = common::kProtocolVersion;
         info.pid = ::getpid();
         info.busy = service.busy();
         if (const auto current = service.current()) {

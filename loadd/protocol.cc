@@ -272,6 +272,7 @@ json LoaddInfo::to_json() const {
   return {{"name", name},
           {"kind", kind},
           {"version", version},
+          {"protocol_version", protocol_version},
           {"pid", pid},
           {"busy", busy},
           {"round", round},
@@ -290,6 +291,7 @@ LoaddInfo LoaddInfo::from_json(const json& result) {
   i.name = f.string("name");
   i.kind = f.string("kind");
   i.version = f.string("version");
+  i.protocol_version = f.integer("protocol_version");
   i.pid = f.integer("pid");
   i.busy = f.boolean("busy");
   i.round = f.string_or("round", "");

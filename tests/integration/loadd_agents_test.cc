@@ -265,6 +265,14 @@ TEST_F(LoaddAgents, ARoundOnTwoAgentsReturnsTheRequestedCounts) {
   for (std::size_t i = 1; i < outcome.merged.samples.size(); ++i) {
     ASSERT_LE(outcome.merged.samples[i - 1].intended_ns, outcome.merged.samples[i].intended_ns);
   }
+  // The next round runs at once on the same agents.
+  const uint64_t frames_before = echo_.frames();
+  const loadgen::RoundOutcome again = pool.runner()(request);
+  ASSERT_EQ(again.agents.size(), 2u);
+  EXPECT_NEAR(static_cast<double>(again.merged.scheduled), 1000, 4);
+  EXPECT_EQ(again.merged.completed, again.merged.sent);
+  EXPECT_EQ(echo_.frames() - frames_before, again.merged.sent);
+  EXPECT_GT(again.start_ns, outcome.start_ns);
   // Both agents are free again.
   for (const auto* agent : {&a, &b}) {
     const auto info = protocol::LoaddInfo::from_json(

@@ -129,6 +129,7 @@ TEST(Results, RoundTrip) {
 TEST(Info, RoundTrips) {
   LoaddInfo i;
   i.version = "0.1.0";
+  i.protocol_version = 3;
   i.pid = 7;
   i.busy = true;
   i.round = "r1";
@@ -143,6 +144,7 @@ TEST(Info, RoundTrips) {
   EXPECT_EQ(back.allow_target, i.allow_target);
   EXPECT_TRUE(back.busy);
   EXPECT_EQ(back.round, "r1");
+  EXPECT_EQ(back.protocol_version, 3);
 }
 
 }  // namespace

@@ -155,6 +155,7 @@ struct LoaddInfo {
   std::string name = "nabla-loadd";
   std::string kind = "loadd";
   std::string version;
+  int64_t protocol_version = 0;  // common::kProtocolVersion of its build
   int64_t pid = 0;
   bool busy = false;    // a round is running
   std::string round;    // its id, or the finished round still kept; "" for none
