@@ -12,6 +12,7 @@
 #include <mutex>
 #include <span>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 
 #include "nabla/common/clock.hh"
@@ -172,7 +173,14 @@ int run_daemon(const DaemonOptions& options) {
 
   asio::io_context io;
   auto server = std::make_unique<common::RpcServer>(io, rpc);
-  key.publish(server->port());
+  try {
+    key.publish(server->port());
+  } catch (const std::system_error& e) {
+    // The usual case of an agent run as a user: no run file for a fresh key.
+    throw std::runtime_error(std::string(e.what()) +
+                             "; an agent run without root needs --key-file (or a readable "
+                             "/etc/nabla/key)");
+  }
   LoadService service(options.service, run_round, [] { return common::monotonic_ns(); });
   register_methods(*server, service, started_ns);
   common::log_info("control key: ", key.describe());
