@@ -1,6 +1,6 @@
 # Install rules and the Debian package (docs/deploy.md).
 #
-#   cmake --install build [--prefix DIR]   the four programs, units, env files, docs
+#   cmake --install build [--prefix DIR]   the five programs, units, env files, docs
 #   make package                           nabla_<version>_amd64.deb (CPack DEB)
 #
 # The package is built with CMAKE_INSTALL_PREFIX=/usr, so GNUInstallDirs puts
@@ -9,20 +9,21 @@
 # units name the paths they were installed to.
 include(GNUInstallDirs)
 
-install(TARGETS nabla nabla-injectd nabla-sniffd nabla-tier
+install(TARGETS nabla nabla-injectd nabla-sniffd nabla-loadd nabla-tier
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 set(NABLA_BIN_DIR ${CMAKE_INSTALL_FULL_BINDIR})
 set(NABLA_ENV_DIR ${CMAKE_INSTALL_FULL_SYSCONFDIR}/nabla)
 set(NABLA_DOC_DIR ${CMAKE_INSTALL_FULL_DOCDIR})
-foreach(unit nabla-injectd nabla-sniffd)
+foreach(unit nabla-injectd nabla-sniffd nabla-loadd)
   configure_file(${PROJECT_SOURCE_DIR}/packaging/${unit}.service.in
                  ${PROJECT_BINARY_DIR}/packaging/${unit}.service @ONLY)
   install(FILES ${PROJECT_BINARY_DIR}/packaging/${unit}.service
           DESTINATION lib/systemd/system)  # not LIBDIR: systemd has no multiarch path
 endforeach()
 # The env files are the admin's to edit: conffiles in the package.
-install(FILES packaging/injectd.env packaging/sniffd.env DESTINATION ${NABLA_ENV_DIR}
+install(FILES packaging/injectd.env packaging/sniffd.env packaging/loadd.env
+        DESTINATION ${NABLA_ENV_DIR}
         PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
 install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} FILES_MATCHING PATTERN "*.md")
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
@@ -38,9 +39,10 @@ set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # nabla_<version>_<arch>.deb
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
 # Runtime libraries from dpkg-shlibdeps; the programs the daemons and the
-# demo run (iptables for rules, ip for namespaces and addresses) by name.
+# demo run (iptables for rules, ip for namespaces and addresses) by name,
+# and adduser, which the postinst runs for the group and the load agent's user.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "iptables, iproute2")
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "iptables, iproute2, adduser")
 # nabla report lays its link graph out with Graphviz's dot; without it the
 # page is written without the graph (docs/report.md).
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "graphviz")

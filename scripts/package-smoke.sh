@@ -48,12 +48,20 @@ fi
 installed_files=()
 group_existed=0
 getent group nabla >/dev/null && group_existed=1
+user_existed=0
+getent passwd nabla-load >/dev/null && user_existed=1
 work=$(mktemp -d /tmp/nabla-package-smoke.XXXXXX)
 remove_package() {
   local status=$?
   dpkg --purge nabla >/dev/null || status=1
-  if [ "$group_existed" = 0 ] && getent group nabla >/dev/null; then groupdel nabla; fi
   local left=()
+  # The purge removes the load agent's user it made; the group stays for
+  # the key, so it goes here.
+  if [ "$user_existed" = 0 ] && getent passwd nabla-load >/dev/null; then
+    left+=("user nabla-load")
+    userdel nabla-load || true
+  fi
+  if [ "$group_existed" = 0 ] && getent group nabla >/dev/null; then groupdel nabla; fi
   for f in "${installed_files[@]}"; do
     if [ -e "$f" ] && [ ! -d "$f" ]; then left+=("$f"); fi
   done
@@ -78,16 +86,21 @@ echo "package-smoke: installed $(basename "$deb") ($(($(date +%s) - started_s)) 
 # The programs are where the package says and carry no path of the tree
 # they were built in.
 source_dir=$(cd "$(dirname "$0")/.." && pwd)
-for program in nabla nabla-injectd nabla-sniffd nabla-tier; do
+for program in nabla nabla-injectd nabla-sniffd nabla-loadd nabla-tier; do
   [ -x "/usr/bin/$program" ] || { echo "package-smoke: /usr/bin/$program missing" >&2; exit 1; }
   if grep -q -F -- "$source_dir" "/usr/bin/$program"; then
     echo "package-smoke: /usr/bin/$program names the build tree $source_dir" >&2
     exit 1
   fi
 done
+# The load agent's user: made by the postinst, unprivileged, in group nabla.
+if [ "$(id -gn nabla-load 2>/dev/null)" != nabla ]; then
+  echo "package-smoke: the postinst made no user nabla-load in group nabla" >&2
+  exit 1
+fi
 if command -v systemd-analyze >/dev/null; then
   systemd-analyze verify /usr/lib/systemd/system/nabla-injectd.service \
-    /usr/lib/systemd/system/nabla-sniffd.service
+    /usr/lib/systemd/system/nabla-sniffd.service /usr/lib/systemd/system/nabla-loadd.service
   echo "package-smoke: systemd-analyze verify: units ok"
 fi
 

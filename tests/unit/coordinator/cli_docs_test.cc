@@ -2,8 +2,9 @@
 // flag its --help lists is documented, and every flag the section's tables
 // document (the first cell of a row) is one that a command of the section
 // has (a row that says "hidden" documents a flag --help does not list).
-// Covers every nabla command and the three daemons. `nabla --help` lists the
-// commands in the order of the document's command table.
+// Covers every nabla command, the daemons (the load agent nabla-loadd too)
+// and nabla-tier. `nabla --help` lists the commands in the order of the
+// document's command table.
 #include <gtest/gtest.h>
 
 #include <cctype>
@@ -100,6 +101,7 @@ std::vector<Section> sections() {
       {"## nabla report", {{n, "report"}}},
       {"## nabla-injectd", {{NABLA_INJECTD}}},
       {"## nabla-sniffd", {{NABLA_SNIFFD}}},
+      {"## nabla-loadd", {{NABLA_LOADD}}},
       {"## nabla-tier", {{NABLA_TIER}}},
   };
 }
