@@ -64,8 +64,8 @@ struct AgentRound {
   double rate_per_s = 0;  // its share of the target rate
   uint64_t scheduled = 0, sent = 0, completed = 0, late = 0;
   ErrorCounts errors;
-  std::size_t samples = 0;   // returned (0 for a throughput agent)
-  CalibrationCheck check;    // the agent's own, against its share
+  std::size_t samples = 0;                    // returned (0 for a throughput agent)
+  CalibrationCheck check;                     // the agent's own, against its share
   analysis::LatencyHistogram timer_lateness;  // its own send timer's lateness
   SendTimer timer;
 };
@@ -136,6 +136,11 @@ EngineConfig agent_engine(const EngineConfig& whole, AgentKind kind, double shar
 // the merged offered rate (limits.rate_tolerance).
 CalibrationCheck combine_checks(const std::vector<AgentRound>& agents, const EngineResult& merged,
                                 double target_rps, const CalibrationLimits& limits);
+
+// Moves every time of `result` (samples, intended times, first and last
+// intended) by `by_ns`: an agent's round onto the controller's clock,
+// by_ns = RoundOutcome::start_ns - the start the agent was given.
+void shift_times(EngineResult& result, int64_t by_ns);
 
 // Adds `part` (one agent's round, its samples already on the controller's
 // clock) into `into`: counts, errors, per-type counts, histograms (exact
