@@ -133,7 +133,12 @@ EngineConfig agent_engine(const EngineConfig& whole, AgentKind kind, double shar
 
 // A round's check from the agents' own checks and the merged counts: every
 // agent's reasons, prefixed with its name, and the merged throughput against
-// the merged offered rate (limits.rate_tolerance).
+// the merged offered rate (limits.rate_tolerance). Offered rate and
+// throughput are the sums of the agents' own; late_ok only when every
+// agent's is, late counts and fractions over all sends; closed_loop when any
+// agent's is (slots, slots needed and capacity added, in-flight time
+// weighted by sends); the Anderson–Darling result is the worst agent's
+// (largest A² over its critical value), passed only when all applied passed.
 CalibrationCheck combine_checks(const std::vector<AgentRound>& agents, const EngineResult& merged,
                                 double target_rps, const CalibrationLimits& limits);
 
