@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <string>
 
 #include "nabla/analysis/percentile.hh"
 
@@ -103,6 +104,68 @@ void LatencyHistogram::reset() {
   count_ = out_of_range_ = 0;
   min_ = max_ = 0;
   sum_ = 0;
+}
+
+LatencyHistogram::Parts LatencyHistogram::parts() const {
+  Parts p;
+  p.precision_bits = precision_bits_;
+  p.highest_trackable_ns = highest_;
+  for (std::size_t i = 0; i < counts_.size(); ++i) {
+    if (counts_[i] != 0) p.buckets.emplace_back(i, counts_[i]);
+  }
+  p.min = min_;
+  p.max = max_;
+  p.sum = sum_;
+  p.out_of_range = out_of_range_;
+  return p;
+}
+
+LatencyHistogram LatencyHistogram::from_parts(const Parts& parts) {
+  LatencyHistogram h(parts.precision_bits, parts.highest_trackable_ns);
+  long double low = 0;  // the least and greatest sum the buckets allow
+  long double high = 0;
+  for (std::size_t k = 0; k < parts.buckets.size(); ++k) {
+    const auto [index, count] = parts.buckets[k];
+    if (index >= h.counts_.size()) {
+      throw std::invalid_argument("histogram: bucket " + std::to_string(index) + " out of range (" +
+                                  std::to_string(h.counts_.size()) + " buckets)");
+    }
+    if (k > 0 && index <= parts.buckets[k - 1].first) {
+      throw std::invalid_argument("histogram: bucket indices must increase");
+    }
+    if (count == 0) throw std::invalid_argument("histogram: a bucket count of 0");
+    if (h.count_ > std::numeric_limits<std::uint64_t>::max() - count) {
+      throw std::invalid_argument("histogram: the total count overflows");
+    }
+    h.counts_[index] = count;
+    h.count_ += count;
+    const auto n = static_cast<long double>(count);
+    low += n * static_cast<long double>(h.bucket_lower(index));
+    high += n * static_cast<long double>(
+                    std::min(h.bucket_lower(index) + h.bucket_width(index) - 1, h.highest_));
+  }
+  if (h.count_ == 0) {
+    if (parts.min != 0 || parts.max != 0 || parts.sum != 0) {
+      throw std::invalid_argument("histogram: min, max and sum of an empty histogram must be 0");
+    }
+  } else {
+    const std::size_t first = parts.buckets.front().first;
+    const std::size_t last = parts.buckets.back().first;
+    if (parts.min < 0 || parts.min > h.highest_ || h.bucket_index(parts.min) != first) {
+      throw std::invalid_argument("histogram: min is not in the lowest bucket");
+    }
+    if (parts.max < 0 || parts.max > h.highest_ || h.bucket_index(parts.max) != last) {
+      throw std::invalid_argument("histogram: max is not in the highest bucket");
+    }
+    if (!(parts.sum >= low && parts.sum <= high)) {
+      throw std::invalid_argument("histogram: sum outside what the buckets allow");
+    }
+  }
+  h.min_ = parts.min;
+  h.max_ = parts.max;
+  h.sum_ = parts.sum;
+  h.out_of_range_ = parts.out_of_range;
+  return h;
 }
 
 std::int64_t LatencyHistogram::min() const {

@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <stdexcept>
 
 #include "nabla/common/units.hh"
@@ -189,7 +190,8 @@ class ControllerRun {
         progress_(progress),
         t0_(clock()),
         deadline_(t0_ + c.max_duration_ns),
-        seed_(c.engine.seed) {
+        seed_(c.engine.seed),
+        runner_(c.runner ? c.runner : local_round_runner(clock)) {
     out_.target_rps = c.engine.schedule.rate_per_s;
   }
 
@@ -203,18 +205,24 @@ class ControllerRun {
   }
 
  private:
-  // Runs one round of `duration_ns` sending time; records its counts.
+  // Runs one round of `duration_ns` sending time through the runner (one
+  // local engine, or load agents); records its counts.
   EngineResult run_round(int64_t duration_ns, bool calibration) {
-    EngineConfig e = c_.engine;
-    e.max_requests = 0;
-    e.duration_ns = duration_ns;
-    e.record_samples = true;
-    e.seed = seed_++;  // a fresh, reproducible schedule per round
-    const int64_t start = clock_() + c_.round_lead_ns;
-    EngineResult r = run_engine(e, start);
+    RoundRequest req;
+    req.engine = c_.engine;
+    req.engine.max_requests = 0;
+    req.engine.duration_ns = duration_ns;
+    req.engine.record_samples = true;
+    req.engine.seed = seed_++;  // a fresh, reproducible schedule per round
+    req.duration_ns = duration_ns;
+    req.lead_ns = c_.round_lead_ns;
+    req.calibration = calibration;
+    req.index = static_cast<int>(out_.rounds.size());
+    RoundOutcome outcome = runner_(req);  // AgentFailure passes on to the caller
+    EngineResult& r = outcome.merged;
     if (out_.type_names.empty()) out_.type_names = r.type_names;
     RoundRecord rec;
-    rec.index = static_cast<int>(out_.rounds.size());
+    rec.index = req.index;
     rec.calibration = calibration;
     rec.duration_ns = duration_ns;
     rec.scheduled = r.scheduled;
@@ -222,7 +230,12 @@ class ControllerRun {
     rec.completed = r.completed;
     rec.late = r.late;
     rec.errors = r.errors;
-    rec.check = check_calibration(r, c_.engine, c_.limits);
+    // With agents, each checked its own sends against its share; the round
+    // passes when all did and together they carried the rate.
+    rec.check = outcome.agents.empty()
+                    ? check_calibration(r, c_.engine, c_.limits)
+                    : combine_checks(outcome.agents, r, out_.target_rps, c_.limits);
+    for (const auto& a : outcome.agents) add_agent_round(a);
     out_.sent += r.sent;
     out_.completed += r.completed;
     add(out_.by_type, r.by_type);
@@ -236,11 +249,23 @@ class ControllerRun {
     out_.errors.add(r.errors);
     // Drop the warm-up: queues fill from empty on fresh connections.
     // (A schedule that waited for its connections' setup starts later.)
-    const int64_t first = start + r.setup.start_shift_ns;
+    const int64_t first = outcome.start_ns + r.setup.start_shift_ns;
     std::erase_if(r.samples,
                   [&](const Sample& s) { return s.intended_ns < first + c_.round_warmup_ns; });
+    last_round_agents_ = !outcome.agents.empty();
     out_.rounds.push_back(std::move(rec));
-    return r;
+    return std::move(r);
+  }
+
+  // One agent's round into its summary (kept in the order agents first appear).
+  void add_agent_round(const AgentRound& a) {
+    auto it = std::find_if(out_.agents.begin(), out_.agents.end(),
+                           [&](const AgentSummary& s) { return s.agent == a.agent; });
+    if (it == out_.agents.end()) {
+      out_.agents.emplace_back();
+      it = std::prev(out_.agents.end());
+    }
+    it->add(a);
   }
 
   // Sending time still available, leaving room for the lead and the drain.
@@ -312,9 +337,16 @@ class ControllerRun {
     failed_in_a_row_ = 0;
     used_timer_lateness_.merge(r.timer_lateness);
     rec.samples_used = r.samples.size();
-    used_completed_ += r.samples.size();
-    // The round's samples exclude its warm-up, so its span does too.
-    used_span_ns_ += std::max<int64_t>(d - c_.round_warmup_ns, 1);
+    if (last_round_agents_) {
+      // Throughput agents return no samples: count what every agent
+      // completed over the whole round instead.
+      used_completed_ += r.completed;
+      used_span_ns_ += std::max<int64_t>(d, 1);
+    } else {
+      used_completed_ += r.samples.size();
+      // The round's samples exclude its warm-up, so its span does too.
+      used_span_ns_ += std::max<int64_t>(d - c_.round_warmup_ns, 1);
+    }
     series_.insert(series_.end(), r.samples.begin(), r.samples.end());
     ev_ = evaluate(c_, series_);
     evaluated_ = true;
@@ -383,6 +415,8 @@ class ControllerRun {
   const int64_t t0_;
   const int64_t deadline_;
   uint64_t seed_;
+  const RoundRunner runner_;
+  bool last_round_agents_ = false;  // the last round was run by load agents
   ControllerResult out_;
   std::vector<Sample> last_calibration_samples_;
   // The measurement so far: the rounds used, joined into one series.

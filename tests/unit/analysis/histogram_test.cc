@@ -147,5 +147,74 @@ TEST(Histogram, EdgeCases) {
   EXPECT_EQ(h.out_of_range(), 0u);
 }
 
+TEST(Histogram, PartsRebuildTheSameHistogram) {
+  LatencyHistogram h(10, 1'000'000'000);
+  for (auto v : log_uniform_values(5000, 23, 1e9)) h.record(v, 3);
+  h.record(-4);
+  const auto parts = h.parts();
+  EXPECT_EQ(parts.precision_bits, 10);
+  EXPECT_EQ(parts.highest_trackable_ns, 1'000'000'000);
+  EXPECT_EQ(parts.out_of_range, 1u);
+  uint64_t total = 0;
+  for (std::size_t k = 0; k < parts.buckets.size(); ++k) {
+    EXPECT_NE(parts.buckets[k].second, 0u);
+    if (k > 0) {
+      EXPECT_GT(parts.buckets[k].first, parts.buckets[k - 1].first);
+    }
+    total += parts.buckets[k].second;
+  }
+  EXPECT_EQ(total, h.count());
+  const LatencyHistogram back = LatencyHistogram::from_parts(parts);
+  EXPECT_EQ(back.parts(), parts);
+  EXPECT_EQ(back.count(), h.count());
+  EXPECT_EQ(back.min(), h.min());
+  EXPECT_EQ(back.max(), h.max());
+  EXPECT_EQ(back.sum(), h.sum());
+  EXPECT_EQ(back.mean(), h.mean());
+  EXPECT_EQ(back.out_of_range(), h.out_of_range());
+  for (double p = 0.0; p <= 1.0; p += 0.01) EXPECT_EQ(back.percentile(p), h.percentile(p)) << p;
+  // It merges like the original (same configuration).
+  LatencyHistogram merged = back;
+  merged.merge(h);
+  EXPECT_EQ(merged.count(), 2 * h.count());
+
+  const LatencyHistogram empty = LatencyHistogram::from_parts(LatencyHistogram(8, 5000).parts());
+  EXPECT_EQ(empty.count(), 0u);
+  EXPECT_EQ(empty.precision_bits(), 8);
+  EXPECT_EQ(empty.highest_trackable_ns(), 5000);
+}
+
+TEST(Histogram, PartsThatCannotBelongToAHistogramAreRefused) {
+  LatencyHistogram h(4, 1000);
+  h.record(3);
+  h.record(100, 2);
+  const auto good = h.parts();
+  ASSERT_NO_THROW(LatencyHistogram::from_parts(good));
+  auto bad = good;
+  bad.buckets.back().first = h.bucket_count();  // out of range
+  EXPECT_THROW(LatencyHistogram::from_parts(bad), std::invalid_argument);
+  bad = good;
+  std::swap(bad.buckets.front(), bad.buckets.back());  // not increasing
+  EXPECT_THROW(LatencyHistogram::from_parts(bad), std::invalid_argument);
+  bad = good;
+  bad.buckets.front().second = 0;
+  EXPECT_THROW(LatencyHistogram::from_parts(bad), std::invalid_argument);
+  bad = good;
+  bad.min = 2;  // not in the lowest bucket
+  EXPECT_THROW(LatencyHistogram::from_parts(bad), std::invalid_argument);
+  bad = good;
+  bad.max = 1001;
+  EXPECT_THROW(LatencyHistogram::from_parts(bad), std::invalid_argument);
+  bad = good;
+  bad.sum = 10'000;
+  EXPECT_THROW(LatencyHistogram::from_parts(bad), std::invalid_argument);
+  bad = good;
+  bad.precision_bits = 0;
+  EXPECT_THROW(LatencyHistogram::from_parts(bad), std::invalid_argument);
+  LatencyHistogram::Parts empty;
+  empty.min = 1;
+  EXPECT_THROW(LatencyHistogram::from_parts(empty), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace nabla::analysis

@@ -21,6 +21,7 @@
 // the same configuration exactly (per-thread histograms merged at the end).
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace nabla::analysis {
@@ -59,6 +60,29 @@ class LatencyHistogram {
   std::int64_t bucket_width(std::size_t index) const;
   // The value reported for value_ns: its bucket's midpoint.
   std::int64_t equivalent_value(std::int64_t value_ns) const;
+
+  // Everything the histogram holds, for sending it elsewhere and rebuilding
+  // it exactly (loadgen/wire.hh): the configuration, the non-zero buckets
+  // (index, count) in increasing index order, and the exact min, max, sum
+  // and out-of-range count. The count is the buckets' sum.
+  struct Parts {
+    int precision_bits = 10;
+    std::int64_t highest_trackable_ns = kOneHourNs;
+    std::vector<std::pair<std::size_t, std::uint64_t>> buckets;
+    std::int64_t min = 0;
+    std::int64_t max = 0;
+    long double sum = 0;
+    std::uint64_t out_of_range = 0;
+    bool operator==(const Parts&) const = default;
+  };
+  Parts parts() const;
+  // The histogram `parts` describes. Throws std::invalid_argument for a bad
+  // configuration, a bucket index out of range or not increasing, a zero
+  // count, a total that overflows, or min/max/sum that cannot belong to the
+  // buckets (min in the lowest non-zero bucket, max in the highest, sum
+  // within their bounds; all zero when empty).
+  static LatencyHistogram from_parts(const Parts& parts);
+  long double sum() const { return sum_; }  // of the values recorded, exact below 2^64
 
  private:
   int precision_bits_;

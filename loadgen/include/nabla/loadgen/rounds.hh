@@ -64,8 +64,8 @@ struct AgentRound {
   double rate_per_s = 0;  // its share of the target rate
   uint64_t scheduled = 0, sent = 0, completed = 0, late = 0;
   ErrorCounts errors;
-  std::size_t samples = 0;   // returned (0 for a throughput agent)
-  CalibrationCheck check;    // the agent's own, against its share
+  std::size_t samples = 0;                    // returned (0 for a throughput agent)
+  CalibrationCheck check;                     // the agent's own, against its share
   analysis::LatencyHistogram timer_lateness;  // its own send timer's lateness
   SendTimer timer;
 };
@@ -133,9 +133,19 @@ EngineConfig agent_engine(const EngineConfig& whole, AgentKind kind, double shar
 
 // A round's check from the agents' own checks and the merged counts: every
 // agent's reasons, prefixed with its name, and the merged throughput against
-// the merged offered rate (limits.rate_tolerance).
+// the merged offered rate (limits.rate_tolerance). Offered rate and
+// throughput are the sums of the agents' own; late_ok only when every
+// agent's is, late counts and fractions over all sends; closed_loop when any
+// agent's is (slots, slots needed and capacity added, in-flight time
+// weighted by sends); the Anderson–Darling result is the worst agent's
+// (largest A² over its critical value), passed only when all applied passed.
 CalibrationCheck combine_checks(const std::vector<AgentRound>& agents, const EngineResult& merged,
                                 double target_rps, const CalibrationLimits& limits);
+
+// Moves every time of `result` (samples, intended times, first and last
+// intended) by `by_ns`: an agent's round onto the controller's clock,
+// by_ns = RoundOutcome::start_ns - the start the agent was given.
+void shift_times(EngineResult& result, int64_t by_ns);
 
 // Adds `part` (one agent's round, its samples already on the controller's
 // clock) into `into`: counts, errors, per-type counts, histograms (exact
