@@ -272,12 +272,7 @@ loadgen::RoundOutcome AgentPool::State::run_checked(const loadgen::RoundRequest&
       part.samples.insert(part.samples.end(), samples.begin(), samples.end());
     }
     stop(agent);  // frees the agent for the next round
-    for (auto& s : part.samples) s.intended_ns += outcome.start_ns;
-    for (auto& t : part.intended_ns) t += outcome.start_ns;
-    if (part.scheduled > 0) {
-      part.first_intended_ns += outcome.start_ns;
-      part.last_intended_ns += outcome.start_ns;
-    }
+    loadgen::shift_times(part, outcome.start_ns);  // its times are from its own round start
 
     loadgen::AgentRound round;
     round.agent = agent.name;
