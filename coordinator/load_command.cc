@@ -19,6 +19,7 @@
 #include "load_report.hh"
 #include "nabla/common/clock.hh"
 #include "nabla/common/cpu_latency.hh"
+#include "nabla/common/local_keys.hh"
 #include "nabla/common/stop_signals.hh"
 #include "nabla/common/units.hh"
 #include "nabla/coordinator/report_command.hh"
@@ -27,6 +28,16 @@
 
 namespace nabla::coordinator {
 namespace {
+
+// Null without --agent.
+nlohmann::json agents_config_json(const LoadPlan& plan) {
+  if (plan.agents.empty()) return nullptr;
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& a : plan.agents) {
+    list.push_back({{"agent", a.name()}, {"kind", loadgen::to_string(a.kind)}});
+  }
+  return {{"list", list}, {"lease_s", plan.agent_lease.count()}};
+}
 
 nlohmann::json config_json(const LoadOptions& o, const LoadPlan& plan) {
   return {
@@ -64,7 +75,8 @@ nlohmann::json config_json(const LoadOptions& o, const LoadPlan& plan) {
                   : nlohmann::json()},
       {"grpc_methods", o.grpc_methods},
       {"grpc_messages", o.grpc_messages},
-      {"seed", o.seed}};
+      {"seed", o.seed},
+      {"agents", agents_config_json(plan)}};
 }
 
 void print_progress(std::ostream& err, double rate, const loadgen::ControllerProgress& p) {
@@ -134,6 +146,29 @@ void print_load_output(const LoadOptions& o, const LoadPlan& plan,
   }
 }
 
+// With --agent: connects to every agent (each by its own key) before
+// anything is measured; null without agents.
+std::unique_ptr<loadd::AgentPool> connect_agents(const LoadOptions& o, const LoadPlan& plan,
+                                                 const LoadRunRecorder* recorder,
+                                                 std::ostream& err) {
+  if (plan.agents.empty()) return nullptr;
+  loadd::AgentPoolOptions options;
+  options.owner = recorder ? "nabla load run " + std::to_string(recorder->run_id())
+                           : "nabla load pid " + std::to_string(::getpid());
+  options.lease = plan.agent_lease;
+  options.clock = common::monotonic_ns;
+  const std::optional<std::string> key_file =
+      o.key_file.empty() ? std::nullopt : std::optional<std::string>(o.key_file);
+  options.key_for = [key_file](const loadd::AgentAddress& a) {
+    return common::client_key(key_file, common::kLoaddKeyName, a.host, a.port);
+  };
+  auto pool = std::make_unique<loadd::AgentPool>(plan.agents, std::move(options));
+  err << "nabla load: " << plan.agents.size() << " agents:";
+  for (const auto& a : plan.agents) err << ' ' << a.name() << '/' << loadgen::to_string(a.kind);
+  err << '\n';
+  return pool;
+}
+
 }  // namespace
 
 int run_load(const LoadOptions& o, std::ostream& out, std::ostream& err) {
@@ -154,6 +189,7 @@ int run_load(const LoadOptions& o, std::ostream& out, std::ostream& err) {
   if (!o.db.empty())
     recorder = std::make_unique<LoadRunRecorder>(o.db, config_json(o, plan), o.seed);
   std::vector<nlohmann::json> points;
+  std::unique_ptr<loadd::AgentPool> agents = connect_agents(o, plan, recorder.get(), err);
   // Held until every point is measured; the kernel drops it if we die.
   std::optional<common::CpuLatencyRequest> cpu_latency;
   nlohmann::json cpu_latency_json;  // null unless --cpu-latency-us was given
@@ -176,12 +212,15 @@ int run_load(const LoadOptions& o, std::ostream& out, std::ostream& err) {
   }
   try {
     // Held for the whole run: restores the NIC's setting if it was changed.
-    const loadgen::TimestampPlan stamps = loadgen::plan_timestamps(plan.target.host);
+    // Agents stamp on their own machines.
+    const loadgen::TimestampPlan stamps =
+        agents ? loadgen::TimestampPlan{} : loadgen::plan_timestamps(plan.target.host);
     const bool live = ::isatty(STDERR_FILENO) != 0;
     for (double rate : plan.rates) {
       loadgen::ControllerConfig c = plan.controller;
       c.engine.schedule.rate_per_s = rate;
       c.engine.phc_index = stamps.phc_index;
+      if (agents) c.runner = agents->runner();
       auto progress = [&](const loadgen::ControllerProgress& p) {
         if (live) print_progress(err, rate, p);
         if (const int sig = signals.take()) {
@@ -192,6 +231,11 @@ int run_load(const LoadOptions& o, std::ostream& out, std::ostream& err) {
       };
       const auto result = loadgen::run_controller(c, common::monotonic_ns, progress);
       if (live) err << "\r\033[K" << std::flush;
+      if (result.failure) {
+        // An agent failed: what was measured is stored, the run fails.
+        if (recorder) recorder->add_point(result, c);
+        throw std::runtime_error(*result.failure);
+      }
       require_reachable(result, plan.target);
       nlohmann::json point = load_result_json(
           result, c,
@@ -216,6 +260,7 @@ int run_load(const LoadOptions& o, std::ostream& out, std::ostream& err) {
     }
     if (recorder) recorder->complete();
   } catch (const std::exception& e) {
+    if (agents) agents->stop_all();
     if (recorder) recorder->fail(e.what());
     throw;
   }
@@ -302,6 +347,16 @@ void register_load_command(CLI::App& app) {
                   "several sizes, one run per size)")
       ->capture_default_str();
   cmd->add_option("--sweep", o->sweep, "rates LO:HI:STEPS instead of --rate");
+  cmd->add_option("--agent", o->agents,
+                  "HOST[:PORT][/KIND]: a load agent (nabla-loadd, port 7313) sends a share of "
+                  "the rate instead of this process; repeatable. KIND: symmetric (default), "
+                  "throughput (no latency recorded) or latency (5% of the rate, few connections)");
+  cmd->add_option("--key-file", o->key_file,
+                  "with --agent: key file, or key directory of HOST.key per agent (default: "
+                  "$NABLA_KEY_FILE, /etc/nabla/keys/HOST.key, /etc/nabla/key)");
+  cmd->add_option("--agent-lease", o->agent_lease,
+                  "with --agent: an agent stops a round nobody has asked about for this long")
+      ->default_val("5s");
   cmd->add_option("--db", o->db,
                   "store the run, tail results and kept samples in this SQLite file");
   cmd->add_option("--seed", numbers->seed,

@@ -447,6 +447,48 @@ void apply_rates(const LoadOptions& o, LoadPlan& plan) {
   }
 }
 
+// --agent: who sends instead of this process. The agents' host settings are
+// their own flags, so this process's are refused with them.
+void apply_agents(const LoadOptions& o, LoadPlan& plan) {
+  if (o.agents.empty()) return;
+  for (const std::string& text : o.agents) {
+    loadd::AgentAddress a;
+    try {
+      a = loadd::parse_agent(text);
+    } catch (const std::invalid_argument& e) {
+      bad("--agent", e.what());
+    }
+    for (const auto& other : plan.agents) {
+      if (other.host == a.host && other.port == a.port) bad("--agent", a.name() + " given twice");
+    }
+    plan.agents.push_back(std::move(a));
+  }
+  // A loopback target is each agent's own loopback: only agents on this
+  // machine reach the server that is meant.
+  auto loopback = [](const std::string& host) {
+    const auto ip = common::IpAddress::parse(host);
+    return host == "localhost" || (ip && ip->is_loopback());
+  };
+  if (loopback(plan.target.host)) {
+    for (const auto& a : plan.agents) {
+      if (!loopback(a.host)) {
+        bad("--target", "a loopback target is each agent's own loopback, and agent " + a.name() +
+                            " is on another machine: give an address the agents reach");
+      }
+    }
+  }
+  if (!o.cpus.empty()) bad("--cpus", "with --agent, set it on each agent (nabla-loadd --cpus)");
+  if (o.rt_priority != 0) bad("--rt-priority", "with --agent, the agents' threads are theirs");
+  if (o.cpu_latency_us != "off") {
+    bad("--cpu-latency-us", "with --agent, hold it on the agents' machines");
+  }
+  const int64_t lease = parse_duration("--agent-lease", o.agent_lease);
+  if (lease < 1'000'000'000 || lease > 600'000'000'000 || lease % 1'000'000'000 != 0) {
+    bad("--agent-lease", "must be whole seconds from 1s to 600s, got '" + o.agent_lease + "'");
+  }
+  plan.agent_lease = std::chrono::seconds(lease / 1'000'000'000);
+}
+
 int parse_integer(const char* flag, const std::string& text) {
   const double v = parse_number(flag, text);
   if (v != std::floor(v) || std::fabs(v) > 1e9)
@@ -490,6 +532,7 @@ LoadPlan parse_load_options(const LoadOptions& o) {
   c.max_duration_ns = parse_duration("--max-duration", o.max_duration);
   if (c.max_duration_ns < 500'000'000) bad("--max-duration", "must be at least 500ms");
   apply_rates(o, plan);
+  apply_agents(o, plan);
   c.engine.schedule.rate_per_s = plan.rates.front();
   loadgen::validate(c);
   return plan;

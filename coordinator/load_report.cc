@@ -323,7 +323,51 @@ json load_checks_json(const ControllerResult& r, const loadgen::ControllerConfig
   return out;
 }
 
+// Per agent, every round of the rate point (empty for one local engine).
+json agents_json(const ControllerResult& r) {
+  json out = json::array();
+  for (const loadgen::AgentSummary& a : r.agents) {
+    out.push_back({{"agent", a.agent},
+                   {"kind", loadgen::to_string(a.kind)},
+                   {"share_rps", a.rate_per_s},
+                   {"rounds", a.rounds},
+                   {"rounds_failed", a.rounds_failed},
+                   {"sent", a.sent},
+                   {"completed", a.completed},
+                   {"late_sends", a.late},
+                   {"errors", a.errors.total()},
+                   {"samples", a.samples},
+                   {"timer_lateness_p99_ns",
+                    a.timer_lateness.count() > 0 ? json(a.timer_lateness.percentile(0.99))
+                                                 : json()},
+                   {"reasons", a.last_reasons}});
+  }
+  return out;
+}
+
 }  // namespace
+
+std::vector<db::LoadAgent> load_agents(const ControllerResult& r) {
+  std::vector<db::LoadAgent> rows;
+  for (const loadgen::AgentSummary& a : r.agents) {
+    db::LoadAgent row;
+    row.rate_rps = r.target_rps;
+    row.agent = a.agent;
+    row.kind = loadgen::to_string(a.kind);
+    row.share_rps = a.rate_per_s;
+    row.rounds = a.rounds;
+    row.rounds_failed = a.rounds_failed;
+    row.sent = static_cast<std::int64_t>(a.sent);
+    row.completed = static_cast<std::int64_t>(a.completed);
+    row.late = static_cast<std::int64_t>(a.late);
+    row.errors = static_cast<std::int64_t>(a.errors.total());
+    row.samples = static_cast<std::int64_t>(a.samples);
+    if (a.timer_lateness.count() > 0) row.timer_lateness_p99_ns = a.timer_lateness.percentile(0.99);
+    row.reasons_json = json(a.last_reasons).dump();
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
 
 json load_result_json(const ControllerResult& r, const loadgen::ControllerConfig& c,
                       const std::string& timestamp_note) {
@@ -384,8 +428,36 @@ json load_result_json(const ControllerResult& r, const loadgen::ControllerConfig
             {"note", r.stationarity.note}}},
           {"rounds", rounds},
           {"checks", load_checks_json(r, c)},
+          {"agents", agents_json(r)},
           {"notes", r.notes},
           {"elapsed_s", static_cast<double>(r.elapsed_ns) / 1e9}};
+}
+
+// With --agent: one line per agent, what it sent against its share.
+void print_agents(std::ostream& out, const json& p) {
+  const auto it = p.find("agents");
+  if (it == p.end() || it->empty()) return;
+  TextTable t({"agent", "kind", "share rps", "sent", "answered", "late", "errors", "samples",
+               "timer p99", "own checks"});
+  for (const json& a : *it) {
+    const std::string checks =
+        a["rounds_failed"].get<int>() == 0
+            ? "passed " + std::to_string(a["rounds"].get<int>()) + " rounds"
+            : "failed " + std::to_string(a["rounds_failed"].get<int>()) + " of " +
+                  std::to_string(a["rounds"].get<int>()) + " rounds";
+    t.add_row({a["agent"].get<std::string>(), a["kind"].get<std::string>(),
+               format_number(a["share_rps"].get<double>()), std::to_string(a["sent"].get<std::uint64_t>()),
+               std::to_string(a["completed"].get<std::uint64_t>()),
+               std::to_string(a["late_sends"].get<std::uint64_t>()),
+               std::to_string(a["errors"].get<std::uint64_t>()),
+               std::to_string(a["samples"].get<std::uint64_t>()),
+               a["timer_lateness_p99_ns"].is_null()
+                   ? std::string("-")
+                   : common::format_latency_ns(a["timer_lateness_p99_ns"].get<double>()),
+               checks});
+  }
+  out << "  agents (each checks its own sends; latency is compared only within one agent):\n";
+  t.print(out);
 }
 
 void print_load_point(std::ostream& out, const json& p) {
@@ -424,6 +496,7 @@ void print_load_point(std::ostream& out, const json& p) {
         << common::format_latency_ns(h["max"].get<double>())
         << " (each before any request on its connection)\n";
   }
+  print_agents(out, p);
   out << "  timestamps " << p["timestamp_source"].get<std::string>() << " ("
       << p["timestamp_note"].get<std::string>() << ")\n";
   if (const auto& t = p["send_timer"]; !t.is_null()) {
@@ -574,6 +647,10 @@ std::int64_t LoadRunRecorder::add_point(const ControllerResult& r,
   for (db::LoadCheck check : load_checks(r, c)) {
     check.run_id = run_id_;
     store_.add_load_check(check);
+  }
+  for (db::LoadAgent agent : load_agents(r)) {
+    agent.run_id = run_id_;
+    store_.add_load_agent(agent);
   }
   return writer.rows_written();
 }

@@ -97,6 +97,40 @@ json tail_results_json(const std::vector<db::TailResultRow>& rows) {
   return out;
 }
 
+// A load run's agents (load_agents), none without --agent.
+json load_agents_json(const std::vector<db::LoadAgent>& rows) {
+  json out = json::array();
+  for (const db::LoadAgent& a : rows) {
+    out.push_back({{"rate_rps", a.rate_rps},
+                   {"agent", a.agent},
+                   {"kind", a.kind},
+                   {"share_rps", a.share_rps},
+                   {"rounds", a.rounds},
+                   {"rounds_failed", a.rounds_failed},
+                   {"sent", a.sent},
+                   {"completed", a.completed},
+                   {"late_sends", a.late},
+                   {"errors", a.errors},
+                   {"samples", a.samples},
+                   {"timer_lateness_p99_ns", or_null(a.timer_lateness_p99_ns)},
+                   {"reasons", parsed_or_null(a.reasons_json)}});
+  }
+  return out;
+}
+
+void print_load_agents_table(const json& agents, std::ostream& out) {
+  TextTable t({"rate_rps", "agent", "kind", "share_rps", "sent", "completed", "late", "errors",
+               "samples", "rounds_failed"});
+  for (const auto& a : agents) {
+    t.add_row({format_number(a["rate_rps"].get<double>()), a["agent"].get<std::string>(),
+               a["kind"].get<std::string>(), format_number(a["share_rps"].get<double>()),
+               a["sent"].dump(), a["completed"].dump(), a["late_sends"].dump(), a["errors"].dump(),
+               a["samples"].dump(),
+               a["rounds_failed"].dump() + " of " + a["rounds"].dump()});
+  }
+  t.print(out);
+}
+
 std::string cell(const json& v) {
   return v.is_null() ? std::string() : v.is_string() ? v.get<std::string>() : v.dump();
 }
@@ -218,6 +252,10 @@ void print_run(const json& r, std::ostream& out) {
     out << '\n';
     print_tail_results_table(r["tail_results"], out);
   }
+  if (r.contains("load_agents") && !r["load_agents"].empty()) {
+    out << "\nload agents:\n";
+    print_load_agents_table(r["load_agents"], out);
+  }
   if (r.contains("accel")) print_accel_section(r["accel"], out);
   if (r.contains("memlat")) print_memlat_section(r["memlat"], out);
   print_experiments(r["experiments"], out);
@@ -249,6 +287,7 @@ json runs_show(const std::string& db_path, std::int64_t run_id) {
   out["gradients"] = gradients_json(db, run_id);
   out["operating_point_shift"] = operating_point_json(db, run_id);
   out["tail_results"] = tail_results_json(db::run_tail_results(db, run_id));
+  out["load_agents"] = load_agents_json(db::run_load_agents(db, run_id));
   if (json accel = accel_section_json(db, run_id); !accel.is_null()) out["accel"] = accel;
   if (json memlat = memlat_section_json(db, run_id); !memlat.is_null()) out["memlat"] = memlat;
   out["experiments"] = campaign::stored_experiments_json(db, run_id);

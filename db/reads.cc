@@ -405,6 +405,32 @@ std::vector<LoadCheck> run_load_checks(Database& db, std::int64_t run_id) {
   });
 }
 
+std::vector<LoadAgent> run_load_agents(Database& db, std::int64_t run_id) {
+  Statement st(db,
+               "SELECT run_id, rate_rps, agent, kind, share_rps, rounds, rounds_failed, sent, "
+               "completed, late, errors, samples, timer_lateness_p99_ns, reasons FROM load_agents "
+               "WHERE run_id = ? ORDER BY rate_rps, id");
+  st.bind(1, run_id);
+  return read_rows(st, [](const Columns& c) {
+    LoadAgent a;
+    a.run_id = c.int64("run_id");
+    a.rate_rps = c.real("rate_rps");
+    a.agent = c.text("agent");
+    a.kind = c.text("kind");
+    a.share_rps = c.real("share_rps");
+    a.rounds = c.int64("rounds");
+    a.rounds_failed = c.int64("rounds_failed");
+    a.sent = c.int64("sent");
+    a.completed = c.int64("completed");
+    a.late = c.int64("late");
+    a.errors = c.int64("errors");
+    a.samples = c.int64("samples");
+    a.timer_lateness_p99_ns = c.optional_int64("timer_lateness_p99_ns");
+    a.reasons_json = c.text("reasons");
+    return a;
+  });
+}
+
 ServiceLoad run_service_load(Database& db, std::int64_t run_id) {
   ServiceLoad load;
   Statement service(db,

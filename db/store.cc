@@ -178,6 +178,16 @@ std::int64_t Store::add_load_check(const LoadCheck& c) {
                 c.p_value, c.samples, c.detail);
 }
 
+std::int64_t Store::add_load_agent(const LoadAgent& a) {
+  return insert(db_,
+                "INSERT INTO load_agents (run_id, rate_rps, agent, kind, share_rps, rounds, "
+                "rounds_failed, sent, completed, late, errors, samples, timer_lateness_p99_ns, "
+                "reasons) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                a.run_id, a.rate_rps, a.agent, a.kind, a.share_rps, a.rounds, a.rounds_failed,
+                a.sent, a.completed, a.late, a.errors, a.samples, a.timer_lateness_p99_ns,
+                a.reasons_json);
+}
+
 std::int64_t Store::add_memlat_sample(const MemlatSample& m) {
   return insert(db_,
                 "INSERT INTO memlat (run_id, t_ns, interval_ns, latency_ns, frequency_ghz, "

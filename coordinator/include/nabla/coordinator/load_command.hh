@@ -15,6 +15,7 @@
 //              [--late-threshold 200us] [--spin auto] [--slice 100us|off]
 //              [--rt-priority P] [--seed N]
 //              [--cpus LIST] [--cpu-latency-us N|off]
+//              [--agent HOST[:PORT][/KIND] ... [--key-file F] [--agent-lease 5s]]
 //
 // Flags are parsed by parse_load_options() without touching a socket, so
 // unit tests can call it; every bad value throws std::invalid_argument naming
@@ -22,12 +23,21 @@
 // ok and n/a alike, 1 only when the run itself fails (nothing could connect
 // to the target at all, database error).
 //
+// With --agent the load is sent by load agents (nabla-loadd) on other
+// machines, each its share of the rate, and measured by the same controller
+// (loadgen/rounds.hh, loadd/agents.hh); the agents' own host settings
+// (--cpus, --rt-priority, --cpu-latency-us) are their flags, refused here. An
+// agent that fails or cannot be reached ends the run: every agent is stopped,
+// the rate point is stored with what was measured and the run is marked
+// failed with the reason (exit 1).
+//
 // Progress (phase, achieved rate, samples, current CI width) goes to stderr
 // only when stderr is a terminal. With --db, the run (kind 'load') is created
 // first, every rate point adds its tail_results rows (one per metric, type
 // and percentile, with the verdict and reasons), its controller checks
 // (load_checks) and its kept samples, and the run ends 'complete' — or 'failed' with the error when
 // anything throws.
+#include <chrono>
 #include <cstdint>
 #include <iosfwd>
 #include <nlohmann/json.hpp>
@@ -37,6 +47,7 @@
 
 #include "nabla/common/resolve.hh"
 #include "nabla/db/records.hh"
+#include "nabla/loadd/agents.hh"
 #include "nabla/loadgen/controller.hh"
 
 namespace CLI {
@@ -109,6 +120,12 @@ struct LoadOptions {
   bool memlat = false;
   int memlat_pid = 0;  // 0 = system-wide
   std::string memlat_interval = "1s";
+  // Load agents (nabla-loadd) that send the load instead of this process:
+  // each HOST[:PORT][/KIND] (loadd/agents.hh). The key of each is found as
+  // for the other daemons (--key-file: a file, or a directory of HOST.key).
+  std::vector<std::string> agents;
+  std::string key_file;
+  std::string agent_lease = "5s";
 };
 
 struct LoadTarget {
@@ -127,6 +144,10 @@ struct LoadPlan {
   // Everything but the rate (set per point).
   loadgen::ControllerConfig controller;
   std::optional<int32_t> cpu_latency_us;
+  // With --agent: who sends, and how long an agent keeps a round nobody
+  // polls. Empty: this process sends.
+  std::vector<loadd::AgentAddress> agents;
+  std::chrono::seconds agent_lease{5};
 };
 
 // "scheme://H:P[/path]"; throws std::invalid_argument naming --target.
@@ -146,6 +167,10 @@ void resolve_load_target(LoadPlan& plan, const common::Resolver& resolver, std::
 // table stores them (run_id 0: the caller sets it).
 std::vector<db::LoadCheck> load_checks(const loadgen::ControllerResult& result,
                                        const loadgen::ControllerConfig& config);
+
+// What each load agent did at one rate point, as the load_agents table
+// stores them (run_id 0: the caller sets it); none for one local engine.
+std::vector<db::LoadAgent> load_agents(const loadgen::ControllerResult& result);
 
 // One rate point as JSON (the documented keys plus diagnostics).
 nlohmann::json load_result_json(const loadgen::ControllerResult& result,

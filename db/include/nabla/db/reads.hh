@@ -129,6 +129,10 @@ std::vector<TailResultRow> run_tail_results(Database& db, std::int64_t run_id);
 // order. Runs stored before schema version 7 have none.
 std::vector<LoadCheck> run_load_checks(Database& db, std::int64_t run_id);
 
+// A run's load agents (load_agents) by rate, then in the order named. Runs
+// of one local engine, and runs stored before schema version 8, have none.
+std::vector<LoadAgent> run_load_agents(Database& db, std::int64_t run_id);
+
 // What a `nabla load` run measured of the server's work: the mean of the
 // server-reported service times (X-Service-Time-Ns) over all its samples and
 // the highest throughput it achieved over its rate points (all types). Both

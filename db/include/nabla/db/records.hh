@@ -194,6 +194,20 @@ struct LoadCheck {
   std::string detail;
 };
 
+// One load agent at one rate point of `nabla load --agent` (the load_agents
+// table): its share and what it did over every round.
+struct LoadAgent {
+  std::int64_t run_id = 0;
+  double rate_rps = 0;   // the rate point's target rate
+  std::string agent;     // host:port
+  std::string kind = "symmetric";  // symmetric | throughput | latency
+  double share_rps = 0;
+  std::int64_t rounds = 0, rounds_failed = 0;
+  std::int64_t sent = 0, completed = 0, late = 0, errors = 0, samples = 0;
+  std::optional<std::int64_t> timer_lateness_p99_ns;
+  std::string reasons_json = "[]";
+};
+
 // One interval of memory latency sampled beside a run (the memlat table).
 struct MemlatSample {
   std::int64_t run_id = 0;

@@ -54,6 +54,7 @@ class Store {
   std::int64_t add_gradient_amplitude(const GradientAmplitude& amplitude);
   std::int64_t add_tail_result(const TailResult& result);
   std::int64_t add_load_check(const LoadCheck& check);
+  std::int64_t add_load_agent(const LoadAgent& agent);
   std::int64_t add_memlat_sample(const MemlatSample& sample);
   std::int64_t add_memlat_probe_point(const MemlatProbePoint& point);
   std::int64_t add_accel_result(const AccelResult& result);
