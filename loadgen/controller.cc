@@ -196,9 +196,13 @@ class ControllerRun {
   }
 
   ControllerResult run() {
-    if (!calibrate()) return uncalibrated();
-    while (measured_ < c_.max_rounds) {
-      if (!measure_round()) break;
+    try {
+      if (!calibrate()) return uncalibrated();
+      while (measured_ < c_.max_rounds) {
+        if (!measure_round()) break;
+      }
+    } catch (const AgentFailure& e) {
+      return failed(e.what());
     }
     if (measured_ >= c_.max_rounds && !ev_.converged) stop_.push_back("max rounds reached");
     return conclude();
@@ -373,6 +377,18 @@ class ControllerRun {
       return false;
     }
     return true;
+  }
+
+  // An agent failed: the run ends with what the rounds before measured,
+  // never ok, the failure its first reason.
+  ControllerResult failed(const std::string& why) {
+    out_.failure = why;
+    out_.reasons.insert(out_.reasons.begin(), why);
+    if (!evaluated_ && last_calibration_samples_.empty()) {
+      out_.elapsed_ns = clock_() - t0_;
+      return std::move(out_);
+    }
+    return conclude();
   }
 
   ControllerResult conclude() {

@@ -43,6 +43,7 @@ TEST(Migrations, EmptyFileBecomesCurrentSchemaAndReopenIsNoop) {
                                                   "injections",
                                                   "latest_gradients",
                                                   "links",
+                                                  "load_agents",
                                                   "load_checks",
                                                   "memlat",
                                                   "memlat_probe",

@@ -229,18 +229,27 @@ TEST(ControllerAgents, AFailingCalibrationIsRetriedLikeALocalOne) {
   EXPECT_TRUE(r.ok);
 }
 
-TEST(ControllerAgents, AnAgentFailurePassesOutOfTheController) {
+TEST(ControllerAgents, AnAgentFailureEndsTheRunWithWhatWasMeasured) {
   FakeAgents fake;
   fake.throw_at = 1;
   const ControllerConfig c = agents_config(fake);
-  try {
-    run_controller(c, [&] { return fake.clock(); });
-    FAIL() << "no exception";
-  } catch (const AgentFailure& e) {
-    EXPECT_EQ(e.agent(), "10.0.0.3:7313");
-    EXPECT_STREQ(e.what(), "agent 10.0.0.3:7313: connection reset");
-  }
+  const ControllerResult r = run_controller(c, [&] { return fake.clock(); });
+  ASSERT_TRUE(r.failure.has_value());
+  EXPECT_EQ(*r.failure, "agent 10.0.0.3:7313: connection reset");
+  EXPECT_FALSE(r.ok);
+  ASSERT_FALSE(r.reasons.empty());
+  EXPECT_EQ(r.reasons.front(), *r.failure);
   EXPECT_EQ(fake.requests.size(), 2u);
+  // The calibration round before the failure is kept, with every agent's part.
+  ASSERT_EQ(r.rounds.size(), 1u);
+  EXPECT_TRUE(r.rounds[0].calibration);
+  ASSERT_EQ(r.agents.size(), 3u);
+  uint64_t sent = 0;
+  for (const auto& a : r.agents) {
+    EXPECT_EQ(a.rounds, 1);
+    sent += a.sent;
+  }
+  EXPECT_EQ(sent, r.sent);
 }
 
 TEST(ControllerAgents, ARunnerWithoutAgentsIsCheckedLikeOneEngine) {

@@ -159,6 +159,10 @@ struct ControllerResult {
   // In send order. When no measurement round was used, the last calibration
   // round's samples (every one), with percentiles flagged as not conclusive.
   std::vector<Sample> kept_samples;
+  // Set when a load agent failed or became unreachable (AgentFailure from
+  // the runner): the run ended there, and the result holds what the rounds
+  // before it measured (never ok; the failure is also the first reason).
+  std::optional<std::string> failure;
   // Per agent, every round (empty for one local engine).
   std::vector<AgentSummary> agents;
   int64_t elapsed_ns = 0;

@@ -98,7 +98,8 @@ struct AgentSummary {
 };
 
 // Runs one round. It throws to end the run (an agent that died or became
-// unreachable: AgentFailure); the controller passes the exception on.
+// unreachable: AgentFailure); the controller then ends the run with what
+// was measured and ControllerResult::failure set.
 using RoundRunner = std::function<RoundOutcome(const RoundRequest&)>;
 
 // An agent that cannot go on; names it and says why.
