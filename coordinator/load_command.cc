@@ -153,8 +153,8 @@ std::unique_ptr<loadd::AgentPool> connect_agents(const LoadOptions& o, const Loa
                                                  std::ostream& err) {
   if (plan.agents.empty()) return nullptr;
   loadd::AgentPoolOptions options;
-  options.owner = recorder ? "nabla load run " + std::to_string(recorder->run_id())
-                           : "nabla load pid " + std::to_string(::getpid());
+  options.owner = recorder ? "nabla-load-run-" + std::to_string(recorder->run_id())
+                           : "nabla-load-pid-" + std::to_string(::getpid());
   options.lease = plan.agent_lease;
   options.clock = common::monotonic_ns;
   const std::optional<std::string> key_file =
@@ -239,7 +239,8 @@ int run_load(const LoadOptions& o, std::ostream& out, std::ostream& err) {
       require_reachable(result, plan.target);
       nlohmann::json point = load_result_json(
           result, c,
-          c.engine.software_rx_timestamps
+          agents ? "taken by each agent on its own machine"
+          : c.engine.software_rx_timestamps
               ? stamps.note
               : "user space: kernel stamps are not matched through TLS records or HTTP/2 frames");
       point["cpu_latency"] = cpu_latency_json;
