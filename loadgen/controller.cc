@@ -210,17 +210,8 @@ class ControllerRun {
     e.duration_ns = duration_ns;
     e.record_samples = true;
     e.seed = seed_++;  // a fresh, reproducible schedule per round
-    int64_t start = clock_() + c_.round_lead_ns;
-    EngineResult r;
-    if (c_.runner) {
-      // TEMP: the round seam as the load agents' branch will wire it.
-      RoundOutcome o = c_.runner({e, duration_ns, c_.round_lead_ns, calibration,
-                                  static_cast<int>(out_.rounds.size())});
-      r = std::move(o.merged);
-      start = o.start_ns;
-    } else {
-      r = run_engine(e, start);
-    }
+    const int64_t start = clock_() + c_.round_lead_ns;
+    EngineResult r = run_engine(e, start);
     if (out_.type_names.empty()) out_.type_names = r.type_names;
     RoundRecord rec;
     rec.index = static_cast<int>(out_.rounds.size());

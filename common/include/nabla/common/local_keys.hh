@@ -41,7 +41,6 @@ namespace nabla::common {
 // The <daemon> part of run file names.
 inline constexpr const char* kInjectdKeyName = "injectd";
 inline constexpr const char* kSniffdKeyName = "sniffd";
-inline constexpr const char* kLoaddKeyName = "loadd";  // TEMP: from the load agents' branch
 
 // Paths and group as inputs, so the policy is testable without root.
 struct KeyLocations {

@@ -161,8 +161,6 @@ struct ControllerResult {
   std::vector<Sample> kept_samples;
   // Per agent, every round (empty for one local engine).
   std::vector<AgentSummary> agents;
-  // TEMP (the load agents' branch sets it): why the run could not go on.
-  std::optional<std::string> failure;
   int64_t elapsed_ns = 0;
 };
 
