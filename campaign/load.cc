@@ -6,51 +6,9 @@ namespace nabla::campaign {
 loadgen::EngineConfig engine_config(const WorkloadSpec& w, std::int64_t duration_ns,
                                     std::uint64_t seed,
                                     std::shared_ptr<loadgen::TlsSessionCache> sessions) {
-  loadgen::EngineConfig c;
-  c.host = w.host;
-  c.port = w.port;
-  c.threads = w.threads;
-  c.connections = w.connections;
-  c.max_outstanding = w.outstanding;
+  loadgen::EngineConfig c = load::engine_config(w, std::move(sessions));
   c.schedule.rate_per_s = w.rate_rps;
-  if (w.interarrival == "fixed") {
-    c.schedule.kind = loadgen::ScheduleKind::kFixed;
-  } else if (w.interarrival == "uniform") {
-    c.schedule.kind = loadgen::ScheduleKind::kUniform;
-  } else if (w.interarrival.rfind("lognormal", 0) == 0) {
-    c.schedule.kind = loadgen::ScheduleKind::kLognormal;
-    c.schedule.lognormal_sigma = w.lognormal_sigma;
-  }
-  const std::string& name = w.host_name.empty() ? w.host : w.host_name;
-  using Kind = loadgen::ProtocolSpec::Kind;
-  if (w.scheme == "echo") {
-    c.protocol.kind = Kind::kEcho;
-  } else if (w.scheme == "grpc" || w.scheme == "grpcs") {
-    c.protocol.kind = Kind::kGrpc;
-    for (const WorkloadMethod& m : w.grpc_methods) {
-      double weight = 1.0;
-      for (const auto& [method, wt] : w.mix) {
-        if (method == m.method) weight = wt;
-      }
-      c.protocol.grpc_calls.push_back({m.method, m.message, weight});
-    }
-  } else {
-    c.protocol.kind = w.scheme == "h2" || w.scheme == "h2c" ? Kind::kHttp2 : Kind::kHttp;
-    c.protocol.urls.clear();
-    for (const auto& [url, weight] : w.mix) c.protocol.urls.push_back({url, weight});
-  }
-  c.protocol.host_header = loadgen::http_host_header(name);
-  c.protocol.scheme = w.scheme == "h2" || w.scheme == "grpcs" ? "https" : "http";
-  if (w.scheme == "https" || w.scheme == "h2" || w.scheme == "grpcs") {
-    c.tls.enabled = true;
-    c.tls.verify = !w.insecure;
-    c.tls.ca_file = w.ca_file;
-    c.tls.server_name = !w.server_name.empty() ? w.server_name : w.host_name;
-    c.tls.sessions = std::move(sessions);
-  }
-  if (w.streams_per_connection > 0) c.max_outstanding = w.streams_per_connection;
   c.duration_ns = duration_ns;
-  c.request_timeout_ns = w.timeout_ns;
   c.seed = seed;
   c.record_intended = true;  // failures per window (experiments)
   return c;

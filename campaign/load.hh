@@ -11,8 +11,11 @@
 
 namespace nabla::campaign {
 
-// `sessions` keeps the TLS sessions the server issued, so each phase's
-// connections resume those of the phases before (null: one per load run).
+// The workload's engine (load::engine_config, the one `nabla load` uses too)
+// for one phase: the campaign's rate, this duration and seed, intended send
+// times kept. `sessions` keeps the TLS sessions the server issued, so each
+// phase's connections resume those of the phases before (null: one per load
+// run).
 loadgen::EngineConfig engine_config(const WorkloadSpec& workload, std::int64_t duration_ns,
                                     std::uint64_t seed,
                                     std::shared_ptr<loadgen::TlsSessionCache> sessions = nullptr);

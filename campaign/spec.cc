@@ -8,6 +8,7 @@
 #include <fstream>
 #include <initializer_list>
 #include <iterator>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -99,98 +100,40 @@ CampaignNode parse_node(const Section& s) {
   return n;
 }
 
-void parse_target(const std::string& key, WorkloadSpec& w) {
-  const std::string& t = w.target;
-  const std::size_t sep = t.find("://");
-  if (sep == std::string::npos)
-    fail(key, "must be SCHEME://HOST:PORT (http, https, h2, h2c, grpc, grpcs or echo), got \"" + t +
-                  "\"");
-  const std::string scheme = t.substr(0, sep);
-  if (scheme != "http" && scheme != "https" && scheme != "h2" && scheme != "h2c" &&
-      scheme != "grpc" && scheme != "grpcs" && scheme != "echo") {
-    fail(key, "scheme must be http, https, h2, h2c, grpc, grpcs or echo, got \"" + t + "\"");
-  }
-  w.scheme = scheme;
-  w.http = scheme != "echo";
-  std::string rest = t.substr(sep + 3);
-  if (!rest.empty() && rest.back() == '/') rest.pop_back();
-  common::HostPort authority;
-  try {
-    authority = common::parse_host_port(rest, 0, key);
-  } catch (const std::invalid_argument&) {
-    fail(key, "bad HOST:PORT in \"" + t +
-                  "\" (an IPv6 address goes in brackets: http://[fd00::2]:8080)");
-  }
-  if (authority.port == 0) fail(key, "needs a port, got \"" + t + "\"");
-  w.host = canonical_host(authority.host);
-  w.port = authority.port;
+// An integer of the workload as written; its range is the workload's rule
+// (load/workload.hh).
+std::optional<std::int64_t> workload_integer(const Section& s, std::string_view k) {
+  return s.integer(k, std::numeric_limits<int>::min(), std::numeric_limits<int>::max());
 }
 
-bool workload_tls(const std::string& scheme) {
-  return scheme == "https" || scheme == "h2" || scheme == "grpcs";
-}
-
-bool workload_grpc(const std::string& scheme) {
-  return scheme == "grpc" || scheme == "grpcs";
-}
-
-std::string read_message(const std::string& key, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(key, "cannot read \"" + path + "\"");
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-// TLS, streams and gRPC methods: each only where the scheme has it.
-void parse_workload_protocol(const Section& s, WorkloadSpec& w) {
-  const bool tls = workload_tls(w.scheme);
-  const bool grpc = workload_grpc(w.scheme);
-  const bool h2 = grpc || w.scheme == "h2" || w.scheme == "h2c";
-  for (const char* k : {"ca_file", "insecure", "server_name"}) {
-    if (!tls && s.get(k) != nullptr) fail(s.key(k), "only for https, h2 and grpcs targets");
-  }
-  w.ca_file = s.string("ca_file").value_or("");
-  w.insecure = s.boolean("insecure").value_or(false);
-  w.server_name = s.string("server_name").value_or("");
-  if (w.insecure && !w.ca_file.empty()) fail(s.key("insecure"), "give insecure or ca_file");
-  if (!w.ca_file.empty() && !std::ifstream(w.ca_file)) {
-    fail(s.key("ca_file"), "cannot read \"" + w.ca_file + "\"");
-  }
-  if (s.get("streams_per_connection") != nullptr) {
-    if (!h2) fail(s.key("streams_per_connection"), "only for h2, h2c, grpc and grpcs targets");
-    w.streams_per_connection = static_cast<int>(*s.integer("streams_per_connection", 1, 100'000));
-  }
-  for (const char* k : {"grpc_methods", "grpc_messages"}) {
-    if (!grpc && s.get(k) != nullptr) fail(s.key(k), "only for grpc and grpcs targets");
-  }
-  if (!grpc) return;
-  const std::vector<std::string> methods = s.strings("grpc_methods");
-  const std::vector<std::string> files = s.strings("grpc_messages");
-  if (methods.empty()) fail(s.key("grpc_methods"), "required for a gRPC target");
-  if (files.size() > 1 && files.size() != methods.size()) {
-    fail(s.key("grpc_messages"), "one file per method, one for all, or none");
-  }
-  for (std::size_t i = 0; i < methods.size(); ++i) {
-    const std::string& m = methods[i];
-    const auto slash = m.find('/', 1);
-    if (m.size() < 4 || m.front() != '/' || slash == std::string::npos || slash + 1 == m.size()) {
-      fail(s.key("grpc_methods"), "expected /package.Service/Method, got \"" + m + "\"");
+// The [workload] table as the load library's raw input: the TOML table of
+// the mix becomes its NAME -> WEIGHT list (the command line's
+// "/a=0.7,/b=0.3"), every value is then checked by load::parse_workload.
+load::WorkloadInput workload_input(const Section& s, const std::string& target) {
+  load::WorkloadInput in;
+  in.target = target;
+  // The campaign's targets: request/response types it can bin and join to
+  // links, with the port written out and the URLs in the mix.
+  in.rules = {{"http", "https", "h2", "h2c", "grpc", "grpcs", "echo"}, false, false};
+  in.connections = workload_integer(s, "connections").value_or(16);
+  in.threads = workload_integer(s, "threads").value_or(1);
+  in.outstanding = workload_integer(s, "outstanding").value_or(1);
+  in.streams_per_connection = workload_integer(s, "streams_per_connection");
+  in.interarrival = s.string("interarrival").value_or("exp");
+  in.timeout_ns = s.duration("timeout").value_or(in.timeout_ns);
+  const Section mix = s.table("mix");
+  if (mix.present()) {
+    in.mix.emplace();
+    for (const auto& [name, weight] : *mix.raw()) {
+      in.mix->emplace_back(std::string(name.str()), *mix.number(name.str()));
     }
-    WorkloadMethod wm{m, files.empty() ? "" : files[files.size() == 1 ? 0 : i], ""};
-    if (!wm.message_file.empty())
-      wm.message = read_message(s.key("grpc_messages"), wm.message_file);
-    w.grpc_methods.push_back(std::move(wm));
   }
-}
-
-// The mix's keys: URLs, or the gRPC methods (every one, once).
-void check_mix_names(const Section& s, const WorkloadSpec& w) {
-  if (!workload_grpc(w.scheme)) return;
-  for (const auto& [name, weight] : w.mix) {
-    const bool known = std::any_of(w.grpc_methods.begin(), w.grpc_methods.end(),
-                                   [&](const WorkloadMethod& m) { return m.method == name; });
-    if (!known) fail(s.key("mix"), "\"" + name + "\" is not one of grpc_methods");
-  }
-  if (w.mix.size() != w.grpc_methods.size()) fail(s.key("mix"), "name every grpc_methods method");
+  in.ca_file = s.string("ca_file").value_or("");
+  in.insecure = s.boolean("insecure").value_or(false);
+  in.server_name = s.string("server_name").value_or("");
+  in.grpc_methods = s.strings("grpc_methods");
+  in.grpc_messages = s.strings("grpc_messages");
+  return in;
 }
 
 WorkloadSpec parse_workload(const Section& s) {
@@ -198,66 +141,18 @@ WorkloadSpec parse_workload(const Section& s) {
                 "timeout", "mix", "warmup", "ca_file", "insecure", "server_name",
                 "streams_per_connection", "grpc_methods", "grpc_messages"});
   if (!s.present()) fail("workload", "required ([workload] with target and rate)");
-  WorkloadSpec w;
   const auto target = s.string("target");
   if (!target) fail(s.key("target"), "required");
-  w.target = *target;
-  parse_target(s.key("target"), w);
   const auto rate = s.number("rate");
   if (!rate) fail(s.key("rate"), "required");
   if (!(*rate > 0 && *rate <= 1e7))
     fail(s.key("rate"), "must be in (0, 1e7], got " + std::to_string(*rate));
+  WorkloadSpec w;
+  static_cast<load::Workload&>(w) =
+      load::parse_workload(workload_input(s, *target), load::table_keys("workload"));
+  w.http = w.scheme != "echo";
   w.rate_rps = *rate;
-  w.connections = static_cast<int>(s.integer("connections", 1, 10000).value_or(w.connections));
-  w.threads = static_cast<int>(s.integer("threads", 1, 64).value_or(w.threads));
-  w.outstanding = static_cast<int>(s.integer("outstanding", 1, 1024).value_or(w.outstanding));
-  if (w.connections < w.threads) {
-    fail(s.key("connections"), "must be >= threads (" + std::to_string(w.threads) + "), got " +
-                                   std::to_string(w.connections));
-  }
-  if (const auto ia = s.string("interarrival")) {
-    w.interarrival = *ia;
-    if (ia->rfind("lognormal:", 0) == 0) {
-      const std::string sigma = ia->substr(10);
-      char* end = nullptr;
-      w.lognormal_sigma = std::strtod(sigma.c_str(), &end);
-      if (sigma.empty() || *end != '\0' || !(w.lognormal_sigma > 0 && w.lognormal_sigma <= 10)) {
-        fail(s.key("interarrival"), "lognormal:SIGMA needs SIGMA in (0, 10], got \"" + *ia + "\"");
-      }
-    } else if (*ia != "exp" && *ia != "fixed" && *ia != "uniform") {
-      fail(s.key("interarrival"),
-           "must be exp, fixed, lognormal:SIGMA or uniform, got \"" + *ia + "\"");
-    }
-  }
-  w.timeout_ns = s.duration("timeout").value_or(w.timeout_ns);
-  if (w.timeout_ns <= 0) fail(s.key("timeout"), "must be > 0");
   w.warmup_ns = s.duration("warmup").value_or(w.warmup_ns);
-  const Section mix = s.table("mix");
-  if (mix.present()) {
-    if (!w.http) fail(s.key("mix"), "only for http:// targets (echo has one type)");
-    w.mix.clear();
-    double total = 0;
-    for (const auto& [url, weight] : *mix.raw()) {
-      const std::string k = mix.key(url.str());
-      if (url.str().empty() || url.str()[0] != '/') fail(k, "a URL must start with '/'");
-      const auto v = mix.number(url.str());
-      if (!(*v > 0 && std::isfinite(*v))) fail(k, "weight must be > 0, got " + describe(weight));
-      w.mix.emplace_back(std::string(url.str()), *v);
-      total += *v;
-    }
-    if (w.mix.empty()) fail(s.key("mix"), "give at least one URL");
-    (void)total;
-  }
-  if (!w.http) w.mix = {{"echo", 1.0}};
-  parse_workload_protocol(s, w);
-  if (workload_grpc(w.scheme)) {
-    if (mix.present()) {
-      check_mix_names(s, w);
-    } else {
-      w.mix.clear();
-      for (const auto& m : w.grpc_methods) w.mix.emplace_back(m.method, 1.0);
-    }
-  }
   return w;
 }
 
@@ -329,8 +224,8 @@ void parse_sweep(const Section& s, GradientSpec& g) {
 GradientSpec parse_gradient(const Section& s) {
   s.allow_only({"enabled", "bins", "chunks", "requests_per_bin", "delay_scale",
                 "min_bins_per_period", "max_amplitude", "min_amplitude", "confidence", "lease",
-                "repeats", "repeat_noise_ratio", "precision", "schedule", "perturbation_budget", "amplitudes",
-                "verify"});
+                "repeats", "repeat_noise_ratio", "precision", "schedule", "perturbation_budget",
+                "amplitudes", "verify"});
   GradientSpec g;
   g.enabled = s.boolean("enabled").value_or(true);
   const std::string schedule = s.string("schedule").value_or("sequential");

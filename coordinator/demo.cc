@@ -165,6 +165,8 @@ std::string ms(const json& v) {
   return v.is_number() ? format_number(v.get<double>() / 1e6, 4) : std::string("-");
 }
 
+}  // namespace
+
 // "nabla load: verdict ok at 998 requests/s; p99 1.23 ms, 95% CI [1.2, 1.3] ms"
 // (plus the reasons of an n/a) from `nabla load --json` output.
 std::string summarize_load(const json& j) {
@@ -187,9 +189,12 @@ std::string summarize_load(const json& j) {
       if (reason.is_string()) s += "\n    reason: " + reason.get<std::string>();
     }
   }
-  if (j.contains("run_id")) s += "\n    stored as run " + j["run_id"].dump();
+  // Each point carries the run it was stored in (a sweep's points all the same).
+  if (p.contains("run_id")) s += "\n    stored as run " + p["run_id"].dump();
   return s;
 }
+
+namespace {
 
 std::string load_summary(const testbed::DemoLoadResult& r) {
   if (r.skipped) return "  nabla load: skipped (this build has no `nabla load`)";

@@ -1,6 +1,6 @@
-// `nabla load`: runs the controller at each rate point, stores and reports
-// the results (load_report.cc), and registers the subcommand. The flags are
-// parsed in load_options.cc.
+// `nabla load`: flags (load_options.cc) -> the load library (load/: the
+// workload, the rate-point driver, the run-history recorder) -> the report
+// (load_report.cc); and the subcommand's registration.
 #include "nabla/coordinator/load_command.hh"
 
 #include <signal.h>
@@ -17,6 +17,7 @@
 #include "load_memlat.hh"
 #include "load_options.hh"
 #include "load_report.hh"
+#include "memlat_rows.hh"
 #include "nabla/common/clock.hh"
 #include "nabla/common/cpu_latency.hh"
 #include "nabla/common/local_keys.hh"
@@ -24,6 +25,7 @@
 #include "nabla/common/units.hh"
 #include "nabla/coordinator/report_command.hh"
 #include "nabla/coordinator/text_table.hh"
+#include "nabla/load/driver.hh"
 #include "nabla/loadgen/timestamping.hh"
 
 namespace nabla::coordinator {
@@ -89,31 +91,12 @@ void print_progress(std::ostream& err, double rate, const loadgen::ControllerPro
   err << std::flush;
 }
 
-// A point whose last round could not (re)connect is no measurement: the
-// target went down or refuses connections (or never accepted one), so the
-// run fails with the reason instead of being stored as complete.
-void require_reachable(const loadgen::ControllerResult& r, const LoadTarget& target) {
-  if (r.rounds.empty() || r.rounds.back().errors.connect == 0) return;
-  const std::string where = target.host + ":" + std::to_string(target.port);
-  const auto& last = r.rounds.back().errors;
-  if (r.completed == 0 && r.errors.server == 0) {
-    throw std::runtime_error(
-        "cannot connect to " + where + " (" + std::to_string(r.errors.connect) + " connect errors" +
-        (r.setup.first_error.empty() ? "" : "; first: " + r.setup.first_error) + ")");
-  }
-  throw std::runtime_error(
-      "lost the target " + where + ": round " + std::to_string(r.rounds.back().index) +
-      " could not connect (" + std::to_string(last.connect) + " connect errors, " +
-      std::to_string(last.read) + " read errors) after " + std::to_string(r.completed) +
-      " requests answered; the server is down or refuses connections");
-}
-
 // Counters that cannot be had for --memlat (docs/memlat.md).
 constexpr int kCountersUnavailable = 3;
 
 void print_load_output(const LoadOptions& o, const LoadPlan& plan,
                        std::vector<nlohmann::json>& points, const nlohmann::json& memlat,
-                       const LoadRunRecorder* recorder, std::ostream& out) {
+                       const load::LoadRunRecorder* recorder, std::ostream& out) {
   if (o.json) {
     if (plan.sweep) {
       nlohmann::json doc{{"sweep", points}};
@@ -149,7 +132,7 @@ void print_load_output(const LoadOptions& o, const LoadPlan& plan,
 // With --agent: connects to every agent (each by its own key) before
 // anything is measured; null without agents.
 std::unique_ptr<loadd::AgentPool> connect_agents(const LoadOptions& o, const LoadPlan& plan,
-                                                 const LoadRunRecorder* recorder,
+                                                 const load::LoadRunRecorder* recorder,
                                                  std::ostream& err) {
   if (plan.agents.empty()) return nullptr;
   loadd::AgentPoolOptions options;
@@ -185,9 +168,9 @@ int run_load(const LoadOptions& o, std::ostream& out, std::ostream& err) {
   // each round, so an interrupted run ends through the normal error path:
   // the stored run is marked failed, exit 1.
   common::StopSignals signals(common::StopSignals::Mode::kBlock);
-  std::unique_ptr<LoadRunRecorder> recorder;
+  std::unique_ptr<load::LoadRunRecorder> recorder;
   if (!o.db.empty())
-    recorder = std::make_unique<LoadRunRecorder>(o.db, config_json(o, plan), o.seed);
+    recorder = std::make_unique<load::LoadRunRecorder>(o.db, config_json(o, plan), o.seed);
   std::vector<nlohmann::json> points;
   std::unique_ptr<loadd::AgentPool> agents = connect_agents(o, plan, recorder.get(), err);
   // Held until every point is measured; the kernel drops it if we die.
@@ -210,61 +193,63 @@ int run_load(const LoadOptions& o, std::ostream& out, std::ostream& err) {
     sampler.emplace([c = &memlat_setup->counters](std::int64_t ns) { return c->read_delta(ns); },
                     memlat_setup->constants, memlat_setup->interval_ns, common::realtime_ns);
   }
-  try {
-    // Held for the whole run: restores the NIC's setting if it was changed.
-    // Agents stamp on their own machines.
-    const loadgen::TimestampPlan stamps =
-        agents ? loadgen::TimestampPlan{} : loadgen::plan_timestamps(plan.target.host);
-    const bool live = ::isatty(STDERR_FILENO) != 0;
-    for (double rate : plan.rates) {
-      loadgen::ControllerConfig c = plan.controller;
-      c.engine.schedule.rate_per_s = rate;
-      c.engine.phc_index = stamps.phc_index;
-      if (agents) c.runner = agents->runner();
-      auto progress = [&](const loadgen::ControllerProgress& p) {
-        if (live) print_progress(err, rate, p);
-        if (const int sig = signals.take()) {
-          throw std::runtime_error(std::string("interrupted by ") +
-                                   (sig == SIGINT ? "SIGINT" : "SIGTERM") + " during round " +
-                                   std::to_string(p.round) + " at " + format_number(rate) + " rps");
-        }
-      };
-      const auto result = loadgen::run_controller(c, common::monotonic_ns, progress);
-      if (live) err << "\r\033[K" << std::flush;
-      if (result.failure) {
-        // An agent failed: what was measured is stored, the run fails.
-        if (recorder) recorder->add_point(result, c);
-        throw std::runtime_error(*result.failure);
-      }
-      require_reachable(result, plan.target);
-      nlohmann::json point = load_result_json(
-          result, c,
-          agents ? "taken by each agent on its own machine"
-          : c.engine.software_rx_timestamps
-              ? stamps.note
-              : "user space: kernel stamps are not matched through TLS records or HTTP/2 frames");
-      point["cpu_latency"] = cpu_latency_json;
-      if (recorder) {
-        point["run_id"] = recorder->run_id();
-        point["samples_stored"] = recorder->add_point(result, c);
-      }
-      if (live && plan.sweep) {
-        err << "rate " << format_number(rate) << " rps: " << point["verdict"].get<std::string>()
-            << '\n';
-      }
-      points.push_back(std::move(point));
+  // Held for the whole run: restores the NIC's setting if it was changed.
+  // Agents stamp on their own machines.
+  const loadgen::TimestampPlan stamps =
+      agents ? loadgen::TimestampPlan{} : loadgen::plan_timestamps(plan.target.host);
+  const bool live = ::isatty(STDERR_FILENO) != 0;
+  load::DriverConfig run;
+  run.controller = plan.controller;
+  run.controller.engine.phc_index = stamps.phc_index;
+  run.rates = plan.rates;
+  run.clock = common::monotonic_ns;
+  if (agents) run.runner = agents->runner();
+  run.target = plan.target;
+  load::DriverHooks hooks;
+  hooks.store = recorder.get();
+  hooks.progress = [&](double rate, const loadgen::ControllerProgress& p) {
+    if (live) print_progress(err, rate, p);
+    if (const int sig = signals.take()) {
+      throw std::runtime_error(std::string("interrupted by ") +
+                               (sig == SIGINT ? "SIGINT" : "SIGTERM") + " during round " +
+                               std::to_string(p.round) + " at " + format_number(rate) + " rps");
     }
-    if (sampler) {
-      const std::vector<MemlatSampler::Interval> intervals = sampler->stop();
-      memlat_json = memlat_summary_json(*memlat_setup, intervals);
-      if (recorder) recorder->add_memlat(intervals, memlat_setup->target, memlat_setup->constants);
+  };
+  hooks.point_done = [&](const load::RatePoint& measured) {
+    if (live) err << "\r\033[K" << std::flush;
+    const loadgen::ControllerConfig& c = measured.config;
+    nlohmann::json point = load_result_json(
+        measured.result, c,
+        agents ? "taken by each agent on its own machine"
+        : c.engine.software_rx_timestamps
+            ? stamps.note
+            : "user space: kernel stamps are not matched through TLS records or HTTP/2 frames");
+    point["cpu_latency"] = cpu_latency_json;
+    if (recorder) {
+      point["run_id"] = recorder->run_id();
+      point["samples_stored"] = *measured.samples_stored;
     }
-    if (recorder) recorder->complete();
-  } catch (const std::exception& e) {
+    if (live && plan.sweep) {
+      err << "rate " << format_number(measured.rate)
+          << " rps: " << point["verdict"].get<std::string>() << '\n';
+    }
+    points.push_back(std::move(point));
+  };
+  hooks.before_complete = [&] {
+    if (!sampler) return;
+    const std::vector<MemlatSampler::Interval> intervals = sampler->stop();
+    memlat_json = memlat_summary_json(*memlat_setup, intervals);
+    if (!recorder) return;
+    for (const MemlatSampler::Interval& i : intervals) {
+      recorder->add_memlat_sample(memlat_row(recorder->run_id(), i.t_ns, i.counters,
+                                             memlat_setup->constants, memlat_setup->target));
+    }
+  };
+  hooks.on_error = [&] {
+    if (live) err << "\r\033[K" << std::flush;
     if (agents) agents->stop_all();
-    if (recorder) recorder->fail(e.what());
-    throw;
-  }
+  };
+  load::run_rate_points(run, hooks);
   print_load_output(o, plan, points, memlat_json, recorder.get(), out);
   return 0;
 }

@@ -9,12 +9,14 @@
 
 #include "nabla/campaign/spec.hh"
 #include "nabla/coordinator/demo.hh"
+#include "nabla/coordinator/load_command.hh"
 #include "nabla/db/store.hh"
 
 namespace nabla::coordinator {
 namespace {
 
 namespace fs = std::filesystem;
+using nlohmann::json;
 using testbed::demo_campaign_toml;
 using testbed::DemoCampaign;
 using testbed::rubis_demo_service;
@@ -189,6 +191,32 @@ TEST(DemoCampaignToml, ParsesWithTheCampaignParser) {
   EXPECT_EQ(quick.gradient.repeats, 0u);  // the smoke test keeps its 2 minutes
   EXPECT_EQ(full.gradient.repeats, 1u);
   EXPECT_EQ(quick.gradient.max_amplitude_ns, 15'000'000);
+}
+
+// `nabla load --json` writes the run id inside each point: one point is the
+// document itself, a sweep's are in "sweep" (load_result_json plus what
+// run_load adds when it stores).
+TEST(DemoLoadSummary, ReadsTheRunIdWhereNablaLoadWritesIt) {
+  loadgen::ControllerResult r;
+  r.ok = true;
+  r.target_rps = 200;
+  r.throughput_rps = 199;
+  loadgen::ControllerConfig c;
+  c.percentiles = {99.0};
+  json point = load_result_json(r, c, "user space");
+  point["run_id"] = 7;
+  point["samples_stored"] = 0;
+  const std::string one = summarize_load(point);
+  EXPECT_EQ(one.rfind("  nabla load: verdict ok at 199 requests/s", 0), 0u) << one;
+  EXPECT_NE(one.find("\n    stored as run 7"), std::string::npos) << one;
+
+  json second = point;
+  second["target_rps"] = 400;
+  const json sweep{{"sweep", {point, second}}};
+  EXPECT_NE(summarize_load(sweep).find("\n    stored as run 7"), std::string::npos)
+      << summarize_load(sweep);
+  point.erase("run_id");  // without --db
+  EXPECT_EQ(summarize_load(point).find("stored as run"), std::string::npos);
 }
 
 }  // namespace

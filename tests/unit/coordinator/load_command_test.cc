@@ -27,6 +27,7 @@
 #include "nabla/common/clock.hh"
 #include "nabla/common/cpu_latency.hh"
 #include "nabla/common/netns.hh"
+#include "nabla/coordinator/demo.hh"
 #include "nabla/db/reads.hh"
 #include "nabla/db/store.hh"
 #include "nabla/tier/echo_server.hh"
@@ -467,6 +468,8 @@ TEST(LoadTier, DbStoresTheRunTailResultsAndKeptSamples) {
   const json j = run_json(o);
   ASSERT_TRUE(j.contains("run_id"));
   const auto run_id = j["run_id"].get<std::int64_t>();
+  EXPECT_NE(summarize_load(j).find("stored as run " + std::to_string(run_id)), std::string::npos)
+      << summarize_load(j);
   {
     db::Store store = db::Store::open_read_only(path);
     const auto run = store.get_run(run_id);
@@ -632,6 +635,11 @@ TEST(LoadEcho, SweepReportsAndStoresEveryPoint) {
     EXPECT_EQ(rates.column_int64(0), 2);
     EXPECT_EQ(rates.column_int64(1), 2);
   }
+  // `nabla demo` tells this output with the run it was stored in: inside
+  // each point, not beside the sweep.
+  EXPECT_NE(summarize_load(j).find("\n    stored as run " + j["sweep"][0]["run_id"].dump()),
+            std::string::npos)
+      << summarize_load(j);
   fs::remove_all(dir);
 }
 

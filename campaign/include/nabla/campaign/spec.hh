@@ -24,6 +24,7 @@
 
 #include "nabla/common/fault_words.hh"
 #include "nabla/common/host_port.hh"
+#include "nabla/load/workload.hh"
 
 namespace nabla::campaign {
 
@@ -42,42 +43,21 @@ struct CampaignNode {
   std::optional<std::string> container = std::nullopt;
 };
 
-// A gRPC method of the workload and its request message (protobuf wire
-// bytes, read from its file when the campaign file is parsed).
-struct WorkloadMethod {
-  std::string method;  // /package.Service/Method
-  std::string message_file;
-  std::string message;
-};
+using WorkloadMethod = load::WorkloadMethod;
 
-struct WorkloadSpec {
-  // As written: "http://H:P", "https://H:P", "h2://H:P", "h2c://H:P",
-  // "grpc://H:P", "grpcs://H:P" or "echo://H:P".
-  std::string target;
-  std::string scheme = "http";
+// The campaign's workload: the load library's (nabla/load/workload.hh, one
+// parser with `nabla load`) with the campaign's own defaults (16
+// connections, the mix {"/": 1}) and its rate and warm-up. The target is
+// SCHEME://HOST:PORT with scheme http, https, h2, h2c, grpc, grpcs or echo;
+// the URLs are the mix's keys.
+struct WorkloadSpec : load::Workload {
+  WorkloadSpec() {
+    connections = 16;
+    mix = {{"/", 1.0}};
+  }
   bool http = true;  // false: echo
-  std::string host;  // IPv4/IPv6 literal, or a name until resolve_campaign_hosts()
-  std::uint16_t port = 0;
-  std::string host_name;  // the DNS name `host` was resolved from (the HTTP Host header)
   double rate_rps = 0;
-  int connections = 16;
-  int threads = 1;
-  int outstanding = 1;
-  std::string interarrival = "exp";  // exp | fixed | lognormal:SIGMA | uniform
-  double lognormal_sigma = 1.0;
-  std::int64_t timeout_ns = 1'000'000'000;
-  // URL -> weight, in file order of the sorted key (toml++ keeps keys sorted).
-  std::vector<std::pair<std::string, double>> mix{{"/", 1.0}};
   std::int64_t warmup_ns = 1'000'000'000;
-  // TLS (https, h2, grpcs): CA file (empty: the system's), no check at all,
-  // the name required in the certificate (default: the target's name).
-  std::string ca_file;
-  bool insecure = false;
-  std::string server_name;
-  // HTTP/2 and gRPC: streams per connection (the K of `outstanding`).
-  int streams_per_connection = 0;
-  // gRPC: the methods called; the mix's keys name them.
-  std::vector<WorkloadMethod> grpc_methods;
 };
 
 struct LinksSpec {

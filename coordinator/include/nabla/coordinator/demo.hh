@@ -84,6 +84,12 @@ using campaign::GradientCheck;
 void print_gradient_checks(const std::vector<GradientCheck>& checks, std::ostream& out);
 nlohmann::json gradient_checks_json(const std::vector<GradientCheck>& checks);
 
+// The demo's one-line account of its `nabla load` step from that command's
+// --json output (one point, or {"sweep": [...]}, the first point told):
+// verdict, throughput, p90/p99 with CIs, an n/a's reasons and the run the
+// point was stored in.
+std::string summarize_load(const nlohmann::json& load_json);
+
 int run_demo(const DemoOptions& options, std::ostream& out, std::ostream& err);
 
 void register_demo_command(CLI::App& app);

@@ -46,7 +46,8 @@
 #include <vector>
 
 #include "nabla/common/resolve.hh"
-#include "nabla/db/records.hh"
+#include "nabla/load/record.hh"
+#include "nabla/load/workload.hh"
 #include "nabla/loadd/agents.hh"
 #include "nabla/loadgen/controller.hh"
 
@@ -128,17 +129,14 @@ struct LoadOptions {
   std::string agent_lease = "5s";
 };
 
-struct LoadTarget {
-  // http | https | h2 | h2c | grpc | grpcs | memcache | redis | echo | sockperf
-  std::string scheme;
-  std::string host;  // IPv4 literal, or a name until resolve_load_target()
-  std::uint16_t port = 0;
-  std::string path;       // http, https, h2 and h2c only
-  std::string host_name;  // the DNS name `host` was resolved from; empty for a literal
-};
+// http | https | h2 | h2c | grpc | grpcs | memcache | redis | echo | sockperf,
+// host (a name until resolve_load_target()), port, path, resolved name.
+using LoadTarget = load::Target;
 
 struct LoadPlan {
   LoadTarget target;
+  // The workload flags, typed by the workload's one parser (load/workload.hh).
+  load::Workload workload;
   std::vector<double> rates;  // one, or the sweep's points
   bool sweep = false;
   // Everything but the rate (set per point).
@@ -161,16 +159,9 @@ LoadPlan parse_load_options(const LoadOptions& options);
 // common::ResolveError naming --target. A literal is left as is.
 void resolve_load_target(LoadPlan& plan, const common::Resolver& resolver, std::ostream& log);
 
-// The self-correcting controller's checks of one rate point, in its order
-// (rate reached, Anderson–Darling, late sends, closed loop from the last
-// round; iid, stationarity, CI width from the series), as the load_checks
-// table stores them (run_id 0: the caller sets it).
-std::vector<db::LoadCheck> load_checks(const loadgen::ControllerResult& result,
-                                       const loadgen::ControllerConfig& config);
-
-// What each load agent did at one rate point, as the load_agents table
-// stores them (run_id 0: the caller sets it); none for one local engine.
-std::vector<db::LoadAgent> load_agents(const loadgen::ControllerResult& result);
+// The rows of one rate point in load_checks and load_agents (load/record.hh).
+using load::load_agents;
+using load::load_checks;
 
 // One rate point as JSON (the documented keys plus diagnostics).
 nlohmann::json load_result_json(const loadgen::ControllerResult& result,
