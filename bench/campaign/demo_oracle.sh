@@ -34,7 +34,12 @@
 #    both as the injector reports them; standard error from the pairs.
 #    The entry tier's own X-Queue-Ns, X-Service-Time-Ns and X-Downstream-Ns
 #    are kept and differenced the same way: where an excess over the truth
-#    sits (queueing at web, its CPU time, or below it).
+#    sits (queueing at web, its CPU time, or below it). Two probes check
+#    the injector's accounting: one request at a time over the delayed link
+#    itself (web -> app:8081 /auth, app -> db:8082), whose on - off step is
+#    the delay a request really met, against the injector's step; and on
+#    app <-> db:8082 a /view sent to app from web, whose headers give app's
+#    own queue, service and downstream time.
 # 4. The table: link, type, truth, campaign gradient [CI], oracle +- se,
 #    the delays, and which hypothesis the row supports.
 #
@@ -80,7 +85,7 @@ state=$work/testbed.json
 tb_pid=
 fg_pid=
 pids=()
-# shellcheck source=../beside_build.bash
+# shellcheck source=bench/beside_build.bash
 . "$here/../beside_build.bash"
 run_fg() {
   "$@" &
