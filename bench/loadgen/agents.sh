@@ -188,6 +188,14 @@ for n in ["one", "mixed", "sym3", "one2"]:
         runs[n], ci(p50), ci(p99), sum(a["samples"] for a in j["agents"]), j["throughput_rps"], late(j),
         j["verdict"], text(n, "load"))
     print(line)
+    # After failed calibration rounds the controller stops early, and its
+    # percentiles are those of the last calibration round (every sample):
+    # say which, as the runs compared may differ.
+    if any(x.startswith("calibration failed") for x in j["notes"]):
+        print("        percentiles from: the last calibration round only (calibration failed), %.1f s run" % j["elapsed_s"])
+    else:
+        print("        percentiles from: %d kept samples at 1:%d of the measured rounds, %.1f s run" % (
+            j["kept"], j["stride"], j["elapsed_s"]))
     if n != "one":
         b50, b99 = pct(base, 50.0), pct(base, 99.0)
         print("        / one agent: p50 %.2f (CIs overlap: %s), p99 %.2f (CIs overlap: %s)" % (
