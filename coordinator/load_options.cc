@@ -203,6 +203,10 @@ void apply_agents(const LoadOptions& o, LoadPlan& plan) {
     }
   }
   if (!o.cpus.empty()) bad("--cpus", "with --agent, set it on each agent (nabla-loadd --cpus)");
+  // How a load thread waits for its sends is the agent's own: it
+  // calibrates its send timer to its own machine.
+  if (o.spin != "auto") bad("--spin", "with --agent, each agent times its own sends");
+  if (o.slice != "100us") bad("--slice", "with --agent, each agent asks for its own slice");
   if (o.rt_priority != 0) bad("--rt-priority", "with --agent, the agents' threads are theirs");
   if (o.cpu_latency_us != "off") {
     bad("--cpu-latency-us", "with --agent, hold it on the agents' machines");

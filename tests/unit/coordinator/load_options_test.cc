@@ -216,5 +216,52 @@ TEST(LoadProtocolFlags, AnUnreachableTlsTargetFailsWithTheFirstConnectError) {
       << r.stderr_text;
 }
 
+TEST(LoadAgentFlags, AgentsAreParsedWithTheirKindsAndTheLease) {
+  LoadOptions o = base("memcache://10.0.0.5:11211");
+  o.agents = {"10.0.0.11", "10.0.0.12:7400/throughput", "[fd00::3]/latency"};
+  o.agent_lease = "10s";
+  const LoadPlan plan = parse_load_options(o);
+  ASSERT_EQ(plan.agents.size(), 3u);
+  EXPECT_EQ(plan.agents[0].name(), "10.0.0.11:7313");
+  EXPECT_EQ(plan.agents[0].kind, loadgen::AgentKind::kSymmetric);
+  EXPECT_EQ(plan.agents[1].port, 7400);
+  EXPECT_EQ(plan.agents[1].kind, loadgen::AgentKind::kThroughput);
+  EXPECT_EQ(plan.agents[2].host, "fd00::3");
+  EXPECT_EQ(plan.agents[2].kind, loadgen::AgentKind::kLatency);
+  EXPECT_EQ(plan.agent_lease, std::chrono::seconds(10));
+  EXPECT_TRUE(parse_load_options(base("memcache://10.0.0.5:11211")).agents.empty());
+}
+
+TEST(LoadAgentFlags, BadAgentsAndTheAgentsOwnFlagsAreRefusedNamingTheFlag) {
+  auto with = [](const std::string& target, std::vector<std::string> agents,
+                 void (*set)(LoadOptions&)) {
+    LoadOptions o = base(target);
+    o.agents = std::move(agents);
+    set(o);
+    return o;
+  };
+  const std::string mc = "memcache://10.0.0.5:11211";
+  expect_bad(with(mc, {"10.0.0.11/fast"}, [](LoadOptions&) {}), "--agent", "fast");
+  expect_bad(with(mc, {"10.0.0.11", "10.0.0.11:7313/latency"}, [](LoadOptions&) {}), "--agent",
+             "twice");
+  expect_bad(with(mc, {"10.0.0.11"}, [](LoadOptions& o) { o.cpus = "0"; }), "--cpus",
+             "nabla-loadd");
+  expect_bad(with(mc, {"10.0.0.11"}, [](LoadOptions& o) { o.rt_priority = 10; }),
+             "--rt-priority");
+  expect_bad(with(mc, {"10.0.0.11"}, [](LoadOptions& o) { o.cpu_latency_us = "0"; }),
+             "--cpu-latency-us");
+  expect_bad(with(mc, {"10.0.0.11"}, [](LoadOptions& o) { o.spin = "50us"; }), "--spin");
+  expect_bad(with(mc, {"10.0.0.11"}, [](LoadOptions& o) { o.slice = "off"; }), "--slice");
+  expect_bad(with(mc, {"10.0.0.11"}, [](LoadOptions& o) { o.agent_lease = "1500ms"; }),
+             "--agent-lease", "whole seconds");
+  expect_bad(with(mc, {"10.0.0.11"}, [](LoadOptions& o) { o.agent_lease = "0s"; }),
+             "--agent-lease");
+  // A loopback target is each agent's own loopback.
+  expect_bad(with("memcache://127.0.0.1:11211", {"10.0.0.11"}, [](LoadOptions&) {}), "--target",
+             "10.0.0.11:7313");
+  EXPECT_NO_THROW(parse_load_options(
+      with("memcache://127.0.0.1:11211", {"127.0.0.1:7400"}, [](LoadOptions&) {})));
+}
+
 }  // namespace
 }  // namespace nabla::coordinator
