@@ -6,9 +6,12 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <random>
+#include <string>
 
+#include "nabla/campaign/agent_load.hh"
 #include "nabla/campaign/daemons.hh"
 #include "phases.hh"
 
@@ -159,13 +162,25 @@ CampaignOutcome run_campaign(const CampaignSpec& spec, db::Store& store,
 CampaignOutcome run_campaign(const CampaignSpec& spec, db::Store& store,
                              const CampaignOptions& options) {
   SystemClock clock;
-  EngineLoadRunner load;
   return run_recorded(
       spec, store, options, clock, [&](CampaignRecorder& recorder, CampaignOutcome& out) {
         // Checked and connected inside the run, so a node that cannot serve
         // the campaign, or a daemon it cannot reach, fails the stored run.
         if (options.check_nodes) options.check_nodes(spec);
         RpcDaemons daemons(spec, kConnectTimeout);
+        // The load from here, or from the workload's agents (with the
+        // campaign's key file, as its daemons).
+        EngineLoadRunner engine;
+        std::unique_ptr<loadd::AgentPool> agents;
+        std::optional<AgentLoadRunner> from_agents;
+        if (!spec.workload.agents.empty()) {
+          agents = connect_campaign_agents(spec.workload.agents, spec.key_file,
+                                           "nabla-run-" + std::to_string(recorder.run_id()));
+          from_agents.emplace(
+              agents->runner(), [pool = agents.get()] { pool->stop_all(); },
+              [&clock] { return clock.now_ns(); });
+        }
+        LoadRunner& load = from_agents ? static_cast<LoadRunner&>(*from_agents) : engine;
         CampaignRun run(spec, options, CampaignEnvironment{clock, load, daemons}, recorder, out);
         run_phases(run);
       });

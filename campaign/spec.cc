@@ -136,10 +136,42 @@ load::WorkloadInput workload_input(const Section& s, const std::string& target) 
   return in;
 }
 
+// workload.agents: each "HOST[:PORT][/KIND]" as `nabla load --agent` takes
+// it, at least one recording latencies (a throughput agent returns none,
+// and the gradient is measured from them).
+std::vector<loadd::AgentAddress> parse_agents(const Section& s) {
+  std::vector<loadd::AgentAddress> agents;
+  const std::vector<std::string> texts = s.strings("agents");
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    const std::string key = s.key("agents") + "[" + std::to_string(i) + "]";
+    try {
+      agents.push_back(loadd::parse_agent(texts[i]));
+    } catch (const std::invalid_argument& e) {
+      fail(key, e.what());
+    }
+    if (!names.insert(agents.back().name()).second) {
+      fail(key, "\"" + texts[i] + "\": agent " + agents.back().name() + " given twice");
+    }
+  }
+  if (s.raw() && s.raw()->contains("agents") && agents.empty()) {
+    fail(s.key("agents"), "empty (leave it out to send the load from here)");
+  }
+  if (!agents.empty() &&
+      std::all_of(agents.begin(), agents.end(), [](const loadd::AgentAddress& a) {
+        return a.kind == loadgen::AgentKind::kThroughput;
+      })) {
+    fail(s.key("agents"),
+         "every agent is a throughput agent, which records no latency; make at least one "
+         "symmetric or latency");
+  }
+  return agents;
+}
+
 WorkloadSpec parse_workload(const Section& s) {
   s.allow_only({"target", "rate", "connections", "threads", "outstanding", "interarrival",
                 "timeout", "mix", "warmup", "ca_file", "insecure", "server_name",
-                "streams_per_connection", "grpc_methods", "grpc_messages"});
+                "streams_per_connection", "grpc_methods", "grpc_messages", "agents"});
   if (!s.present()) fail("workload", "required ([workload] with target and rate)");
   const auto target = s.string("target");
   if (!target) fail(s.key("target"), "required");
@@ -153,6 +185,7 @@ WorkloadSpec parse_workload(const Section& s) {
   w.http = w.scheme != "echo";
   w.rate_rps = *rate;
   w.warmup_ns = s.duration("warmup").value_or(w.warmup_ns);
+  w.agents = parse_agents(s);
   return w;
 }
 
@@ -368,6 +401,15 @@ CampaignSpec parse_campaign_spec(std::string_view toml_text) {
   spec.gradient = parse_gradient(top.table("gradient"));
   spec.truth = parse_truth(top.table("truth"));
   spec.experiments = parse_experiments(root.get("experiment"), spec);
+  if (!spec.workload.agents.empty() && !spec.experiments.empty()) {
+    // An experiment counts the failed requests of each window from every
+    // scheduled send's intended time (EngineConfig::record_intended), which
+    // an agent keeps to itself.
+    fail("workload.agents",
+         "not with [[experiment]]: experiments count each window's failed requests from every "
+         "scheduled send's intended time, which load agents do not return; run experiments "
+         "without agents");
+  }
   if (!spec.gradient.enabled && spec.experiments.empty()) {
     fail("gradient.enabled", "false needs at least one [[experiment]] (nothing to run)");
   }
@@ -393,6 +435,15 @@ json grpc_methods_json(const WorkloadSpec& w) {
   json out = json::array();
   for (const auto& m : w.grpc_methods) {
     out.push_back({{"method", m.method}, {"message_file", m.message_file}});
+  }
+  return out;
+}
+
+// Each agent as "host:port/kind" (parse_agent reads it back).
+json agents_json(const WorkloadSpec& w) {
+  json out = json::array();
+  for (const loadd::AgentAddress& a : w.agents) {
+    out.push_back(a.name() + "/" + loadgen::to_string(a.kind));
   }
   return out;
 }
@@ -430,7 +481,8 @@ json to_json(const CampaignSpec& s) {
              {"insecure", w.insecure},
              {"server_name", w.server_name},
              {"streams_per_connection", w.streams_per_connection},
-             {"grpc_methods", grpc_methods_json(w)}}},
+             {"grpc_methods", grpc_methods_json(w)},
+             {"agents", agents_json(w)}}},
            {"links",
             {{"discover", s.links.discover},
              {"discover_for_ns", s.links.discover_for_ns},

@@ -418,3 +418,73 @@ rate = 400
 }
 
 }  // namespace
+
+namespace agents_test {
+
+std::string with_agents(const std::string& agents) {
+  return std::string(kMinimal) + "agents = " + agents + "\n";
+}
+
+TEST(CampaignSpec, WorkloadAgentsAreParsedAndStored) {
+  const CampaignSpec none = parse_campaign_spec(kMinimal);
+  EXPECT_TRUE(none.workload.agents.empty());
+  EXPECT_EQ(to_json(none)["workload"]["agents"], nlohmann::json::array());
+
+  const CampaignSpec s = parse_campaign_spec(
+      with_agents(R"(["10.213.0.1", "10.213.0.5:9313/latency", "[fd00::1]/throughput"])"));
+  ASSERT_EQ(s.workload.agents.size(), 3u);
+  EXPECT_EQ(s.workload.agents[0].host, "10.213.0.1");
+  EXPECT_EQ(s.workload.agents[0].port, nabla::common::kLoaddPort);
+  EXPECT_EQ(s.workload.agents[0].kind, nabla::loadgen::AgentKind::kSymmetric);
+  EXPECT_EQ(s.workload.agents[1].port, 9313);
+  EXPECT_EQ(s.workload.agents[1].kind, nabla::loadgen::AgentKind::kLatency);
+  EXPECT_EQ(s.workload.agents[2].host, "fd00::1");
+  EXPECT_EQ(s.workload.agents[2].kind, nabla::loadgen::AgentKind::kThroughput);
+  const nlohmann::json stored = to_json(s)["workload"]["agents"];
+  ASSERT_EQ(stored.size(), 3u);
+  EXPECT_EQ(stored[1], "10.213.0.5:9313/latency");
+  // What is stored parses back to the same agents.
+  for (std::size_t i = 0; i < stored.size(); ++i) {
+    const auto again = nabla::loadd::parse_agent(stored[i].get<std::string>());
+    EXPECT_EQ(again.name(), s.workload.agents[i].name());
+    EXPECT_EQ(again.kind, s.workload.agents[i].kind);
+  }
+}
+
+TEST(CampaignSpec, BadWorkloadAgentsNameTheEntry) {
+  EXPECT_EQ(error_of(with_agents(R"(["10.213.0.1", "10.213.0.2/fast"])"))
+                .rfind("workload.agents[1]: agent '10.213.0.2/fast': kind 'fast'", 0),
+            0u)
+      << error_of(with_agents(R"(["10.213.0.1", "10.213.0.2/fast"])"));
+  EXPECT_EQ(error_of(with_agents(R"([""])")).rfind("workload.agents[0]: ", 0), 0u);
+  EXPECT_EQ(error_of(with_agents(R"(["[fd00::1"])")).rfind("workload.agents[0]: ", 0), 0u);
+  EXPECT_EQ(error_of(with_agents(R"(["10.213.0.1", "10.213.0.1:7313"])")),
+            "workload.agents[1]: \"10.213.0.1:7313\": agent 10.213.0.1:7313 given twice");
+  EXPECT_EQ(error_of(with_agents("[]")),
+            "workload.agents: empty (leave it out to send the load from here)");
+  EXPECT_EQ(error_of(with_agents("\"10.213.0.1\"")).rfind("workload.agents: must be an array", 0),
+            0u);
+  EXPECT_EQ(error_of(with_agents("[1]")).rfind("workload.agents", 0), 0u);
+  EXPECT_EQ(error_of(with_agents(R"(["10.213.0.1/throughput"])"))
+                .rfind("workload.agents: every agent is a throughput agent", 0),
+            0u);
+}
+
+TEST(CampaignSpec, AgentsAreRefusedWithExperiments) {
+  std::string text = with_agents(R"(["10.213.0.1"])");
+  text.replace(text.find("sniffd ="), 0, "injectd = \"10.213.0.2:7311\"\n");
+  text += R"(
+[[experiment]]
+name = "slow"
+nodes = ["web"]
+delay = "20ms"
+baseline = "2s"
+fault = "3s"
+recovery = "1s"
+slo = { p99 = "50ms" }
+)";
+  EXPECT_EQ(error_of(text).rfind("workload.agents: not with [[experiment]]", 0), 0u)
+      << error_of(text);
+}
+
+}  // namespace agents_test

@@ -25,6 +25,7 @@
 #include "nabla/common/fault_words.hh"
 #include "nabla/common/host_port.hh"
 #include "nabla/load/workload.hh"
+#include "nabla/loadd/agents.hh"
 
 namespace nabla::campaign {
 
@@ -58,6 +59,10 @@ struct WorkloadSpec : load::Workload {
   bool http = true;  // false: echo
   double rate_rps = 0;
   std::int64_t warmup_ns = 1'000'000'000;
+  // `agents = ["HOST[:PORT][/KIND]", ...]`: the load is sent by these load
+  // agents (nabla-loadd, loadd/agents.hh), the rate split among them, instead
+  // of by an engine in this process. Empty: sent from here.
+  std::vector<loadd::AgentAddress> agents;
 };
 
 struct LinksSpec {
