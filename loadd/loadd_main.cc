@@ -32,6 +32,7 @@ struct Flags {
   double max_rate = 2'000'000;
   int max_connections = 4096;
   double max_round_s = 60;
+  int busy_poll_us = 50;
   std::string cpus;
   bool check = false;
 };
@@ -56,6 +57,9 @@ or, on loopback only, a fresh one in /run/nabla (see docs/protocol.md,
   app.add_option("--max-round-s", f.max_round_s,
                  "refuse rounds longer than this many seconds (default 60)")
       ->check(CLI::Range(0.001, 86400.0));
+  app.add_option("--busy-poll-us", f.busy_poll_us,
+                 "SO_BUSY_POLL on latency rounds' connections, us (default 50; 0 = off)")
+      ->check(CLI::Range(0, 1'000'000));
   app.add_option("--cpus", f.cpus, "run the load threads on these CPUs, e.g. 0,2-3");
   app.add_flag("--check", f.check, "check the flags and this host's timer, then exit");
 }
@@ -89,6 +93,7 @@ std::optional<int> apply_flags(const Flags& f, loadd::DaemonOptions& o) {
   o.service.limits.max_rate = f.max_rate;
   o.service.limits.max_connections = f.max_connections;
   o.service.limits.max_round_ns = static_cast<int64_t>(f.max_round_s * 1e9);
+  o.service.busy_poll_us = f.busy_poll_us;
   if (!f.cpus.empty()) {
     try {
       o.service.cpus = loadd::parse_cpu_list(f.cpus);
@@ -106,6 +111,10 @@ int run_check(const loadd::DaemonOptions& o) {
   std::cout << "ok: listen " << o.listen << ", max rate " << o.service.limits.max_rate
             << " rps, max connections " << o.service.limits.max_connections << ", max round "
             << static_cast<double>(o.service.limits.max_round_ns) / 1e9 << " s\n";
+  std::cout << "ok: busy polling on latency rounds "
+            << (o.service.busy_poll_us > 0 ? std::to_string(o.service.busy_poll_us) + " us"
+                                           : std::string("off"))
+            << "\n";
   std::cout << "ok: targets "
             << (o.service.limits.allow_target.empty() ? std::string("any") : std::string(""));
   for (std::size_t i = 0; i < o.service.limits.allow_target.size(); ++i) {

@@ -119,6 +119,19 @@ LoadService::~LoadService() {
   stop_all();
 }
 
+loadgen::EngineConfig local_engine(loadgen::EngineConfig engine, loadgen::AgentKind kind,
+                                   const ServiceOptions& options) {
+  engine.cpus = options.cpus;
+  // Lancet's latency and symmetric agents stamp replies in the kernel; the
+  // engine keeps the user clock where a stamp cannot be matched to a
+  // request (TLS, HTTP/2). A throughput agent records nothing.
+  engine.software_rx_timestamps = kind != loadgen::AgentKind::kThroughput;
+  // Busy polling only where every microsecond is measured: on a latency
+  // agent's few connections, not on a symmetric agent's many.
+  engine.busy_poll_us = kind == loadgen::AgentKind::kLatency ? options.busy_poll_us : 0;
+  return engine;
+}
+
 void LoadService::check_limits(const loadgen::EngineConfig& engine) const {
   const Limits& l = options_.limits;
   const auto target = common::IpAddress::parse(engine.host);
@@ -181,8 +194,7 @@ protocol::LoadStartResult LoadService::start(StartRequest request) {
   reap(true);  // the rounds replaced have finished or were told to stop: bounded
 
   auto round = std::make_shared<Round>();
-  loadgen::EngineConfig config = std::move(request.engine);
-  config.cpus = options_.cpus;
+  loadgen::EngineConfig config = local_engine(std::move(request.engine), request.kind, options_);
   config.stop = &round->stop;
   {
     std::lock_guard lock(mu_);

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace nabla::loadd {
 namespace {
@@ -247,6 +248,56 @@ TEST(ServiceLimits, RefusesWhatTheFlagsDoNotAllow) {
   r = ok;
   r.engine.host = "fd00::7";
   EXPECT_NO_THROW(service.start(r));
+}
+
+// Lancet's agents: latency and symmetric ones stamp in the kernel, only a
+// latency agent busy-polls; a throughput agent does neither. The host's
+// CPUs apply to every kind.
+TEST(LocalEngine, TimestampsAndBusyPollingByKind) {
+  ServiceOptions o;
+  o.cpus = {0};
+  o.busy_poll_us = 30;
+  loadgen::EngineConfig e;
+  e.busy_poll_us = 99;  // never the request's own
+  const auto latency = local_engine(e, loadgen::AgentKind::kLatency, o);
+  EXPECT_TRUE(latency.software_rx_timestamps);
+  EXPECT_EQ(latency.busy_poll_us, 30);
+  EXPECT_EQ(latency.cpus, std::vector<int>{0});
+  const auto symmetric = local_engine(e, loadgen::AgentKind::kSymmetric, o);
+  EXPECT_TRUE(symmetric.software_rx_timestamps);
+  EXPECT_EQ(symmetric.busy_poll_us, 0);
+  const auto throughput = local_engine(e, loadgen::AgentKind::kThroughput, o);
+  EXPECT_FALSE(throughput.software_rx_timestamps);
+  EXPECT_EQ(throughput.busy_poll_us, 0);
+  EXPECT_EQ(throughput.cpus, std::vector<int>{0});
+  o.busy_poll_us = 0;
+  EXPECT_EQ(local_engine(e, loadgen::AgentKind::kLatency, o).busy_poll_us, 0);
+}
+
+// The body gets the local engine: what the agent really runs.
+TEST(LocalEngine, TheRoundRunsIt) {
+  ServiceOptions o;
+  o.busy_poll_us = 25;
+  std::atomic<int> busy_poll{-1};
+  std::atomic<bool> stamps{false};
+  LoadService service(
+      o,
+      [&](const loadgen::EngineConfig& c, int64_t) {
+        busy_poll = c.busy_poll_us;
+        stamps = c.software_rx_timestamps;
+        return RoundReport();
+      },
+      [] { return int64_t{0}; });
+  StartRequest r;
+  r.owner = "a";
+  r.kind = loadgen::AgentKind::kLatency;
+  r.engine.host = "127.0.0.1";
+  r.engine.schedule.rate_per_s = 100;
+  r.engine.duration_ns = kSecond;
+  service.start(r);
+  for (int i = 0; i < 500 && service.busy(); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(busy_poll.load(), 25);
+  EXPECT_TRUE(stamps.load());
 }
 
 TEST(Cidr, ParsesAndMatches) {

@@ -10,6 +10,9 @@
 //           round of the same owner, or one whose lease ran out, is
 //           replaced. The target must be inside --allow-target, the rate,
 //           connections and duration within the limits.
+//           A latency or symmetric round is measured with kernel socket
+//           timestamps (software_rx_timestamps), a latency round with busy
+//           polling too (--busy-poll-us), as lancet's agents are.
 //   status, result, samples (by the owner) renew the lease.
 //   expire  a running round not polled for its lease is stopped (its stop
 //           flag) and marked lapsed; it stays readable one more lease, then
@@ -104,7 +107,15 @@ struct RoundResult {
 struct ServiceOptions {
   Limits limits;
   std::vector<int> cpus;  // --cpus: every round's load threads run there
+  // --busy-poll-us: SO_BUSY_POLL on a latency round's connections (0: off).
+  int busy_poll_us = 50;
 };
+
+// The engine a round of this kind runs here: the request's, with this
+// host's settings (cpus; kernel timestamps for latency and symmetric
+// rounds, which record samples; busy polling for latency rounds).
+loadgen::EngineConfig local_engine(loadgen::EngineConfig engine, loadgen::AgentKind kind,
+                                   const ServiceOptions& options);
 
 class LoadService {
  public:
