@@ -150,7 +150,9 @@ void register_methods(common::RpcServer& server, LoadService& service, int64_t s
         const Limits& l = service.limits();
         info.max_rate = l.max_rate;
         info.max_connections = l.max_connections;
+        info.max_threads = l.max_threads;
         info.max_round_s = static_cast<double>(l.max_round_ns) / 1e9;
+        info.max_samples = static_cast<int64_t>(l.max_samples);
         for (const Cidr& c : l.allow_target) info.allow_target.push_back(c.to_string());
         info.uptime_s = static_cast<double>(common::monotonic_ns() - started_ns) / 1e9;
         return info.to_json();

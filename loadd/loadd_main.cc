@@ -31,7 +31,9 @@ struct Flags {
   std::vector<std::string> allow_target;
   double max_rate = 2'000'000;
   int max_connections = 4096;
+  int max_threads = 16;
   double max_round_s = 60;
+  uint64_t max_samples = 20'000'000;
   int busy_poll_us = 50;
   std::string cpus;
   bool check = false;
@@ -54,9 +56,16 @@ or, on loopback only, a fresh one in /run/nabla (see docs/protocol.md,
   app.add_option("--max-connections", f.max_connections,
                  "refuse rounds with more connections (default 4096)")
       ->check(CLI::Range(1, 1'000'000));
+  app.add_option("--max-threads", f.max_threads,
+                 "refuse rounds with more load threads (default 16)")
+      ->check(CLI::Range(1, 1024));
   app.add_option("--max-round-s", f.max_round_s,
                  "refuse rounds longer than this many seconds (default 60)")
       ->check(CLI::Range(0.001, 86400.0));
+  app.add_option("--max-samples", f.max_samples,
+                 "refuse recording rounds expecting more samples, rate x duration "
+                 "(default 20000000, about 2 GB)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1'000'000'000'000}));
   app.add_option("--busy-poll-us", f.busy_poll_us,
                  "SO_BUSY_POLL on latency rounds' connections, us (default 50; 0 = off)")
       ->check(CLI::Range(0, 1'000'000));
@@ -92,7 +101,9 @@ std::optional<int> apply_flags(const Flags& f, loadd::DaemonOptions& o) {
   }
   o.service.limits.max_rate = f.max_rate;
   o.service.limits.max_connections = f.max_connections;
+  o.service.limits.max_threads = f.max_threads;
   o.service.limits.max_round_ns = static_cast<int64_t>(f.max_round_s * 1e9);
+  o.service.limits.max_samples = f.max_samples;
   o.service.busy_poll_us = f.busy_poll_us;
   if (!f.cpus.empty()) {
     try {
@@ -109,8 +120,10 @@ std::optional<int> apply_flags(const Flags& f, loadd::DaemonOptions& o) {
 // the engine's send timers will see).
 int run_check(const loadd::DaemonOptions& o) {
   std::cout << "ok: listen " << o.listen << ", max rate " << o.service.limits.max_rate
-            << " rps, max connections " << o.service.limits.max_connections << ", max round "
-            << static_cast<double>(o.service.limits.max_round_ns) / 1e9 << " s\n";
+            << " rps, max connections " << o.service.limits.max_connections << ", max threads "
+            << o.service.limits.max_threads << ", max round "
+            << static_cast<double>(o.service.limits.max_round_ns) / 1e9 << " s, max samples "
+            << o.service.limits.max_samples << "\n";
   std::cout << "ok: busy polling on latency rounds "
             << (o.service.busy_poll_us > 0 ? std::to_string(o.service.busy_poll_us) + " us"
                                            : std::string("off"))

@@ -1,6 +1,7 @@
 // nabla-loadd's rounds; see service.hh.
 #include "nabla/loadd/service.hh"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <exception>
@@ -132,7 +133,7 @@ loadgen::EngineConfig local_engine(loadgen::EngineConfig engine, loadgen::AgentK
   return engine;
 }
 
-void LoadService::check_limits(const loadgen::EngineConfig& engine) const {
+void LoadService::check_limits(const loadgen::EngineConfig& engine, loadgen::AgentKind kind) const {
   const Limits& l = options_.limits;
   const auto target = common::IpAddress::parse(engine.host);
   if (!target) {
@@ -155,6 +156,11 @@ void LoadService::check_limits(const loadgen::EngineConfig& engine) const {
     throw std::invalid_argument("engine.schedule.rate_per_s: " + number_text(rate) +
                                 " is above this agent's --max-rate " + number_text(l.max_rate));
   }
+  if (engine.threads > l.max_threads) {
+    throw std::invalid_argument("engine.threads: " + std::to_string(engine.threads) +
+                                " is above this agent's --max-threads " +
+                                std::to_string(l.max_threads));
+  }
   if (engine.connections > l.max_connections) {
     throw std::invalid_argument("engine.connections: " + std::to_string(engine.connections) +
                                 " is above this agent's --max-connections " +
@@ -169,10 +175,25 @@ void LoadService::check_limits(const loadgen::EngineConfig& engine) const {
                                 " is above this agent's --max-round-s " +
                                 seconds_text(l.max_round_ns));
   }
+  if (engine.record_samples && kind != loadgen::AgentKind::kThroughput) {
+    // Every sample stays in memory until the coordinator fetches it.
+    double expected = rate * static_cast<double>(engine.duration_ns) / 1e9;
+    if (engine.max_requests > 0) {
+      expected = std::min(expected, static_cast<double>(engine.max_requests));
+    }
+    if (expected > static_cast<double>(l.max_samples)) {
+      throw std::invalid_argument("engine.schedule.rate_per_s: " + number_text(rate) + " rps for " +
+                                  seconds_text(engine.duration_ns) + " records about " +
+                                  std::to_string(static_cast<uint64_t>(std::ceil(expected))) +
+                                  " samples, above this agent's --max-samples " +
+                                  std::to_string(l.max_samples) +
+                                  " (they are held in memory until fetched)");
+    }
+  }
 }
 
 protocol::LoadStartResult LoadService::start(StartRequest request) {
-  check_limits(request.engine);
+  check_limits(request.engine, request.kind);
   {
     std::lock_guard lock(mu_);
     if (current_) {

@@ -250,6 +250,63 @@ TEST(ServiceLimits, RefusesWhatTheFlagsDoNotAllow) {
   EXPECT_NO_THROW(service.start(r));
 }
 
+TEST(ServiceLimits, RefusesMoreThreadsThanMaxThreads) {
+  ServiceOptions o;
+  o.limits.max_threads = 4;
+  LoadService service(
+      o, [](const loadgen::EngineConfig&, int64_t) { return RoundReport(); },
+      [] { return int64_t{0}; });
+  StartRequest r;
+  r.owner = "a";
+  r.engine.host = "10.1.2.3";
+  r.engine.schedule.rate_per_s = 1000;
+  r.engine.threads = 5;
+  r.engine.connections = 5;
+  r.engine.duration_ns = kSecond;
+  expect_refused(service, r, "engine.threads: 5 is above this agent's --max-threads 4");
+  r.engine.threads = 4;
+  EXPECT_NO_THROW(service.start(r));
+}
+
+// The samples a recording round expects (rate x duration, or max_requests
+// when fewer) must fit: refused before anything is sent. A throughput round
+// records none, so only its rate and duration bound it.
+TEST(ServiceLimits, RefusesRoundsWhoseSamplesWouldNotFit) {
+  ServiceOptions o;
+  o.limits.max_samples = 10'000;
+  LoadService service(
+      o, [](const loadgen::EngineConfig&, int64_t) { return RoundReport(); },
+      [] { return int64_t{0}; });
+  StartRequest ok;
+  ok.owner = "a";
+  ok.engine.host = "10.1.2.3";
+  ok.engine.schedule.rate_per_s = 1000;
+  ok.engine.duration_ns = 10 * kSecond;  // 10000 samples: just fits
+
+  for (const auto kind : {loadgen::AgentKind::kSymmetric, loadgen::AgentKind::kLatency}) {
+    auto r = ok;
+    r.kind = kind;
+    r.engine.duration_ns = 10 * kSecond + 2'000'000;  // 10002
+    expect_refused(service, r,
+                   "engine.schedule.rate_per_s: 1000 rps for 10.002 s records about 10002 "
+                   "samples, above this agent's --max-samples 10000");
+  }
+  auto r = ok;
+  r.engine.duration_ns = 20 * kSecond;
+  r.engine.max_requests = 10'000;  // the count bound ends it first
+  EXPECT_NO_THROW(service.start(r));
+  service.stop_all();
+  r = ok;
+  r.engine.duration_ns = 20 * kSecond;
+  r.kind = loadgen::AgentKind::kThroughput;
+  r.engine.record_samples = false;
+  EXPECT_NO_THROW(service.start(r));
+  service.stop_all();
+  r = ok;
+  r.kind = loadgen::AgentKind::kLatency;
+  EXPECT_NO_THROW(service.start(r));
+}
+
 // Lancet's agents: latency and symmetric ones stamp in the kernel, only a
 // latency agent busy-polls; a throughput agent does neither. The host's
 // CPUs apply to every kind.
