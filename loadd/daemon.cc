@@ -56,6 +56,12 @@ loadgen::EngineConfig engine_of(const json& engine) {
 
 }  // namespace
 
+std::optional<std::string> root_refusal(uid_t euid, bool allow_root) {
+  if (euid != 0 || allow_root) return std::nullopt;
+  return "nabla-loadd needs no privilege: run it as an unprivileged user (the package's unit runs "
+         "it as nabla-load), or pass --allow-root";
+}
+
 std::vector<int> parse_cpu_list(const std::string& text) {
   std::vector<int> cpus;
   const auto bad = [&] {

@@ -1,6 +1,9 @@
 // nabla-loadd: a load agent (lancet's): runs its share of a round's rate
 // with the open-loop engine when the coordinator asks. Thin main: flags in,
-// nabla::loadd::run_daemon out. Needs no privilege.
+// nabla::loadd::run_daemon out. Needs no privilege, and refuses root
+// without --allow-root.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <exception>
@@ -36,6 +39,7 @@ struct Flags {
   uint64_t max_samples = 20'000'000;
   int busy_poll_us = 50;
   std::string cpus;
+  bool allow_root = false;
   bool check = false;
 };
 
@@ -70,6 +74,7 @@ or, on loopback only, a fresh one in /run/nabla (see docs/protocol.md,
                  "SO_BUSY_POLL on latency rounds' connections, us (default 50; 0 = off)")
       ->check(CLI::Range(0, 1'000'000));
   app.add_option("--cpus", f.cpus, "run the load threads on these CPUs, e.g. 0,2-3");
+  app.add_flag("--allow-root", f.allow_root, "run even as root (it needs no privilege)");
   app.add_flag("--check", f.check, "check the flags and this host's timer, then exit");
 }
 
@@ -152,6 +157,12 @@ int main(int argc, char** argv) {
   if (const auto code = common::parse_command_line(app, argc, argv, "nabla-loadd")) return *code;
   loadd::DaemonOptions options;
   if (const auto usage_error = apply_flags(flags, options)) return *usage_error;
+  // Root would only widen what a key holder can make it do: an agent needs
+  // no privilege (its unit runs it as nabla-load).
+  if (const auto refusal = loadd::root_refusal(::geteuid(), flags.allow_root)) {
+    std::cerr << *refusal << "\n";
+    return 2;
+  }
   try {
     if (flags.check) return run_check(options);
     return loadd::run_daemon(options);

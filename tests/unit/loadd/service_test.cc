@@ -1,5 +1,6 @@
 // nabla-loadd's round bookkeeping and lease policy, on a virtual clock with
-// a round body that stands in for the engine.
+// a round body that stands in for the engine; and the agent's refusal of
+// root.
 #include "nabla/loadd/service.hh"
 
 #include <gtest/gtest.h>
@@ -11,6 +12,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "nabla/loadd/daemon.hh"
 
 namespace nabla::loadd {
 namespace {
@@ -355,6 +358,19 @@ TEST(LocalEngine, TheRoundRunsIt) {
   for (int i = 0; i < 500 && service.busy(); ++i) std::this_thread::sleep_for(10ms);
   EXPECT_EQ(busy_poll.load(), 25);
   EXPECT_TRUE(stamps.load());
+}
+
+// An agent needs no privilege: root is refused unless --allow-root says so,
+// with one line saying how to run it instead.
+TEST(RootPolicy, RootIsRefusedWithoutAllowRoot) {
+  const auto refusal = root_refusal(0, false);
+  ASSERT_TRUE(refusal);
+  EXPECT_EQ(*refusal,
+            "nabla-loadd needs no privilege: run it as an unprivileged user (the package's unit "
+            "runs it as nabla-load), or pass --allow-root");
+  EXPECT_FALSE(root_refusal(0, true));
+  EXPECT_FALSE(root_refusal(65534, false));
+  EXPECT_FALSE(root_refusal(1000, true));
 }
 
 TEST(Cidr, ParsesAndMatches) {
