@@ -76,10 +76,13 @@ json grpc_status_json(const loadgen::ErrorCounts& e) {
 
 // The connections' setup, never inside a request's latency.
 json setup_json(const loadgen::ConnectionSetup& s) {
-  return {
-      {"tls_handshakes", s.tls_handshakes}, {"tls_offered", s.tls_offered},
-      {"tls_resumed", s.tls_resumed},       {"tls_handshake_ns", quantiles_json(s.tls_handshake)},
-      {"start_shift_ns", s.start_shift_ns}, {"first_error", s.first_error}};
+  return {{"tls_handshakes", s.tls_handshakes},
+          {"tls_offered", s.tls_offered},
+          {"tls_resumed", s.tls_resumed},
+          {"tls_handshake_ns", quantiles_json(s.tls_handshake)},
+          {"start_shift_ns", s.start_shift_ns},
+          {"first_error", s.first_error},
+          {"busy_poll_refused", s.busy_poll_refused}};
 }
 
 json send_timer_json(const loadgen::SendTimer& t) {

@@ -56,6 +56,12 @@ loadgen::EngineConfig engine_of(const json& engine) {
 
 }  // namespace
 
+std::optional<std::string> root_refusal(uid_t euid, bool allow_root) {
+  if (euid != 0 || allow_root) return std::nullopt;
+  return "nabla-loadd needs no privilege: run it as an unprivileged user (the package's unit runs "
+         "it as nabla-load), or pass --allow-root";
+}
+
 std::vector<int> parse_cpu_list(const std::string& text) {
   std::vector<int> cpus;
   const auto bad = [&] {
@@ -150,7 +156,9 @@ void register_methods(common::RpcServer& server, LoadService& service, int64_t s
         const Limits& l = service.limits();
         info.max_rate = l.max_rate;
         info.max_connections = l.max_connections;
+        info.max_threads = l.max_threads;
         info.max_round_s = static_cast<double>(l.max_round_ns) / 1e9;
+        info.max_samples = static_cast<int64_t>(l.max_samples);
         for (const Cidr& c : l.allow_target) info.allow_target.push_back(c.to_string());
         info.uptime_s = static_cast<double>(common::monotonic_ns() - started_ns) / 1e9;
         return info.to_json();

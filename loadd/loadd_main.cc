@@ -1,6 +1,9 @@
 // nabla-loadd: a load agent (lancet's): runs its share of a round's rate
 // with the open-loop engine when the coordinator asks. Thin main: flags in,
-// nabla::loadd::run_daemon out. Needs no privilege.
+// nabla::loadd::run_daemon out. Needs no privilege, and refuses root
+// without --allow-root.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <exception>
@@ -31,8 +34,12 @@ struct Flags {
   std::vector<std::string> allow_target;
   double max_rate = 2'000'000;
   int max_connections = 4096;
+  int max_threads = 16;
   double max_round_s = 60;
+  uint64_t max_samples = 20'000'000;
+  int busy_poll_us = 50;
   std::string cpus;
+  bool allow_root = false;
   bool check = false;
 };
 
@@ -53,10 +60,21 @@ or, on loopback only, a fresh one in /run/nabla (see docs/protocol.md,
   app.add_option("--max-connections", f.max_connections,
                  "refuse rounds with more connections (default 4096)")
       ->check(CLI::Range(1, 1'000'000));
+  app.add_option("--max-threads", f.max_threads,
+                 "refuse rounds with more load threads (default 16)")
+      ->check(CLI::Range(1, 1024));
   app.add_option("--max-round-s", f.max_round_s,
                  "refuse rounds longer than this many seconds (default 60)")
       ->check(CLI::Range(0.001, 86400.0));
+  app.add_option("--max-samples", f.max_samples,
+                 "refuse recording rounds expecting more samples, rate x duration "
+                 "(default 20000000, about 2 GB)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1'000'000'000'000}));
+  app.add_option("--busy-poll-us", f.busy_poll_us,
+                 "SO_BUSY_POLL on latency rounds' connections, us (default 50; 0 = off)")
+      ->check(CLI::Range(0, 1'000'000));
   app.add_option("--cpus", f.cpus, "run the load threads on these CPUs, e.g. 0,2-3");
+  app.add_flag("--allow-root", f.allow_root, "run even as root (it needs no privilege)");
   app.add_flag("--check", f.check, "check the flags and this host's timer, then exit");
 }
 
@@ -88,7 +106,10 @@ std::optional<int> apply_flags(const Flags& f, loadd::DaemonOptions& o) {
   }
   o.service.limits.max_rate = f.max_rate;
   o.service.limits.max_connections = f.max_connections;
+  o.service.limits.max_threads = f.max_threads;
   o.service.limits.max_round_ns = static_cast<int64_t>(f.max_round_s * 1e9);
+  o.service.limits.max_samples = f.max_samples;
+  o.service.busy_poll_us = f.busy_poll_us;
   if (!f.cpus.empty()) {
     try {
       o.service.cpus = loadd::parse_cpu_list(f.cpus);
@@ -104,8 +125,14 @@ std::optional<int> apply_flags(const Flags& f, loadd::DaemonOptions& o) {
 // the engine's send timers will see).
 int run_check(const loadd::DaemonOptions& o) {
   std::cout << "ok: listen " << o.listen << ", max rate " << o.service.limits.max_rate
-            << " rps, max connections " << o.service.limits.max_connections << ", max round "
-            << static_cast<double>(o.service.limits.max_round_ns) / 1e9 << " s\n";
+            << " rps, max connections " << o.service.limits.max_connections << ", max threads "
+            << o.service.limits.max_threads << ", max round "
+            << static_cast<double>(o.service.limits.max_round_ns) / 1e9 << " s, max samples "
+            << o.service.limits.max_samples << "\n";
+  std::cout << "ok: busy polling on latency rounds "
+            << (o.service.busy_poll_us > 0 ? std::to_string(o.service.busy_poll_us) + " us"
+                                           : std::string("off"))
+            << "\n";
   std::cout << "ok: targets "
             << (o.service.limits.allow_target.empty() ? std::string("any") : std::string(""));
   for (std::size_t i = 0; i < o.service.limits.allow_target.size(); ++i) {
@@ -130,6 +157,12 @@ int main(int argc, char** argv) {
   if (const auto code = common::parse_command_line(app, argc, argv, "nabla-loadd")) return *code;
   loadd::DaemonOptions options;
   if (const auto usage_error = apply_flags(flags, options)) return *usage_error;
+  // Root would only widen what a key holder can make it do: an agent needs
+  // no privilege (its unit runs it as nabla-load).
+  if (const auto refusal = loadd::root_refusal(::geteuid(), flags.allow_root)) {
+    std::cerr << *refusal << "\n";
+    return 2;
+  }
   try {
     if (flags.check) return run_check(options);
     return loadd::run_daemon(options);

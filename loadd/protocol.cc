@@ -280,7 +280,9 @@ json LoaddInfo::to_json() const {
           {"limits",
            {{"max_rate", max_rate},
             {"max_connections", max_connections},
+            {"max_threads", max_threads},
             {"max_round_s", max_round_s},
+            {"max_samples", max_samples},
             {"allow_target", allow_target}}},
           {"uptime_s", uptime_s}};
 }
@@ -299,7 +301,9 @@ LoaddInfo LoaddInfo::from_json(const json& result) {
   const Fields limits(f.object("limits"), "limits");
   i.max_rate = limits.number("max_rate");
   i.max_connections = limits.integer("max_connections");
+  i.max_threads = limits.integer("max_threads");
   i.max_round_s = limits.number("max_round_s");
+  i.max_samples = limits.integer("max_samples");
   const json& allow = limits.require("allow_target");
   if (!allow.is_array()) bad("limits.allow_target", "must be an array");
   for (const json& a : allow) {

@@ -1,6 +1,7 @@
 // nabla-loadd's rounds; see service.hh.
 #include "nabla/loadd/service.hh"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <exception>
@@ -119,7 +120,20 @@ LoadService::~LoadService() {
   stop_all();
 }
 
-void LoadService::check_limits(const loadgen::EngineConfig& engine) const {
+loadgen::EngineConfig local_engine(loadgen::EngineConfig engine, loadgen::AgentKind kind,
+                                   const ServiceOptions& options) {
+  engine.cpus = options.cpus;
+  // Lancet's latency and symmetric agents stamp replies in the kernel; the
+  // engine keeps the user clock where a stamp cannot be matched to a
+  // request (TLS, HTTP/2). A throughput agent records nothing.
+  engine.software_rx_timestamps = kind != loadgen::AgentKind::kThroughput;
+  // Busy polling only where every microsecond is measured: on a latency
+  // agent's few connections, not on a symmetric agent's many.
+  engine.busy_poll_us = kind == loadgen::AgentKind::kLatency ? options.busy_poll_us : 0;
+  return engine;
+}
+
+void LoadService::check_limits(const loadgen::EngineConfig& engine, loadgen::AgentKind kind) const {
   const Limits& l = options_.limits;
   const auto target = common::IpAddress::parse(engine.host);
   if (!target) {
@@ -142,6 +156,11 @@ void LoadService::check_limits(const loadgen::EngineConfig& engine) const {
     throw std::invalid_argument("engine.schedule.rate_per_s: " + number_text(rate) +
                                 " is above this agent's --max-rate " + number_text(l.max_rate));
   }
+  if (engine.threads > l.max_threads) {
+    throw std::invalid_argument("engine.threads: " + std::to_string(engine.threads) +
+                                " is above this agent's --max-threads " +
+                                std::to_string(l.max_threads));
+  }
   if (engine.connections > l.max_connections) {
     throw std::invalid_argument("engine.connections: " + std::to_string(engine.connections) +
                                 " is above this agent's --max-connections " +
@@ -156,10 +175,25 @@ void LoadService::check_limits(const loadgen::EngineConfig& engine) const {
                                 " is above this agent's --max-round-s " +
                                 seconds_text(l.max_round_ns));
   }
+  if (engine.record_samples && kind != loadgen::AgentKind::kThroughput) {
+    // Every sample stays in memory until the coordinator fetches it.
+    double expected = rate * static_cast<double>(engine.duration_ns) / 1e9;
+    if (engine.max_requests > 0) {
+      expected = std::min(expected, static_cast<double>(engine.max_requests));
+    }
+    if (expected > static_cast<double>(l.max_samples)) {
+      throw std::invalid_argument("engine.schedule.rate_per_s: " + number_text(rate) + " rps for " +
+                                  seconds_text(engine.duration_ns) + " records about " +
+                                  std::to_string(static_cast<uint64_t>(std::ceil(expected))) +
+                                  " samples, above this agent's --max-samples " +
+                                  std::to_string(l.max_samples) +
+                                  " (they are held in memory until fetched)");
+    }
+  }
 }
 
 protocol::LoadStartResult LoadService::start(StartRequest request) {
-  check_limits(request.engine);
+  check_limits(request.engine, request.kind);
   {
     std::lock_guard lock(mu_);
     if (current_) {
@@ -181,8 +215,7 @@ protocol::LoadStartResult LoadService::start(StartRequest request) {
   reap(true);  // the rounds replaced have finished or were told to stop: bounded
 
   auto round = std::make_shared<Round>();
-  loadgen::EngineConfig config = std::move(request.engine);
-  config.cpus = options_.cpus;
+  loadgen::EngineConfig config = local_engine(std::move(request.engine), request.kind, options_);
   config.stop = &round->stop;
   {
     std::lock_guard lock(mu_);

@@ -474,14 +474,18 @@ SendTimer read_timer(const Reader& in) {
 }
 
 json setup_json(const ConnectionSetup& s) {
-  return json{{"tls_handshakes", s.tls_handshakes}, {"tls_offered", s.tls_offered},
-              {"tls_resumed", s.tls_resumed},       {"tls_handshake", histogram(s.tls_handshake)},
-              {"start_shift_ns", s.start_shift_ns}, {"first_error", s.first_error}};
+  return json{{"tls_handshakes", s.tls_handshakes},
+              {"tls_offered", s.tls_offered},
+              {"tls_resumed", s.tls_resumed},
+              {"tls_handshake", histogram(s.tls_handshake)},
+              {"start_shift_ns", s.start_shift_ns},
+              {"first_error", s.first_error},
+              {"busy_poll_refused", s.busy_poll_refused}};
 }
 
 ConnectionSetup read_setup(const Reader& in) {
   in.reject_unknown({"tls_handshakes", "tls_offered", "tls_resumed", "tls_handshake",
-                     "start_shift_ns", "first_error"});
+                     "start_shift_ns", "first_error", "busy_poll_refused"});
   ConnectionSetup s;
   s.tls_handshakes = in.count("tls_handshakes");
   s.tls_offered = in.count("tls_offered");
@@ -489,6 +493,7 @@ ConnectionSetup read_setup(const Reader& in) {
   s.tls_handshake = read_histogram(in.require("tls_handshake"), in.path("tls_handshake"));
   s.start_shift_ns = in.non_negative("start_shift_ns");
   s.first_error = in.string("first_error");
+  s.busy_poll_refused = in.count("busy_poll_refused");
   return s;
 }
 

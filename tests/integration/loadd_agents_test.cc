@@ -32,6 +32,7 @@
 #include "nabla/common/clock.hh"
 #include "nabla/common/json_rpc.hh"
 #include "nabla/common/local_keys.hh"
+#include "nabla/common/netns.hh"
 #include "nabla/common/rpc.hh"
 #include "nabla/common/rpc_auth.hh"
 #include "nabla/common/rpc_frame.hh"
@@ -225,6 +226,21 @@ class LoaddAgents : public ::testing::Test {
   std::optional<common::Key> key_;
   tier::EchoServer echo_;
 };
+
+// Started as root the agent refuses to run unless --allow-root says so
+// (the fixture's agents drop to nobody instead).
+TEST(LoaddRoot, RootIsRefusedWithOneLineUnlessAllowed) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+  const auto refused = common::run_command({NABLA_LOADD_PATH, "--listen", "127.0.0.1:0"});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_EQ(refused.stderr_text,
+            "nabla-loadd needs no privilege: run it as an unprivileged user (the package's unit "
+            "runs it as nabla-load), or pass --allow-root");  // one line (run_command trims)
+  EXPECT_EQ(refused.stdout_text, "");
+  const auto allowed = common::run_command({NABLA_LOADD_PATH, "--allow-root", "--check"});
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.stderr_text;
+  EXPECT_NE(allowed.stdout_text.find("ok: listen"), std::string::npos) << allowed.stdout_text;
+}
 
 TEST_F(LoaddAgents, ARoundOnTwoAgentsReturnsTheRequestedCounts) {
   LoaddProcess a(key_path_), b(key_path_);

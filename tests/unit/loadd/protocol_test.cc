@@ -136,7 +136,9 @@ TEST(Info, RoundTrips) {
   i.owner = "o";
   i.max_rate = 1000;
   i.max_connections = 10;
+  i.max_threads = 4;
   i.max_round_s = 60;
+  i.max_samples = 20'000'000;
   i.allow_target = {"10.0.0.0/8"};
   i.uptime_s = 3;
   const auto back = LoaddInfo::from_json(i.to_json());
@@ -145,6 +147,8 @@ TEST(Info, RoundTrips) {
   EXPECT_TRUE(back.busy);
   EXPECT_EQ(back.round, "r1");
   EXPECT_EQ(back.protocol_version, 3);
+  EXPECT_EQ(back.max_threads, 4);
+  EXPECT_EQ(back.max_samples, 20'000'000);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // nabla-loadd's round bookkeeping and lease policy, on a virtual clock with
-// a round body that stands in for the engine.
+// a round body that stands in for the engine; and the agent's refusal of
+// root.
 #include "nabla/loadd/service.hh"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,9 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
+
+#include "nabla/loadd/daemon.hh"
 
 namespace nabla::loadd {
 namespace {
@@ -247,6 +251,126 @@ TEST(ServiceLimits, RefusesWhatTheFlagsDoNotAllow) {
   r = ok;
   r.engine.host = "fd00::7";
   EXPECT_NO_THROW(service.start(r));
+}
+
+TEST(ServiceLimits, RefusesMoreThreadsThanMaxThreads) {
+  ServiceOptions o;
+  o.limits.max_threads = 4;
+  LoadService service(
+      o, [](const loadgen::EngineConfig&, int64_t) { return RoundReport(); },
+      [] { return int64_t{0}; });
+  StartRequest r;
+  r.owner = "a";
+  r.engine.host = "10.1.2.3";
+  r.engine.schedule.rate_per_s = 1000;
+  r.engine.threads = 5;
+  r.engine.connections = 5;
+  r.engine.duration_ns = kSecond;
+  expect_refused(service, r, "engine.threads: 5 is above this agent's --max-threads 4");
+  r.engine.threads = 4;
+  EXPECT_NO_THROW(service.start(r));
+}
+
+// The samples a recording round expects (rate x duration, or max_requests
+// when fewer) must fit: refused before anything is sent. A throughput round
+// records none, so only its rate and duration bound it.
+TEST(ServiceLimits, RefusesRoundsWhoseSamplesWouldNotFit) {
+  ServiceOptions o;
+  o.limits.max_samples = 10'000;
+  LoadService service(
+      o, [](const loadgen::EngineConfig&, int64_t) { return RoundReport(); },
+      [] { return int64_t{0}; });
+  StartRequest ok;
+  ok.owner = "a";
+  ok.engine.host = "10.1.2.3";
+  ok.engine.schedule.rate_per_s = 1000;
+  ok.engine.duration_ns = 10 * kSecond;  // 10000 samples: just fits
+
+  for (const auto kind : {loadgen::AgentKind::kSymmetric, loadgen::AgentKind::kLatency}) {
+    auto r = ok;
+    r.kind = kind;
+    r.engine.duration_ns = 10 * kSecond + 2'000'000;  // 10002
+    expect_refused(service, r,
+                   "engine.schedule.rate_per_s: 1000 rps for 10.002 s records about 10002 "
+                   "samples, above this agent's --max-samples 10000");
+  }
+  auto r = ok;
+  r.engine.duration_ns = 20 * kSecond;
+  r.engine.max_requests = 10'000;  // the count bound ends it first
+  EXPECT_NO_THROW(service.start(r));
+  service.stop_all();
+  r = ok;
+  r.engine.duration_ns = 20 * kSecond;
+  r.kind = loadgen::AgentKind::kThroughput;
+  r.engine.record_samples = false;
+  EXPECT_NO_THROW(service.start(r));
+  service.stop_all();
+  r = ok;
+  r.kind = loadgen::AgentKind::kLatency;
+  EXPECT_NO_THROW(service.start(r));
+}
+
+// Lancet's agents: latency and symmetric ones stamp in the kernel, only a
+// latency agent busy-polls; a throughput agent does neither. The host's
+// CPUs apply to every kind.
+TEST(LocalEngine, TimestampsAndBusyPollingByKind) {
+  ServiceOptions o;
+  o.cpus = {0};
+  o.busy_poll_us = 30;
+  loadgen::EngineConfig e;
+  e.busy_poll_us = 99;  // never the request's own
+  const auto latency = local_engine(e, loadgen::AgentKind::kLatency, o);
+  EXPECT_TRUE(latency.software_rx_timestamps);
+  EXPECT_EQ(latency.busy_poll_us, 30);
+  EXPECT_EQ(latency.cpus, std::vector<int>{0});
+  const auto symmetric = local_engine(e, loadgen::AgentKind::kSymmetric, o);
+  EXPECT_TRUE(symmetric.software_rx_timestamps);
+  EXPECT_EQ(symmetric.busy_poll_us, 0);
+  const auto throughput = local_engine(e, loadgen::AgentKind::kThroughput, o);
+  EXPECT_FALSE(throughput.software_rx_timestamps);
+  EXPECT_EQ(throughput.busy_poll_us, 0);
+  EXPECT_EQ(throughput.cpus, std::vector<int>{0});
+  o.busy_poll_us = 0;
+  EXPECT_EQ(local_engine(e, loadgen::AgentKind::kLatency, o).busy_poll_us, 0);
+}
+
+// The body gets the local engine: what the agent really runs.
+TEST(LocalEngine, TheRoundRunsIt) {
+  ServiceOptions o;
+  o.busy_poll_us = 25;
+  std::atomic<int> busy_poll{-1};
+  std::atomic<bool> stamps{false};
+  LoadService service(
+      o,
+      [&](const loadgen::EngineConfig& c, int64_t) {
+        busy_poll = c.busy_poll_us;
+        stamps = c.software_rx_timestamps;
+        return RoundReport();
+      },
+      [] { return int64_t{0}; });
+  StartRequest r;
+  r.owner = "a";
+  r.kind = loadgen::AgentKind::kLatency;
+  r.engine.host = "127.0.0.1";
+  r.engine.schedule.rate_per_s = 100;
+  r.engine.duration_ns = kSecond;
+  service.start(r);
+  for (int i = 0; i < 500 && service.busy(); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(busy_poll.load(), 25);
+  EXPECT_TRUE(stamps.load());
+}
+
+// An agent needs no privilege: root is refused unless --allow-root says so,
+// with one line saying how to run it instead.
+TEST(RootPolicy, RootIsRefusedWithoutAllowRoot) {
+  const auto refusal = root_refusal(0, false);
+  ASSERT_TRUE(refusal);
+  EXPECT_EQ(*refusal,
+            "nabla-loadd needs no privilege: run it as an unprivileged user (the package's unit "
+            "runs it as nabla-load), or pass --allow-root");
+  EXPECT_FALSE(root_refusal(0, true));
+  EXPECT_FALSE(root_refusal(65534, false));
+  EXPECT_FALSE(root_refusal(1000, true));
 }
 
 TEST(Cidr, ParsesAndMatches) {

@@ -1,15 +1,30 @@
 #include "nabla/loadgen/engine.hh"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstddef>
+#include <cstring>
+#include <filesystem>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <thread>
+#include <vector>
 
 #include "nabla/common/clock.hh"
 #include "nabla/common/fd.hh"
@@ -299,6 +314,112 @@ TEST(Engine, RealtimeThreadsRunAsRootAndAreRefusedOtherwise) {
   sched_param param{};
   ASSERT_EQ(::pthread_getschedparam(::pthread_self(), &policy, &param), 0);
   EXPECT_EQ(policy, SCHED_OTHER);
+}
+
+// The calling thread's effective capabilities (capget on itself).
+bool has_net_admin() {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2]{};
+  if (::syscall(SYS_capget, &header, data) != 0) return false;
+  return (data[CAP_TO_INDEX(CAP_NET_ADMIN)].effective & CAP_TO_MASK(CAP_NET_ADMIN)) != 0;
+}
+
+// From now on the calling thread, and the threads it starts, get EPERM for
+// setsockopt(SOL_SOCKET, SO_BUSY_POLL): what a kernel before 6.4 answers a
+// process without CAP_NET_ADMIN asking above net.core.busy_read (6.4 let
+// any process ask). A seccomp filter of this thread only; it ends with it.
+void refuse_busy_poll_in_this_thread() {
+  sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_setsockopt, 0, 5),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[1])),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOL_SOCKET, 0, 3),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[2])),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SO_BUSY_POLL, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  sock_fprog program{static_cast<unsigned short>(std::size(filter)), filter};
+  ASSERT_EQ(::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0) << std::strerror(errno);
+  ASSERT_EQ(::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program), 0)
+      << std::strerror(errno);
+}
+
+// SO_BUSY_POLL of every socket of this process connected to `port` (the
+// engine's connections; the server's accepted sockets have it as their
+// local port).
+std::vector<int> busy_poll_of_connections_to(uint16_t port) {
+  std::vector<int> out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    int fd = -1;
+    try {
+      fd = std::stoi(entry.path().filename().string());
+    } catch (const std::exception&) {
+      continue;
+    }
+    sockaddr_in peer{};
+    socklen_t len = sizeof peer;
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0) continue;
+    if (peer.sin_family != AF_INET || ntohs(peer.sin_port) != port) continue;
+    int us = -1;
+    socklen_t us_len = sizeof us;
+    if (::getsockopt(fd, SOL_SOCKET, SO_BUSY_POLL, &us, &us_len) == 0) out.push_back(us);
+  }
+  return out;
+}
+
+// busy_poll_us sets SO_BUSY_POLL on every connection: read back from the
+// engine's own sockets (with CAP_NET_ADMIN, which any kernel accepts). A
+// refusal is counted per connection and the run goes on without it.
+TEST(Engine, BusyPollIsSetOnEveryConnectionAndARefusalIsCountedNotFatal) {
+  {
+    common::FileDescriptor probe(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    int us = 0;
+    if (::setsockopt(probe.get(), SOL_SOCKET, SO_BUSY_POLL, &us, sizeof us) != 0 &&
+        errno == ENOPROTOOPT) {
+      GTEST_SKIP() << "kernel without busy polling (CONFIG_NET_RX_BUSY_POLL)";
+    }
+  }
+  EchoServer server;
+  EngineConfig c = echo_config(server.port());
+  c.threads = 2;
+  c.connections = 2;
+  c.schedule.rate_per_s = 2000;
+  c.max_requests = 200;
+
+  EngineResult off = run_engine(c, soon());
+  EXPECT_EQ(off.completed, 200u);
+  EXPECT_EQ(off.setup.busy_poll_refused, 0u);
+
+  c.busy_poll_us = 70;
+  if (has_net_admin()) {
+    c.max_requests = 0;
+    c.duration_ns = 500'000'000;
+    EngineResult r;
+    std::thread run([&] { r = run_engine(c, soon()); });
+    std::vector<int> seen;
+    for (int i = 0; i < 200 && seen.size() < 2; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      seen = busy_poll_of_connections_to(server.port());
+    }
+    run.join();
+    EXPECT_EQ(seen, (std::vector<int>{70, 70}));
+    EXPECT_EQ(r.errors.total(), 0u);
+    EXPECT_EQ(r.completed, r.scheduled);
+    EXPECT_EQ(r.setup.busy_poll_refused, 0u);
+    c.max_requests = 200;
+    c.duration_ns = 0;
+  }
+
+  EngineResult refused;
+  std::thread refusing([&] {
+    refuse_busy_poll_in_this_thread();
+    refused = run_engine(c, soon());
+  });
+  refusing.join();
+  EXPECT_EQ(refused.completed, 200u);
+  EXPECT_EQ(refused.errors.total(), 0u);
+  EXPECT_EQ(refused.setup.busy_poll_refused, refused.reconnects + 2);
 }
 
 // cpus pins thread i to cpus[i % n]: every thread ends on its CPU, and a CPU

@@ -76,6 +76,7 @@ EngineConfig every_field_set() {
   c.cpus = {1};
   c.rt_priority = 10;
   c.spin_ns = 1000;
+  c.busy_poll_us = 50;
   c.software_rx_timestamps = true;
   c.phc_index = 2;
   return c;
@@ -130,9 +131,11 @@ TEST(WireEngine, EveryWorkloadFieldRoundTrips) {
   EXPECT_TRUE(b.cpus.empty());
   EXPECT_EQ(b.rt_priority, 0);
   EXPECT_FALSE(b.spin_ns);
+  EXPECT_EQ(b.busy_poll_us, 0);
   EXPECT_FALSE(b.software_rx_timestamps);
   EXPECT_EQ(b.phc_index, -1);
-  for (const char* key : {"cpus", "rt_priority", "spin_ns", "phc_index", "stop", "slice_ns"}) {
+  for (const char* key :
+       {"cpus", "rt_priority", "spin_ns", "phc_index", "stop", "slice_ns", "busy_poll_us"}) {
     EXPECT_FALSE(j.contains(key)) << key;
   }
 }
@@ -284,6 +287,7 @@ EngineResult summary_round() {
   r.setup.tls_handshake.record(1'500'000);
   r.setup.start_shift_ns = 12'000;
   r.setup.first_error = "connect: refused";
+  r.setup.busy_poll_refused = 9;
   return r;
 }
 
@@ -327,6 +331,7 @@ TEST(WireRoundSummary, RoundTripsExactlyWithoutSamples) {
   EXPECT_EQ(b.result.setup.tls_handshake.parts(), r.setup.tls_handshake.parts());
   EXPECT_EQ(b.result.setup.start_shift_ns, 12'000);
   EXPECT_EQ(b.result.setup.first_error, "connect: refused");
+  EXPECT_EQ(b.result.setup.busy_poll_refused, 9u);
   EXPECT_EQ(b.check.target_rps, check.target_rps);
   EXPECT_EQ(b.check.offered_rps, check.offered_rps);
   EXPECT_EQ(b.check.throughput_rps, check.throughput_rps);

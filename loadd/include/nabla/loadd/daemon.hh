@@ -3,6 +3,8 @@
 // the authenticated control protocol (common/rpc.hh, kind "loadd"), runs
 // each round in a worker thread, checks leases every 50 ms, stops on
 // SIGINT/SIGTERM. Needs no privilege.
+#include <sys/types.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -27,6 +29,11 @@ void register_methods(common::RpcServer& server, LoadService& service, int64_t s
 // Runs until SIGINT or SIGTERM; setup errors throw. Prints
 // "nabla-loadd listening on HOST port N" on stdout once serving.
 int run_daemon(const DaemonOptions& options);
+
+// Why an agent with this effective uid may not run, or nullopt: root is
+// refused without allow_root (--allow-root). The agent needs no privilege,
+// and as root an exploit of it, or a round's CA path, would reach anything.
+std::optional<std::string> root_refusal(uid_t euid, bool allow_root);
 
 // "0,2-3" -> {0, 2, 3}; throws std::invalid_argument naming the text.
 std::vector<int> parse_cpu_list(const std::string& text);

@@ -162,7 +162,9 @@ struct LoaddInfo {
   std::string owner;    // of that round
   double max_rate = 0;  // --max-rate
   int64_t max_connections = 0;
+  int64_t max_threads = 0;  // --max-threads
   double max_round_s = 0;
+  int64_t max_samples = 0;                // --max-samples
   std::vector<std::string> allow_target;  // --allow-target; empty: any
   double uptime_s = 0;
   nlohmann::json to_json() const;

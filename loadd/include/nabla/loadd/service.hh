@@ -9,7 +9,12 @@
 //           owner's finished round is kept within its lease; a finished
 //           round of the same owner, or one whose lease ran out, is
 //           replaced. The target must be inside --allow-target, the rate,
-//           connections and duration within the limits.
+//           threads, connections and duration within the limits, and the
+//           samples a recording round expects (rate x duration) within
+//           --max-samples, so that they fit in memory.
+//           A latency or symmetric round is measured with kernel socket
+//           timestamps (software_rx_timestamps), a latency round with busy
+//           polling too (--busy-poll-us), as lancet's agents are.
 //   status, result, samples (by the owner) renew the lease.
 //   expire  a running round not polled for its lease is stopped (its stop
 //           flag) and marked lapsed; it stays readable one more lease, then
@@ -52,7 +57,12 @@ struct Limits {
   std::vector<Cidr> allow_target;  // empty: any
   double max_rate = 2'000'000;
   int max_connections = 4096;
+  int max_threads = 16;
   int64_t max_round_ns = 60'000'000'000;
+  // The samples a round that records them may expect (offered rate x
+  // duration, or max_requests when fewer): every one is held in memory until
+  // fetched. 20 million: about 2 GB at ~100 bytes a sample at the peak.
+  uint64_t max_samples = 20'000'000;
 };
 
 // What a round's body hands back: the engine's result and the agent's own
@@ -104,7 +114,15 @@ struct RoundResult {
 struct ServiceOptions {
   Limits limits;
   std::vector<int> cpus;  // --cpus: every round's load threads run there
+  // --busy-poll-us: SO_BUSY_POLL on a latency round's connections (0: off).
+  int busy_poll_us = 50;
 };
+
+// The engine a round of this kind runs here: the request's, with this
+// host's settings (cpus; kernel timestamps for latency and symmetric
+// rounds, which record samples; busy polling for latency rounds).
+loadgen::EngineConfig local_engine(loadgen::EngineConfig engine, loadgen::AgentKind kind,
+                                   const ServiceOptions& options);
 
 class LoadService {
  public:
@@ -137,7 +155,7 @@ class LoadService {
  private:
   struct Round;
   Round& find(const std::string& id, const std::string& owner);  // mu_ held
-  void check_limits(const loadgen::EngineConfig& engine) const;
+  void check_limits(const loadgen::EngineConfig& engine, loadgen::AgentKind kind) const;
   void reap(bool wait);  // mu_ held for the list swap only
 
   ServiceOptions options_;

@@ -141,6 +141,15 @@ struct EngineConfig {
   // to 1 ms behind it). Each CPU must be in the process's allowed set
   // (run_engine throws std::invalid_argument naming it).
   std::vector<int> cpus;
+  // SO_BUSY_POLL on every connection socket, in µs (0 = leave it): a read
+  // that finds nothing spins on the device queue this long instead of
+  // waiting for its interrupt (lancet's latency agents; affects sockets on
+  // a NIC with NAPI, not loopback). Before Linux 6.4 a process without
+  // CAP_NET_ADMIN may ask at most net.core.busy_read; above it the kernel
+  // refuses (EPERM) and the connection goes on without, counted in
+  // ConnectionSetup::busy_poll_refused.
+  // The host's own setting: never on the wire (wire.hh).
+  int busy_poll_us = 0;
   bool software_rx_timestamps = false;
   // With software_rx_timestamps: the PTP clock of a NIC whose hardware
   // stamping is on (TimestampPlan::phc_index), -1 for none. Each thread then
@@ -251,6 +260,10 @@ struct ConnectionSetup {
   // over the rounds when added up).
   int64_t start_shift_ns = 0;
   std::string first_error;  // the first connect or handshake failure's text
+  // Connections whose SO_BUSY_POLL (EngineConfig::busy_poll_us) the kernel
+  // refused (before Linux 6.4: above net.core.busy_read without
+  // CAP_NET_ADMIN). They run without busy polling.
+  uint64_t busy_poll_refused = 0;
   void add(const ConnectionSetup& other);
 };
 

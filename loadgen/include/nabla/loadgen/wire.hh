@@ -22,8 +22,8 @@ namespace nabla::loadgen {
 // threads, connections, K, schedule, protocol (mix, keys, values, gRPC
 // messages as base64), bounds, timeouts, late threshold, record_samples,
 // seed. Settings of the agent's own host (cpus, rt_priority, slice, spin,
-// poll budget, timestamps, PHC, the stop flag, the TLS session cache) are
-// the agent's flags and never cross.
+// poll budget, busy polling, timestamps, PHC, the stop flag, the TLS session
+// cache) are the agent's flags and never cross.
 nlohmann::json engine_config_to_json(const EngineConfig& config);
 EngineConfig engine_config_from_json(const nlohmann::json& json);
 
