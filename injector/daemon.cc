@@ -3,11 +3,9 @@
 #include <unistd.h>
 
 #include <asio/io_context.hpp>
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <iostream>
-#include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -18,6 +16,7 @@
 #include "nabla/common/log.hh"
 #include "nabla/common/netns.hh"
 #include "nabla/common/node_facts.hh"
+#include "nabla/common/periodic_task.hh"
 #include "nabla/common/rpc.hh"
 #include "nabla/common/stop_signals.hh"
 #include "nabla/injector/engine.hh"
@@ -129,30 +128,13 @@ int run_daemon(const DaemonOptions& options) {
   std::cout << "nabla-injectd listening on " << listen.host << ":" << server->port() << std::endl;
   std::thread control([&io] { io.run(); });
 
-  std::atomic<bool> quit{false};
-  std::mutex m;
-  std::condition_variable cv;
-  std::thread leases([&] {
-    std::unique_lock lock(m);
-    while (!quit) {
-      cv.wait_for(lock, std::chrono::milliseconds(100));
-      if (quit) break;
-      try {
-        service.expire_leases(common::monotonic_ns());
-      } catch (const std::exception& e) {
-        common::log_error("lease check: ", e.what());
-      }
-    }
-  });
+  std::optional<common::PeriodicTask> leases;
+  leases.emplace("lease check", std::chrono::milliseconds(100),
+                 [&service] { service.expire_leases(common::monotonic_ns()); });
 
   const int signo = signals.wait();
   common::log_info("signal ", signo, ": stopping every injection and removing rules");
-  {
-    std::lock_guard lock(m);
-    quit = true;
-  }
-  cv.notify_all();
-  leases.join();
+  leases.reset();
   server->stop();
   control.join();
   server.reset();

@@ -5,11 +5,9 @@
 
 #include <algorithm>
 #include <asio/io_context.hpp>
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <iostream>
-#include <mutex>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <system_error>
@@ -20,6 +18,7 @@
 #include "nabla/common/json_rpc.hh"
 #include "nabla/common/local_keys.hh"
 #include "nabla/common/log.hh"
+#include "nabla/common/periodic_task.hh"
 #include "nabla/common/protocol/no_params.hh"
 #include "nabla/common/protocol/node.hh"
 #include "nabla/common/stop_signals.hh"
@@ -197,30 +196,13 @@ int run_daemon(const DaemonOptions& options) {
             << std::endl;
   std::thread control([&io] { io.run(); });
 
-  bool quit = false;
-  std::mutex m;
-  std::condition_variable cv;
-  std::thread leases([&] {
-    std::unique_lock lock(m);
-    while (!quit) {
-      cv.wait_for(lock, std::chrono::milliseconds(50));
-      if (quit) break;
-      try {
-        service.expire(common::monotonic_ns());
-      } catch (const std::exception& e) {
-        common::log_error("lease check: ", e.what());
-      }
-    }
-  });
+  std::optional<common::PeriodicTask> leases;
+  leases.emplace("lease check", std::chrono::milliseconds(50),
+                 [&service] { service.expire(common::monotonic_ns()); });
 
   const int signo = signals.wait();
   common::log_info("signal ", signo, ": stopping");
-  {
-    std::lock_guard lock(m);
-    quit = true;
-  }
-  cv.notify_all();
-  leases.join();
+  leases.reset();
   server->stop();
   control.join();
   server.reset();
