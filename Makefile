@@ -79,11 +79,11 @@ demo:
 	  echo "make demo: report at $(abspath $(BUILD))/nabla-demo-report.html (open it in a browser; it needs no network)"; fi
 
 format:
-	find common analysis db injector sniffer loadgen loadd report tier testbed coordinator tests bench \
+	find common analysis db injector sniffer loadgen loadd load report tier testbed coordinator tests bench \
 	  \( -name '*.cc' -o -name '*.hh' \) -print0 | xargs -0 -r clang-format -i
 
 format-check:
-	find common analysis db injector sniffer loadgen loadd report tier testbed coordinator tests bench \
+	find common analysis db injector sniffer loadgen loadd load report tier testbed coordinator tests bench \
 	  \( -name '*.cc' -o -name '*.hh' \) -print0 | xargs -0 -r clang-format --dry-run --Werror
 
 clean:

@@ -125,8 +125,7 @@ void print_load_agents_table(const json& agents, std::ostream& out) {
     t.add_row({format_number(a["rate_rps"].get<double>()), a["agent"].get<std::string>(),
                a["kind"].get<std::string>(), format_number(a["share_rps"].get<double>()),
                a["sent"].dump(), a["completed"].dump(), a["late_sends"].dump(), a["errors"].dump(),
-               a["samples"].dump(),
-               a["rounds_failed"].dump() + " of " + a["rounds"].dump()});
+               a["samples"].dump(), a["rounds_failed"].dump() + " of " + a["rounds"].dump()});
   }
   t.print(out);
 }

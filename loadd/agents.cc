@@ -271,7 +271,7 @@ loadgen::RoundOutcome AgentPool::State::run_checked(const loadgen::RoundRequest&
       }
       part.samples.insert(part.samples.end(), samples.begin(), samples.end());
     }
-    stop(agent);  // frees the agent for the next round
+    stop(agent);                                   // frees the agent for the next round
     loadgen::shift_times(part, outcome.start_ns);  // its times are from its own round start
 
     loadgen::AgentRound round;

@@ -63,8 +63,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   codec(j, loadgen::round_summary_from_json, [](const loadgen::RoundSummary& s) {
     return loadgen::round_summary_to_json(s.result, s.check);
   });
-  codec(j, loadgen::samples_from_json, [](const std::vector<loadgen::Sample>& s) {
-    return loadgen::samples_to_json(s);
-  });
+  codec(j, loadgen::samples_from_json,
+        [](const std::vector<loadgen::Sample>& s) { return loadgen::samples_to_json(s); });
   return 0;
 }

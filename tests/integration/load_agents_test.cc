@@ -48,9 +48,8 @@ constexpr uid_t kNobody = 65534;
 
 // Sends `request` on a fresh connection inside the server's namespace and
 // reads until `done` says the reply is complete (3 s at most).
-std::string exchange_in(const nabla::common::NetNamespace& ns, const std::string& ip,
-                        uint16_t port, const std::string& request,
-                        bool (*done)(const std::string&)) {
+std::string exchange_in(const nabla::common::NetNamespace& ns, const std::string& ip, uint16_t port,
+                        const std::string& request, bool (*done)(const std::string&)) {
   const auto fd = nabla::testing::connect_in(ns, ip, port);
   if (!fd.valid()) return {};
   if (::send(fd.get(), request.data(), request.size(), MSG_NOSIGNAL) < 0) return {};
@@ -164,13 +163,30 @@ TEST_F(LoadAgents, OneAgentOfEachKindLoadMemcachedAndEveryRequestArrives) {
   const std::string& srv = tb_->host("srv").address;
   const uint64_t before = memcached_commands(coord, srv);
   const std::string db = dir_->file("runs.db");
-  const Output out = run_nabla(
-      coord,
-      {"load", "--target", "memcache://" + srv + ":11211", "--rate", "2000", "--connections", "2",
-       "--agent", agent("a1"), "--agent", agent("a2", "throughput"), "--agent",
-       agent("a3", "latency"), "--key-file", key_, "--max-duration", "8s", "--late-threshold",
-       "1ms", "--json", "--db", db},
-      dir_->file("memcached.out"), 60s);
+  const Output out = run_nabla(coord,
+                               {"load",
+                                "--target",
+                                "memcache://" + srv + ":11211",
+                                "--rate",
+                                "2000",
+                                "--connections",
+                                "2",
+                                "--agent",
+                                agent("a1"),
+                                "--agent",
+                                agent("a2", "throughput"),
+                                "--agent",
+                                agent("a3", "latency"),
+                                "--key-file",
+                                key_,
+                                "--max-duration",
+                                "8s",
+                                "--late-threshold",
+                                "1ms",
+                                "--json",
+                                "--db",
+                                db},
+                               dir_->file("memcached.out"), 60s);
   ASSERT_EQ(out.exit_code, 0) << out.text;
   ASSERT_TRUE(out.point.is_object()) << out.text;
   const json& p = out.point;
@@ -221,19 +237,19 @@ TEST_F(LoadAgents, TwoAgentsLoadNginxAndEveryRequestIsLogged) {
   const std::string log = dir_->file("access.log");
   {
     std::ofstream f(conf);
-    f << "daemon off;\nworker_processes 1;\npid " << dir_->file("nginx.pid")
-      << ";\nerror_log " << dir_->file("error.log") << ";\nevents {}\nhttp {\n  access_log "
-      << log << ";\n  server {\n    listen " << srv
+    f << "daemon off;\nworker_processes 1;\npid " << dir_->file("nginx.pid") << ";\nerror_log "
+      << dir_->file("error.log") << ";\nevents {}\nhttp {\n  access_log " << log
+      << ";\n  server {\n    listen " << srv
       << ":8080;\n    location / { return 200 \"ok\\n\"; }\n  }\n}\n";
   }
   ChildProcess& nginx = tb_->start("srv", {"nginx", "-c", conf}, dir_->file("nginx.out"));
   ASSERT_TRUE(nabla::testing::connect_in(coord, srv, 8080).valid());
-  const Output out = run_nabla(
-      coord,
-      {"load", "--target", "http://" + srv + ":8080/", "--rate", "1000", "--connections", "2",
-       "--agent", agent("a1"), "--agent", agent("a3"), "--key-file", key_, "--max-duration", "6s",
-       "--late-threshold", "1ms", "--json"},
-      dir_->file("nginx-load.out"), 60s);
+  const Output out =
+      run_nabla(coord,
+                {"load", "--target", "http://" + srv + ":8080/", "--rate", "1000", "--connections",
+                 "2", "--agent", agent("a1"), "--agent", agent("a3"), "--key-file", key_,
+                 "--max-duration", "6s", "--late-threshold", "1ms", "--json"},
+                dir_->file("nginx-load.out"), 60s);
   nginx.signal(SIGTERM);  // flushes and closes its log
   nginx.wait(5s);
   ASSERT_EQ(out.exit_code, 0) << out.text;
@@ -258,12 +274,12 @@ TEST_F(LoadAgents, AnAgentKilledMidRunFailsTheRunAndStopsTheOthers) {
     std::this_thread::sleep_for(3s);
     a2->signal(SIGKILL);
   });
-  const Output out = run_nabla(
-      coord,
-      {"load", "--target", "memcache://" + srv + ":11211", "--rate", "1000", "--agent",
-       agent("a1"), "--agent", agent("a2"), "--agent", agent("a3", "latency"), "--key-file", key_,
-       "--max-duration", "60s", "--ci-width", "1ns", "--db", db},
-      dir_->file("killed.out"), 45s);
+  const Output out =
+      run_nabla(coord,
+                {"load", "--target", "memcache://" + srv + ":11211", "--rate", "1000", "--agent",
+                 agent("a1"), "--agent", agent("a2"), "--agent", agent("a3", "latency"),
+                 "--key-file", key_, "--max-duration", "60s", "--ci-width", "1ns", "--db", db},
+                dir_->file("killed.out"), 45s);
   killer.join();
   EXPECT_EQ(out.exit_code, 1) << out.text;
   EXPECT_NE(out.text.find("agent " + tb_->host("a2").address + ":7313"), std::string::npos)
@@ -281,8 +297,7 @@ TEST_F(LoadAgents, AnAgentKilledMidRunFailsTheRunAndStopsTheOthers) {
       run_nabla(coord, {"runs", "show", "1", "--db", db, "--json"}, dir_->file("show.out"), 30s);
   ASSERT_EQ(show.exit_code, 0) << show.text;
   EXPECT_EQ(show.point["status"], "failed");
-  EXPECT_NE(show.point["error"].get<std::string>().find(tb_->host("a2").address),
-            std::string::npos)
+  EXPECT_NE(show.point["error"].get<std::string>().find(tb_->host("a2").address), std::string::npos)
       << show.point["error"];
   // What the rounds before the failure measured is stored with it.
   EXPECT_EQ(show.point["load_agents"].size(), 3u) << show.text;

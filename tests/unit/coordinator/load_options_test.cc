@@ -246,8 +246,7 @@ TEST(LoadAgentFlags, BadAgentsAndTheAgentsOwnFlagsAreRefusedNamingTheFlag) {
              "twice");
   expect_bad(with(mc, {"10.0.0.11"}, [](LoadOptions& o) { o.cpus = "0"; }), "--cpus",
              "nabla-loadd");
-  expect_bad(with(mc, {"10.0.0.11"}, [](LoadOptions& o) { o.rt_priority = 10; }),
-             "--rt-priority");
+  expect_bad(with(mc, {"10.0.0.11"}, [](LoadOptions& o) { o.rt_priority = 10; }), "--rt-priority");
   expect_bad(with(mc, {"10.0.0.11"}, [](LoadOptions& o) { o.cpu_latency_us = "0"; }),
              "--cpu-latency-us");
   expect_bad(with(mc, {"10.0.0.11"}, [](LoadOptions& o) { o.spin = "50us"; }), "--spin");

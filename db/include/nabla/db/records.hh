@@ -198,8 +198,8 @@ struct LoadCheck {
 // table): its share and what it did over every round.
 struct LoadAgent {
   std::int64_t run_id = 0;
-  double rate_rps = 0;   // the rate point's target rate
-  std::string agent;     // host:port
+  double rate_rps = 0;             // the rate point's target rate
+  std::string agent;               // host:port
   std::string kind = "symmetric";  // symmetric | throughput | latency
   double share_rps = 0;
   std::int64_t rounds = 0, rounds_failed = 0;

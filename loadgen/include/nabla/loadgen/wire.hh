@@ -7,10 +7,9 @@
 // unknown keys and bad values with std::invalid_argument naming the key
 // ("engine.connections: must be 1 .. 65536"), so an agent answers a bad
 // request with one clear error and serves on.
+#include <nlohmann/json.hpp>
 #include <span>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "nabla/analysis/histogram.hh"
 #include "nabla/loadgen/controller_checks.hh"
