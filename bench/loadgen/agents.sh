@@ -68,11 +68,15 @@ pids+=($!)
 wait_listen "$mport"
 target=memcache://127.0.0.1:$mport
 
+# An agent refuses root unless told; the bench runs as root for its iptables
+# counters, and its agents only load this machine's memcached.
+root_flag=()
+[[ $(id -u) -eq 0 ]] && root_flag=(--allow-root)
 aport=(); apid=()
 for i in 0 1 2; do
   aport[i]=$(free_port)
   "$loadd" --listen "127.0.0.1:${aport[i]}" --key-file "$work/key" --log-level warn \
-    > "$work/agent$i.log" 2>&1 &
+    "${root_flag[@]}" > "$work/agent$i.log" 2>&1 &
   pids+=($!); apid[i]=$!
   wait_listen "${aport[i]}"
 done
@@ -146,15 +150,17 @@ sport=$(free_port)
 sockperf server --tcp -i 127.0.0.1 -p "$sport" > "$work/sockperf-server.out" 2>&1 &
 pids+=($!)
 wait_listen "$sport"
-floor() {  # floor NAME [--agent A --key-file K]
+floor() {  # floor NAME [--spin D | --agent A --key-file K]
   local name=$1; shift
   loadavg > "$work/$name.load"
   "$nabla" load --target "sockperf://127.0.0.1:$sport" --rate 2000 --connections 1 --threads 1 \
-    --percentile 50,99 --ci-width 1ns --max-duration 4s --spin 100us --json "$@" > "$work/$name.json" || true
+    --percentile 50,99 --ci-width 1ns --max-duration 4s --json "$@" > "$work/$name.json" || true
 }
 loadavg > "$work/sockperf.load"
 sockperf ping-pong --tcp --full-rtt -i 127.0.0.1 -p "$sport" -t 4 --mps=2000 -m 30 > "$work/sockperf.out" 2>&1 || true
-floor floor_plain
+# The plain engine with the fixed spin of loadgen.sh's floor; an agent times
+# its own sends (its self-calibrated timer: --spin is not sent to agents).
+floor floor_plain --spin 100us
 floor floor_agent --agent "$(agent 2 latency)" --key-file "$work/key"
 
 # ---------------------------------------------------------------- figures
@@ -259,6 +265,6 @@ if s50 is not None:
     print("    p50 difference latency agent - sockperf: %+.1f us; latency agent - plain engine: %+.1f us" % (a50 - s50, a50 - p50_))
 print("    reproduce: sockperf server --tcp -i 127.0.0.1 -p S & sockperf ping-pong --tcp --full-rtt -i 127.0.0.1 -p S -t 4 --mps=2000 -m 30;")
 print("               %s load --target sockperf://127.0.0.1:S --rate 2000 --connections 1 --percentile 50,99 --ci-width 1ns "
-      "--max-duration 4s --spin 100us --json [--agent 127.0.0.1:P/latency --key-file K]" % nabla)
+      "--max-duration 4s --json [--spin 100us | --agent 127.0.0.1:P/latency --key-file K]" % nabla)
 PY
 echo "agents bench: end, load average $(loadavg)"
