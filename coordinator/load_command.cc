@@ -223,7 +223,7 @@ int run_load(const LoadOptions& o, std::ostream& out, std::ostream& err) {
         agents ? "taken by each agent on its own machine"
         : c.engine.software_rx_timestamps
             ? stamps.note
-            : "user space: kernel stamps are not matched through TLS records or HTTP/2 frames");
+            : "user space: kernel stamps are not matched through TLS records");
     point["cpu_latency"] = cpu_latency_json;
     if (recorder) {
       point["run_id"] = recorder->run_id();

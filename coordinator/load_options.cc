@@ -259,9 +259,8 @@ LoadPlan parse_load_options(const LoadOptions& o) {
   c.engine = load::engine_config(plan.workload, loadgen::make_tls_session_cache());
   auto& e = c.engine;
   // Kernel software RX/TX stamps (timestamping.hh); hardware is planned and
-  // reported at run time. Not through TLS records or HTTP/2 frames
-  // (engine.hh).
-  e.software_rx_timestamps = !plan.workload.tls() && !plan.workload.http2();
+  // reported at run time. Not through TLS records (engine.hh); h2c has them.
+  e.software_rx_timestamps = !plan.workload.tls();
   c.percentiles = parse_percentiles(o.percentiles);
   const int64_t width = parse_duration("--ci-width", o.ci_width);
   if (width <= 0) bad("--ci-width", "must be > 0");

@@ -110,6 +110,7 @@ struct Outstanding {
   uint64_t id;
   uint32_t type;
   uint32_t end_key;           // OPT_ID byte offset of the request's last byte
+  bool key_pending = false;   // HTTP/2: end_key is set once the session drained its frames
   int64_t tx_ns = INT64_MIN;  // kernel TX stamp (monotonic) once matched
   bool tx_hardware = false;   // tx_ns came from the NIC
 };
@@ -257,8 +258,9 @@ class Worker {
       tls_ = std::make_unique<detail::TlsContext>(config.tls, h2_requests_ ? "h2" : "http/1.1");
     }
     // Kernel stamps are matched to requests by byte offset: not through TLS
-    // records or HTTP/2 frames.
-    kernel_stamps_ = config.software_rx_timestamps && !tls_ && !h2_requests_;
+    // records. Over h2c a request's offset is the last byte its session
+    // drained with it, and a receive stamp ends every stream its read closed.
+    kernel_stamps_ = config.software_rx_timestamps && !tls_;
     if (kernel_stamps_) offset_ns_ = clock_offset_ns();
     if (kernel_stamps_ && config.phc_index >= 0) {
       phc_ = std::make_unique<PhcClock>(config.phc_index);
@@ -498,7 +500,7 @@ class Worker {
       int64_t lateness = now - intended;
       best->outstanding.push_back({intended, lateness,
                                    std::max<int64_t>(due.noticed_ns - intended, 0), id, type,
-                                   best->tx_bytes - 1});
+                                   best->tx_bytes - 1, best->h2 != nullptr});
       ++result_.sent;
       result_.lateness.record(std::max<int64_t>(lateness, 0));
       const int64_t slot_wait = now - due.noticed_ns;
@@ -515,7 +517,7 @@ class Worker {
     for (size_t i : dirty_) {
       if (!conns_[i].dirty) continue;  // closed meanwhile
       conns_[i].dirty = false;
-      if (conns_[i].h2 && !conns_[i].h2->drain(conns_[i].out)) {
+      if (conns_[i].h2 && !drain_h2(conns_[i])) {
         h2_broken(i, now);
         continue;
       }
@@ -760,7 +762,7 @@ class Worker {
     on_connected(c);
     if (h2_requests_) {
       c.h2 = std::make_unique<detail::H2Session>();
-      if (!c.h2->ok() || !c.h2->drain(c.out)) {
+      if (!c.h2->ok() || !drain_h2(c)) {
         note_error("HTTP/2 session could not start");
         fail(i, now, &ErrorCounts::connect);
         return;
@@ -772,6 +774,22 @@ class Worker {
       flush(i, now);
     }
     if (conns_[i].fd) dispatch(now);
+  }
+
+  // The session's frames into `out`. Every byte counts toward the kernel's
+  // TX stamp offsets (SETTINGS and acknowledgements too), and once nothing
+  // submitted is left in the session, the requests waiting for an offset
+  // get the last byte queued: their own last bytes are at or before it.
+  bool drain_h2(Connection& c) {
+    const size_t before = c.out.size();
+    if (!c.h2->drain(c.out)) return false;
+    c.tx_bytes += static_cast<uint32_t>(c.out.size() - before);
+    if (!c.h2->all_drained()) return true;
+    for (auto it = c.outstanding.rbegin(); it != c.outstanding.rend() && it->key_pending; ++it) {
+      it->end_key = c.tx_bytes - 1;
+      it->key_pending = false;
+    }
+    return true;
   }
 
   // The HTTP/2 session cannot go on: the oldest outstanding request is the
@@ -801,7 +819,7 @@ class Worker {
       const int64_t at =
           hardware ? phc_map_.to_monotonic(t.hardware_ns) : t.software_ns - offset_ns_;
       for (auto& o : c.outstanding) {
-        if (static_cast<int32_t>(t.byte_key - o.end_key) < 0) break;
+        if (o.key_pending || static_cast<int32_t>(t.byte_key - o.end_key) < 0) break;
         if (o.tx_hardware || (o.tx_ns != INT64_MIN && !hardware)) continue;
         o.tx_ns = at;
         o.tx_hardware = hardware;
@@ -876,7 +894,7 @@ class Worker {
   // was closed for a protocol error.
   bool frame(size_t i, int64_t rx_ns, TimestampSource source) {
     auto& c = conns_[i];
-    if (c.h2) return frame_h2(i, rx_ns);
+    if (c.h2) return frame_h2(i, rx_ns, source);
     size_t pos = 0;
     for (;;) {
       ResponseFrame f = codec_->parse(std::string_view(c.in).substr(pos));
@@ -943,15 +961,15 @@ class Worker {
   // Feeds an HTTP/2 connection's bytes to its session and ends the requests
   // whose streams closed, each by its own id; false when the connection was
   // closed (a protocol error, or the server's GOAWAY).
-  bool frame_h2(size_t i, int64_t rx_ns) {
+  bool frame_h2(size_t i, int64_t rx_ns, TimestampSource source) {
     auto& c = conns_[i];
     const bool ok = c.h2->receive(c.in);
     c.in.clear();
-    for (const detail::H2Completion& done : c.h2->completions()) end_stream(c, done, rx_ns);
+    for (const detail::H2Completion& done : c.h2->completions()) end_stream(c, done, rx_ns, source);
     c.h2->completions().clear();
     // What the session owes the server (SETTINGS and PING acknowledgements,
     // window updates) leaves at once.
-    if (!ok || !c.h2->drain(c.out)) {
+    if (!ok || !drain_h2(c)) {
       h2_broken(i, rx_ns);
       return false;
     }
@@ -965,7 +983,8 @@ class Worker {
 
   // A closed stream: a sample, a server error (HTTP status >= 500, a gRPC
   // status other than OK, by code) or a protocol error (reset, no status).
-  void end_stream(Connection& c, const detail::H2Completion& done, int64_t rx_ns) {
+  void end_stream(Connection& c, const detail::H2Completion& done, int64_t rx_ns,
+                  TimestampSource source) {
     const auto it = std::find_if(c.outstanding.begin(), c.outstanding.end(),
                                  [&](const Outstanding& o) { return o.id == done.request_id; });
     if (it == c.outstanding.end()) return;  // every stream is one of ours
@@ -989,7 +1008,7 @@ class Worker {
       server_error(o);
       return;
     }
-    complete(o, rx_ns, TimestampSource::kUser, -1);
+    complete(o, rx_ns, source, -1);
   }
 
   const EngineConfig& config_;

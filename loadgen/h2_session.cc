@@ -125,6 +125,10 @@ bool H2Session::drain(std::string& out) {
   }
 }
 
+bool H2Session::all_drained() const {
+  return session_ != nullptr && nghttp2_session_want_write(session_) == 0;
+}
+
 bool H2Session::accepting() const {
   return session_ != nullptr && nghttp2_session_check_request_allowed(session_) != 0;
 }

@@ -74,6 +74,10 @@ class H2Session {
   bool receive(std::string_view bytes);
   // Appends every byte the session wants to send; false on an error.
   bool drain(std::string& out);
+  // True when every frame submitted so far has been drained (none waits for
+  // flow control or a stream slot): each request's last byte is in what
+  // drain() appended.
+  bool all_drained() const;
   // Streams that ended since the last call (the caller clears it).
   std::vector<H2Completion>& completions() { return completions_; }
   // False once the server said GOAWAY: no new stream may start.

@@ -235,6 +235,47 @@ TEST(H2Engine, StreamsCompleteOutOfOrderEachTimedFromItsOwnIntendedSend) {
   EXPECT_EQ(r.setup.tls_handshakes, 0u);
 }
 
+// Over h2c the kernel's stamps time the streams too: a send stamp is that
+// of the last byte drained with the request's frames, a receive stamp that
+// of the read that closed the stream. Neither may make a request shorter
+// than the server held it, nor put its send before it was due.
+TEST(H2Engine, CleartextStreamsAreTimedByTheKernelsStamps) {
+  H2Server server;
+  EngineConfig c;
+  c.host = "127.0.0.1";
+  c.port = server.port();
+  c.connections = 2;
+  c.max_outstanding = 32;
+  c.protocol.kind = ProtocolSpec::Kind::kHttp2;
+  c.protocol.urls = {{"/slow", 1.0}, {"/fast", 1.0}};
+  c.protocol.host_header = "127.0.0.1";
+  c.software_rx_timestamps = true;
+  c.schedule.rate_per_s = 400;
+  c.max_requests = 300;
+  c.request_timeout_ns = 2'000'000'000;
+  c.late_threshold_ns = 1'000'000;
+  const EngineResult r = run_engine(c, common::monotonic_ns() + 20'000'000);
+  EXPECT_EQ(r.errors.total(), 0u);
+  ASSERT_EQ(r.completed, 300u);
+  size_t received = 0, sent = 0;
+  for (const Sample& s : r.samples) {
+    received += s.source == TimestampSource::kSoftware;
+    sent += s.send_source == TimestampSource::kSoftware;
+    // The realtime/monotonic offset is read once: 1 ms of slack.
+    EXPECT_GT(s.lateness_ns, -1'000'000);
+    EXPECT_LT(s.lateness_ns, s.latency_ns);
+    // A send stamp matched from a later batch would cut a /slow request's
+    // time in flight below the 100 ms the server held it.
+    if (s.type == 0) {
+      EXPECT_GE(in_flight_ns(s), kSlowNs - 1'000'000);
+    }
+  }
+  // The kernel turns RX stamping on through deferred work the first time a
+  // socket asks, so the very first replies may fall back to the user clock.
+  EXPECT_GE(received + 5, r.samples.size());
+  EXPECT_GE(sent + 5, r.samples.size());
+}
+
 TEST(H2Engine, NoServerIsAConnectErrorNamedInTheSetup) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in a{};

@@ -58,7 +58,10 @@
 //   so no handshake is ever inside a request's latency. The handshake times
 //   are reported apart (setup), and a reconnect offers the session the
 //   server last issued, so it may be resumed. Kernel timestamps are not used
-//   on these connections (a TLS record or an HTTP/2 frame is not a request).
+//   through TLS (a TLS record is not a request); over h2c a request's send
+//   stamp is that of the last byte drained with its frames, and a read's
+//   receive stamp ends every stream the read closed (never before its bytes
+//   arrived).
 #include <atomic>
 #include <cstdint>
 #include <map>
