@@ -90,11 +90,13 @@ TEST(LoadProtocolFlags, H2IsOverTlsAndH2cIsCleartextWithStreamsAsK) {
   EXPECT_EQ(h2.controller.engine.protocol.urls.size(), 2u);
   EXPECT_TRUE(h2.controller.engine.tls.enabled);
   EXPECT_EQ(h2.controller.engine.max_outstanding, 32);
+  EXPECT_FALSE(h2.controller.engine.software_rx_timestamps);  // through TLS records: user space
   const LoadPlan h2c = parse_load_options(base("h2c://127.0.0.1/a"));
   EXPECT_EQ(h2c.target.port, 80);
   EXPECT_EQ(h2c.controller.engine.protocol.kind, ProtocolSpec::Kind::kHttp2);
   EXPECT_EQ(h2c.controller.engine.protocol.scheme, "http");
   EXPECT_FALSE(h2c.controller.engine.tls.enabled);
+  EXPECT_TRUE(h2c.controller.engine.software_rx_timestamps);  // no TLS record in the way
   EXPECT_EQ(h2c.controller.engine.max_outstanding, 1);
 }
 
