@@ -41,7 +41,8 @@ nlohmann::json agents_config_json(const LoadPlan& plan) {
   return {{"list", list}, {"lease_s", plan.agent_lease.count()}};
 }
 
-nlohmann::json config_json(const LoadOptions& o, const LoadPlan& plan) {
+nlohmann::json config_json(const LoadOptions& o, const LoadPlan& plan,
+                           const nlohmann::json& cpu_latency) {
   return {
       {"command", "load"},
       {"target", o.target},
@@ -63,6 +64,7 @@ nlohmann::json config_json(const LoadOptions& o, const LoadPlan& plan) {
       {"cpus", plan.controller.engine.cpus},
       {"cpu_latency_us",
        plan.cpu_latency_us ? nlohmann::json(*plan.cpu_latency_us) : nlohmann::json()},
+      {"cpu_latency", cpu_latency},
       {"interarrival", o.interarrival},
       {"keys", o.keys},
       {"key_dist", o.key_dist},
@@ -168,24 +170,28 @@ int run_load(const LoadOptions& o, std::ostream& out, std::ostream& err) {
   // each round, so an interrupted run ends through the normal error path:
   // the stored run is marked failed, exit 1.
   common::StopSignals signals(common::StopSignals::Mode::kBlock);
-  std::unique_ptr<load::LoadRunRecorder> recorder;
-  if (!o.db.empty())
-    recorder = std::make_unique<load::LoadRunRecorder>(o.db, config_json(o, plan), o.seed);
-  std::vector<nlohmann::json> points;
-  std::unique_ptr<loadd::AgentPool> agents = connect_agents(o, plan, recorder.get(), err);
   // Held until every point is measured; the kernel drops it if we die.
   std::optional<common::CpuLatencyRequest> cpu_latency;
-  nlohmann::json cpu_latency_json;  // null unless --cpu-latency-us was given
+  nlohmann::json cpu_latency_json;  // null with --cpu-latency-us off
   if (plan.cpu_latency_us) {
     cpu_latency.emplace(*plan.cpu_latency_us);
     cpu_latency_json = {{"limit_us", *plan.cpu_latency_us},
+                        {"requested", plan.cpu_latency_auto ? "auto" : "flag"},
                         {"held", cpu_latency->held()},
                         {"error", cpu_latency->error()}};
-    if (!cpu_latency->held()) {
+    if (!cpu_latency->held() && !plan.cpu_latency_auto) {
       err << "nabla load: warning: --cpu-latency-us " << *plan.cpu_latency_us
           << " not held: " << cpu_latency->error() << "; measuring without it\n";
     }
+    plan.controller.engine.cpu_latency_held = cpu_latency->held();
   }
+  std::unique_ptr<load::LoadRunRecorder> recorder;
+  if (!o.db.empty()) {
+    recorder = std::make_unique<load::LoadRunRecorder>(o.db, config_json(o, plan, cpu_latency_json),
+                                                       o.seed);
+  }
+  std::vector<nlohmann::json> points;
+  std::unique_ptr<loadd::AgentPool> agents = connect_agents(o, plan, recorder.get(), err);
   nlohmann::json memlat_json;  // null without --memlat
   std::optional<MemlatSampler> sampler;
   if (memlat_setup) {
@@ -218,12 +224,12 @@ int run_load(const LoadOptions& o, std::ostream& out, std::ostream& err) {
   hooks.point_done = [&](const load::RatePoint& measured) {
     if (live) err << "\r\033[K" << std::flush;
     const loadgen::ControllerConfig& c = measured.config;
-    nlohmann::json point = load_result_json(
-        measured.result, c,
-        agents ? "taken by each agent on its own machine"
-        : c.engine.software_rx_timestamps
-            ? stamps.note
-            : "user space: kernel stamps are not matched through TLS records");
+    nlohmann::json point =
+        load_result_json(measured.result, c,
+                         agents ? "taken by each agent on its own machine"
+                         : c.engine.software_rx_timestamps
+                             ? stamps.note
+                             : "user space: kernel stamps are not matched through TLS records");
     point["cpu_latency"] = cpu_latency_json;
     if (recorder) {
       point["run_id"] = recorder->run_id();
@@ -320,8 +326,9 @@ void register_load_command(CLI::App& app) {
                   "keep them off the server's cores)");
   cmd->add_option("--cpu-latency-us", o->cpu_latency_us,
                   "hold this PM QoS CPU latency limit for the run (/dev/cpu_dma_latency, root; "
-                  "0 = idle CPUs poll, so wake-ups are not delayed by halted CPUs); default off")
-      ->default_val("off");
+                  "0 = idle CPUs poll, so wake-ups are not delayed by halted CPUs); default auto: "
+                  "0 when this process may hold it, else none; off: never")
+      ->default_val("auto");
   cmd->add_option("--interarrival", o->interarrival,
                   "inter-arrival distribution: exp (Poisson), fixed, uniform, lognormal:SIGMA")
       ->capture_default_str();

@@ -208,7 +208,7 @@ void apply_agents(const LoadOptions& o, LoadPlan& plan) {
   if (o.spin != "auto") bad("--spin", "with --agent, each agent times its own sends");
   if (o.slice != "100us") bad("--slice", "with --agent, each agent asks for its own slice");
   if (o.rt_priority != 0) bad("--rt-priority", "with --agent, the agents' threads are theirs");
-  if (o.cpu_latency_us != "off") {
+  if (o.cpu_latency_us != "off" && o.cpu_latency_us != "auto") {
     bad("--cpu-latency-us", "with --agent, hold it on the agents' machines");
   }
   const int64_t lease = parse_duration("--agent-lease", o.agent_lease);
@@ -268,10 +268,16 @@ LoadPlan parse_load_options(const LoadOptions& o) {
   if (!(o.confidence > 0 && o.confidence < 1)) bad("--confidence", "must be in (0, 1)");
   c.confidence = o.confidence;
   apply_send_timing(o, e);
+  plan.cpu_latency_auto = o.cpu_latency_us == "auto";
   try {
-    plan.cpu_latency_us = common::parse_cpu_latency_limit(o.cpu_latency_us);
-  } catch (const std::invalid_argument& ex) {
-    bad("--cpu-latency-us", ex.what());
+    // auto: idle CPUs poll while this machine measures (docs/method.md,
+    // "Client defaults"); agents measure on their own machines.
+    plan.cpu_latency_us = plan.cpu_latency_auto
+                              ? (o.agents.empty() ? std::optional<int32_t>(0) : std::nullopt)
+                              : common::parse_cpu_latency_limit(o.cpu_latency_us);
+  } catch (const std::invalid_argument&) {
+    bad("--cpu-latency-us",
+        "expected auto, off or 0..2000000000 (whole us), got '" + o.cpu_latency_us + "'");
   }
   c.max_duration_ns = parse_duration("--max-duration", o.max_duration);
   if (c.max_duration_ns < 500'000'000) bad("--max-duration", "must be at least 500ms");

@@ -125,9 +125,11 @@ std::string client_remedies(const EngineResult& round, const EngineConfig& confi
            " scheduler slice was " +
            (round.timer.slice_granted ? std::string("granted") : "not granted");
   }
+  if (config.cpu_latency_held) out += "; idle CPUs were kept polling (--cpu-latency-us 0)";
   out += "; left to try: ";
   out += config.rt_priority > 0 ? "" : "--rt-priority 1 (root), ";
-  out += "--cpu-latency-us 0 (root) if not given, or fewer other tasks on this machine)";
+  out += config.cpu_latency_held ? "" : "--cpu-latency-us 0 (root), ";
+  out += "or fewer other tasks on this machine)";
   return out;
 }
 

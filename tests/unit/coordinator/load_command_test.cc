@@ -208,9 +208,14 @@ TEST(LoadFlags, ParsesTargetsAndDefaults) {
   }
   EXPECT_TRUE(parse_load_options(base(1)).controller.engine.cpus.empty());
 
-  // --cpu-latency-us: off by default, whole microseconds otherwise.
-  EXPECT_EQ(parse_load_options(base(1)).cpu_latency_us, std::nullopt);
+  // --cpu-latency-us: auto by default (0 when it may be held), off, or
+  // whole microseconds; with agents auto holds nothing here.
+  EXPECT_EQ(parse_load_options(base(1)).cpu_latency_us, 0);
+  EXPECT_TRUE(parse_load_options(base(1)).cpu_latency_auto);
   LoadOptions qos = base(1);
+  qos.cpu_latency_us = "off";
+  EXPECT_EQ(parse_load_options(qos).cpu_latency_us, std::nullopt);
+  EXPECT_FALSE(parse_load_options(qos).cpu_latency_auto);
   qos.cpu_latency_us = "0";
   EXPECT_EQ(parse_load_options(qos).cpu_latency_us, 0);
   qos.cpu_latency_us = "50";
@@ -362,7 +367,8 @@ TEST(LoadTier, FixedServiceIsOkWithP50NearTheServiceTime) {
   // latencies can stay correlated at 32 ms lags (CI failed here, rho 0.19
   // at 1:32, twice). A precise run holds the limit; root can.
   const bool root = ::geteuid() == 0;
-  if (root) o.cpu_latency_us = "0";
+  // By default (auto) root holds 0, and anyone else runs without it.
+  ASSERT_EQ(o.cpu_latency_us, "auto");
   const auto limit_before = common::current_cpu_latency_us();
   json j;
   bool quiet = false;
@@ -376,13 +382,10 @@ TEST(LoadTier, FixedServiceIsOkWithP50NearTheServiceTime) {
   EXPECT_EQ(j["timestamp_source"], "software");
   EXPECT_EQ(j["timestamp_note"].get<std::string>().rfind("hardware timestamps not used: lo: ", 0),
             0u);
-  if (root) {
-    EXPECT_EQ(j["cpu_latency"]["limit_us"], 0) << j["cpu_latency"];
-    EXPECT_TRUE(j["cpu_latency"]["held"].get<bool>()) << j["cpu_latency"];
-    EXPECT_EQ(common::current_cpu_latency_us(), limit_before);  // released with the run
-  } else {
-    EXPECT_TRUE(j["cpu_latency"].is_null()) << j["cpu_latency"];
-  }
+  EXPECT_EQ(j["cpu_latency"]["limit_us"], 0) << j["cpu_latency"];
+  EXPECT_EQ(j["cpu_latency"]["requested"], "auto") << j["cpu_latency"];
+  EXPECT_EQ(j["cpu_latency"]["held"].get<bool>(), root) << j["cpu_latency"];
+  EXPECT_EQ(common::current_cpu_latency_us(), limit_before);  // released with the run
   // p50 = 1 ms service (sleep) + loopback and timer floor.
   const json& p50 = j["percentiles"][0];
   EXPECT_EQ(p50["p"], 50);

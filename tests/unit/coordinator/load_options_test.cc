@@ -251,6 +251,9 @@ TEST(LoadAgentFlags, BadAgentsAndTheAgentsOwnFlagsAreRefusedNamingTheFlag) {
   expect_bad(with(mc, {"10.0.0.11"}, [](LoadOptions& o) { o.rt_priority = 10; }), "--rt-priority");
   expect_bad(with(mc, {"10.0.0.11"}, [](LoadOptions& o) { o.cpu_latency_us = "0"; }),
              "--cpu-latency-us");
+  // The default holds nothing here when the agents measure.
+  EXPECT_EQ(parse_load_options(with(mc, {"10.0.0.11"}, [](LoadOptions&) {})).cpu_latency_us,
+            std::nullopt);
   expect_bad(with(mc, {"10.0.0.11"}, [](LoadOptions& o) { o.spin = "50us"; }), "--spin");
   expect_bad(with(mc, {"10.0.0.11"}, [](LoadOptions& o) { o.slice = "off"; }), "--slice");
   expect_bad(with(mc, {"10.0.0.11"}, [](LoadOptions& o) { o.agent_lease = "1500ms"; }),

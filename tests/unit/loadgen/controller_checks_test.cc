@@ -189,6 +189,16 @@ TEST(ControllerChecks, LateSendsWithoutSlotShortageAreTheClientsFault) {
   ASSERT_EQ(check.reasons.size(), 1u);
   EXPECT_NE(check.reasons[0].find("SCHED_FIFO 5 was used"), std::string::npos) << check.reasons[0];
   EXPECT_EQ(check.reasons[0].find("--rt-priority"), std::string::npos) << check.reasons[0];
+  EXPECT_NE(check.reasons[0].find("--cpu-latency-us 0 (root)"), std::string::npos)
+      << check.reasons[0];
+  // A CPU latency limit held for the run is said as tried, not as left.
+  c.cpu_latency_held = true;
+  check = check_calibration(r, c, CalibrationLimits{});
+  ASSERT_EQ(check.reasons.size(), 1u);
+  EXPECT_NE(check.reasons[0].find("idle CPUs were kept polling"), std::string::npos)
+      << check.reasons[0];
+  EXPECT_EQ(check.reasons[0].find("--cpu-latency-us 0 (root),"), std::string::npos)
+      << check.reasons[0];
 }
 
 // A violated inter-arrival distribution names whose it is: the client's when

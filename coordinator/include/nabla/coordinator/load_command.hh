@@ -85,12 +85,14 @@ struct LoadOptions {
   // CPUs of the load threads, e.g. "0" or "0,2-3": thread i runs on the i-th
   // listed CPU (round robin). Empty = unpinned.
   std::string cpus;
-  // PM QoS CPU latency limit held for the whole run, in whole µs, or "off"
-  // (default). 0 keeps idle CPUs polling: timer and network wake-ups of the
-  // load threads and of a server on this machine are not delayed by a
-  // halted CPU's exit (common/cpu_latency.hh). Needs root; when it cannot be
-  // held the run goes on and says so (stderr and "cpu_latency" in the JSON).
-  std::string cpu_latency_us = "off";
+  // PM QoS CPU latency limit held for the whole run: "auto" (default), whole
+  // µs, or "off". 0 keeps idle CPUs polling: timer and network wake-ups of
+  // the load threads and of a server on this machine are not delayed by a
+  // halted CPU's exit (common/cpu_latency.hh). "auto" holds 0 when this
+  // process may (root) and measures without it otherwise; a number that
+  // cannot be held warns. Either way "cpu_latency" in the JSON and the
+  // stored config say what was held.
+  std::string cpu_latency_us = "auto";
   // Inter-arrival distribution: exp (Poisson, default), fixed, uniform
   // (gaps uniform in [0, 2/rate]) or lognormal:SIGMA (sigma of log gap).
   std::string interarrival = "exp";
@@ -142,6 +144,7 @@ struct LoadPlan {
   // Everything but the rate (set per point).
   loadgen::ControllerConfig controller;
   std::optional<int32_t> cpu_latency_us;
+  bool cpu_latency_auto = false;  // asked by default, not by the flag: no warning when refused
   // With --agent: who sends, and how long an agent keeps a round nobody
   // polls. Empty: this process sends.
   std::vector<loadd::AgentAddress> agents;

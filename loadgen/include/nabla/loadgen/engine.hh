@@ -130,6 +130,9 @@ struct EngineConfig {
   // tasks 5% of each core, but a spinning real-time thread takes the rest:
   // keep threads below the number of cores (the `nabla load` flag refuses).
   int rt_priority = 0;
+  // Told by the caller: a PM QoS CPU latency limit of 0 is held for the run
+  // (idle CPUs poll). Only the late-sends remedies read it.
+  bool cpu_latency_held = false;
   // Without rt_priority: the scheduler slice each load thread asks for
   // (common/sched_slice.hh), so that its send timer's wake-up preempts a
   // task of the fair class at once instead of after that task's slice
