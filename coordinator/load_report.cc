@@ -342,8 +342,12 @@ void print_load_point(std::ostream& out, const json& p) {
   if (const auto it = p.find("cpu_latency"); it != p.end() && !it->is_null()) {
     out << "  CPU latency limit " << (*it)["limit_us"].get<int>() << " us "
         << (it->value("requested", std::string()) == "auto" ? "(default) " : "")
-        << ((*it)["held"].get<bool>() ? std::string("held")
-                                      : "not held: " + (*it)["error"].get<std::string>())
+        << ((*it)["held"].get<bool>()
+                ? std::string((*it)["limit_us"].get<int>() == 0
+                                  ? "held: every idle CPU of this machine polled, a server on it "
+                                    "too (--cpu-latency-us off to measure without)"
+                                  : "held")
+                : "not held: " + (*it)["error"].get<std::string>())
         << '\n';
   }
   out << "  " << p["rounds"].size() << " rounds in "

@@ -9,9 +9,8 @@
 #       connections, one request in flight per connection as wrk. Target >= 1.0.
 #   (c) latency floor: p50 and p99 of `nabla load` at a low rate over h2c://
 #       and over http:// (HTTP/1.1) against the same nginx location, and
-#       their difference. Not like for like yet: http:// reads the kernel's
-#       RX stamp, h2c:// the user-space clock after recv (a stamp cannot be
-#       matched to a stream), which adds the load thread's wake-up.
+#       their difference. Both read the kernel's stamps (over h2c a read's
+#       RX stamp ends every stream the read closed).
 # nginx (one worker, TLS with a certificate made here, HTTP/2) is started
 # here with free ports and stopped by pid on exit (trap). Reproduce with:
 #   bash bench/loadgen/protocols.sh build
