@@ -40,11 +40,10 @@ main_pid() { systemctl show -p MainPID --value "$1"; }
 substate_is() { [ "$(systemctl show -p SubState --value "$1")" = "$2" ]; }
 active() { systemctl is-active --quiet "$1"; }
 inactive() { ! systemctl is-active --quiet "$1"; }
-injectd_chains() { iptables -w 5 -t mangle -S | grep -c -- '^-N NABLA-'; }
-has_injectd_chains() { [ "$(injectd_chains)" = 3 ]; }
-no_injectd_chains() {
-  [ "$(injectd_chains)" = 0 ] && ! iptables -w 5 -t filter -S | grep -q -- '^-N NABLA-'
-}
+# injectd's chains in TABLE (mangle, or filter where older builds had them).
+injectd_chains() { iptables -w 5 -t "$1" -S | grep -Ec -- '^-N NABLA-(OUT|IN|FWD)$'; }
+has_injectd_chains() { [ "$(injectd_chains mangle)" = 3 ]; }
+no_injectd_chains() { [ "$(injectd_chains mangle)" = 0 ] && [ "$(injectd_chains filter)" = 0 ]; }
 sniffd_chain_of() { iptables -w 5 -S | grep -q -- "^-N nabla-sniffd-$1\$"; }
 no_sniffd_chain() { ! iptables -w 5 -S | grep -q -- '^-N nabla-sniffd-'; }
 listening() { ss -Hltn "sport = :$1" | grep -q LISTEN; }

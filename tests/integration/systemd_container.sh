@@ -57,8 +57,10 @@ status=0
 timeout -k 5 90 systemd-nspawn --quiet --keep-unit --register=no --machine="$machine" \
   --directory="$root" --private-network --bind="$dir/out:/nabla-out" \
   --boot -- --unit=nabla-test.target --log-target=null >"$dir/out/nspawn.log" 2>&1 || status=$?
-# nspawn leaves an empty propagation directory on the host's /run.
-rmdir "/run/systemd/nspawn/propagate/$machine" 2>/dev/null || true
+# nspawn leaves empty directories in the host's /run/systemd/nspawn.
+rmdir "/run/systemd/nspawn/propagate/$machine" /run/systemd/nspawn/propagate \
+  /run/systemd/nspawn/locks /run/systemd/nspawn \
+  2>/dev/null || true
 if [ "$status" = 124 ] || [ "$status" = 137 ]; then
   echo "systemd_container.sh: the container ran out of time (90 s)" >>"$dir/out/log"
   exit 124
