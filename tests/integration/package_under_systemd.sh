@@ -106,6 +106,8 @@ check "Restart=on-failure brings injectd back with its chains" \
 check "the journal has ExecStopPost's line" \
   eval 'journalctl -q -u nabla-injectd.service | grep -Eq "nabla-injectd --cleanup: removed [0-9]+ NABLA chains"'
 
+check "sniffd turned nf_conntrack_acct on (it was $acct_before)" \
+  eval '[ "$(cat /proc/sys/net/netfilter/nf_conntrack_acct)" = 1 ] && [ "$acct_before" != 1 ]'
 killed=$(main_pid nabla-sniffd)
 systemctl kill -s KILL --kill-who=main nabla-sniffd.service
 check "a SIGKILLed sniffd goes to auto-restart" wait_until 50 substate_is nabla-sniffd auto-restart
