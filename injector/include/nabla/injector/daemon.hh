@@ -68,8 +68,8 @@ int run_daemon(const DaemonOptions& options);
 // abort) left in its namespace (`netns`, else this one), and nothing else:
 // no other program's chains, not sniffd's. It takes the daemon's instance
 // lock first, so while another nabla-injectd runs there it removes nothing
-// and says so. Prints one line to `out`; returns 0 (1 when the lock
-// cannot be taken for another reason).
+// and says so. Prints one line to `out` and returns 0; throws when the
+// lock cannot be taken for another reason (main then exits 1).
 int run_cleanup(const DaemonOptions& options, std::ostream& out);
 
 }  // namespace nabla::injector
