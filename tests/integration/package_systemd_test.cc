@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <iostream>
 #include <string>
 
 #include "nabla/common/netns.hh"
