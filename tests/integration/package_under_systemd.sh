@@ -12,6 +12,7 @@
 # One line per check: "ok: WHAT" or "FAIL: WHAT (what was seen)"; exits 1
 # if any failed. The container has its own network namespace and file
 # system overlay, so nothing here reaches the host.
+# shellcheck disable=SC2034 # the pids and logs below are read in eval'd checks
 set -u
 deb=$1
 failures=0
@@ -87,7 +88,6 @@ check "systemctl restart nabla-injectd" systemctl restart nabla-injectd.service
 check "restart runs a new injectd that serves" \
   wait_until 100 eval '[ "$(main_pid nabla-injectd)" != "$before" ] && listening 7311 && has_injectd_chains'
 # stop: the daemon removes its rules.
-sniffd_pid=$(main_pid nabla-sniffd)
 check "systemctl stop nabla-sniffd" systemctl stop nabla-sniffd.service
 check "a stopped sniffd left no chain" no_sniffd_chain
 check "systemctl start nabla-sniffd" systemctl start nabla-sniffd.service
