@@ -54,10 +54,10 @@ InstanceLock InstanceLock::acquire(std::string_view daemon, const std::string& n
       if (errno != EWOULDBLOCK)
         throw std::system_error(errno, std::generic_category(), "flock " + path);
       const std::string pid = read_pid(fd.get());
-      throw AlreadyRunningError(
-          "another nabla-" + std::string(daemon) + (pid.empty() ? "" : " (pid " + pid + ")") +
-          " already runs in this network namespace (net:[" + std::to_string(ns.st_ino) +
-          "], lock " + path + "); refusing to start, which would take its rules apart");
+      throw AlreadyRunningError("another nabla-" + std::string(daemon) +
+                                (pid.empty() ? "" : " (pid " + pid + ")") +
+                                " already runs in this network namespace (net:[" +
+                                std::to_string(ns.st_ino) + "], lock " + path + ")");
     }
     if (!same_file(fd.get(), path)) continue;
     const std::string pid = std::to_string(::getpid()) + "\n";

@@ -143,4 +143,25 @@ int run_daemon(const DaemonOptions& options) {
   return 0;  // `rules` removes the chains on the way out
 }
 
+int run_cleanup(const DaemonOptions& options, std::ostream& out) {
+  const std::string netns =
+      options.netns ? common::netns_path(*options.netns) : std::string("/proc/self/ns/net");
+  std::optional<common::InstanceLock> lock;
+  try {
+    lock.emplace(common::InstanceLock::acquire(common::kInjectdKeyName, netns));
+  } catch (const common::AlreadyRunningError& e) {
+    out << "nabla-injectd --cleanup: removed nothing: " << e.holder() << ", and its chains stay"
+        << std::endl;
+    return 0;
+  }
+  if (options.netns) common::enter_netns(netns);
+  const int removed = IptablesBackend::remove_stale_chains();
+  out << "nabla-injectd --cleanup: "
+      << (removed > 0 ? "removed " + std::to_string(removed) +
+                            " NABLA chains a nabla-injectd that did not stop cleanly left"
+                      : std::string("no NABLA chains left behind"))
+      << std::endl;
+  return 0;
+}
+
 }  // namespace nabla::injector

@@ -64,6 +64,7 @@ struct Flags {
   std::string cpu_latency = "off";
   std::string netns;
   bool check = false;
+  bool cleanup = false;
 };
 
 void add_flags(CLI::App& app, Flags& f) {
@@ -106,6 +107,11 @@ void add_flags(CLI::App& app, Flags& f) {
                  "the control address stays in the namespace it was started in");
   app.add_option("--log-level", f.log_level, "error|warn|info|debug")->default_val("info");
   app.add_flag("--check", f.check, "verify kernel and tools, print what is missing");
+  app.add_flag("--cleanup", f.cleanup,
+               "remove the chains a nabla-injectd that died (kill -9) left in this namespace "
+               "(or --netns), then exit; nothing while another nabla-injectd runs there (the "
+               "unit's ExecStopPost)")
+      ->excludes("--check");
   // Test-only: claim another protocol version in daemon.info, so the
   // version check of `nabla nodes check` can be tested against a real daemon.
   app.add_option("--report-protocol-version", f.options.report_protocol_version)->group("");
@@ -185,6 +191,7 @@ int main(int argc, char** argv) {
   try {
     if (const auto usage_error = apply_flags(flags)) return *usage_error;
     if (flags.check) return run_check(flags.options);
+    if (flags.cleanup) return nabla::injector::run_cleanup(flags.options, std::cout);
     if (const auto missing = nabla::common::check_capabilities(
             "nabla-injectd", nabla::injector::required_capabilities(flags.options))) {
       std::cerr << *missing << "\n";

@@ -13,6 +13,7 @@
 #include <system_error>
 #include <thread>
 
+#include "nabla/common/capabilities.hh"
 #include "nabla/common/clock.hh"
 #include "nabla/common/host_port.hh"
 #include "nabla/common/json_rpc.hh"
@@ -188,6 +189,13 @@ int run_daemon(const DaemonOptions& options) {
                              "; an agent run without root needs --key-file (or a readable "
                              "/etc/nabla/key)");
   }
+  // No privilege from here on, whoever started it: under its unit it has
+  // none already (a no-op); started as root with --allow-root it gives up
+  // every capability for good, bounding set included, before any thread
+  // runs (capabilities are per thread), as the unit's empty
+  // CapabilityBoundingSet= and NoNewPrivileges=yes would.
+  common::log_info("capabilities kept: ",
+                   common::describe_kept_capabilities({}, common::drop_capabilities_except({})));
   LoadService service(options.service, run_round, [] { return common::monotonic_ns(); });
   register_methods(*server, service, started_ns);
   common::log_info("control key: ", key.describe());

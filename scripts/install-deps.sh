@@ -18,9 +18,10 @@ packages=(
   # kernel tools used by the daemons and integration tests
   iptables iproute2 conntrack procps
   # the Debian package and its checks: dpkg-shlibdeps (Depends:), setpriv for
-  # the capability tests, systemd-analyze for the units, ansible-playbook for
-  # the playbook's checks (deploy/ansible)
-  dpkg-dev systemd ansible-core
+  # the capability tests, systemd-analyze for the units, systemd-nspawn to
+  # run the package under a real systemd, ansible-playbook for the
+  # playbook's checks (deploy/ansible)
+  dpkg-dev systemd systemd-container ansible-core
   # peers for benchmarks (statistics references, sqlite shell, load peers)
   python3 python3-numpy python3-scipy python3-statsmodels
   # loadgen benchmark peers: nginx (bench/loadgen starts its own instance on

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs the Debian package, checks it from its installed paths only, and
-# removes it again so nothing is left behind (docs/deploy.md, "Package").
+# Installs the Debian package (twice: the second takes the upgrade path),
+# checks it from its installed paths only, and removes and purges it again
+# so nothing is left behind: no file of it, no user nabla-load, no group
+# nabla, no /run/nabla (docs/deploy.md, "The package in CI").
 #
 #   scripts/package-smoke.sh DEB                 /usr/bin/nabla demo --quick
 #   scripts/package-smoke.sh DEB -- COMMAND...   COMMAND instead, with
@@ -46,22 +48,33 @@ fi
 
 # Installed-path checks read the package's own file list.
 installed_files=()
-group_existed=0
-getent group nabla >/dev/null && group_existed=1
+# A group nabla this host had before (an earlier install) is given back
+# after the purge, which removes it.
+group_gid=$(getent group nabla | cut -d: -f3 || true)
 user_existed=0
 getent passwd nabla-load >/dev/null && user_existed=1
 work=$(mktemp -d /tmp/nabla-package-smoke.XXXXXX)
 remove_package() {
   local status=$?
-  dpkg --purge nabla >/dev/null || status=1
   local left=()
-  # The purge removes the load agent's user it made; the group stays for
-  # the key, so it goes here.
-  if [ "$user_existed" = 0 ] && getent passwd nabla-load >/dev/null; then
-    left+=("user nabla-load")
-    userdel nabla-load || true
+  # Remove keeps the user and the group; purge takes both and /run/nabla.
+  if dpkg --remove nabla >/dev/null; then
+    getent group nabla >/dev/null || left+=("no group nabla after dpkg --remove")
+  else
+    status=1
   fi
-  if [ "$group_existed" = 0 ] && getent group nabla >/dev/null; then groupdel nabla; fi
+  dpkg --purge nabla >/dev/null || status=1
+  if getent passwd nabla-load >/dev/null; then
+    left+=("user nabla-load")
+    [ "$user_existed" = 1 ] || userdel nabla-load || true
+  fi
+  if getent group nabla >/dev/null; then
+    left+=("group nabla")
+    [ -n "$group_gid" ] || groupdel nabla || true
+  elif [ -n "$group_gid" ]; then
+    groupadd --system --gid "$group_gid" nabla || true
+  fi
+  if [ -e /run/nabla ]; then left+=("/run/nabla"); fi
   for f in "${installed_files[@]}"; do
     if [ -e "$f" ] && [ ! -d "$f" ]; then left+=("$f"); fi
   done
@@ -82,6 +95,14 @@ trap remove_package EXIT
 dpkg -i "$deb" >/dev/null
 mapfile -t installed_files < <(dpkg -L nabla)
 echo "package-smoke: installed $(basename "$deb") ($(($(date +%s) - started_s)) s)"
+# The same package again takes the upgrade path (prerm upgrade, postinst
+# configure with the old version), which must keep the user and group.
+dpkg -i "$deb" >/dev/null
+if [ "$(id -gn nabla-load 2>/dev/null)" != nabla ]; then
+  echo "package-smoke: the upgrade lost the user nabla-load or its group nabla" >&2
+  exit 1
+fi
+echo "package-smoke: reinstalled it (the upgrade path)"
 
 # The programs are where the package says and carry no path of the tree
 # they were built in.

@@ -15,6 +15,7 @@
 #include "nabla/common/instance_lock.hh"
 #include "nabla/common/local_keys.hh"
 #include "nabla/common/log.hh"
+#include "nabla/sniffer/conntrack_rule.hh"
 #include "nabla/sniffer/control.hh"
 
 namespace nabla::sniffer {
@@ -228,6 +229,26 @@ int run_daemon(const DaemonOptions& options, std::ostream& out) {
   };
   schedule();
   io.run();
+  return 0;
+}
+
+int run_cleanup(const std::string& run_dir, std::ostream& out) {
+  std::optional<common::InstanceLock> lock;
+  try {
+    lock.emplace(
+        common::InstanceLock::acquire(common::kSniffdKeyName, "/proc/self/ns/net", run_dir));
+  } catch (const common::AlreadyRunningError& e) {
+    out << "nabla-sniffd --cleanup: removed nothing: " << e.holder() << ", and its chain stays"
+        << std::endl;
+    return 0;
+  }
+  const int removed = ConntrackRule::remove_stale();
+  out << "nabla-sniffd --cleanup: "
+      << (removed > 0
+              ? "removed " + std::to_string(removed) + " " + std::string(kConntrackChainPrefix) +
+                    "<pid> chains of a nabla-sniffd that did not stop cleanly"
+              : std::string("no nabla-sniffd chains left behind"))
+      << std::endl;
   return 0;
 }
 

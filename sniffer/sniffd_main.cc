@@ -31,6 +31,7 @@ struct Flags {
   bool no_conntrack_rule = false;
   bool no_destroy = false;
   bool check = false;
+  bool cleanup = false;
   std::string interval = "1s";
   uint64_t count = 0;
   uint64_t min_messages = 1;
@@ -62,6 +63,11 @@ one in /run/nabla (see docs/protocol.md, "Local control").)");
                "do not subscribe to sock_diag socket-destroy notifications");
   app.add_flag("--check", f.check,
                "print which flow sources work here, then exit (1 if one is inert)");
+  app.add_flag("--cleanup", f.cleanup,
+               "remove the conntrack chains a nabla-sniffd that died (kill -9) left in this "
+               "namespace, then exit; nothing while another nabla-sniffd runs here (the unit's "
+               "ExecStopPost)")
+      ->excludes("--check");
   app.add_option("--interval", f.interval, "scan interval, e.g. 500ms, 1s (default 1s)");
   app.add_option("--count", f.count, "stop after this many scans (default 0: run until a signal)");
   app.add_option("--min-messages", f.min_messages, "report flows with at least this many messages");
@@ -156,6 +162,14 @@ int main(int argc, char** argv) {
   CLI::App app{"nabla-sniffd: reports this node's TCP/UDP flows with processes at both ends"};
   add_flags(app, flags);
   if (const auto code = common::parse_command_line(app, argc, argv, "nabla-sniffd")) return *code;
+  if (flags.cleanup) {
+    try {
+      return sniffer::run_cleanup(sniffer::DaemonOptions{}.run_dir, std::cout);
+    } catch (const std::exception& e) {
+      std::cerr << "nabla-sniffd: --cleanup: " << e.what() << "\n";
+      return 1;
+    }
+  }
   sniffer::NamespaceSelection namespaces;
   try {
     namespaces = namespace_selection(flags.netns);

@@ -4,7 +4,9 @@
 //    whose program is missing; the load agent's runs unprivileged, with no
 //    capability and the hardening it tolerates;
 //  - the Debian maintainer scripts, run against stand-ins for the commands
-//    they call, make the load agent's user on install and drop it on purge;
+//    they call, make the load agent's user on install and drop it, the
+//    group and /run/nabla on purge (package_systemd_test.cc runs them for
+//    real, under dpkg and systemd);
 //  - the package CPack builds from this tree holds the load agent's
 //    program, unit and env file (a conffile) beside the other daemons';
 //  - the Ansible playbook (deploy/ansible/site.yml) passes
@@ -200,13 +202,13 @@ TEST_F(DeployFiles, LoadAgentUnitHasNoCapabilityBySystemdsReading) {
 }
 
 // Stand-ins for the commands the maintainer scripts run (getent, adduser,
-// deluser, systemctl, rm, rmdir, ...): each appends its name and arguments
+// deluser, delgroup, systemctl, rm, rmdir, find, chgrp, ...): each appends its name and arguments
 // to `log`; getent finds the user and group when `found`.
 std::string stub_commands(const fs::path& dir, const fs::path& log, bool found) {
   const fs::path bin = dir / (found ? "bin-found" : "bin-missing");
   fs::create_directories(bin);
-  for (const char* name :
-       {"getent", "addgroup", "adduser", "deluser", "userdel", "systemctl", "rm", "rmdir"}) {
+  for (const char* name : {"getent", "addgroup", "adduser", "deluser", "userdel", "delgroup",
+                           "groupdel", "systemctl", "rm", "rmdir", "find", "chgrp"}) {
     const fs::path path = bin / name;
     std::ofstream(path.string()) << "#!/bin/sh\necho \"" << name << " $*\" >> '" << log.string()
                                  << "'\n"
@@ -226,8 +228,9 @@ common::CommandResult run_script(const std::string& script, const std::string& a
 }
 
 // The package makes the agent's user (in group nabla, no home, no shell) on
-// install, keeps it on an upgrade, drops it and its unit's enablement on
-// purge, and stops the agent before its program goes.
+// install, keeps it on an upgrade, drops it, its unit's enablement,
+// /run/nabla and the group on purge, and stops the agent before its
+// program goes. (PackageUnderSystemd runs the same scripts for real.)
 TEST_F(DeployFiles, MaintainerScriptsMakeAndRemoveTheLoadAgentsUser) {
   const fs::path log = dir_ / "calls.log";
   const std::string missing = stub_commands(dir_, log, false);
@@ -263,7 +266,10 @@ TEST_F(DeployFiles, MaintainerScriptsMakeAndRemoveTheLoadAgentsUser) {
   EXPECT_NE(calls.find("rm -f /etc/systemd/system/multi-user.target.wants/nabla-loadd.service\n"),
             std::string::npos)
       << calls;
-  EXPECT_EQ(calls.find("delgroup"), std::string::npos) << calls;  // the key's group stays
+  EXPECT_NE(calls.find("rm -rf /run/nabla\n"), std::string::npos) << calls;
+  EXPECT_NE(calls.find("delgroup --system --quiet nabla\n"), std::string::npos) << calls;
+  // The user goes before the group, whose primary group it is.
+  EXPECT_LT(calls.find("deluser"), calls.find("delgroup")) << calls;
 
   // prerm stops it only under a running systemd, which this host may lack:
   // the unit is in the same stop as the others.

@@ -7,7 +7,10 @@
 //   - bad params and unauthenticated clients get one clear error and the
 //     agent serves on;
 //   - an agent killed mid-round makes the runner throw AgentFailure naming
-//     it, and the other agent's load is stopped.
+//     it, and the other agent's load is stopped;
+//   - an agent started as root with --allow-root holds no capability in any
+//     thread (CapEff, CapPrm, CapBnd, CapInh, CapAmb all 0, NoNewPrivs 1)
+//     and still serves a round.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -19,10 +22,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <future>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -55,7 +61,9 @@ constexpr uid_t kNobody = 65534;
 // and reaped by pid when the object dies.
 class LoaddProcess {
  public:
-  LoaddProcess(const std::string& key_file, std::vector<std::string> extra = {}) {
+  // `as_root`: stays root when the test is (with --allow-root in `extra`).
+  LoaddProcess(const std::string& key_file, std::vector<std::string> extra = {},
+               bool as_root = false) {
     std::vector<std::string> args{NABLA_LOADD_PATH, "--listen",    "127.0.0.1:0", "--key-file",
                                   key_file,         "--log-level", "warn"};
     args.insert(args.end(), extra.begin(), extra.end());
@@ -67,7 +75,8 @@ class LoaddProcess {
     pid_ = ::fork();
     if (pid_ == 0) {
       ::dup2(fds[1], STDOUT_FILENO);
-      if (::geteuid() == 0 && (::setgid(kNobody) != 0 || ::setuid(kNobody) != 0)) ::_exit(126);
+      if (::geteuid() == 0 && !as_root && (::setgid(kNobody) != 0 || ::setuid(kNobody) != 0))
+        ::_exit(126);
       ::execv(argv[0], argv.data());
       ::_exit(127);
     }
@@ -127,6 +136,41 @@ long uid_of(pid_t pid) {
     if (line.rfind("Uid:", 0) == 0) return std::stol(line.substr(4));
   }
   return -1;
+}
+
+// "Name:\tvalue" lines of /proc/PID/task/TID/status for every thread of
+// `pid`, one map per thread.
+std::vector<std::map<std::string, std::string>> thread_statuses(pid_t pid) {
+  std::vector<std::map<std::string, std::string>> out;
+  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+  for (const auto& task : std::filesystem::directory_iterator(tasks)) {
+    std::ifstream in(task.path() / "status");
+    std::map<std::string, std::string> fields;
+    for (std::string line; std::getline(in, line);) {
+      const auto colon = line.find(':');
+      if (colon == std::string::npos) continue;
+      const auto value = line.find_first_not_of(" \t", colon + 1);
+      fields[line.substr(0, colon)] = value == std::string::npos ? "" : line.substr(value);
+    }
+    if (fields.count("CapEff") != 0) out.push_back(std::move(fields));  // else it just exited
+  }
+  return out;
+}
+
+// Every thread of `pid` as root without a single capability, as the unit's
+// empty CapabilityBoundingSet= and NoNewPrivileges=yes leave it; how many
+// threads there were.
+std::size_t expect_root_without_capabilities(pid_t pid) {
+  const auto threads = thread_statuses(pid);
+  for (const auto& t : threads) {
+    const std::string where = "thread " + t.at("Pid") + " (" + t.at("Name") + "): ";
+    EXPECT_EQ(t.at("Uid").substr(0, 1), "0") << where << t.at("Uid");
+    for (const char* set : {"CapEff", "CapPrm", "CapBnd", "CapInh", "CapAmb"}) {
+      EXPECT_EQ(t.at(set), "0000000000000000") << where << set;
+    }
+    EXPECT_EQ(t.at("NoNewPrivs"), "1") << where;
+  }
+  return threads.size();
 }
 
 // Reads one frame (4-byte big-endian length, payload) within 3 s; "" on
@@ -240,6 +284,38 @@ TEST(LoaddRoot, RootIsRefusedWithOneLineUnlessAllowed) {
   const auto allowed = common::run_command({NABLA_LOADD_PATH, "--allow-root", "--check"});
   EXPECT_EQ(allowed.exit_code, 0) << allowed.stderr_text;
   EXPECT_NE(allowed.stdout_text.find("ok: listen"), std::string::npos) << allowed.stdout_text;
+}
+
+// Root by hand with --allow-root: no capability in any thread, from the
+// start (control and lease threads) through a round (its load threads),
+// and the round still runs.
+TEST_F(LoaddAgents, AnAgentStartedAsRootDropsEveryCapabilityAndServesARound) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+  LoaddProcess agent(key_path_, {"--allow-root"}, /*as_root=*/true);
+  ASSERT_NE(agent.port(), 0);
+  // It says it listens just before it starts its control and lease threads.
+  for (int i = 0; i < 100 && thread_statuses(agent.pid()).size() < 3; ++i) {
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_GE(expect_root_without_capabilities(agent.pid()), 3u);  // main, control, leases
+
+  AgentPool pool({agent.address()}, pool_options());
+  loadgen::RoundRequest request;
+  request.engine = engine(1000, 300'000'000);  // 300 sends
+  request.duration_ns = 300'000'000;
+  request.lead_ns = 100'000'000;
+  auto round = std::async(std::launch::async, [&] { return pool.runner()(request); });
+  // Mid-round: the round's threads hold nothing either.
+  std::size_t most_threads = 0;
+  while (round.wait_for(50ms) != std::future_status::ready) {
+    most_threads = std::max(most_threads, expect_root_without_capabilities(agent.pid()));
+  }
+  const loadgen::RoundOutcome outcome = round.get();
+  ASSERT_EQ(outcome.agents.size(), 1u);
+  EXPECT_NEAR(static_cast<double>(outcome.merged.scheduled), 300, 2);
+  EXPECT_EQ(outcome.merged.completed, outcome.merged.sent);
+  EXPECT_EQ(echo_.frames(), outcome.merged.sent);
+  EXPECT_GT(most_threads, 3u) << "no round thread was seen";
 }
 
 TEST_F(LoaddAgents, ARoundOnTwoAgentsReturnsTheRequestedCounts) {

@@ -26,9 +26,16 @@
 namespace nabla::common {
 
 // Another daemon of the kind holds the lock; the message is the one line to print.
+// holder() says who holds it without the "refusing to start" the message adds.
 class AlreadyRunningError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit AlreadyRunningError(const std::string& holder)
+      : std::runtime_error(holder + "; refusing to start, which would take its rules apart"),
+        holder_(holder) {}
+  const std::string& holder() const { return holder_; }
+
+ private:
+  std::string holder_;
 };
 
 class InstanceLock {

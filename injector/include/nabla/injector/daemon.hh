@@ -3,6 +3,7 @@
 // main.cc only parses flags and calls these.
 #include <cstdint>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -61,5 +62,14 @@ std::vector<std::string> check_environment(uint16_t queue_num);
 // the namespace: its chains, queues and raw sockets all live there, and the
 // threads started afterwards (packet loop, control, leases) inherit it.
 int run_daemon(const DaemonOptions& options);
+
+// --cleanup (the unit's ExecStopPost): removes the NABLA-OUT, NABLA-IN and
+// NABLA-FWD chains a nabla-injectd that did not stop cleanly (kill -9, an
+// abort) left in its namespace (`netns`, else this one), and nothing else:
+// no other program's chains, not sniffd's. It takes the daemon's instance
+// lock first, so while another nabla-injectd runs there it removes nothing
+// and says so. Prints one line to `out` and returns 0; throws when the
+// lock cannot be taken for another reason (main then exits 1).
+int run_cleanup(const DaemonOptions& options, std::ostream& out);
 
 }  // namespace nabla::injector

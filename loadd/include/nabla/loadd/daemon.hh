@@ -27,7 +27,11 @@ struct DaemonOptions {
 void register_methods(common::RpcServer& server, LoadService& service, int64_t started_ns);
 
 // Runs until SIGINT or SIGTERM; setup errors throw. Prints
-// "nabla-loadd listening on HOST port N" on stdout once serving.
+// "nabla-loadd listening on HOST port N" on stdout once serving. Once its
+// control socket is bound and its key read, before any thread starts, it
+// drops every capability (common::drop_capabilities_except with none kept:
+// no_new_privs, empty bounding, ambient, inheritable, permitted and
+// effective sets), so root started with --allow-root keeps uid 0 only.
 int run_daemon(const DaemonOptions& options);
 
 // Why an agent with this effective uid may not run, or nullopt: root is

@@ -57,6 +57,16 @@ std::vector<common::RequiredCapability> kept_capabilities(const SnifferOptions& 
 // line ("nabla-sniffd: listening on ADDR:PORT"). Returns the exit status.
 int run_daemon(const DaemonOptions& options, std::ostream& out);
 
+// --cleanup (the unit's ExecStopPost): removes the nabla-sniffd-<pid>
+// chains of sniffds that are no longer alive from this network namespace,
+// restoring the nf_conntrack_acct a chain records (ConntrackRule::
+// remove_stale), and nothing else: no live sniffd's chain, no chain of
+// injectd's. It takes the daemon's instance lock (in `run_dir`) first, so
+// while another nabla-sniffd runs here it removes nothing and says so. The
+// chains a dead sniffd left in the namespaces it scanned besides its own go
+// when the next sniffd scans them. Prints one line to `out`; returns 0.
+int run_cleanup(const std::string& run_dir, std::ostream& out);
+
 // One line per source: "source NAME: active: ..." or, for an inert one,
 // "WARNING: source NAME inert: ..." (for --check and the start-up log).
 std::vector<std::string> format_sources(const std::vector<SourceStatus>& sources);
