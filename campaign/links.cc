@@ -108,6 +108,29 @@ bool excluded(const std::vector<common::LinkSpec>& excludes, const std::string& 
   return false;
 }
 
+// The node a load agent of the workload listens on (by address or name),
+// else its host as given.
+std::string agent_host(const CampaignSpec& spec, const loadd::AgentAddress& agent) {
+  if (const CampaignNode* n = spec.node_by_address(agent.host)) return n->name;
+  if (const CampaignNode* n = spec.node_by_name(agent.host)) return n->name;
+  return agent.host;
+}
+
+// A connection to a load agent's port: the campaign's own calls to the
+// agent (nabla-loadd's methods), no link of the service's, as the sniffers
+// leave out the daemons' control connections.
+bool to_load_agent(const CampaignSpec& spec, const Link& l) {
+  if (l.proto != "tcp") return false;
+  for (const loadd::AgentAddress& a : spec.workload.agents) {
+    const std::string host = agent_host(spec, a);
+    if ((l.dst.host == host && l.dst.port == a.port) ||
+        (l.src.host == host && l.src.port == a.port)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::string host_for(const CampaignSpec& spec, const std::string& address) {
   const CampaignNode* n = spec.node_by_address(address);
   return n != nullptr ? n->name : address;
@@ -148,6 +171,7 @@ std::vector<CampaignLink> assemble_links(const CampaignSpec& spec,
     out.push_back(std::move(c));
   };
   for (const Link& l : discovered) {
+    if (to_load_agent(spec, l)) continue;
     CampaignLink c;
     c.link = l;
     std::string src, dst;

@@ -1,6 +1,7 @@
 // The campaign's link set: labels, injector specs from the flow records'
 // addresses and fixed ports, measurability, excludes and includes; a
-// dual-stack pair joins into one link that covers both families.
+// dual-stack pair joins into one link that covers both families; the
+// campaign's connections to its load agents are no link, their load is.
 #include "nabla/campaign/links.hh"
 
 #include <gtest/gtest.h>
@@ -158,6 +159,40 @@ TEST(CampaignLinks, DualStackPairIsOneLinkCoveringBothFamilies) {
   ASSERT_NE(req, nullptr);
   EXPECT_EQ(req->spec, "tcp [fd00::2]:* -> [fd00::3]:9002");
   EXPECT_TRUE(req->family_specs.empty());
+}
+
+TEST(CampaignLinks, ConnectionsToTheLoadAgentsAreNoLinkTheirLoadIs) {
+  const CampaignSpec spec = parse_campaign_spec(R"(
+name = "agents"
+[[node]]
+name = "client"
+address = "10.213.0.1"
+injectd = "10.213.0.1"
+sniffd = "10.213.0.1"
+[[node]]
+name = "web"
+address = "10.213.0.2"
+injectd = "10.213.0.2"
+sniffd = "10.213.0.2"
+[workload]
+target = "http://10.213.0.2:9001"
+rate = 10
+agents = ["10.213.0.1:7400", "web/throughput"]
+)");
+  const std::vector<Link> discovered = {
+      link("client", 0, "client", 7400),  // the campaign polls the agent on its own node
+      link("client", 7400, "client", 0),
+      link("client", 0, "web", 7313),  // web's agent, at the default port
+      link("web", 7313, "client", 0),
+      link("client", 0, "web", 9001),  // the agent's load
+      link("client", 0, "web", 7400),  // web's 7400 is no agent's
+  };
+  const auto links = assemble_links(spec, {}, discovered);
+  ASSERT_EQ(links.size(), 2u);
+  const CampaignLink* load = find(links, "tcp client -> web:9001");
+  ASSERT_NE(load, nullptr);
+  EXPECT_TRUE(load->measurable);
+  EXPECT_NE(find(links, "tcp client -> web:7400"), nullptr);
 }
 
 }  // namespace

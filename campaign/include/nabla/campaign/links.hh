@@ -1,7 +1,9 @@
 #pragma once
 // Building the campaign's link set (see campaign.hh): discovered links plus
 // [links].include, minus [links].exclude (an exclude spec matching the
-// link's addresses and ports, ephemeral ports matching only `*`). A link is
+// link's addresses and ports, ephemeral ports matching only `*`), minus the
+// connections to the workload's load agents' ports (the campaign's own
+// calls to them; the agents' links to the target are ordinary links). A link is
 // measurable when its source node is in the spec and has an injectd; the
 // injector spec carries the ends' addresses (from the flow records that
 // produced the link, else the nodes' first addresses) and the fixed ports
