@@ -2,6 +2,7 @@
 #include "nabla/loadd/agents.hh"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <exception>
 #include <mutex>
@@ -150,7 +151,55 @@ struct AgentPool::State {
 
   loadgen::RoundOutcome run(const loadgen::RoundRequest& request);
   loadgen::RoundOutcome run_checked(const loadgen::RoundRequest& request);
+  std::optional<loadgen::RoundSummary> fetch(Agent& agent, const std::string& id,
+                                             const std::atomic<bool>& abandon);
 };
+
+namespace {
+
+// An agent's failure, named; what the runner throws.
+template <class F>
+auto failing(const std::string& agent, const std::string& what, F&& f) {
+  try {
+    return f();
+  } catch (const loadgen::AgentFailure&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw loadgen::AgentFailure(agent, what + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+// A done round's summary and every sample, page by page, on the agent's own
+// clock; then the agent is freed for the next round. Nothing (nullopt) once
+// `abandon` is set: another agent failed, so the round is lost anyway.
+std::optional<loadgen::RoundSummary> AgentPool::State::fetch(Agent& agent, const std::string& id,
+                                                             const std::atomic<bool>& abandon) {
+  const auto result = failing(agent.name, "load.result", [&] {
+    return call(agent, protocol::LoadResultParams{{id, options.owner}});
+  });
+  loadgen::RoundSummary summary = failing(agent.name, "load.result summary", [&] {
+    return loadgen::round_summary_from_json(result.summary);
+  });
+  std::vector<loadgen::Sample>& samples = summary.result.samples;
+  samples.reserve(result.samples);
+  while (samples.size() < result.samples) {
+    if (abandon) return std::nullopt;
+    protocol::LoadSamplesParams page{id, options.owner, samples.size(), protocol::kMaxSamplesPage};
+    const auto got = failing(agent.name, "load.samples", [&] { return call(agent, page); });
+    auto more = failing(agent.name, "load.samples page",
+                        [&] { return loadgen::samples_from_json(got.samples); });
+    if (more.empty()) {
+      throw loadgen::AgentFailure(agent.name, "load.samples: an empty page at " +
+                                                  std::to_string(page.offset) + " of " +
+                                                  std::to_string(result.samples));
+    }
+    samples.insert(samples.end(), more.begin(), more.end());
+  }
+  stop(agent);  // frees the agent for the next round
+  return summary;
+}
 
 loadgen::RoundOutcome AgentPool::State::run(const loadgen::RoundRequest& request) {
   try {
@@ -167,17 +216,6 @@ loadgen::RoundOutcome AgentPool::State::run_checked(const loadgen::RoundRequest&
   std::vector<loadgen::AgentKind> kinds;
   for (const auto& a : agents) kinds.push_back(a->address.kind);
   const std::vector<double> shares = loadgen::split_rate(request.engine.schedule.rate_per_s, kinds);
-
-  // An agent's failure, named; what the runner throws.
-  const auto failing = [](Agent& agent, const std::string& what, auto&& f) {
-    try {
-      return f();
-    } catch (const loadgen::AgentFailure&) {
-      throw;
-    } catch (const std::exception& e) {
-      throw loadgen::AgentFailure(agent.name, what + ": " + e.what());
-    }
-  };
 
   loadgen::RoundOutcome outcome;
   outcome.start_ns = clock() + request.lead_ns;
@@ -197,7 +235,7 @@ loadgen::RoundOutcome AgentPool::State::run_checked(const loadgen::RoundRequest&
     start.lead_ns = request.lead_ns;
     start.kind = agent.address.kind;
     start.engine = loadgen::engine_config_to_json(engine);
-    const auto started = failing(agent, "load.start", [&] { return call(agent, start); });
+    const auto started = failing(agent.name, "load.start", [&] { return call(agent, start); });
     {
       std::lock_guard lock(agent.mu);
       agent.round = started.id;
@@ -218,7 +256,7 @@ loadgen::RoundOutcome AgentPool::State::run_checked(const loadgen::RoundRequest&
     for (std::size_t i = 0; i < n; ++i) {
       if (done[i]) continue;
       Agent& agent = *agents[i];
-      const auto status = failing(agent, "load.status", [&] {
+      const auto status = failing(agent.name, "load.status", [&] {
         return call(agent, protocol::LoadStatusParams{{ids[i], options.owner}});
       });
       switch (status.state) {
@@ -246,32 +284,34 @@ loadgen::RoundOutcome AgentPool::State::run_checked(const loadgen::RoundRequest&
     std::this_thread::sleep_for(options.poll_interval);
   }
 
-  // Results and samples, shifted onto the controller's clock, merged.
+  // Every agent's result and samples at once, one thread each; then, in
+  // the agents' order, each shifted onto the controller's clock and merged.
+  std::vector<std::optional<loadgen::RoundSummary>> parts(n);
+  std::vector<std::exception_ptr> failures(n);
+  std::atomic<bool> abandon{false};
+  {
+    std::vector<std::jthread> fetchers;
+    fetchers.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      fetchers.emplace_back([&, i] {
+        try {
+          parts[i] = fetch(*agents[i], ids[i], abandon);
+        } catch (...) {
+          failures[i] = std::current_exception();
+          abandon = true;
+        }
+      });
+    }
+  }
+  // The first failing agent in the agents' order (one abandoned for
+  // another's failure has none of its own).
+  for (const std::exception_ptr& f : failures) {
+    if (f) std::rethrow_exception(f);
+  }
   for (std::size_t i = 0; i < n; ++i) {
     Agent& agent = *agents[i];
-    const std::string& id = ids[i];
-    const auto result = failing(agent, "load.result", [&] {
-      return call(agent, protocol::LoadResultParams{{id, options.owner}});
-    });
-    loadgen::RoundSummary summary = failing(agent, "load.result summary", [&] {
-      return loadgen::round_summary_from_json(result.summary);
-    });
+    loadgen::RoundSummary& summary = *parts[i];
     loadgen::EngineResult part = std::move(summary.result);
-    part.samples.reserve(result.samples);
-    while (part.samples.size() < result.samples) {
-      protocol::LoadSamplesParams page{id, options.owner, part.samples.size(),
-                                       protocol::kMaxSamplesPage};
-      const auto got = failing(agent, "load.samples", [&] { return call(agent, page); });
-      auto samples = failing(agent, "load.samples page",
-                             [&] { return loadgen::samples_from_json(got.samples); });
-      if (samples.empty()) {
-        throw loadgen::AgentFailure(agent.name, "load.samples: an empty page at " +
-                                                    std::to_string(page.offset) + " of " +
-                                                    std::to_string(result.samples));
-      }
-      part.samples.insert(part.samples.end(), samples.begin(), samples.end());
-    }
-    stop(agent);                                   // frees the agent for the next round
     loadgen::shift_times(part, outcome.start_ns);  // its times are from its own round start
 
     loadgen::AgentRound round;

@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <system_error>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "nabla/common/capabilities.hh"
 #include "nabla/common/clock.hh"
@@ -86,8 +88,13 @@ std::vector<int> parse_cpu_list(const std::string& text) {
   return cpus;
 }
 
-void register_methods(common::RpcServer& server, LoadService& service, int64_t started_ns) {
-  server.add_method(protocol::LoadStartParams::kMethod, [&service](const json& params) {
+std::vector<std::pair<std::string, common::RpcServer::Handler>> method_handlers(
+    LoadService& service, int64_t started_ns) {
+  std::vector<std::pair<std::string, common::RpcServer::Handler>> methods;
+  const auto add = [&methods](std::string name, common::RpcServer::Handler handler) {
+    methods.emplace_back(std::move(name), std::move(handler));
+  };
+  add(protocol::LoadStartParams::kMethod, [&service](const json& params) {
     const auto p = protocol::LoadStartParams::from_json(params);
     StartRequest request;
     request.owner = p.owner;
@@ -97,7 +104,7 @@ void register_methods(common::RpcServer& server, LoadService& service, int64_t s
     request.engine = engine_of(p.engine);
     return refusing([&] { return service.start(std::move(request)).to_json(); });
   });
-  server.add_method(protocol::LoadStatusParams::kMethod, [&service](const json& params) {
+  add(protocol::LoadStatusParams::kMethod, [&service](const json& params) {
     const auto p = protocol::LoadStatusParams::from_json(params);
     return refusing([&] {
       const RoundStatus s = service.status(p.id, p.owner);
@@ -106,7 +113,7 @@ void register_methods(common::RpcServer& server, LoadService& service, int64_t s
           .to_json();
     });
   });
-  server.add_method(protocol::LoadResultParams::kMethod, [&service](const json& params) {
+  add(protocol::LoadResultParams::kMethod, [&service](const json& params) {
     const auto p = protocol::LoadResultParams::from_json(params);
     return refusing([&] {
       const RoundResult r = service.result(p.id, p.owner);
@@ -119,7 +126,7 @@ void register_methods(common::RpcServer& server, LoadService& service, int64_t s
       return out.to_json();
     });
   });
-  server.add_method(protocol::LoadSamplesParams::kMethod, [&service](const json& params) {
+  add(protocol::LoadSamplesParams::kMethod, [&service](const json& params) {
     const auto p = protocol::LoadSamplesParams::from_json(params);
     return refusing([&] {
       const RoundResult r = service.result(p.id, p.owner);
@@ -137,32 +144,38 @@ void register_methods(common::RpcServer& server, LoadService& service, int64_t s
       return out.to_json();
     });
   });
-  server.add_method(protocol::LoadStopParams::kMethod, [&service](const json& params) {
+  add(protocol::LoadStopParams::kMethod, [&service](const json& params) {
     const auto p = protocol::LoadStopParams::from_json(params);
     return refusing([&] { return service.stop(p.id, p.owner).to_json(); });
   });
-  server.add_method(
-      common::protocol::DaemonInfoParams::kMethod, [&service, started_ns](const json& params) {
-        common::protocol::require_no_params(params, common::protocol::DaemonInfoParams::kMethod);
-        protocol::LoaddInfo info;
-        info.version = common::nabla_version();
-        info.protocol_version = common::kProtocolVersion;
-        info.pid = ::getpid();
-        info.busy = service.busy();
-        if (const auto current = service.current()) {
-          info.round = current->first;
-          info.owner = current->second;
-        }
-        const Limits& l = service.limits();
-        info.max_rate = l.max_rate;
-        info.max_connections = l.max_connections;
-        info.max_threads = l.max_threads;
-        info.max_round_s = static_cast<double>(l.max_round_ns) / 1e9;
-        info.max_samples = static_cast<int64_t>(l.max_samples);
-        for (const Cidr& c : l.allow_target) info.allow_target.push_back(c.to_string());
-        info.uptime_s = static_cast<double>(common::monotonic_ns() - started_ns) / 1e9;
-        return info.to_json();
-      });
+  add(common::protocol::DaemonInfoParams::kMethod, [&service, started_ns](const json& params) {
+    common::protocol::require_no_params(params, common::protocol::DaemonInfoParams::kMethod);
+    protocol::LoaddInfo info;
+    info.version = common::nabla_version();
+    info.protocol_version = common::kProtocolVersion;
+    info.pid = ::getpid();
+    info.busy = service.busy();
+    if (const auto current = service.current()) {
+      info.round = current->first;
+      info.owner = current->second;
+    }
+    const Limits& l = service.limits();
+    info.max_rate = l.max_rate;
+    info.max_connections = l.max_connections;
+    info.max_threads = l.max_threads;
+    info.max_round_s = static_cast<double>(l.max_round_ns) / 1e9;
+    info.max_samples = static_cast<int64_t>(l.max_samples);
+    for (const Cidr& c : l.allow_target) info.allow_target.push_back(c.to_string());
+    info.uptime_s = static_cast<double>(common::monotonic_ns() - started_ns) / 1e9;
+    return info.to_json();
+  });
+  return methods;
+}
+
+void register_methods(common::RpcServer& server, LoadService& service, int64_t started_ns) {
+  for (auto& [name, handler] : method_handlers(service, started_ns)) {
+    server.add_method(std::move(name), std::move(handler));
+  }
 }
 
 int run_daemon(const DaemonOptions& options) {

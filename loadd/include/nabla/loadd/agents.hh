@@ -5,10 +5,12 @@
 //
 // Per round: split the rate (split_rate), send every agent its engine
 // (agent_engine) with the same lead, poll them until done (each poll renews
-// the agent's lease), fetch each agent's summary and samples, shift each
-// agent's sample times onto the controller's clock, merge. An agent that
-// cannot be reached, fails, or does not finish within the round's bound
-// throws loadgen::AgentFailure; the caller then calls stop_all().
+// the agent's lease), fetch every agent's summary and samples at once (one
+// thread per agent), then, in the agents' order, shift each agent's sample
+// times onto the controller's clock and merge. An agent that cannot be
+// reached, fails, or does not finish within the round's bound throws
+// loadgen::AgentFailure (the first such agent in the agents' order, once
+// every fetch has returned); the caller then calls stop_all().
 #include <chrono>
 #include <cstdint>
 #include <functional>

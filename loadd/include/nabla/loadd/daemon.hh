@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nabla/common/rpc.hh"
@@ -25,6 +26,9 @@ struct DaemonOptions {
 // and daemon.info on `server` for `service`. The JSON of the engine, the
 // summary and the samples is loadgen/wire.hh's.
 void register_methods(common::RpcServer& server, LoadService& service, int64_t started_ns);
+// What register_methods registers: each method's name and handler.
+std::vector<std::pair<std::string, common::RpcServer::Handler>> method_handlers(
+    LoadService& service, int64_t started_ns);
 
 // Runs until SIGINT or SIGTERM; setup errors throw. Prints
 // "nabla-loadd listening on HOST port N" on stdout once serving. Once its
