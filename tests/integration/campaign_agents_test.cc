@@ -3,7 +3,8 @@
 // failure): the client host runs the campaign and one nabla-loadd as nobody
 // (setpriv), reached with the campaign's key_file; web's nabla-tier calls
 // app serial:2 for /a and nothing for /b. The campaign measures web->app
-// (the client's own links and app->web are left out to keep it short) and
+// (the client's own links and app->web are left out to keep it short; the
+// campaign's calls to the agent's port must not be measured as links) and
 // must recover the known gradient, 2 for /a and 0 for /b, from the agent's
 // samples; every phase's load was a round of the agent's, owned by the run,
 // and the stored run keeps the agent.
@@ -122,6 +123,11 @@ TEST(CampaignAgents, AnAgentsLoadRecoversTheChainsGradient) {
   EXPECT_LE(std::abs((*a)["gradient"].get<double>() - 2.0), std::max(0.2, 3.0 * se));
   const double se_b = (*b)["standard_error"].get<double>();
   EXPECT_LE(std::abs((*b)["gradient"].get<double>()), std::max(0.1, 3.0 * se_b));
+  // Only the service's links were measured: the campaign's own calls to
+  // the agent's port are no link (without the filter they were four).
+  for (const json& g : out["gradients"]) {
+    EXPECT_EQ(g["link"].get<std::string>().find(":7313"), std::string::npos) << g["link"];
+  }
 
   // Every phase's load was a round of the agent's, owned by this run:
   // discovery, training, the adaptive sub-phase and the active phase at
