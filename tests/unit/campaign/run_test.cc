@@ -9,8 +9,8 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <optional>
@@ -403,8 +403,8 @@ sniffd = "127.0.0.1:7352"
   const double coverage = static_cast<double>(covered) / total;
   EXPECT_GE(coverage, 0.90);
   EXPECT_LE(coverage, 0.99);
-  std::printf("%d seeds: %d of %d gradients within 5%%, coverage %.3f over %d CIs\n", seeds,
-              within, total, coverage, total);
+  std::printf("%d seeds: %d of %d gradients within 5%%, coverage %.3f over %d CIs\n", seeds, within,
+              total, coverage, total);
 }
 
 // A simultaneous phase noisier than the training is measured again, as a

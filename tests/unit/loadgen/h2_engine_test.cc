@@ -194,11 +194,12 @@ class H2Server {
   std::vector<std::thread> served_;
 };
 
-TEST(H2Engine, StreamsCompleteOutOfOrderEachTimedFromItsOwnIntendedSend) {
-  H2Server server;
+// 300 requests at 400/s, half /slow and half /fast, on 2 connections of
+// 32 streams each.
+EngineConfig slow_and_fast(uint16_t port) {
   EngineConfig c;
   c.host = "127.0.0.1";
-  c.port = server.port();
+  c.port = port;
   c.connections = 2;
   c.max_outstanding = 32;  // streams per connection
   c.protocol.kind = ProtocolSpec::Kind::kHttp2;
@@ -208,6 +209,12 @@ TEST(H2Engine, StreamsCompleteOutOfOrderEachTimedFromItsOwnIntendedSend) {
   c.max_requests = 300;
   c.request_timeout_ns = 2'000'000'000;
   c.late_threshold_ns = 1'000'000;
+  return c;
+}
+
+TEST(H2Engine, StreamsCompleteOutOfOrderEachTimedFromItsOwnIntendedSend) {
+  H2Server server;
+  const EngineConfig c = slow_and_fast(server.port());
   const EngineResult r = run_engine(c, common::monotonic_ns() + 20'000'000);
   EXPECT_EQ(r.errors.total(), 0u);
   EXPECT_EQ(r.sent, 300u);
@@ -241,19 +248,8 @@ TEST(H2Engine, StreamsCompleteOutOfOrderEachTimedFromItsOwnIntendedSend) {
 // than the server held it, nor put its send before it was due.
 TEST(H2Engine, CleartextStreamsAreTimedByTheKernelsStamps) {
   H2Server server;
-  EngineConfig c;
-  c.host = "127.0.0.1";
-  c.port = server.port();
-  c.connections = 2;
-  c.max_outstanding = 32;
-  c.protocol.kind = ProtocolSpec::Kind::kHttp2;
-  c.protocol.urls = {{"/slow", 1.0}, {"/fast", 1.0}};
-  c.protocol.host_header = "127.0.0.1";
+  EngineConfig c = slow_and_fast(server.port());
   c.software_rx_timestamps = true;
-  c.schedule.rate_per_s = 400;
-  c.max_requests = 300;
-  c.request_timeout_ns = 2'000'000'000;
-  c.late_threshold_ns = 1'000'000;
   const EngineResult r = run_engine(c, common::monotonic_ns() + 20'000'000);
   EXPECT_EQ(r.errors.total(), 0u);
   ASSERT_EQ(r.completed, 300u);
