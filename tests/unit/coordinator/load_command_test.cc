@@ -77,6 +77,16 @@ json run_json(const LoadOptions& o) {
   return json::parse(out.str());
 }
 
+// True while a descriptor of this process is open on /dev/cpu_dma_latency.
+bool holds_cpu_latency_device() {
+  std::error_code ec;
+  for (const auto& fd : fs::directory_iterator("/proc/self/fd", ec)) {
+    std::error_code link_ec;
+    if (fs::read_symlink(fd.path(), link_ec) == common::kCpuLatencyDevice) return true;
+  }
+  return false;
+}
+
 std::vector<std::string> reasons_of(const json& j) {
   return j["reasons"].get<std::vector<std::string>>();
 }
@@ -369,7 +379,6 @@ TEST(LoadTier, FixedServiceIsOkWithP50NearTheServiceTime) {
   const bool root = ::geteuid() == 0;
   // By default (auto) root holds 0, and anyone else runs without it.
   ASSERT_EQ(o.cpu_latency_us, "auto");
-  const auto limit_before = common::current_cpu_latency_us();
   json j;
   bool quiet = false;
   for (int attempt = 0; attempt < 2; ++attempt) {  // a burst of load may pass
@@ -385,7 +394,10 @@ TEST(LoadTier, FixedServiceIsOkWithP50NearTheServiceTime) {
   EXPECT_EQ(j["cpu_latency"]["limit_us"], 0) << j["cpu_latency"];
   EXPECT_EQ(j["cpu_latency"]["requested"], "auto") << j["cpu_latency"];
   EXPECT_EQ(j["cpu_latency"]["held"].get<bool>(), root) << j["cpu_latency"];
-  EXPECT_EQ(common::current_cpu_latency_us(), limit_before);  // released with the run
+  // Released with the run: this process holds no descriptor of the device.
+  // (The kernel's current limit is not compared: other tests and daemons
+  // on the machine may hold one meanwhile.)
+  EXPECT_FALSE(holds_cpu_latency_device());
   // p50 = 1 ms service (sleep) + loopback and timer floor.
   const json& p50 = j["percentiles"][0];
   EXPECT_EQ(p50["p"], 50);
