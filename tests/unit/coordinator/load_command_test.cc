@@ -405,10 +405,14 @@ TEST(LoadTier, FixedServiceIsOkWithP50NearTheServiceTime) {
   if (machine_refused(j, quiet)) GTEST_SKIP() << "machine overloaded: " << j["reasons"].dump();
   // Under the suite's other tests a 2-vCPU VM's latencies stayed dependent
   // out to 1:64 with the client on time: the right n/a, the machine's, not
-  // the client's or the service's.
-  if (only_dependence(j)) GTEST_SKIP() << "series dependent on this machine: " << j["reasons"];
-  ASSERT_EQ(j["verdict"], "ok") << j.dump(1);
-  EXPECT_TRUE(j["reasons"].empty());
+  // the client's or the service's. Such an answer still carries the
+  // percentiles so far, and everything but the interval is asserted.
+  const bool answered = j["verdict"] == "ok";
+  if (!answered) {
+    ASSERT_TRUE(only_dependence(j)) << j.dump(1);
+  } else {
+    EXPECT_TRUE(j["reasons"].empty());
+  }
   EXPECT_EQ(j["timestamp_source"], "software");
   EXPECT_EQ(j["timestamp_note"].get<std::string>().rfind("hardware timestamps not used: lo: ", 0),
             0u);
@@ -420,9 +424,12 @@ TEST(LoadTier, FixedServiceIsOkWithP50NearTheServiceTime) {
   // on the machine may hold one meanwhile.)
   EXPECT_FALSE(holds_cpu_latency_device());
   // p50 = 1 ms service (sleep) + loopback and timer floor.
+  ASSERT_EQ(j["percentiles"].size(), 2u) << j.dump(1);
   const json& p50 = j["percentiles"][0];
   EXPECT_EQ(p50["p"], 50);
-  EXPECT_LE(p50["ci_high_ns"].get<double>() - p50["ci_low_ns"].get<double>(), 200'000);
+  if (answered) {
+    EXPECT_LE(p50["ci_high_ns"].get<double>() - p50["ci_low_ns"].get<double>(), 200'000);
+  }
   EXPECT_GE(p50["value_ns"].get<double>(), 1'000'000);
   EXPECT_LE(p50["value_ns"].get<double>(), 2'500'000);
   // X-Service-Time-Ns: the 1 ms sleep.
