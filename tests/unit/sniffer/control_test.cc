@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "nabla/common/fd.hh"
+#include "nabla/common/rpc.hh"
 #include "nabla/sniffer/daemon.hh"
 
 namespace nabla::sniffer {
@@ -196,6 +197,13 @@ TEST(SnifferControl, ControlPortsLabelledAndHidden) {
   const auto shown = ours(flows_list(sniffer, {{"include_control", true}}), link.port);
   ASSERT_EQ(shown.size(), 2u);
   EXPECT_EQ(shown[0]["control"], true);
+}
+
+// A coordinator's calls to a load agent are nabla's own connections too, as
+// its calls to the injectors and sniffers are: `nabla discover` hides them.
+TEST(SnifferControl, TheThreeDaemonsDefaultPortsAreControlPorts) {
+  EXPECT_EQ(SnifferOptions{}.control_ports,
+            (std::vector<uint16_t>{common::kInjectdPort, common::kSniffdPort, common::kLoaddPort}));
 }
 
 TEST(SnifferControl, ParamsValidated) {

@@ -65,7 +65,10 @@ struct SnifferOptions {
   bool conntrack = true;                     // subscribe to NEW/DESTROY events
   bool conntrack_rule = true;                // with conntrack: install the chain that keeps it live
   bool destroy_events = true;                // subscribe to sock_diag destroy notifications
-  std::vector<uint16_t> control_ports = {7311, 7312};
+  // nabla's own: the injector's, the sniffer's and the load agent's
+  // default control ports (common::kInjectdPort, kSniffdPort, kLoaddPort);
+  // a coordinator's calls to a load agent are no link either.
+  std::vector<uint16_t> control_ports = {7311, 7312, 7313};
   size_t max_flows = kDefaultMaxFlows;  // per network namespace's table
   // Namespaces scanned besides its own, at most: each costs netlink sockets,
   // a flow table and a conntrack chain, and anyone who may create namespaces
