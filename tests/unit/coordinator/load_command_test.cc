@@ -373,7 +373,7 @@ TEST(LoadFlags, BinaryExitsTwoNamingTheFlag) {
 
 // --------------------------------------------------------- against nabla-tier
 
-TEST(LoadTier, FixedServiceIsOkWithP50NearTheServiceTime) {
+TEST(LoadTier, FixedServiceAnswersItsP50NearTheServiceTime) {
   ASSERT_TRUE(fs::exists(tier_binary())) << tier_binary();
   TierProcess tier = loopback_tier(8, {"/a service=fixed:1ms mode=sleep"});
   ASSERT_NE(tier.port(), 0);
