@@ -16,6 +16,7 @@
 
 #include "nabla/common/error.hh"
 #include "nabla/sniffer/netlink_events.hh"
+#include "nabla/sniffer/netlink_reader.hh"
 
 namespace nabla::sniffer {
 namespace {
@@ -39,36 +40,33 @@ struct AttrTable {
   bool malformed = false;
 };
 
-// The attributes read, with the type each must validate as.
-const nlattr** attr_slot(AttrTable& table, uint16_t type, mnl_attr_data_type& expected) {
+// The attributes read, with what each must hold.
+const nlattr** attr_slot(AttrTable& table, uint16_t type, netlink::AttrKind& expected) {
   switch (type) {
     case INET_DIAG_INFO:
-      expected = MNL_TYPE_BINARY;
+      expected = netlink::AttrKind::kBinary;
       return &table.info;
     case INET_DIAG_PROTOCOL:
-      expected = MNL_TYPE_U8;
+      expected = netlink::AttrKind::kU8;
       return &table.protocol;
     case INET_DIAG_CGROUP_ID:
-      expected = MNL_TYPE_U64;
+      expected = netlink::AttrKind::kU64;
       return &table.cgroup_id;
     default:
       return nullptr;
   }
 }
 
-int attr_cb(const nlattr* attr, void* data) {
-  auto* table = static_cast<AttrTable*>(data);
-  // Unknown (newer-kernel) attributes are skipped, never read.
-  if (mnl_attr_type_valid(attr, INET_DIAG_MAX) < 0) return MNL_CB_OK;
-  mnl_attr_data_type expected = MNL_TYPE_UNSPEC;
-  const nlattr** slot = attr_slot(*table, mnl_attr_get_type(attr), expected);
-  if (slot == nullptr) return MNL_CB_OK;
-  if (mnl_attr_validate(attr, expected) < 0) {
-    table->malformed = true;
-    return MNL_CB_OK;
+// Unknown (newer-kernel) attributes are skipped, never read.
+void take_attr(const nlattr* attr, AttrTable& table) {
+  netlink::AttrKind expected = netlink::AttrKind::kBinary;
+  const nlattr** slot = attr_slot(table, netlink::attr_type(attr), expected);
+  if (slot == nullptr) return;
+  if (!netlink::attr_valid(attr, expected)) {
+    table.malformed = true;
+    return;
   }
   *slot = attr;
-  return MNL_CB_OK;
 }
 
 void copy_addr(int family, const __be32 raw[4], IpAddr& out) {
@@ -148,13 +146,13 @@ bool exchange(int fd, std::vector<std::byte>& buf, uint32_t seq, const void* req
 }
 
 void copy_tcp_info(const nlattr* info, SocketRecord& out, DumpCounters& counters) {
-  const size_t len = mnl_attr_get_payload_len(info);
+  const size_t len = netlink::payload_len(info);
   if (len < kMinTcpInfo) {
     ++counters.short_tcp_info;
     return;
   }
   tcp_info ti{};
-  std::memcpy(&ti, mnl_attr_get_payload(info), std::min(len, sizeof ti));
+  std::memcpy(&ti, netlink::payload(info), std::min(len, sizeof ti));
   out.has_tcp_info = true;
   out.tcp.segs_in = ti.tcpi_segs_in;
   out.tcp.segs_out = ti.tcpi_segs_out;
@@ -181,28 +179,23 @@ ParseResult parse_message(const nlmsghdr* nlh, std::optional<Proto> proto, Socke
     return ParseResult::kMalformed;
   }
   ++counters.messages;
-  const auto* msg = static_cast<const inet_diag_msg*>(mnl_nlmsg_get_payload(nlh));
+  const auto* msg = static_cast<const inet_diag_msg*>(netlink::message_payload(nlh));
   if (msg->idiag_family != AF_INET && msg->idiag_family != AF_INET6) {
     ++counters.malformed;
     return ParseResult::kMalformed;
   }
-  // mnl_attr_parse stops quietly at an attribute whose length overruns the
+  // The walk stops quietly at an attribute whose length overruns the
   // message; such trailing garbage makes the whole record suspect.
-  const auto* end = reinterpret_cast<const char*>(nlh) + nlh->nlmsg_len;
-  const auto* tail = static_cast<const char*>(mnl_nlmsg_get_payload_tail(nlh));
-  const auto* attr = static_cast<const nlattr*>(mnl_nlmsg_get_payload_offset(nlh, sizeof *msg));
-  while (mnl_attr_ok(attr, static_cast<int>(tail - reinterpret_cast<const char*>(attr)))) {
-    attr = mnl_attr_next(attr);
-  }
-  const auto* parsed_to = reinterpret_cast<const char*>(attr);
   AttrTable table;
-  if (parsed_to < end || mnl_attr_parse(nlh, sizeof(inet_diag_msg), attr_cb, &table) < 0 ||
-      table.malformed) {
+  netlink::AttrWalk attrs = netlink::message_attrs(nlh, sizeof *msg);
+  while (const nlattr* attr = attrs.next()) take_attr(attr, table);
+  if (attrs.leftover() > 0 || table.malformed) {
     ++counters.malformed;
     return ParseResult::kMalformed;
   }
   if (!proto) {
-    const uint8_t number = table.protocol != nullptr ? mnl_attr_get_u8(table.protocol) : 0;
+    const uint8_t number =
+        table.protocol != nullptr ? netlink::attr_get<uint8_t>(table.protocol) : 0;
     if (number != IPPROTO_TCP && number != IPPROTO_UDP) return ParseResult::kSkipped;
     proto = number == IPPROTO_TCP ? Proto::kTcp : Proto::kUdp;
   }
@@ -216,7 +209,7 @@ ParseResult parse_message(const nlmsghdr* nlh, std::optional<Proto> proto, Socke
   out.uid = msg->idiag_uid;
   out.inode = msg->idiag_inode;
   out.cookie = (uint64_t{msg->id.idiag_cookie[1]} << 32) | msg->id.idiag_cookie[0];
-  if (table.cgroup_id != nullptr) out.cgroup_id = mnl_attr_get_u64(table.cgroup_id);
+  if (table.cgroup_id != nullptr) out.cgroup_id = netlink::attr_get<uint64_t>(table.cgroup_id);
   if (table.info != nullptr && *proto == Proto::kTcp) copy_tcp_info(table.info, out, counters);
   return ParseResult::kOk;
 }

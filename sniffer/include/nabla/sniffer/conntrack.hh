@@ -1,6 +1,6 @@
 #pragma once
 // Conntrack NEW/DESTROY event subscription (NETLINK_NETFILTER, ctnetlink
-// groups NEW and DESTROY via libmnl), so connections that open and close
+// groups NEW and DESTROY), so connections that open and close
 // between two sock_diag scans are still seen. DESTROY events carry packet
 // and byte counters when net.netfilter.nf_conntrack_acct=1.
 //

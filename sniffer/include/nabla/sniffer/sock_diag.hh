@@ -2,7 +2,7 @@
 // NETLINK_SOCK_DIAG dumps of TCP and UDP sockets (IPv4 and IPv6) with
 // INET_DIAG_INFO, i.e. tcp_info counters. The dump path reuses one receive
 // buffer and the caller's output vector, so a steady-state scan allocates
-// nothing. Every attribute is validated with libmnl before it is read.
+// nothing. Every attribute is validated before it is read (netlink_reader.hh).
 #include <cstddef>
 #include <cstdint>
 #include <span>
