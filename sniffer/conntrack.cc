@@ -168,6 +168,17 @@ ConntrackParse parse_conntrack_event(const nlmsghdr* nlh, ConntrackEvent& out) {
   return ConntrackParse::kOk;
 }
 
+DumpStep walk_conntrack_dump(std::span<const std::byte> received, uint32_t seq, bool udp_only,
+                             std::vector<ConntrackEvent>& out, int& error) {
+  return walk_dump(received, seq, error, [&](const nlmsghdr* m) {
+    ConntrackEvent ev;
+    if (parse_conntrack_event(m, ev) != ConntrackParse::kOk) return;
+    if (udp_only && ev.proto != Proto::kUdp) return;
+    ev.type = ConntrackEventType::kNew;
+    out.push_back(ev);
+  });
+}
+
 ConntrackListener::ConntrackListener()
     : ConntrackListener(common::FileDescriptor::socket(AF_NETLINK, SOCK_RAW, NETLINK_NETFILTER)) {}
 
@@ -254,13 +265,10 @@ bool ConntrackTable::request(bool filtered, bool udp_only, std::vector<Conntrack
     mnl_attr_nest_end(nlh, filter);
   }
   int error = 0;
-  return netlink_dump(fd_.get(), buf_, msg, nlh->nlmsg_len, seq_, error, [&](const nlmsghdr* m) {
-    ConntrackEvent ev;
-    if (parse_conntrack_event(m, ev) != ConntrackParse::kOk) return;
-    if (udp_only && ev.proto != Proto::kUdp) return;
-    ev.type = ConntrackEventType::kNew;
-    out.push_back(ev);
-  });
+  return netlink_dump(fd_.get(), buf_, msg, nlh->nlmsg_len, error,
+                      [&](std::span<const std::byte> received, int& walk_error) {
+                        return walk_conntrack_dump(received, seq_, udp_only, out, walk_error);
+                      });
 }
 
 }  // namespace nabla::sniffer

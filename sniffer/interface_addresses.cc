@@ -40,6 +40,14 @@ bool read_address(const nlmsghdr* m, IpAddr& ip) {
 
 }  // namespace
 
+DumpStep walk_address_dump(std::span<const std::byte> received, uint32_t seq,
+                           std::vector<IpAddr>& found, int& error) {
+  return walk_dump(received, seq, error, [&](const nlmsghdr* m) {
+    IpAddr ip;
+    if (read_address(m, ip)) found.push_back(ip);
+  });
+}
+
 InterfaceAddresses::InterfaceAddresses()
     : fd_(common::FileDescriptor::socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE)), buf_(kRecvBytes) {
   bind_netlink(fd_.get(), "bind(NETLINK_ROUTE)");
@@ -55,11 +63,10 @@ bool InterfaceAddresses::list(std::vector<IpAddr>& out) {
   ifa->ifa_family = AF_UNSPEC;
   std::vector<IpAddr> found;
   int error = 0;
-  const bool ok =
-      netlink_dump(fd_.get(), buf_, msg, nlh->nlmsg_len, seq_, error, [&](const nlmsghdr* m) {
-        IpAddr ip;
-        if (read_address(m, ip)) found.push_back(ip);
-      });
+  const bool ok = netlink_dump(fd_.get(), buf_, msg, nlh->nlmsg_len, error,
+                               [&](std::span<const std::byte> received, int& walk_error) {
+                                 return walk_address_dump(received, seq_, found, walk_error);
+                               });
   if (ok) out = std::move(found);
   return ok;
 }

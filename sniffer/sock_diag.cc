@@ -1,7 +1,6 @@
 // sock_diag dumps; see sock_diag.hh.
 #include "nabla/sniffer/sock_diag.hh"
 
-#include <libmnl/libmnl.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
@@ -75,22 +74,17 @@ void copy_addr(int family, const __be32 raw[4], IpAddr& out) {
   std::memcpy(out.bytes, raw, family == AF_INET ? 4 : 16);
 }
 
-struct DumpContext {
-  Proto proto;
-  bool include_listeners;
-  std::vector<SocketRecord>* out;
-  DumpCounters* counters;
-};
-
-int dump_cb(const nlmsghdr* nlh, void* data) {
-  auto* ctx = static_cast<DumpContext*>(data);
+// A dump's record, unless it is a listener the dump leaves out.
+void take_record(const nlmsghdr* nlh, DiagReplies& replies) {
   SocketRecord rec;
-  if (parse_inet_diag(nlh, ctx->proto, rec, *ctx->counters) != ParseResult::kOk) return MNL_CB_OK;
-  if (!ctx->include_listeners && ctx->proto == Proto::kTcp && rec.state == kTcpListen) {
-    return MNL_CB_OK;
-  }
-  ctx->out->push_back(rec);
-  return MNL_CB_OK;
+  if (parse_inet_diag(nlh, replies.proto, rec, *replies.counters) != ParseResult::kOk) return;
+  if (!replies.include_listeners && replies.proto == Proto::kTcp && rec.state == kTcpListen) return;
+  replies.out->push_back(rec);
+}
+
+// A zero sequence number on either side matches any.
+bool seq_matches(const nlmsghdr* nlh, uint32_t seq) {
+  return nlh->nlmsg_seq == 0 || seq == 0 || nlh->nlmsg_seq == seq;
 }
 
 // A SOCK_DIAG_BY_FAMILY request for `proto` sockets of `family`, with
@@ -112,34 +106,32 @@ DiagRequest make_request(Proto proto, uint8_t family, uint16_t flags, uint32_t s
   return request;
 }
 
-// Sends one SOCK_DIAG request and feeds the replies to dump_cb: a dump until
-// the kernel says it is done, a lookup until its record (or the error that
-// says the socket is gone). False when the exchange itself failed (counted).
+// Sends one SOCK_DIAG request and walks the replies: a dump until the
+// kernel says it is done, a lookup until its record (or the error that says
+// the socket is gone). False when the exchange itself failed (counted).
 bool exchange(int fd, std::vector<std::byte>& buf, uint32_t seq, const void* request, size_t size,
-              DumpContext& ctx, bool until_first_record) {
+              DiagReplies& replies, bool until_first_record) {
   sockaddr_nl kernel{};
   kernel.nl_family = AF_NETLINK;
   if (::sendto(fd, request, size, 0, reinterpret_cast<sockaddr*>(&kernel), sizeof kernel) < 0) {
-    ++ctx.counters->errors;
+    ++replies.counters->errors;
     return false;
   }
   while (true) {
     const ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
     if (n < 0) {
       if (errno == EINTR) continue;
-      ++ctx.counters->errors;
+      ++replies.counters->errors;
       return false;
     }
-    // mnl_cb_run checks sequence numbers, walks NLMSG_OK boundaries, and
-    // returns MNL_CB_STOP at NLMSG_DONE, -1 on NLMSG_ERROR.
-    const int ret = mnl_cb_run(buf.data(), static_cast<size_t>(n), seq, 0, dump_cb, &ctx);
+    const DumpStep step = walk_diag_replies({buf.data(), static_cast<size_t>(n)}, seq, replies);
     if (until_first_record) {
-      if (ret <= MNL_CB_STOP || !ctx.out->empty()) return true;
+      if (step != DumpStep::kMore || !replies.out->empty()) return true;
       continue;
     }
-    if (ret == MNL_CB_STOP) return true;
-    if (ret < 0) {
-      ++ctx.counters->errors;
+    if (step == DumpStep::kDone) return true;
+    if (step == DumpStep::kFailed) {
+      ++replies.counters->errors;
       return false;
     }
   }
@@ -225,6 +217,26 @@ ParseResult parse_destroyed_socket(const nlmsghdr* nlh, SocketRecord& out, DumpC
   return parse_message(nlh, std::nullopt, out, counters);
 }
 
+DumpStep walk_diag_replies(std::span<const std::byte> received, uint32_t seq,
+                           DiagReplies& replies) {
+  netlink::MessageWalk walk(received);
+  while (const nlmsghdr* nlh = walk.next()) {
+    // A reply to another request, or a dump the kernel interrupted (the
+    // table changed under it): the exchange failed.
+    if (!seq_matches(nlh, seq) || (nlh->nlmsg_flags & NLM_F_DUMP_INTR) != 0) {
+      return DumpStep::kFailed;
+    }
+    if (nlh->nlmsg_type >= NLMSG_MIN_TYPE) {
+      take_record(nlh, replies);
+    } else if (nlh->nlmsg_type == NLMSG_DONE) {
+      return DumpStep::kDone;
+    } else if (nlh->nlmsg_type == NLMSG_ERROR) {
+      return netlink::error_code(nlh) == 0 ? DumpStep::kDone : DumpStep::kFailed;
+    }
+  }
+  return DumpStep::kMore;
+}
+
 SockDiag::SockDiag()
     : SockDiag(common::FileDescriptor::socket(AF_NETLINK, SOCK_RAW, NETLINK_SOCK_DIAG)) {}
 
@@ -243,8 +255,8 @@ bool SockDiag::dump(Proto proto, int family, std::vector<SocketRecord>& out, boo
   if (proto == Proto::kTcp && !include_listeners) states &= ~(1u << kTcpListen);
   if (proto == Proto::kTcp && !include_time_wait) states &= ~(1u << kTcpTimeWait);
   request.req.idiag_states = states;
-  DumpContext ctx{proto, include_listeners, &out, &counters_};
-  return exchange(fd_.get(), buf_, seq_, &request, sizeof request, ctx, false);
+  DiagReplies replies{proto, include_listeners, &out, &counters_};
+  return exchange(fd_.get(), buf_, seq_, &request, sizeof request, replies, false);
 }
 
 bool SockDiag::lookup(Proto proto, const IpAddr& local, uint16_t local_port, const IpAddr& remote,
@@ -261,8 +273,8 @@ bool SockDiag::lookup(Proto proto, const IpAddr& local, uint16_t local_port, con
   request.req.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
   request.req.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
   std::vector<SocketRecord> found;  // at most one record; lookups are rare
-  DumpContext ctx{proto, true, &found, &counters_};
-  if (!exchange(fd_.get(), buf_, seq_, &request, sizeof request, ctx, true)) return false;
+  DiagReplies replies{proto, true, &found, &counters_};
+  if (!exchange(fd_.get(), buf_, seq_, &request, sizeof request, replies, true)) return false;
   if (found.empty()) return false;
   out = found.front();
   return true;
