@@ -1,6 +1,7 @@
 #include "nabla/common/host_port.hh"
 
 #include <charconv>
+#include <optional>
 #include <stdexcept>
 
 #include "nabla/common/ip_address.hh"
@@ -75,6 +76,22 @@ HostPort parse_listen_address(std::string_view text, std::uint16_t default_port,
                                 "127.0.0.1:7312 or [::1]:7312)");
   }
   return out;
+}
+
+Endpoint parse_advertised_address(std::string_view text, std::uint16_t listen_port,
+                                  std::string_view flag) {
+  const HostPort at = parse(text, listen_port, flag, false);
+  const std::optional<IpAddress> address = IpAddress::parse(at.host);
+  if (!address) {
+    throw std::invalid_argument(std::string(flag) + ": '" + at.host +
+                                "' is not an IP address (the address literal clients connect "
+                                "to, e.g. 203.0.113.7:17311 or [2001:db8::7]:17311)");
+  }
+  if (at.port == 0) {
+    throw std::invalid_argument(std::string(flag) + ": '" + std::string(text) +
+                                "' needs the port clients connect to (the listen port is 0)");
+  }
+  return {*address, at.port};
 }
 
 }  // namespace nabla::common

@@ -254,7 +254,9 @@ struct RpcClient::Impl {
             where + " is " + dump_json(params["identity"]) + ", not " + identity +
             " as this nabla meant: refusing to authenticate, since a session is bound to one "
             "daemon at one address (the wrong port or daemon, a redirected or relayed "
-            "connection, or a NAT between this host and the daemon)");
+            "connection, or a NAT or port forward between this host and the daemon, which "
+            "needs the daemon started with --advertise " +
+            identity.substr(identity.find('@') + 1) + ")");
       }
     }
     return nonce;

@@ -213,7 +213,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void refuse_auth(const nlohmann::json& id, const std::string& why);
   std::string peer_text() const;
   // This server's kind and its address on this connection, as the client
-  // reached it.
+  // reached it (the advertised address when there is one).
   std::string local_identity();
   void dispatch(const RpcRequest& request);
   json call_handler(const RpcServer::CallerHandler& handler, const RpcRequest& request);
@@ -424,6 +424,8 @@ std::string printable(const json& value) {
 }  // namespace
 
 std::string Connection::local_identity() {
+  const auto& advertised = server_->options.advertise;
+  if (advertised) return session_identity(server_->options.daemon, *advertised);
   sockaddr_storage local{};
   socklen_t length = sizeof local;
   std::optional<Endpoint> at;
@@ -716,6 +718,11 @@ RpcServer::RpcServer(asio::io_context& io, RpcServerOptions options) {
     throw std::system_error(e.code(), "control server on " + where);
   }
   s.port = s.acceptor.local_endpoint().port();
+  if (s.options.advertise) {
+    log_info("control: sessions bound to ",
+             session_identity(s.options.daemon, *s.options.advertise),
+             " (advertised; clients must connect through that address)");
+  }
   s.accept();
 }
 

@@ -84,6 +84,9 @@ int run_daemon(const DaemonOptions& options) {
   rpc.listen_address = listen.host;
   rpc.port = listen.port;
   rpc.daemon = common::kInjectdKeyName;
+  if (options.advertise) {
+    rpc.advertise = common::parse_advertised_address(*options.advertise, listen.port);
+  }
   common::DaemonKey key =
       common::DaemonKey::choose(options.key_file, common::kInjectdKeyName, listen.host);
   key.apply(rpc);

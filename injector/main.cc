@@ -12,6 +12,7 @@
 #include "nabla/common/capabilities.hh"
 #include "nabla/common/cli_usage.hh"
 #include "nabla/common/cpu_latency.hh"
+#include "nabla/common/host_port.hh"
 #include "nabla/common/log.hh"
 #include "nabla/common/netns.hh"
 #include "nabla/common/wakeup_lateness.hh"
@@ -58,6 +59,7 @@ void print_timer_check(const std::optional<int64_t>& spin_ns) {
 struct Flags {
   nabla::injector::DaemonOptions options;
   std::string key_file;
+  std::string advertise;
   std::string log_level = "info";
   std::string spin_us = "auto";
   int64_t busy_poll_us = 0;
@@ -70,6 +72,10 @@ struct Flags {
 void add_flags(CLI::App& app, Flags& f) {
   app.add_option("--listen", f.options.listen, "control address ADDR:PORT")
       ->default_val("127.0.0.1:7311");
+  app.add_option("--advertise", f.advertise,
+                 "the control address ADDR[:PORT] clients connect to when it is not the listen "
+                 "address (NAT, a port forward): sessions are bound to it, so only clients that "
+                 "connect through it authenticate (default port: the listen port)");
   app.add_option("--key-file", f.key_file,
                  "HMAC key file (one hex key per line, mode 0600); default /etc/nabla/key, "
                  "or on loopback a fresh key in /run/nabla");
@@ -123,6 +129,17 @@ std::optional<int> apply_flags(Flags& f) {
   nabla::common::set_log_program("nabla-injectd");
   nabla::common::set_log_level(nabla::common::parse_log_level(f.log_level));
   if (!f.key_file.empty()) f.options.key_file = f.key_file;
+  if (!f.advertise.empty()) {
+    try {
+      nabla::common::parse_advertised_address(
+          f.advertise,
+          nabla::common::parse_listen_address(f.options.listen, nabla::common::kInjectdPort).port);
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "nabla-injectd: " << e.what() << "\n";
+      return 2;
+    }
+    f.options.advertise = f.advertise;
+  }
   try {
     f.options.spin_ns = parse_spin_us(f.spin_us);
   } catch (const std::invalid_argument& e) {

@@ -29,6 +29,7 @@ namespace common = nabla::common;
 // The command line, as typed; apply_flags turns it into DaemonOptions.
 struct Flags {
   std::string listen = "127.0.0.1:7313";
+  std::string advertise;
   std::string key_file;
   std::string log_level = "info";
   std::vector<std::string> allow_target;
@@ -51,6 +52,10 @@ polls for its lease is stopped. Without --key-file the key is /etc/nabla/key
 or, on loopback only, a fresh one in /run/nabla (see docs/protocol.md,
 "Local control").)");
   app.add_option("--listen", f.listen, "control address ADDR:PORT (default 127.0.0.1:7313)");
+  app.add_option("--advertise", f.advertise,
+                 "the control address ADDR[:PORT] clients connect to when it is not the listen "
+                 "address (NAT, a port forward): sessions are bound to it, so only clients that "
+                 "connect through it authenticate (default port: the listen port)");
   app.add_option("--key-file", f.key_file, "HMAC key file (one hex key per line, mode 0600)");
   app.add_option("--log-level", f.log_level, "error|warn|info|debug (default info)");
   app.add_option("--allow-target", f.allow_target,
@@ -96,6 +101,16 @@ std::optional<int> apply_flags(const Flags& f, loadd::DaemonOptions& o) {
     return usage("--listen", e.what());
   }
   o.listen = f.listen;
+  if (!f.advertise.empty()) {
+    try {
+      common::parse_advertised_address(
+          f.advertise, common::parse_listen_address(f.listen, common::kLoaddPort).port);
+    } catch (const std::exception& e) {
+      std::cerr << "nabla-loadd: " << e.what() << "\n";  // it names the flag
+      return 2;
+    }
+    o.advertise = f.advertise;
+  }
   if (!f.key_file.empty()) o.key_file = f.key_file;
   for (const auto& text : f.allow_target) {
     try {

@@ -14,12 +14,15 @@
 
 #include "nabla/common/error.hh"
 #include "nabla/sniffer/netlink_events.hh"
+#include "nabla/sniffer/netlink_reader.hh"
 
 namespace nabla::sniffer {
 namespace {
 
 constexpr size_t kRecvBytes = 64 * 1024;
 constexpr int kRcvBufBytes = 4 * 1024 * 1024;
+
+using netlink::AttrKind;
 
 // Collects the attributes of one nesting level after validating each.
 template <int kMax>
@@ -28,92 +31,92 @@ struct Attrs {
   bool malformed = false;
 };
 
-// Expected payload type per attribute, by level; MNL_TYPE_UNSPEC = not used.
-mnl_attr_data_type top_type(uint16_t type) {
+// What each attribute read must hold, by level; kBinary = not read as a number.
+AttrKind top_kind(uint16_t type) {
   switch (type) {
     case CTA_TUPLE_ORIG:
     case CTA_TUPLE_REPLY:
     case CTA_COUNTERS_ORIG:
     case CTA_COUNTERS_REPLY:
-      return MNL_TYPE_NESTED;
+      return AttrKind::kNested;
     case CTA_ID:
-      return MNL_TYPE_U32;
+      return AttrKind::kU32;
     default:
-      return MNL_TYPE_UNSPEC;
+      return AttrKind::kBinary;
   }
 }
-mnl_attr_data_type tuple_type(uint16_t type) {
-  return type == CTA_TUPLE_IP || type == CTA_TUPLE_PROTO ? MNL_TYPE_NESTED : MNL_TYPE_UNSPEC;
+AttrKind tuple_kind(uint16_t type) {
+  return type == CTA_TUPLE_IP || type == CTA_TUPLE_PROTO ? AttrKind::kNested : AttrKind::kBinary;
 }
-mnl_attr_data_type ip_type(uint16_t type) {
+AttrKind ip_kind(uint16_t type) {
   switch (type) {
     case CTA_IP_V4_SRC:
     case CTA_IP_V4_DST:
-      return MNL_TYPE_U32;
+      return AttrKind::kU32;
     default:
-      return MNL_TYPE_UNSPEC;  // v6 addresses are checked by length below
+      return AttrKind::kBinary;  // v6 addresses are checked by length below
   }
 }
-mnl_attr_data_type proto_type(uint16_t type) {
+AttrKind proto_kind(uint16_t type) {
   switch (type) {
     case CTA_PROTO_NUM:
-      return MNL_TYPE_U8;
+      return AttrKind::kU8;
     case CTA_PROTO_SRC_PORT:
     case CTA_PROTO_DST_PORT:
-      return MNL_TYPE_U16;
+      return AttrKind::kU16;
     default:
-      return MNL_TYPE_UNSPEC;
+      return AttrKind::kBinary;
   }
 }
-mnl_attr_data_type counter_type(uint16_t type) {
-  return type == CTA_COUNTERS_PACKETS || type == CTA_COUNTERS_BYTES ? MNL_TYPE_U64
-                                                                    : MNL_TYPE_UNSPEC;
+AttrKind counter_kind(uint16_t type) {
+  return type == CTA_COUNTERS_PACKETS || type == CTA_COUNTERS_BYTES ? AttrKind::kU64
+                                                                    : AttrKind::kBinary;
 }
 
-template <int kMax, mnl_attr_data_type (*TypeOf)(uint16_t)>
-int collect_cb(const nlattr* attr, void* data) {
-  auto* attrs = static_cast<Attrs<kMax>*>(data);
-  if (mnl_attr_type_valid(attr, kMax) < 0) return MNL_CB_OK;  // newer kernel: skip
-  const uint16_t type = mnl_attr_get_type(attr);
-  const mnl_attr_data_type expected = TypeOf(type);
-  if (expected != MNL_TYPE_UNSPEC && mnl_attr_validate(attr, expected) < 0) {
-    attrs->malformed = true;
-    return MNL_CB_OK;
+template <int kMax, AttrKind (*KindOf)(uint16_t)>
+bool collect(netlink::AttrWalk walk, Attrs<kMax>& out) {
+  while (const nlattr* attr = walk.next()) {
+    const uint16_t type = netlink::attr_type(attr);
+    if (type > kMax) continue;  // newer kernel: skip
+    if (!netlink::attr_valid(attr, KindOf(type))) {
+      out.malformed = true;
+      continue;
+    }
+    out.at[type] = attr;
   }
-  attrs->at[type] = attr;
-  return MNL_CB_OK;
+  return !out.malformed;
 }
 
-template <int kMax, mnl_attr_data_type (*TypeOf)(uint16_t)>
+template <int kMax, AttrKind (*KindOf)(uint16_t)>
 bool parse_nested(const nlattr* nest, Attrs<kMax>& out) {
-  return mnl_attr_parse_nested(nest, collect_cb<kMax, TypeOf>, &out) >= 0 && !out.malformed;
+  return collect<kMax, KindOf>(netlink::nested_attrs(nest), out);
 }
 
 bool read_addr(const nlattr* attr, int family, IpAddr& out) {
   if (attr == nullptr) return false;
   const size_t len = family == AF_INET ? 4 : 16;
-  if (mnl_attr_get_payload_len(attr) != len) return false;
+  if (netlink::payload_len(attr) != len) return false;
   out.family = static_cast<uint8_t>(family);
   std::memset(out.bytes, 0, sizeof out.bytes);
-  std::memcpy(out.bytes, mnl_attr_get_payload(attr), len);
+  std::memcpy(out.bytes, netlink::payload(attr), len);
   return true;
 }
 
 // Returns kOk, kIgnored (not TCP/UDP) or kMalformed.
 ConntrackParse parse_tuple(const nlattr* tuple, ConntrackEvent& out) {
   Attrs<CTA_TUPLE_MAX> t;
-  if (tuple == nullptr || !parse_nested<CTA_TUPLE_MAX, tuple_type>(tuple, t)) {
+  if (tuple == nullptr || !parse_nested<CTA_TUPLE_MAX, tuple_kind>(tuple, t)) {
     return ConntrackParse::kMalformed;
   }
   Attrs<CTA_IP_MAX> ip;
   Attrs<CTA_PROTO_MAX> proto;
   if (t.at[CTA_TUPLE_IP] == nullptr || t.at[CTA_TUPLE_PROTO] == nullptr ||
-      !parse_nested<CTA_IP_MAX, ip_type>(t.at[CTA_TUPLE_IP], ip) ||
-      !parse_nested<CTA_PROTO_MAX, proto_type>(t.at[CTA_TUPLE_PROTO], proto) ||
+      !parse_nested<CTA_IP_MAX, ip_kind>(t.at[CTA_TUPLE_IP], ip) ||
+      !parse_nested<CTA_PROTO_MAX, proto_kind>(t.at[CTA_TUPLE_PROTO], proto) ||
       proto.at[CTA_PROTO_NUM] == nullptr) {
     return ConntrackParse::kMalformed;
   }
-  const uint8_t num = mnl_attr_get_u8(proto.at[CTA_PROTO_NUM]);
+  const uint8_t num = netlink::attr_get<uint8_t>(proto.at[CTA_PROTO_NUM]);
   if (num != IPPROTO_TCP && num != IPPROTO_UDP) return ConntrackParse::kIgnored;
   out.proto = num == IPPROTO_TCP ? Proto::kTcp : Proto::kUdp;
   const bool v4 = ip.at[CTA_IP_V4_SRC] != nullptr;
@@ -123,19 +126,19 @@ ConntrackParse parse_tuple(const nlattr* tuple, ConntrackEvent& out) {
       proto.at[CTA_PROTO_SRC_PORT] == nullptr || proto.at[CTA_PROTO_DST_PORT] == nullptr) {
     return ConntrackParse::kMalformed;
   }
-  out.src_port = ntohs(mnl_attr_get_u16(proto.at[CTA_PROTO_SRC_PORT]));
-  out.dst_port = ntohs(mnl_attr_get_u16(proto.at[CTA_PROTO_DST_PORT]));
+  out.src_port = ntohs(netlink::attr_get<uint16_t>(proto.at[CTA_PROTO_SRC_PORT]));
+  out.dst_port = ntohs(netlink::attr_get<uint16_t>(proto.at[CTA_PROTO_DST_PORT]));
   return ConntrackParse::kOk;
 }
 
 bool read_counters(const nlattr* nest, uint64_t& packets, uint64_t& bytes) {
   Attrs<CTA_COUNTERS_MAX> c;
-  if (!parse_nested<CTA_COUNTERS_MAX, counter_type>(nest, c) ||
+  if (!parse_nested<CTA_COUNTERS_MAX, counter_kind>(nest, c) ||
       c.at[CTA_COUNTERS_PACKETS] == nullptr || c.at[CTA_COUNTERS_BYTES] == nullptr) {
     return false;
   }
-  packets = be64toh(mnl_attr_get_u64(c.at[CTA_COUNTERS_PACKETS]));
-  bytes = be64toh(mnl_attr_get_u64(c.at[CTA_COUNTERS_BYTES]));
+  packets = be64toh(netlink::attr_get<uint64_t>(c.at[CTA_COUNTERS_PACKETS]));
+  bytes = be64toh(netlink::attr_get<uint64_t>(c.at[CTA_COUNTERS_BYTES]));
   return true;
 }
 
@@ -149,13 +152,12 @@ ConntrackParse parse_conntrack_event(const nlmsghdr* nlh, ConntrackEvent& out) {
   out = ConntrackEvent{};
   out.type = msg == IPCTNL_MSG_CT_NEW ? ConntrackEventType::kNew : ConntrackEventType::kDestroy;
   Attrs<CTA_MAX> top;
-  if (mnl_attr_parse(nlh, sizeof(nfgenmsg), collect_cb<CTA_MAX, top_type>, &top) < 0 ||
-      top.malformed) {
+  if (!collect<CTA_MAX, top_kind>(netlink::message_attrs(nlh, sizeof(nfgenmsg)), top)) {
     return ConntrackParse::kMalformed;
   }
   const ConntrackParse tuple = parse_tuple(top.at[CTA_TUPLE_ORIG], out);
   if (tuple != ConntrackParse::kOk) return tuple;
-  if (top.at[CTA_ID] != nullptr) out.id = ntohl(mnl_attr_get_u32(top.at[CTA_ID]));
+  if (top.at[CTA_ID] != nullptr) out.id = ntohl(netlink::attr_get<uint32_t>(top.at[CTA_ID]));
   if (top.at[CTA_COUNTERS_ORIG] != nullptr && top.at[CTA_COUNTERS_REPLY] != nullptr) {
     if (!read_counters(top.at[CTA_COUNTERS_ORIG], out.orig_packets, out.orig_bytes) ||
         !read_counters(top.at[CTA_COUNTERS_REPLY], out.reply_packets, out.reply_bytes)) {
@@ -164,6 +166,17 @@ ConntrackParse parse_conntrack_event(const nlmsghdr* nlh, ConntrackEvent& out) {
     out.has_counters = true;
   }
   return ConntrackParse::kOk;
+}
+
+DumpStep walk_conntrack_dump(std::span<const std::byte> received, uint32_t seq, bool udp_only,
+                             std::vector<ConntrackEvent>& out, int& error) {
+  return walk_dump(received, seq, error, [&](const nlmsghdr* m) {
+    ConntrackEvent ev;
+    if (parse_conntrack_event(m, ev) != ConntrackParse::kOk) return;
+    if (udp_only && ev.proto != Proto::kUdp) return;
+    ev.type = ConntrackEventType::kNew;
+    out.push_back(ev);
+  });
 }
 
 ConntrackListener::ConntrackListener()
@@ -252,13 +265,10 @@ bool ConntrackTable::request(bool filtered, bool udp_only, std::vector<Conntrack
     mnl_attr_nest_end(nlh, filter);
   }
   int error = 0;
-  return netlink_dump(fd_.get(), buf_, msg, nlh->nlmsg_len, seq_, error, [&](const nlmsghdr* m) {
-    ConntrackEvent ev;
-    if (parse_conntrack_event(m, ev) != ConntrackParse::kOk) return;
-    if (udp_only && ev.proto != Proto::kUdp) return;
-    ev.type = ConntrackEventType::kNew;
-    out.push_back(ev);
-  });
+  return netlink_dump(fd_.get(), buf_, msg, nlh->nlmsg_len, error,
+                      [&](std::span<const std::byte> received, int& walk_error) {
+                        return walk_conntrack_dump(received, seq_, udp_only, out, walk_error);
+                      });
 }
 
 }  // namespace nabla::sniffer

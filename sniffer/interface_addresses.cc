@@ -9,24 +9,44 @@
 #include <cstring>
 
 #include "nabla/sniffer/netlink_events.hh"
+#include "nabla/sniffer/netlink_reader.hh"
 
 namespace nabla::sniffer {
 namespace {
 
 constexpr size_t kRecvBytes = 32 * 1024;
 
-int address_cb(const nlattr* attr, void* data) {
+// The address of one RTM_NEWADDR message, false when it carries none.
+bool read_address(const nlmsghdr* m, IpAddr& ip) {
+  if (m->nlmsg_type != RTM_NEWADDR || m->nlmsg_len < NLMSG_HDRLEN + sizeof(ifaddrmsg)) return false;
+  const auto* a = static_cast<const ifaddrmsg*>(netlink::message_payload(m));
+  if (a->ifa_family != AF_INET && a->ifa_family != AF_INET6) return false;
   // IFA_LOCAL is the address itself; IFA_ADDRESS is the peer's on a
   // point-to-point link, the same as IFA_LOCAL elsewhere (and the only one
   // IPv6 sends).
-  const uint16_t type = mnl_attr_get_type(attr);
-  if (type == IFA_LOCAL || type == IFA_ADDRESS) {
-    static_cast<const nlattr**>(data)[type == IFA_LOCAL ? 0 : 1] = attr;
+  const nlattr* attrs[2] = {};
+  netlink::AttrWalk walk = netlink::message_attrs(m, sizeof(ifaddrmsg));
+  while (const nlattr* attr = walk.next()) {
+    const uint16_t type = netlink::attr_type(attr);
+    if (type == IFA_LOCAL || type == IFA_ADDRESS) attrs[type == IFA_LOCAL ? 0 : 1] = attr;
   }
-  return MNL_CB_OK;
+  const nlattr* addr = attrs[0] != nullptr ? attrs[0] : attrs[1];
+  const size_t len = a->ifa_family == AF_INET ? 4 : 16;
+  if (addr == nullptr || netlink::payload_len(addr) != len) return false;
+  ip.family = a->ifa_family;
+  std::memcpy(ip.bytes, netlink::payload(addr), len);
+  return true;
 }
 
 }  // namespace
+
+DumpStep walk_address_dump(std::span<const std::byte> received, uint32_t seq,
+                           std::vector<IpAddr>& found, int& error) {
+  return walk_dump(received, seq, error, [&](const nlmsghdr* m) {
+    IpAddr ip;
+    if (read_address(m, ip)) found.push_back(ip);
+  });
+}
 
 InterfaceAddresses::InterfaceAddresses()
     : fd_(common::FileDescriptor::socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE)), buf_(kRecvBytes) {
@@ -43,21 +63,10 @@ bool InterfaceAddresses::list(std::vector<IpAddr>& out) {
   ifa->ifa_family = AF_UNSPEC;
   std::vector<IpAddr> found;
   int error = 0;
-  const bool ok =
-      netlink_dump(fd_.get(), buf_, msg, nlh->nlmsg_len, seq_, error, [&](const nlmsghdr* m) {
-        if (m->nlmsg_type != RTM_NEWADDR || m->nlmsg_len < NLMSG_HDRLEN + sizeof(ifaddrmsg)) return;
-        const auto* a = static_cast<const ifaddrmsg*>(mnl_nlmsg_get_payload(m));
-        if (a->ifa_family != AF_INET && a->ifa_family != AF_INET6) return;
-        const nlattr* attrs[2] = {};
-        if (mnl_attr_parse(m, sizeof(ifaddrmsg), address_cb, attrs) < 0) return;
-        const nlattr* addr = attrs[0] != nullptr ? attrs[0] : attrs[1];
-        const size_t len = a->ifa_family == AF_INET ? 4 : 16;
-        if (addr == nullptr || mnl_attr_get_payload_len(addr) != len) return;
-        IpAddr ip;
-        ip.family = a->ifa_family;
-        std::memcpy(ip.bytes, mnl_attr_get_payload(addr), len);
-        found.push_back(ip);
-      });
+  const bool ok = netlink_dump(fd_.get(), buf_, msg, nlh->nlmsg_len, error,
+                               [&](std::span<const std::byte> received, int& walk_error) {
+                                 return walk_address_dump(received, seq_, found, walk_error);
+                               });
   if (ok) out = std::move(found);
   return ok;
 }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <exception>
 #include <iostream>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -38,6 +39,7 @@ struct Flags {
   uint64_t max_flows = sniffer::kDefaultMaxFlows;
   uint64_t max_namespaces = 256;
   std::string listen = "127.0.0.1:7312";
+  std::string advertise;
   std::string key_file;
   int64_t report_protocol_version = common::kProtocolVersion;
   std::string netns = "auto";
@@ -76,6 +78,10 @@ one in /run/nabla (see docs/protocol.md, "Local control").)");
                  "(default 65536)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{100'000'000}));
   app.add_option("--listen", f.listen, "control address ADDR[:PORT] (default 127.0.0.1:7312)");
+  app.add_option("--advertise", f.advertise,
+                 "the control address ADDR[:PORT] clients connect to when it is not the listen "
+                 "address (NAT, a port forward): sessions are bound to it, so only clients that "
+                 "connect through it authenticate (default port: the listen port)");
   app.add_option("--key-file", f.key_file, "HMAC key file (one hex key per line, mode 0600)");
   // Test-only: claim another protocol version in daemon.info, so the
   // version check of `nabla nodes check` can be tested against a real daemon.
@@ -138,12 +144,16 @@ int run_check(const sniffer::SnifferOptions& options) {
 }
 
 // The daemon's options: the scan, the control address and print mode.
+// Throws invalid_argument for a bad --listen or --advertise.
 sniffer::DaemonOptions daemon_options(const Flags& f, sniffer::SnifferOptions scan) {
   sniffer::DaemonOptions o;
   o.sniffer = std::move(scan);
   const auto address = common::parse_listen_address(f.listen, common::kSniffdPort);
   o.rpc.listen_address = address.host;
   o.rpc.port = address.port;
+  if (!f.advertise.empty()) {
+    o.rpc.advertise = common::parse_advertised_address(f.advertise, address.port);
+  }
   if (!f.key_file.empty()) o.key_file = f.key_file;
   o.print = f.print;
   o.print_json = f.json;
@@ -152,6 +162,19 @@ sniffer::DaemonOptions daemon_options(const Flags& f, sniffer::SnifferOptions sc
   o.report_protocol_version = f.report_protocol_version;
   o.drop_capabilities = true;
   return o;
+}
+
+// A bad --advertise is a usage error (exit 2), found before anything starts.
+std::optional<int> check_advertise(const Flags& f) {
+  if (f.advertise.empty()) return std::nullopt;
+  try {
+    const auto address = common::parse_listen_address(f.listen, common::kSniffdPort);
+    common::parse_advertised_address(f.advertise, address.port);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "nabla-sniffd: " << e.what() << "\n";
+    return 2;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -178,6 +201,7 @@ int main(int argc, char** argv) {
     std::cerr << "nabla-sniffd: " << e.what() << "\n";
     return 2;
   }
+  if (const auto usage_error = check_advertise(flags)) return *usage_error;
   try {
     sniffer::SnifferOptions scan = sniffer_options(flags, namespaces);
     if (flags.check) return run_check(scan);

@@ -1,7 +1,6 @@
 // sock_diag dumps; see sock_diag.hh.
 #include "nabla/sniffer/sock_diag.hh"
 
-#include <libmnl/libmnl.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
@@ -16,6 +15,7 @@
 
 #include "nabla/common/error.hh"
 #include "nabla/sniffer/netlink_events.hh"
+#include "nabla/sniffer/netlink_reader.hh"
 
 namespace nabla::sniffer {
 namespace {
@@ -39,36 +39,33 @@ struct AttrTable {
   bool malformed = false;
 };
 
-// The attributes read, with the type each must validate as.
-const nlattr** attr_slot(AttrTable& table, uint16_t type, mnl_attr_data_type& expected) {
+// The attributes read, with what each must hold.
+const nlattr** attr_slot(AttrTable& table, uint16_t type, netlink::AttrKind& expected) {
   switch (type) {
     case INET_DIAG_INFO:
-      expected = MNL_TYPE_BINARY;
+      expected = netlink::AttrKind::kBinary;
       return &table.info;
     case INET_DIAG_PROTOCOL:
-      expected = MNL_TYPE_U8;
+      expected = netlink::AttrKind::kU8;
       return &table.protocol;
     case INET_DIAG_CGROUP_ID:
-      expected = MNL_TYPE_U64;
+      expected = netlink::AttrKind::kU64;
       return &table.cgroup_id;
     default:
       return nullptr;
   }
 }
 
-int attr_cb(const nlattr* attr, void* data) {
-  auto* table = static_cast<AttrTable*>(data);
-  // Unknown (newer-kernel) attributes are skipped, never read.
-  if (mnl_attr_type_valid(attr, INET_DIAG_MAX) < 0) return MNL_CB_OK;
-  mnl_attr_data_type expected = MNL_TYPE_UNSPEC;
-  const nlattr** slot = attr_slot(*table, mnl_attr_get_type(attr), expected);
-  if (slot == nullptr) return MNL_CB_OK;
-  if (mnl_attr_validate(attr, expected) < 0) {
-    table->malformed = true;
-    return MNL_CB_OK;
+// Unknown (newer-kernel) attributes are skipped, never read.
+void take_attr(const nlattr* attr, AttrTable& table) {
+  netlink::AttrKind expected = netlink::AttrKind::kBinary;
+  const nlattr** slot = attr_slot(table, netlink::attr_type(attr), expected);
+  if (slot == nullptr) return;
+  if (!netlink::attr_valid(attr, expected)) {
+    table.malformed = true;
+    return;
   }
   *slot = attr;
-  return MNL_CB_OK;
 }
 
 void copy_addr(int family, const __be32 raw[4], IpAddr& out) {
@@ -77,22 +74,17 @@ void copy_addr(int family, const __be32 raw[4], IpAddr& out) {
   std::memcpy(out.bytes, raw, family == AF_INET ? 4 : 16);
 }
 
-struct DumpContext {
-  Proto proto;
-  bool include_listeners;
-  std::vector<SocketRecord>* out;
-  DumpCounters* counters;
-};
-
-int dump_cb(const nlmsghdr* nlh, void* data) {
-  auto* ctx = static_cast<DumpContext*>(data);
+// A dump's record, unless it is a listener the dump leaves out.
+void take_record(const nlmsghdr* nlh, DiagReplies& replies) {
   SocketRecord rec;
-  if (parse_inet_diag(nlh, ctx->proto, rec, *ctx->counters) != ParseResult::kOk) return MNL_CB_OK;
-  if (!ctx->include_listeners && ctx->proto == Proto::kTcp && rec.state == kTcpListen) {
-    return MNL_CB_OK;
-  }
-  ctx->out->push_back(rec);
-  return MNL_CB_OK;
+  if (parse_inet_diag(nlh, replies.proto, rec, *replies.counters) != ParseResult::kOk) return;
+  if (!replies.include_listeners && replies.proto == Proto::kTcp && rec.state == kTcpListen) return;
+  replies.out->push_back(rec);
+}
+
+// A zero sequence number on either side matches any.
+bool seq_matches(const nlmsghdr* nlh, uint32_t seq) {
+  return nlh->nlmsg_seq == 0 || seq == 0 || nlh->nlmsg_seq == seq;
 }
 
 // A SOCK_DIAG_BY_FAMILY request for `proto` sockets of `family`, with
@@ -114,47 +106,45 @@ DiagRequest make_request(Proto proto, uint8_t family, uint16_t flags, uint32_t s
   return request;
 }
 
-// Sends one SOCK_DIAG request and feeds the replies to dump_cb: a dump until
-// the kernel says it is done, a lookup until its record (or the error that
-// says the socket is gone). False when the exchange itself failed (counted).
+// Sends one SOCK_DIAG request and walks the replies: a dump until the
+// kernel says it is done, a lookup until its record (or the error that says
+// the socket is gone). False when the exchange itself failed (counted).
 bool exchange(int fd, std::vector<std::byte>& buf, uint32_t seq, const void* request, size_t size,
-              DumpContext& ctx, bool until_first_record) {
+              DiagReplies& replies, bool until_first_record) {
   sockaddr_nl kernel{};
   kernel.nl_family = AF_NETLINK;
   if (::sendto(fd, request, size, 0, reinterpret_cast<sockaddr*>(&kernel), sizeof kernel) < 0) {
-    ++ctx.counters->errors;
+    ++replies.counters->errors;
     return false;
   }
   while (true) {
     const ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
     if (n < 0) {
       if (errno == EINTR) continue;
-      ++ctx.counters->errors;
+      ++replies.counters->errors;
       return false;
     }
-    // mnl_cb_run checks sequence numbers, walks NLMSG_OK boundaries, and
-    // returns MNL_CB_STOP at NLMSG_DONE, -1 on NLMSG_ERROR.
-    const int ret = mnl_cb_run(buf.data(), static_cast<size_t>(n), seq, 0, dump_cb, &ctx);
+    const DumpStep step = walk_diag_replies({buf.data(), static_cast<size_t>(n)}, seq, replies);
     if (until_first_record) {
-      if (ret <= MNL_CB_STOP || !ctx.out->empty()) return true;
+      if (step != DumpStep::kMore || !replies.out->empty()) return true;
       continue;
     }
-    if (ret == MNL_CB_STOP) return true;
-    if (ret < 0) {
-      ++ctx.counters->errors;
+    if (step == DumpStep::kDone) return true;
+    if (step == DumpStep::kFailed) {
+      ++replies.counters->errors;
       return false;
     }
   }
 }
 
 void copy_tcp_info(const nlattr* info, SocketRecord& out, DumpCounters& counters) {
-  const size_t len = mnl_attr_get_payload_len(info);
+  const size_t len = netlink::payload_len(info);
   if (len < kMinTcpInfo) {
     ++counters.short_tcp_info;
     return;
   }
   tcp_info ti{};
-  std::memcpy(&ti, mnl_attr_get_payload(info), std::min(len, sizeof ti));
+  std::memcpy(&ti, netlink::payload(info), std::min(len, sizeof ti));
   out.has_tcp_info = true;
   out.tcp.segs_in = ti.tcpi_segs_in;
   out.tcp.segs_out = ti.tcpi_segs_out;
@@ -181,28 +171,23 @@ ParseResult parse_message(const nlmsghdr* nlh, std::optional<Proto> proto, Socke
     return ParseResult::kMalformed;
   }
   ++counters.messages;
-  const auto* msg = static_cast<const inet_diag_msg*>(mnl_nlmsg_get_payload(nlh));
+  const auto* msg = static_cast<const inet_diag_msg*>(netlink::message_payload(nlh));
   if (msg->idiag_family != AF_INET && msg->idiag_family != AF_INET6) {
     ++counters.malformed;
     return ParseResult::kMalformed;
   }
-  // mnl_attr_parse stops quietly at an attribute whose length overruns the
+  // The walk stops quietly at an attribute whose length overruns the
   // message; such trailing garbage makes the whole record suspect.
-  const auto* end = reinterpret_cast<const char*>(nlh) + nlh->nlmsg_len;
-  const auto* tail = static_cast<const char*>(mnl_nlmsg_get_payload_tail(nlh));
-  const auto* attr = static_cast<const nlattr*>(mnl_nlmsg_get_payload_offset(nlh, sizeof *msg));
-  while (mnl_attr_ok(attr, static_cast<int>(tail - reinterpret_cast<const char*>(attr)))) {
-    attr = mnl_attr_next(attr);
-  }
-  const auto* parsed_to = reinterpret_cast<const char*>(attr);
   AttrTable table;
-  if (parsed_to < end || mnl_attr_parse(nlh, sizeof(inet_diag_msg), attr_cb, &table) < 0 ||
-      table.malformed) {
+  netlink::AttrWalk attrs = netlink::message_attrs(nlh, sizeof *msg);
+  while (const nlattr* attr = attrs.next()) take_attr(attr, table);
+  if (attrs.leftover() > 0 || table.malformed) {
     ++counters.malformed;
     return ParseResult::kMalformed;
   }
   if (!proto) {
-    const uint8_t number = table.protocol != nullptr ? mnl_attr_get_u8(table.protocol) : 0;
+    const uint8_t number =
+        table.protocol != nullptr ? netlink::attr_get<uint8_t>(table.protocol) : 0;
     if (number != IPPROTO_TCP && number != IPPROTO_UDP) return ParseResult::kSkipped;
     proto = number == IPPROTO_TCP ? Proto::kTcp : Proto::kUdp;
   }
@@ -216,7 +201,7 @@ ParseResult parse_message(const nlmsghdr* nlh, std::optional<Proto> proto, Socke
   out.uid = msg->idiag_uid;
   out.inode = msg->idiag_inode;
   out.cookie = (uint64_t{msg->id.idiag_cookie[1]} << 32) | msg->id.idiag_cookie[0];
-  if (table.cgroup_id != nullptr) out.cgroup_id = mnl_attr_get_u64(table.cgroup_id);
+  if (table.cgroup_id != nullptr) out.cgroup_id = netlink::attr_get<uint64_t>(table.cgroup_id);
   if (table.info != nullptr && *proto == Proto::kTcp) copy_tcp_info(table.info, out, counters);
   return ParseResult::kOk;
 }
@@ -230,6 +215,26 @@ ParseResult parse_inet_diag(const nlmsghdr* nlh, Proto proto, SocketRecord& out,
 
 ParseResult parse_destroyed_socket(const nlmsghdr* nlh, SocketRecord& out, DumpCounters& counters) {
   return parse_message(nlh, std::nullopt, out, counters);
+}
+
+DumpStep walk_diag_replies(std::span<const std::byte> received, uint32_t seq,
+                           DiagReplies& replies) {
+  netlink::MessageWalk walk(received);
+  while (const nlmsghdr* nlh = walk.next()) {
+    // A reply to another request, or a dump the kernel interrupted (the
+    // table changed under it): the exchange failed.
+    if (!seq_matches(nlh, seq) || (nlh->nlmsg_flags & NLM_F_DUMP_INTR) != 0) {
+      return DumpStep::kFailed;
+    }
+    if (nlh->nlmsg_type >= NLMSG_MIN_TYPE) {
+      take_record(nlh, replies);
+    } else if (nlh->nlmsg_type == NLMSG_DONE) {
+      return DumpStep::kDone;
+    } else if (nlh->nlmsg_type == NLMSG_ERROR) {
+      return netlink::error_code(nlh) == 0 ? DumpStep::kDone : DumpStep::kFailed;
+    }
+  }
+  return DumpStep::kMore;
 }
 
 SockDiag::SockDiag()
@@ -250,8 +255,8 @@ bool SockDiag::dump(Proto proto, int family, std::vector<SocketRecord>& out, boo
   if (proto == Proto::kTcp && !include_listeners) states &= ~(1u << kTcpListen);
   if (proto == Proto::kTcp && !include_time_wait) states &= ~(1u << kTcpTimeWait);
   request.req.idiag_states = states;
-  DumpContext ctx{proto, include_listeners, &out, &counters_};
-  return exchange(fd_.get(), buf_, seq_, &request, sizeof request, ctx, false);
+  DiagReplies replies{proto, include_listeners, &out, &counters_};
+  return exchange(fd_.get(), buf_, seq_, &request, sizeof request, replies, false);
 }
 
 bool SockDiag::lookup(Proto proto, const IpAddr& local, uint16_t local_port, const IpAddr& remote,
@@ -268,8 +273,8 @@ bool SockDiag::lookup(Proto proto, const IpAddr& local, uint16_t local_port, con
   request.req.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
   request.req.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
   std::vector<SocketRecord> found;  // at most one record; lookups are rare
-  DumpContext ctx{proto, true, &found, &counters_};
-  if (!exchange(fd_.get(), buf_, seq_, &request, sizeof request, ctx, true)) return false;
+  DiagReplies replies{proto, true, &found, &counters_};
+  if (!exchange(fd_.get(), buf_, seq_, &request, sizeof request, replies, true)) return false;
   if (found.empty()) return false;
   out = found.front();
   return true;

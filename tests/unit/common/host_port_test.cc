@@ -43,5 +43,22 @@ TEST(HostPort, ListenAddressNeedsALiteralAndAllowsPortZero) {
   EXPECT_THROW(parse_host_port("h:0", 7312), std::invalid_argument);
 }
 
+TEST(HostPort, AdvertisedAddressIsALiteralWithThePortClientsUse) {
+  Endpoint a = parse_advertised_address("203.0.113.7:17311", 7311);
+  EXPECT_EQ(to_string(a), "203.0.113.7:17311");
+  EXPECT_EQ(to_string(parse_advertised_address("[2001:db8::7]", 7312)), "[2001:db8::7]:7312");
+  for (const char* bad : {"node-a:7311", "203.0.113.7:0", "[2001:db8::7", ""}) {
+    try {
+      parse_advertised_address(bad, 7311);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("--advertise: '", 0), 0u) << e.what();
+    }
+  }
+  // Listening on port 0 (any), the clients' port must be given.
+  EXPECT_THROW(parse_advertised_address("203.0.113.7", 0), std::invalid_argument);
+  EXPECT_EQ(parse_advertised_address("203.0.113.7:9", 0).port, 9);
+}
+
 }  // namespace
 }  // namespace nabla::common

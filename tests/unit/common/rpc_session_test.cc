@@ -1,7 +1,8 @@
 // The sealed channel after the handshake (protocol version 3): FrameSealer on
 // its own, then forged frames on real loopback sockets against a real
 // RpcServer (each closes only its own connection), a forged server frame
-// against RpcClient, several keys per server, and version mismatches.
+// against RpcClient, several keys per server, version mismatches, and
+// sessions through a port forward.
 #include "nabla/common/rpc_session.hh"
 
 #include <gtest/gtest.h>
@@ -15,7 +16,9 @@
 #include <string>
 #include <thread>
 
+#include "loopback.hh"
 #include "rpc_test_support.hh"
+#include "tcp_forward.hh"
 
 namespace nabla::common {
 namespace {
@@ -589,6 +592,41 @@ TEST(RpcIdentity, ServerRefusesASessionMeantForAnotherNode) {
   }
   RawClient honest(node_b.port());
   EXPECT_TRUE(honest.answer_challenge(test_key(0x42)).contains("result"));
+}
+
+// Through a port forward the client reaches the server at another address
+// than the server's own, so their identities differ and the client refuses
+// the server; with the forward's address advertised the session
+// authenticates, and a client that connects to the server's own address is
+// the one refused.
+TEST(RpcIdentity, APortForwardAuthenticatesOnlyWhenItsAddressIsAdvertised) {
+  const auto refused = [](uint16_t port, const std::string& says, const std::string& meant) {
+    try {
+      RpcClient::connect("127.0.0.1", port, test_key(0x42), 2s);
+      ADD_FAILURE() << "authenticated at " << port;
+    } catch (const RpcConnectionError& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("is \"" + says + "\", not " + meant + " as this nabla meant"),
+                std::string::npos)
+          << msg;
+      EXPECT_NE(msg.find("--advertise 127.0.0.1:" + std::to_string(port) + ")"), std::string::npos)
+          << msg;
+    }
+  };
+  const auto at = [](uint16_t port) { return "rpc@127.0.0.1:" + std::to_string(port); };
+  {
+    ServerThread s(keyed_options());
+    testing::TcpForward forward(s.port());
+    refused(forward.port(), at(s.port()), at(forward.port()));
+  }
+  RpcServerOptions o = keyed_options();
+  o.port = testing::free_loopback_port();
+  testing::TcpForward forward(o.port);
+  o.advertise = Endpoint{*IpAddress::parse("127.0.0.1"), forward.port()};
+  ServerThread s(o);
+  RpcClient c = RpcClient::connect("127.0.0.1", forward.port(), test_key(0x42), 2s);
+  EXPECT_EQ(c.call("add", {{"a", 2}, {"b", 3}}, 2s), json(5));
+  refused(s.port(), at(forward.port()), at(s.port()));
 }
 
 }  // namespace

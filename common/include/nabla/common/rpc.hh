@@ -15,7 +15,8 @@
 //                 "identity":"injectd@10.0.0.12:7311"}}
 //    nonce = 32 bytes from RAND_bytes, fresh per connection; identity = the
 //    server's kind (RpcServerOptions::daemon) and its address on this
-//    connection (rpc_session.hh). A client that meant another kind or
+//    connection, or the address clients reach it at when set
+//    (RpcServerOptions::advertise; rpc_session.hh). A client that meant another kind or
 //    address refuses it before sending anything.
 // 2. client -> server (only when auth_required is true):
 //      {"jsonrpc":"2.0","id":0,"method":"auth.response",
@@ -101,6 +102,7 @@
 #include <string_view>
 #include <vector>
 
+#include "nabla/common/ip_address.hh"
 #include "nabla/common/json_rpc.hh"
 #include "nabla/common/rpc_auth.hh"
 #include "nabla/common/rpc_frame.hh"
@@ -122,6 +124,12 @@ struct RpcServerOptions {
   // same kind to authenticate.
   std::string daemon = kAnyDaemon;
   uint16_t port = 0;  // 0: pick a free port (see port())
+  // The control address clients connect to when it is not the server's own
+  // (NAT or a port forward in between): session identities bind it instead
+  // of each accepted connection's local address, so such clients
+  // authenticate, and only clients that name it do (a client that connects
+  // to the server's own address is refused then). nullopt: the local address.
+  std::optional<Endpoint> advertise;
   // Any of these keys authenticates a client. Required (here or through
   // key_file) unless listen_address is loopback.
   std::vector<Key> keys;

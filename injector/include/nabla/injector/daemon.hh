@@ -15,6 +15,9 @@ namespace nabla::injector {
 
 struct DaemonOptions {
   std::string listen = "127.0.0.1:7311";  // ADDR:PORT, [IPv6]:PORT
+  // The address clients connect to when it is not `listen` (NAT, a port
+  // forward): ADDR[:PORT], common::parse_advertised_address.
+  std::optional<std::string> advertise;
   std::optional<std::string> key_file;
   uint16_t queue_num = 0;
   uint32_t queue_maxlen = 65536;

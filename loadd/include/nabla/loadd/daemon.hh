@@ -18,6 +18,9 @@ namespace nabla::loadd {
 
 struct DaemonOptions {
   std::string listen = "127.0.0.1:7313";
+  // The address clients connect to when it is not `listen` (NAT, a port
+  // forward): ADDR[:PORT], common::parse_advertised_address.
+  std::optional<std::string> advertise;
   std::optional<std::string> key_file;
   ServiceOptions service;
 };

@@ -1,6 +1,6 @@
 #pragma once
 // Conntrack NEW/DESTROY event subscription (NETLINK_NETFILTER, ctnetlink
-// groups NEW and DESTROY via libmnl), so connections that open and close
+// groups NEW and DESTROY), so connections that open and close
 // between two sock_diag scans are still seen. DESTROY events carry packet
 // and byte counters when net.netfilter.nf_conntrack_acct=1.
 //
@@ -8,10 +8,13 @@
 // (an iptables/nftables rule using conntrack or NAT); without that, no events
 // arrive. Lost events (ENOBUFS: the receive buffer overflowed) are counted,
 // never hidden.
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "nabla/common/fd.hh"
+#include "nabla/sniffer/netlink_reader.hh"
 #include "nabla/sniffer/socket_record.hh"
 
 struct nlmsghdr;
@@ -47,6 +50,16 @@ enum class ConntrackParse { kOk, kIgnored, kMalformed };
 
 // Parses one ctnetlink message. Pure (no syscalls); TCP and UDP only.
 ConntrackParse parse_conntrack_event(const nlmsghdr* nlh, ConntrackEvent& out);
+
+// Walks one received buffer of a conntrack dump's replies to the request
+// numbered `seq` (walk_dump in netlink_events.hh: late replies and
+// acknowledgements skipped, kDone at NLMSG_DONE, kFailed with the errno in
+// `error` at an NLMSG_ERROR), appending each TCP or UDP entry (UDP only when
+// `udp_only`) to `out`, typed kNew. Pure: no system call, so the fuzzer and
+// the tests call what ConntrackTable's loop calls. `received` must be
+// aligned for nlmsghdr.
+DumpStep walk_conntrack_dump(std::span<const std::byte> received, uint32_t seq, bool udp_only,
+                             std::vector<ConntrackEvent>& out, int& error);
 
 class ConntrackListener {
  public:

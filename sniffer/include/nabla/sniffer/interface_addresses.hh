@@ -3,13 +3,23 @@
 // a NETLINK_ROUTE socket). The socket belongs to the namespace it was made
 // in, so a sniffer reads another namespace's addresses without entering it
 // again (getifaddrs would open its socket in the caller's).
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "nabla/common/fd.hh"
+#include "nabla/sniffer/netlink_reader.hh"
 #include "nabla/sniffer/socket_record.hh"
 
 namespace nabla::sniffer {
+
+// Walks one received buffer of an RTM_GETADDR dump's replies to the
+// request numbered `seq` (walk_dump in netlink_events.hh), appending each
+// IPv4 and IPv6 address to `found`. Pure: no system call; `received` must be
+// aligned for nlmsghdr.
+DumpStep walk_address_dump(std::span<const std::byte> received, uint32_t seq,
+                           std::vector<IpAddr>& found, int& error);
 
 class InterfaceAddresses {
  public:

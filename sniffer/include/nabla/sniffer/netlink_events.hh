@@ -1,8 +1,8 @@
 #pragma once
 // The read loops shared by the sniffer's netlink sockets: the event
 // sockets (conntrack events, socket-destroy notifications) and the dumps
-// (live conntrack entries, interface addresses).
-#include <libmnl/libmnl.h>
+// (live conntrack entries, interface addresses), and the walk of one
+// received buffer of a dump's replies, which the fuzzers call too.
 #include <linux/netlink.h>
 #include <sys/socket.h>
 
@@ -10,9 +10,11 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "nabla/common/error.hh"
+#include "nabla/sniffer/netlink_reader.hh"
 
 namespace nabla::sniffer {
 
@@ -25,8 +27,8 @@ inline void bind_netlink(int fd, const char* what) {
 }
 
 // Reads every datagram queued on a netlink event socket without blocking and
-// calls on_message(const nlmsghdr*) for each message in it (boundaries
-// checked by libmnl). Datagrams are read up to kNetlinkBatch at a time
+// calls on_message(const nlmsghdr*) for each whole message in it
+// (netlink::MessageWalk). Datagrams are read up to kNetlinkBatch at a time
 // (recvmmsg into slots of `buf`): under churn each closed socket is one
 // datagram, and one system call per datagram would cost more than the
 // parsing. ENOBUFS — the kernel dropped messages, the socket stays usable —
@@ -57,24 +59,46 @@ bool drain_netlink(int fd, std::vector<std::byte>& buf, uint64_t& lost, OnMessag
       return errno == EAGAIN || errno == EWOULDBLOCK;
     }
     for (int m = 0; m < n; ++m) {
-      const auto* nlh = static_cast<const nlmsghdr*>(iovs[m].iov_base);
-      for (int left = static_cast<int>(msgs[m].msg_len); mnl_nlmsg_ok(nlh, left);
-           nlh = mnl_nlmsg_next(nlh, &left)) {
-        on_message(nlh);
-      }
+      netlink::MessageWalk walk({static_cast<const std::byte*>(iovs[m].iov_base), msgs[m].msg_len});
+      while (const nlmsghdr* nlh = walk.next()) on_message(nlh);
     }
     // A short batch emptied the queue; what comes later is read next time.
     if (static_cast<size_t>(n) < slots) return true;
   }
 }
 
-// Sends one dump request (`request`, `len` bytes, its sequence number
-// `seq`) and calls on_message(const nlmsghdr*) for each reply until
-// NLMSG_DONE. Returns false on a send or receive failure or an NLMSG_ERROR
-// reply (what was delivered before stays delivered); `error` gets its errno.
+// Walks one received buffer of replies to the dump request numbered `seq`:
+// on_message(const nlmsghdr*) for each data message. Messages of another
+// sequence number (late replies to an earlier request) and acknowledgements
+// (NLMSG_ERROR with errno 0) are skipped. kDone at NLMSG_DONE; kFailed at an
+// NLMSG_ERROR, its errno in `error` (netlink::error_code); kMore once every
+// whole message is walked. Pure: no system call.
 template <typename OnMessage>
-bool netlink_dump(int fd, std::vector<std::byte>& buf, const void* request, size_t len,
-                  uint32_t seq, int& error, OnMessage&& on_message) {
+DumpStep walk_dump(std::span<const std::byte> received, uint32_t seq, int& error,
+                   OnMessage&& on_message) {
+  netlink::MessageWalk walk(received);
+  while (const nlmsghdr* nlh = walk.next()) {
+    if (nlh->nlmsg_seq != seq) continue;
+    if (nlh->nlmsg_type == NLMSG_DONE) return DumpStep::kDone;
+    if (nlh->nlmsg_type == NLMSG_ERROR) {
+      const int code = netlink::error_code(nlh);
+      if (code == 0) continue;
+      error = code;
+      return DumpStep::kFailed;
+    }
+    on_message(nlh);
+  }
+  return DumpStep::kMore;
+}
+
+// Sends one dump request (`request`, `len` bytes) and hands each received
+// buffer to walk(std::span<const std::byte>, int& error) -> DumpStep (a
+// walk_dump of the request's sequence number) until it says kDone or
+// kFailed. Returns false on a send or receive failure or a failed walk
+// (what was delivered before stays delivered); `error` gets the errno.
+template <typename Walk>
+bool netlink_dump(int fd, std::vector<std::byte>& buf, const void* request, size_t len, int& error,
+                  Walk&& walk) {
   error = 0;
   if (::send(fd, request, len, 0) < 0) {
     error = errno;
@@ -87,19 +111,9 @@ bool netlink_dump(int fd, std::vector<std::byte>& buf, const void* request, size
       error = errno;
       return false;
     }
-    const auto* nlh = reinterpret_cast<const nlmsghdr*>(buf.data());
-    for (int left = static_cast<int>(n); mnl_nlmsg_ok(nlh, left);
-         nlh = mnl_nlmsg_next(nlh, &left)) {
-      if (nlh->nlmsg_seq != seq) continue;  // a late reply to an earlier request
-      if (nlh->nlmsg_type == NLMSG_DONE) return true;
-      if (nlh->nlmsg_type == NLMSG_ERROR) {
-        const auto* err = static_cast<const nlmsgerr*>(mnl_nlmsg_get_payload(nlh));
-        error = err->error < 0 ? -err->error : err->error;
-        if (error == 0) continue;  // an acknowledgement
-        return false;
-      }
-      on_message(nlh);
-    }
+    const DumpStep step =
+        walk(std::span<const std::byte>(buf.data(), static_cast<size_t>(n)), error);
+    if (step != DumpStep::kMore) return step == DumpStep::kDone;
   }
 }
 

@@ -2,13 +2,14 @@
 // NETLINK_SOCK_DIAG dumps of TCP and UDP sockets (IPv4 and IPv6) with
 // INET_DIAG_INFO, i.e. tcp_info counters. The dump path reuses one receive
 // buffer and the caller's output vector, so a steady-state scan allocates
-// nothing. Every attribute is validated with libmnl before it is read.
+// nothing. Every attribute is validated before it is read (netlink_reader.hh).
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
 
 #include "nabla/common/fd.hh"
+#include "nabla/sniffer/netlink_reader.hh"
 #include "nabla/sniffer/socket_record.hh"
 
 struct nlmsghdr;
@@ -35,6 +36,24 @@ ParseResult parse_inet_diag(const nlmsghdr* nlh, Proto proto, SocketRecord& out,
 // The kernel sends no uid, inode or cgroup with it (the socket has no file
 // any more). kSkipped for protocols other than TCP and UDP.
 ParseResult parse_destroyed_socket(const nlmsghdr* nlh, SocketRecord& out, DumpCounters& counters);
+
+// Where the replies to one SOCK_DIAG request go.
+struct DiagReplies {
+  Proto proto;             // the protocol asked for
+  bool include_listeners;  // false: TCP listeners are left out
+  std::vector<SocketRecord>* out;
+  DumpCounters* counters;
+};
+
+// Walks one received buffer of replies to the SOCK_DIAG request numbered
+// `seq`, appending each record parse_inet_diag takes to replies.out. kDone
+// at NLMSG_DONE or an acknowledgement; kFailed at an NLMSG_ERROR with an
+// errno, at a message of another sequence number (0 on either side matches
+// any) and at a dump the kernel marks interrupted (NLM_F_DUMP_INTR); kMore
+// once every whole message is walked. Pure: no system call, so the fuzzer
+// and the tests call what SockDiag's loop calls. `received` must be aligned
+// for nlmsghdr.
+DumpStep walk_diag_replies(std::span<const std::byte> received, uint32_t seq, DiagReplies& replies);
 
 class SockDiag {
  public:
