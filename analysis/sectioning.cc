@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "nabla/analysis/descriptive.hh"
 #include "nabla/analysis/distributions.hh"
 #include "nabla/analysis/percentile.hh"
 
@@ -26,15 +27,6 @@ std::size_t min_batch_size(double p, const SectioningConfig& config) {
   if (tail <= 0) return config.min_batch;
   const double need = std::ceil(config.min_tail_per_batch / tail * (1 - 1e-12));
   return std::max(config.min_batch, static_cast<std::size_t>(need));
-}
-
-double sample_sd(std::span<const double> v) {
-  double mean = 0;
-  for (double x : v) mean += x;
-  mean /= static_cast<double>(v.size());
-  double ss = 0;
-  for (double x : v) ss += (x - mean) * (x - mean);
-  return std::sqrt(ss / static_cast<double>(v.size() - 1));
 }
 
 }  // namespace
@@ -60,7 +52,7 @@ std::optional<SectionedPercentile> sectioned_percentile(std::span<const double> 
   for (std::size_t b = 0; b < config.batches; ++b) {
     out.batch_values.push_back(percentile(series.subspan(b * m, m), p, confidence).value);
   }
-  out.batch_sd = sample_sd(out.batch_values);
+  out.batch_sd = stddev(out.batch_values);
   const double t =
       student_t_quantile((1 + confidence) / 2, static_cast<double>(config.batches - 1));
   const double half = t * out.batch_sd / std::sqrt(static_cast<double>(config.batches));
