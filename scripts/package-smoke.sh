@@ -13,7 +13,8 @@
 # 1.5-minute demo runs once, against the package. Needs root (dpkg); without
 # root, or with a nabla package already installed (it is not replaced),
 # COMMAND runs against the build tree instead, unless NABLA_REQUIRE_ROOT=1
-# (CI) makes that an error. Exits with the first failure's status.
+# (CI) makes that an error. A package an interrupted run of this script left
+# installed is purged first. Exits with the first failure's status.
 set -euo pipefail
 
 usage() {
@@ -42,9 +43,23 @@ without_smoke() {
   exit 0
 }
 [ "$(id -u)" -eq 0 ] || without_smoke "needs root (dpkg -i)"
-if dpkg-query -W -f='${Status}' nabla 2>/dev/null | grep -q 'install ok installed'; then
+
+# While the package is installed for the smoke, this marker says so. A run
+# that was killed (SIGKILL, a power cut) leaves both behind; the next run
+# takes such a package back first. A package without the marker is the
+# host's own and is never touched.
+marker=/var/lib/nabla-package-smoke.installed
+package_installed() {
+  dpkg-query -W -f='${Status}' nabla 2>/dev/null | grep -q 'install ok installed'
+}
+if package_installed && [ -f "$marker" ]; then
+  echo "package-smoke: purging the nabla package an interrupted run left installed ($marker)" >&2
+  dpkg --purge nabla >/dev/null || { echo "package-smoke: dpkg --purge nabla failed" >&2; exit 1; }
+fi
+if package_installed; then
   without_smoke "a nabla package is already installed and is not replaced"
 fi
+rm -f "$marker"
 
 # Installed-path checks read the package's own file list.
 installed_files=()
@@ -74,6 +89,7 @@ remove_package() {
   elif [ -n "$group_gid" ]; then
     groupadd --system --gid "$group_gid" nabla || true
   fi
+  package_installed || rm -f "$marker"
   if [ -e /run/nabla ]; then left+=("/run/nabla"); fi
   for f in "${installed_files[@]}"; do
     if [ -e "$f" ] && [ ! -d "$f" ]; then left+=("$f"); fi
@@ -91,7 +107,12 @@ remove_package() {
 }
 started_s=$(date +%s)
 trap remove_package EXIT
+# A signal ends the script through exit, so the package still goes.
+trap 'exit 143' TERM
+trap 'exit 130' INT
+trap 'exit 129' HUP
 
+echo "$deb" >"$marker"
 dpkg -i "$deb" >/dev/null
 mapfile -t installed_files < <(dpkg -L nabla)
 echo "package-smoke: installed $(basename "$deb") ($(($(date +%s) - started_s)) s)"
