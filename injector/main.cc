@@ -70,7 +70,7 @@ struct Flags {
 };
 
 void add_flags(CLI::App& app, Flags& f) {
-  app.add_option("--listen", f.options.listen, "control address ADDR:PORT")
+  app.add_option("--listen", f.options.listen, "control address ADDR[:PORT]")
       ->default_val("127.0.0.1:7311");
   app.add_option("--advertise", f.advertise,
                  "the control address ADDR[:PORT] clients connect to when it is not the listen "

@@ -51,7 +51,7 @@ load.stop, daemon.info (docs/protocol.md, "nabla-loadd"). A round nobody
 polls for its lease is stopped. Without --key-file the key is /etc/nabla/key
 or, on loopback only, a fresh one in /run/nabla (see docs/protocol.md,
 "Local control").)");
-  app.add_option("--listen", f.listen, "control address ADDR:PORT (default 127.0.0.1:7313)");
+  app.add_option("--listen", f.listen, "control address ADDR[:PORT] (default 127.0.0.1:7313)");
   app.add_option("--advertise", f.advertise,
                  "the control address ADDR[:PORT] clients connect to when it is not the listen "
                  "address (NAT, a port forward): sessions are bound to it, so only clients that "
