@@ -24,6 +24,7 @@
 
 #include "nabla/common/clock.hh"
 #include "nabla/common/log.hh"
+#include "nabla/common/netlink_reader.hh"
 
 namespace nabla::injector {
 
@@ -40,14 +41,6 @@ constexpr size_t kVerdictMessageBytes = 64;
 [[noreturn]] void throw_errno(const std::string& what) {
   throw std::system_error(errno, std::system_category(), what);
 }
-
-struct ParseContext {
-  const std::function<void(const QueuedPacket&)>* on_packet;
-  NfQueueCounters* counters;
-  uint32_t* last_id;
-  int64_t received_ns;
-  int64_t received_real_ns;
-};
 
 int64_t realtime_ns() {
   timespec ts{};
@@ -76,55 +69,17 @@ void read_clock_pair(int64_t& mono, int64_t& real) {
   }
 }
 
-int on_message(const nlmsghdr* nlh, void* data) {
-  auto* ctx = static_cast<ParseContext*>(data);
-  nlattr* attr[NFQA_MAX + 1] = {};
-  // nfq_nlmsg_parse validates every attribute against its expected type.
-  if (nfq_nlmsg_parse(nlh, attr) < 0 || attr[NFQA_PACKET_HDR] == nullptr) {
-    ++ctx->counters->malformed;
-    return MNL_CB_OK;
-  }
-  const auto* ph =
-      static_cast<const nfqnl_msg_packet_hdr*>(mnl_attr_get_payload(attr[NFQA_PACKET_HDR]));
-  QueuedPacket packet;
-  packet.id = ntohl(ph->packet_id);
-  packet.hw_protocol = ntohs(ph->hw_protocol);
-  packet.received_ns = ctx->received_ns;
-  if (attr[NFQA_TIMESTAMP] != nullptr &&
-      mnl_attr_get_payload_len(attr[NFQA_TIMESTAMP]) >= sizeof(nfqnl_msg_packet_timestamp)) {
-    nfqnl_msg_packet_timestamp ts{};
-    std::memcpy(&ts, mnl_attr_get_payload(attr[NFQA_TIMESTAMP]), sizeof ts);
-    const auto sec = static_cast<int64_t>(be64toh(ts.sec));
-    const auto usec = static_cast<int64_t>(be64toh(ts.usec));
-    if (sec >= 0 && sec < 4'000'000'000 && usec >= 0 && usec < 1'000'000) {
-      packet.queued_ns = queued_mono_ns(sec * 1'000'000'000 + usec * 1000, ctx->received_ns,
-                                        ctx->received_real_ns);
-    }
-    if (packet.queued_ns != 0) ++ctx->counters->kernel_stamped;
-  }
-  if (attr[NFQA_PAYLOAD] != nullptr) {
-    packet.payload = {static_cast<const uint8_t*>(mnl_attr_get_payload(attr[NFQA_PAYLOAD])),
-                      mnl_attr_get_payload_len(attr[NFQA_PAYLOAD])};
-  }
-  packet.original_length = attr[NFQA_CAP_LEN] != nullptr
-                               ? ntohl(mnl_attr_get_u32(attr[NFQA_CAP_LEN]))
-                               : static_cast<uint32_t>(packet.payload.size());
-  if (attr[NFQA_SKB_INFO] != nullptr) {
-    const uint32_t info = ntohl(mnl_attr_get_u32(attr[NFQA_SKB_INFO]));
-    packet.checksum_not_ready = (info & NFQA_SKB_CSUMNOTREADY) != 0;
-    packet.gso = (info & NFQA_SKB_GSO) != 0;
-  }
-  // Ids are consecutive per queue; a jump means the kernel assigned ids to
-  // packets whose message never reached us (with fail-open they passed
-  // undelayed; this is how ENOBUFS shows up under NETLINK_NO_ENOBUFS).
-  if (*ctx->last_id != 0) ctx->counters->id_gaps += packet_ids_skipped(*ctx->last_id, packet.id);
-  if (*ctx->last_id == 0 || packet_id_before(*ctx->last_id, packet.id)) *ctx->last_id = packet.id;
-  ++ctx->counters->received;
-  (*ctx->on_packet)(packet);
-  return MNL_CB_OK;
-}
-
 }  // namespace
+
+std::optional<int> acknowledgement_error(std::span<const std::byte> datagram, uint32_t seq) {
+  common::netlink::MessageWalk walk(datagram);
+  while (const nlmsghdr* nlh = walk.next()) {
+    if (nlh->nlmsg_type == NLMSG_ERROR && nlh->nlmsg_seq == seq) {
+      return common::netlink::error_code(nlh);
+    }
+  }
+  return std::nullopt;
+}
 
 int64_t queued_mono_ns(int64_t stamp_ns, int64_t received_mono_ns, int64_t received_real_ns,
                        int64_t max_age_ns) {
@@ -161,12 +116,14 @@ KernelQueueCounters read_kernel_queue_counters(uint16_t queue_num) {
 }
 
 NfQueue::NfQueue(const NfQueueConfig& config)
-    : config_(config), receive_buffer_(kReceiveBufferBytes), send_buffer_(kSendBufferBytes) {
+    : config_(config),
+      receive_buffer_(kReceiveBufferBytes),
+      send_buffer_(kSendBufferBytes),
+      reader_(config.queue_num) {
   socket_ = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
   if (socket_ == nullptr) throw_errno("mnl_socket_open(NETLINK_NETFILTER)");
   try {
     if (mnl_socket_bind(socket_, 0, MNL_SOCKET_AUTOPID) < 0) throw_errno("mnl_socket_bind");
-    portid_ = mnl_socket_get_portid(socket_);
     send_config(
         [&](char* buf) {
           nlmsghdr* nlh = nfq_nlmsg_put(buf, NFQNL_MSG_CONFIG, config_.queue_num);
@@ -245,16 +202,26 @@ void NfQueue::send_config(const std::function<void(char*)>& build, const char* w
   nlh->nlmsg_seq = 1;
   const std::string step = "nfqueue " + std::to_string(config_.queue_num) + " " + what;
   if (mnl_socket_sendto(socket_, nlh, nlh->nlmsg_len) < 0) throw_errno(step + ": sendto");
-  pollfd pfd{fd(), POLLIN, 0};
-  if (poll(&pfd, 1, 2000) <= 0) {
-    if (errno == 0) errno = ETIMEDOUT;
-    throw_errno(step + ": no answer");
-  }
-  const ssize_t n = mnl_socket_recvfrom(socket_, receive_buffer_.data(), receive_buffer_.size());
-  if (n < 0) throw_errno(step + ": recv");
-  if (mnl_cb_run(receive_buffer_.data(), static_cast<size_t>(n), 1, portid_, nullptr, nullptr) <
-      0) {
-    throw_errno(step);  // errno from the kernel's NLMSG_ERROR, e.g. EBUSY, EPERM
+  const int64_t deadline_ns = common::monotonic_ns() + 2'000'000'000;
+  while (true) {
+    const int64_t left_ms = (deadline_ns - common::monotonic_ns()) / 1'000'000;
+    pollfd pfd{fd(), POLLIN, 0};
+    const int ready = left_ms > 0 ? ::poll(&pfd, 1, static_cast<int>(left_ms)) : 0;
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) {
+      if (ready == 0) errno = ETIMEDOUT;
+      throw_errno(step + ": no answer");
+    }
+    const ssize_t n = mnl_socket_recvfrom(socket_, receive_buffer_.data(), receive_buffer_.size());
+    if (n < 0) throw_errno(step + ": recv");
+    // Packets queued meanwhile may come first; the answer is this request's
+    // NLMSG_ERROR.
+    const auto error =
+        acknowledgement_error({receive_buffer_.data(), static_cast<size_t>(n)}, nlh->nlmsg_seq);
+    if (!error) continue;
+    if (*error == 0) return;
+    errno = *error;
+    throw_errno(step);  // the kernel's answer, e.g. EBUSY, EPERM
   }
 }
 
@@ -262,9 +229,10 @@ void NfQueue::setup_receive_batch() {
   // A message is the packet (at most copy_range bytes, up to 64 KiB with GSO)
   // plus netlink framing and attributes (well under a page). Decision: keep
   // the block near 2 MiB, so a full-copy queue gets fewer, larger slots.
-  slot_bytes_ = std::min<size_t>(config_.copy_range, 0xffff) + 4096;
+  // Slots start 4-byte aligned, as the netlink reader needs.
+  slot_bytes_ = NLMSG_ALIGN(std::min<size_t>(config_.copy_range, 0xffff) + 4096);
   batch_slots_ = std::clamp<size_t>((2u << 20) / slot_bytes_, 4, kReceiveBatch);
-  batch_storage_.assign(slot_bytes_ * batch_slots_, 0);
+  batch_storage_.assign(slot_bytes_ * batch_slots_, std::byte{0});
   batch_headers_.assign(batch_slots_, mmsghdr{});
   batch_iovecs_.assign(batch_slots_, iovec{});
   batch_sources_.assign(batch_slots_, sockaddr_nl{});
@@ -279,7 +247,7 @@ void NfQueue::setup_receive_batch() {
 
 size_t NfQueue::receive(const std::function<void(const QueuedPacket&)>& on_packet,
                         size_t max_packets) {
-  ParseContext ctx{&on_packet, &counters_, &last_id_, 0, 0};
+  ReceiveClocks clocks;
   const uint64_t before = counters_.received;
   size_t taken = 0;
   while (taken < max_packets) {
@@ -300,12 +268,12 @@ size_t NfQueue::receive(const std::function<void(const QueuedPacket&)>& on_packe
       break;  // EAGAIN: drained
     }
     if (config_.kernel_stamps) {
-      read_clock_pair(ctx.received_ns, ctx.received_real_ns);
+      read_clock_pair(clocks.mono_ns, clocks.real_ns);
     } else {
       // No realtime stamps reach this queue (only TCP's monotonic pacing
-      // stamps): one clock read, and received_real_ns 0 matches no stamp.
-      ctx.received_ns = common::monotonic_ns();
-      ctx.received_real_ns = 0;
+      // stamps): one clock read, and real_ns 0 matches no stamp.
+      clocks.mono_ns = common::monotonic_ns();
+      clocks.real_ns = 0;
     }
     for (int i = 0; i < n; ++i) {
       const mmsghdr& m = batch_headers_[static_cast<size_t>(i)];
@@ -316,9 +284,8 @@ size_t NfQueue::receive(const std::function<void(const QueuedPacket&)>& on_packe
         ++counters_.malformed;
         continue;
       }
-      if (mnl_cb_run(m.msg_hdr.msg_iov->iov_base, m.msg_len, 0, portid_, on_message, &ctx) < 0) {
-        ++counters_.malformed;
-      }
+      const auto* datagram = static_cast<const std::byte*>(m.msg_hdr.msg_iov->iov_base);
+      reader_.read({datagram, m.msg_len}, clocks, on_packet, counters_);
     }
     taken += static_cast<size_t>(n);
     if (static_cast<size_t>(n) < want) break;  // short batch: nothing more queued

@@ -14,7 +14,7 @@
 
 #include "nabla/common/error.hh"
 #include "nabla/sniffer/netlink_events.hh"
-#include "nabla/sniffer/netlink_reader.hh"
+#include "nabla/sniffer/netlink_dump.hh"
 
 namespace nabla::sniffer {
 namespace {

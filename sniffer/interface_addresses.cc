@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "nabla/sniffer/netlink_events.hh"
-#include "nabla/sniffer/netlink_reader.hh"
+#include "nabla/sniffer/netlink_dump.hh"
 
 namespace nabla::sniffer {
 namespace {

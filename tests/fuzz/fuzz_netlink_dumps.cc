@@ -14,7 +14,7 @@
 
 #include "nabla/sniffer/conntrack.hh"
 #include "nabla/sniffer/interface_addresses.hh"
-#include "nabla/sniffer/netlink_reader.hh"
+#include "nabla/sniffer/netlink_dump.hh"
 #include "nabla/sniffer/sock_diag.hh"
 
 namespace {

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Writes the seeds of fuzz_netlink_dumps into tests/fuzz/corpus/netlink_dumps/.
+"""Writes the seeds of fuzz_netlink_dumps into tests/fuzz/corpus/netlink_dumps/
+and those of fuzz_nfqueue_messages into tests/fuzz/corpus/nfqueue_messages/.
 
 Each seed is one received buffer as the kernel lays it out: several
 netlink messages in a row, each padded to 4 bytes, with sequence number 1
-(the one the fuzzer walks them as). Run it again after changing a seed;
+(the one the fuzzer walks them as); the queued packets are of queue 0. Run it again after changing a seed;
 the constants are the Linux uapi values of the types and attributes used.
   usage: tests/fuzz/make_netlink_dumps_corpus.py
 """
@@ -90,6 +91,38 @@ def error(errno, seq=SEQ):
     return message(NLMSG_ERROR, struct.pack("<i", -errno) + request, seq)
 
 
+NFQNL_MSG_PACKET = (3 << 8) | 0  # NFNL_SUBSYS_QUEUE << 8 | msg
+NFQA_PACKET_HDR, NFQA_TIMESTAMP, NFQA_PAYLOAD = 1, 4, 10
+NFQA_CAP_LEN, NFQA_SKB_INFO = 17, 18
+NFQA_SKB_GSO = 2
+STAMP_S = 1_700_000_000  # the fuzzer's receive clock, 1.7e9 s realtime
+
+
+def queued_packet(packet_id, payload, cap_len=None, stamp_us=None, skb_info=None):
+    """One NFQNL_MSG_PACKET of queue 0 as the kernel sends it (seq 0)."""
+    body = struct.pack("<BBH", AF_INET, 0, 0)  # family, NFNETLINK_V0, res_id 0
+    body += attr(NFQA_PACKET_HDR, struct.pack(">IHB", packet_id, 0x0800, 1))
+    if stamp_us is not None:
+        body += attr(NFQA_TIMESTAMP, struct.pack(">QQ", STAMP_S, stamp_us))
+    if cap_len is not None:
+        body += attr(NFQA_CAP_LEN, struct.pack(">I", cap_len))
+    if skb_info is not None:
+        body += attr(NFQA_SKB_INFO, struct.pack(">I", skb_info))
+    body += attr(NFQA_PAYLOAD, payload)
+    return message(NFQNL_MSG_PACKET, body, seq=0)
+
+
+UDP_PACKET = bytes.fromhex("4500001c000140004011f6d97f0000017f000001"
+                           "a4c9238200080000")  # 127.0.0.1:42185 -> :9090, empty
+
+QUEUE_SEEDS = {
+    "one_packet": queued_packet(1, UDP_PACKET),
+    "stamped_gso_then_next": queued_packet(7, UDP_PACKET[:20], cap_len=1500, stamp_us=0,
+                                           skb_info=NFQA_SKB_GSO)
+    + queued_packet(9, UDP_PACKET),
+    "verdict_error_then_packet": error(2) + queued_packet(3, UDP_PACKET),
+}
+
 SEEDS = {
     "diag_two_then_done": inet_diag(8080, 40000) + inet_diag(40000, 8080) + done(),
     "diag_record_then_error": inet_diag(8080, 40000) + error(2),  # ENOENT
@@ -104,12 +137,17 @@ SEEDS = {
 }
 
 
-def main():
-    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "netlink_dumps")
+def write(folder, seeds):
+    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", folder)
     os.makedirs(out, exist_ok=True)
-    for name, data in SEEDS.items():
+    for name, data in seeds.items():
         with open(os.path.join(out, name), "wb") as f:
             f.write(data)
+
+
+def main():
+    write("netlink_dumps", SEEDS)
+    write("nfqueue_messages", QUEUE_SEEDS)
 
 
 if __name__ == "__main__":

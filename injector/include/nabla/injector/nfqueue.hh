@@ -1,7 +1,9 @@
 #pragma once
-// One NFQUEUE binding through libmnl and libnetfilter_queue's nfq_nlmsg_* API
-// (after libnetfilter_queue's examples/nf-queue.c): bound on construction,
-// unbound by the destructor. The socket is non-blocking and lives in the
+// One NFQUEUE binding: bound on construction, unbound by the destructor.
+// libmnl and libnetfilter_queue's nfq_nlmsg_* API build the messages we send
+// (after libnetfilter_queue's examples/nf-queue.c); every byte the kernel
+// sends back is read by QueueMessageReader below, with the project's own
+// netlink reader (nabla/common/netlink_reader.hh), so the fuzzers see it. The socket is non-blocking and lives in the
 // network namespace of the thread that creates it.
 //
 // Setup (throws std::system_error naming the step): bind the queue number,
@@ -21,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -93,7 +96,11 @@ struct NfQueueCounters {
   uint64_t received = 0;
   uint64_t enobufs = 0;        // receive overruns reported by the socket
   uint64_t id_gaps = 0;        // ids the kernel assigned but never delivered
-  uint64_t malformed = 0;      // messages failing attribute validation, or truncated
+  // Messages that are no queued packet of this queue: an attribute of the
+  // wrong length, no packet header, another queue's or family's message,
+  // bytes that are no whole message, a truncated datagram, or an error the
+  // kernel sent back for a verdict.
+  uint64_t malformed = 0;
   uint64_t verdicts_sent = 0;  // individual verdict messages
   uint64_t batch_verdicts_sent = 0;
   uint64_t send_errors = 0;
@@ -105,6 +112,47 @@ struct NfQueueCounters {
   // what a verdict costs the loop, and part of every reported actual delay.
   uint64_t send_ns = 0;
 };
+
+// The clocks read right after the receive call that returned a datagram
+// (CLOCK_MONOTONIC and CLOCK_REALTIME; real_ns 0 when the queue asked for no
+// kernel stamps, so that no stamp is matched).
+struct ReceiveClocks {
+  int64_t mono_ns = 0;
+  int64_t real_ns = 0;
+};
+
+// Reads the datagrams of one queue's socket as the kernel sends them: whole
+// netlink messages (common::netlink::MessageWalk), each an NFQNL_MSG_PACKET
+// of this queue (nfgenmsg version 0, res_id the queue number) whose
+// attributes tile its payload. The attributes read must have their exact
+// size (NFQA_PACKET_HDR 8 bytes, NFQA_TIMESTAMP 16, NFQA_CAP_LEN and
+// NFQA_SKB_INFO 4); others are passed over. A message that breaks any rule
+// is counted malformed and yields no packet. Keeps the last packet id
+// between datagrams to count the ids that never arrived. Pure: no system
+// call, so the fuzzers drive it with any bytes.
+class QueueMessageReader {
+ public:
+  explicit QueueMessageReader(uint16_t queue_num) : queue_num_(queue_num) {}
+  // Hands each queued packet of `datagram` to on_packet, in order; the
+  // packet's payload points into `datagram`. Returns the packets handed.
+  // `datagram` must be aligned for nlmsghdr (4 bytes).
+  size_t read(std::span<const std::byte> datagram, ReceiveClocks clocks,
+              const std::function<void(const QueuedPacket&)>& on_packet,
+              NfQueueCounters& counters);
+
+ private:
+  bool read_packet(const nlmsghdr* nlh, ReceiveClocks clocks, QueuedPacket& packet,
+                   NfQueueCounters& counters) const;
+  void note_id(uint32_t id, NfQueueCounters& counters);
+
+  uint16_t queue_num_;
+  uint32_t last_id_ = 0;
+};
+
+// The errno of the kernel's answer to the configuration message `seq` (0:
+// acknowledged), or nothing when `datagram` holds no NLMSG_ERROR of that
+// sequence number (queued packets that came before it, say).
+std::optional<int> acknowledgement_error(std::span<const std::byte> datagram, uint32_t seq);
 
 // The kernel's own counters for a queue, from
 // /proc/net/netfilter/nfnetlink_queue (of the caller's network namespace).
@@ -160,20 +208,19 @@ class NfQueue {
   // the kernel stamps packets (and so fills NFQA_TIMESTAMP) only while some
   // socket asks for receive timestamps.
   common::FileDescriptor stamp_keeper_;
-  unsigned int portid_ = 0;
   void setup_receive_batch();
 
-  std::vector<char> receive_buffer_;  // configuration answers
+  std::vector<std::byte> receive_buffer_;  // configuration answers
   // recvmmsg: batch_slots_ message buffers of slot_bytes_ each, in one block.
   size_t slot_bytes_ = 0;
   size_t batch_slots_ = 0;
-  std::vector<char> batch_storage_;
+  std::vector<std::byte> batch_storage_;
   std::vector<mmsghdr> batch_headers_;
   std::vector<iovec> batch_iovecs_;
   std::vector<sockaddr_nl> batch_sources_;
   std::vector<char> send_buffer_;
   size_t send_used_ = 0;
-  uint32_t last_id_ = 0;
+  QueueMessageReader reader_;
   NfQueueCounters counters_;
 };
 

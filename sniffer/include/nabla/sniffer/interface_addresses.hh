@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "nabla/common/fd.hh"
-#include "nabla/sniffer/netlink_reader.hh"
+#include "nabla/sniffer/netlink_dump.hh"
 #include "nabla/sniffer/socket_record.hh"
 
 namespace nabla::sniffer {

@@ -2,14 +2,14 @@
 // NETLINK_SOCK_DIAG dumps of TCP and UDP sockets (IPv4 and IPv6) with
 // INET_DIAG_INFO, i.e. tcp_info counters. The dump path reuses one receive
 // buffer and the caller's output vector, so a steady-state scan allocates
-// nothing. Every attribute is validated before it is read (netlink_reader.hh).
+// nothing. Every attribute is validated before it is read (nabla/common/netlink_reader.hh).
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
 
 #include "nabla/common/fd.hh"
-#include "nabla/sniffer/netlink_reader.hh"
+#include "nabla/sniffer/netlink_dump.hh"
 #include "nabla/sniffer/socket_record.hh"
 
 struct nlmsghdr;

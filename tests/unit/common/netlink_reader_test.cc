@@ -1,6 +1,6 @@
 // The in-tree netlink reader on hand-built bytes: message boundaries,
 // attribute bounds, nesting, validation and the errno of NLMSG_ERROR.
-#include "nabla/sniffer/netlink_reader.hh"
+#include "nabla/common/netlink_reader.hh"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <optional>
 #include <vector>
 
-namespace nabla::sniffer::netlink {
+namespace nabla::common::netlink {
 namespace {
 
 // Bytes laid out by hand, on the heap at exactly their length (so a read
@@ -228,4 +228,4 @@ TEST(ErrorCode, EitherSignTooShortAndNoMagnitude) {
 }
 
 }  // namespace
-}  // namespace nabla::sniffer::netlink
+}  // namespace nabla::common::netlink

@@ -3,9 +3,10 @@
 // buffer and the attributes inside a message, by the kernel's own rules
 // (NLMSG_OK and NLMSG_NEXT for messages, nla_ok and nla_next for
 // attributes, NLMSG_ALIGN and NLA_ALIGN padding, the type without
-// NLA_F_NESTED and NLA_F_NET_BYTEORDER). Every read that the sniffer makes
-// of kernel-provided bytes goes through here, in the project's own code, so
-// the fuzzers' sanitizers and coverage see it. Nothing is read past the
+// NLA_F_NESTED and NLA_F_NET_BYTEORDER). Every read that the daemons make
+// of kernel-provided netlink bytes (the sniffer's dumps and events, the
+// injector's queued packets) goes through here, in the project's own code,
+// so the fuzzers' sanitizers and coverage see it. Nothing is read past the
 // buffer a walk was given, nor an attribute past the message or the nest
 // that holds it.
 #include <linux/netlink.h>
@@ -16,14 +17,7 @@
 #include <cstring>
 #include <span>
 
-namespace nabla::sniffer {
-
-// What one received buffer of replies to a request says about the exchange.
-enum class DumpStep {
-  kMore,    // every whole message was walked; the replies go on in the next buffer
-  kDone,    // the exchange is over (NLMSG_DONE, or the reply that ends it)
-  kFailed,  // an NLMSG_ERROR, or a reply that breaks the exchange
-};
+namespace nabla::common {
 
 namespace netlink {
 
@@ -116,4 +110,4 @@ T attr_get(const nlattr* attr) {
 int error_code(const nlmsghdr* nlh);
 
 }  // namespace netlink
-}  // namespace nabla::sniffer
+}  // namespace nabla::common

@@ -1,10 +1,10 @@
 // Netlink messages and attributes by the kernel's rules; see netlink_reader.hh.
-#include "nabla/sniffer/netlink_reader.hh"
+#include "nabla/common/netlink_reader.hh"
 
 #include <cerrno>
 #include <climits>
 
-namespace nabla::sniffer::netlink {
+namespace nabla::common::netlink {
 
 const nlmsghdr* MessageWalk::next() {
   if (left_ < sizeof(nlmsghdr)) return nullptr;
@@ -62,4 +62,4 @@ int error_code(const nlmsghdr* nlh) {
   return error < 0 ? -error : error;
 }
 
-}  // namespace nabla::sniffer::netlink
+}  // namespace nabla::common::netlink
