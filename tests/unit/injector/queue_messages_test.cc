@@ -16,31 +16,18 @@
 #include <vector>
 
 #include "nabla/injector/nfqueue.hh"
+#include "netlink_buffer.hh"
 
 namespace nabla::injector {
 namespace {
 
 constexpr uint16_t kQueue = 3;
 
-// One datagram: messages one after another, each padded to NLMSG_ALIGN.
-struct Datagram {
-  alignas(nlmsghdr) std::byte buf[8192] = {};
-  size_t used = 0;
-  nlmsghdr* nlh = nullptr;  // the message being built
-
-  nlmsghdr* start(uint16_t type) {
-    finish();
-    nlh = mnl_nlmsg_put_header(buf + used);
-    nlh->nlmsg_type = type;
-    return nlh;
-  }
-  void finish() {
-    if (nlh != nullptr) used += NLMSG_ALIGN(nlh->nlmsg_len);
-    nlh = nullptr;
-  }
+// One datagram of the queue socket.
+struct Datagram : nabla::testing::NetlinkBuffer {
   // A packet message's headers; the attributes follow.
   void packet_start(uint16_t queue = kQueue) {
-    start((NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_PACKET);
+    start((NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_PACKET, 0);
     auto* nfg = static_cast<nfgenmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(nfgenmsg)));
     nfg->nfgen_family = AF_INET;
     nfg->version = NFNETLINK_V0;
@@ -66,16 +53,7 @@ struct Datagram {
     ts.usec = htobe64(static_cast<uint64_t>(real_ns % 1'000'000'000 / 1000));
     mnl_attr_put(nlh, NFQA_TIMESTAMP, sizeof ts, &ts);
   }
-  void error(int error, uint32_t seq) {
-    start(NLMSG_ERROR);
-    nlh->nlmsg_seq = seq;
-    auto* err = static_cast<nlmsgerr*>(mnl_nlmsg_put_extra_header(nlh, sizeof(nlmsgerr)));
-    err->error = error;
-  }
-  std::span<const std::byte> bytes() {
-    finish();
-    return {buf, used};
-  }
+  void error(int error, uint32_t seq) { error_message(error, seq); }
 };
 
 struct Read {
@@ -89,6 +67,15 @@ struct Read {
         datagram, clocks, [&](const QueuedPacket& p) { packets.push_back(p); }, counters);
   }
 };
+
+// Reads `datagram` afresh and checks how many packets it gave and how many
+// messages were malformed.
+void expect_read(std::span<const std::byte> datagram, size_t packets, uint64_t malformed) {
+  Read read;
+  EXPECT_EQ(read(datagram), packets);
+  EXPECT_EQ(read.counters.malformed, malformed);
+  EXPECT_EQ(read.counters.received, packets);
+}
 
 TEST(QueueMessages, APacketGivesItsIdPayloadLengthsAndFlags) {
   Datagram d;
@@ -161,9 +148,7 @@ TEST(QueueMessages, AStampOrLengthOfTheWrongSizeMakesTheMessageMalformed) {
   d.packet(2);
   const uint64_t eight = 8;
   mnl_attr_put(d.nlh, NFQA_TIMESTAMP, sizeof eight, &eight);
-  Read read;
-  EXPECT_EQ(read(d.bytes()), 0u);
-  EXPECT_EQ(read.counters.malformed, 2u);
+  expect_read(d.bytes(), 0, 2);
 }
 
 TEST(QueueMessages, AMessageWithoutPacketHeaderIsMalformed) {
@@ -171,18 +156,14 @@ TEST(QueueMessages, AMessageWithoutPacketHeaderIsMalformed) {
   d.packet_start();
   const uint8_t byte = 0x45;
   mnl_attr_put(d.nlh, NFQA_PAYLOAD, 1, &byte);
-  Read read;
-  EXPECT_EQ(read(d.bytes()), 0u);
-  EXPECT_EQ(read.counters.malformed, 1u);
+  expect_read(d.bytes(), 0, 1);
 }
 
 TEST(QueueMessages, AnotherQueuesPacketIsNotTaken) {
   Datagram d;
   d.packet_start(kQueue + 1);
   d.packet_header(4);
-  Read read;
-  EXPECT_EQ(read(d.bytes()), 0u);
-  EXPECT_EQ(read.counters.malformed, 1u);
+  expect_read(d.bytes(), 0, 1);
 }
 
 TEST(QueueMessages, AnAttributeReachingPastItsMessageIsNotRead) {
@@ -194,9 +175,7 @@ TEST(QueueMessages, AnAttributeReachingPastItsMessageIsNotRead) {
                                             NLA_ALIGN(NLA_HDRLEN + sizeof(nfqnl_msg_packet_hdr)));
   ASSERT_EQ(payload->nla_type, NFQA_PAYLOAD);
   payload->nla_len = static_cast<uint16_t>(payload->nla_len + 8);
-  Read read;
-  EXPECT_EQ(read(d.bytes()), 0u);
-  EXPECT_EQ(read.counters.malformed, 1u);
+  expect_read(d.bytes(), 0, 1);
 }
 
 TEST(QueueMessages, AMessageCutOffAtTheEndIsCountedAndNotRead) {
@@ -214,12 +193,10 @@ TEST(QueueMessages, AnErrorTheKernelSentBackIsCountedNotTaken) {
   Datagram d;
   d.error(-ENOENT, 0);
   d.packet(3);
-  Read read;
-  ASSERT_EQ(read(d.bytes()), 1u);
-  EXPECT_EQ(read.counters.malformed, 1u);
+  expect_read(d.bytes(), 1, 1);
 }
 
-TEST(QueueMessages, TheDelayCountsFromTheKernelsStampNeverLater) {
+TEST(QueueMessages, TheDelayCountsFromTheEndOfTheKernelsStampedMicrosecond) {
   Read read;
   Datagram d;
   d.packet(1);

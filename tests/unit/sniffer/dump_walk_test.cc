@@ -20,30 +20,16 @@
 #include "nabla/sniffer/conntrack.hh"
 #include "nabla/sniffer/interface_addresses.hh"
 #include "nabla/sniffer/sock_diag.hh"
+#include "netlink_buffer.hh"
 
 namespace nabla::sniffer {
 namespace {
 
 constexpr uint32_t kSeq = 7;
 
-// One received buffer: messages one after another, each padded to
-// NLMSG_ALIGN, as the kernel lays out a dump.
-struct Received {
-  alignas(nlmsghdr) std::byte buf[8192] = {};
-  size_t used = 0;
-  nlmsghdr* nlh = nullptr;  // the message being built
-
-  nlmsghdr* start(uint16_t type, uint32_t seq = kSeq) {
-    finish();
-    nlh = mnl_nlmsg_put_header(buf + used);
-    nlh->nlmsg_type = type;
-    nlh->nlmsg_seq = seq;
-    return nlh;
-  }
-  void finish() {
-    if (nlh != nullptr) used += NLMSG_ALIGN(nlh->nlmsg_len);
-    nlh = nullptr;
-  }
+// One received buffer of a dump's replies, sequence number kSeq unless told.
+struct Received : nabla::testing::NetlinkBuffer {
+  nlmsghdr* start(uint16_t type, uint32_t seq = kSeq) { return NetlinkBuffer::start(type, seq); }
   void diag_record(uint16_t sport, uint8_t state = kTcpEstablished, uint32_t seq = kSeq) {
     start(SOCK_DIAG_BY_FAMILY, seq);
     auto* msg = static_cast<inet_diag_msg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(inet_diag_msg)));
@@ -78,16 +64,7 @@ struct Received {
     start(NLMSG_DONE, seq);
     *static_cast<int*>(mnl_nlmsg_put_extra_header(nlh, sizeof(int))) = 0;
   }
-  // NLMSG_ERROR with `error` (negative, as the kernel sends it; 0: an ack).
-  void error(int error, uint32_t seq = kSeq) {
-    start(NLMSG_ERROR, seq);
-    auto* err = static_cast<nlmsgerr*>(mnl_nlmsg_put_extra_header(nlh, sizeof(nlmsgerr)));
-    err->error = error;
-  }
-  std::span<const std::byte> bytes() {
-    finish();
-    return {buf, used};
-  }
+  void error(int error, uint32_t seq = kSeq) { error_message(error, seq); }
 };
 
 struct DiagWalk {
