@@ -170,8 +170,8 @@ TEST(QueueMessages, AnAttributeReachingPastItsMessageIsNotRead) {
   Datagram d;
   d.packet(6, 16);
   // The payload attribute claims 8 bytes more than its message holds.
-  auto* payload = reinterpret_cast<nlattr*>(reinterpret_cast<std::byte*>(d.nlh) +
-                                            NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(nfgenmsg)) +
+  auto* payload = reinterpret_cast<nlattr*>(reinterpret_cast<std::byte*>(d.nlh) + NLMSG_HDRLEN +
+                                            NLMSG_ALIGN(sizeof(nfgenmsg)) +
                                             NLA_ALIGN(NLA_HDRLEN + sizeof(nfqnl_msg_packet_hdr)));
   ASSERT_EQ(payload->nla_type, NFQA_PAYLOAD);
   payload->nla_len = static_cast<uint16_t>(payload->nla_len + 8);

@@ -3,8 +3,9 @@
 // libmnl and libnetfilter_queue's nfq_nlmsg_* API build the messages we send
 // (after libnetfilter_queue's examples/nf-queue.c); every byte the kernel
 // sends back is read by QueueMessageReader below, with the project's own
-// netlink reader (nabla/common/netlink_reader.hh), so the fuzzers see it. The socket is non-blocking and lives in the
-// network namespace of the thread that creates it.
+// netlink reader (nabla/common/netlink_reader.hh), so the fuzzers see it.
+// The socket is non-blocking and lives in the network namespace of the
+// thread that creates it.
 //
 // Setup (throws std::system_error naming the step): bind the queue number,
 // copy mode packet with the copy range (128 bytes unless a fault needs the
@@ -94,8 +95,8 @@ int64_t queued_mono_ns(int64_t stamp_ns, int64_t received_mono_ns, int64_t recei
 
 struct NfQueueCounters {
   uint64_t received = 0;
-  uint64_t enobufs = 0;        // receive overruns reported by the socket
-  uint64_t id_gaps = 0;        // ids the kernel assigned but never delivered
+  uint64_t enobufs = 0;  // receive overruns reported by the socket
+  uint64_t id_gaps = 0;  // ids the kernel assigned but never delivered
   // Messages that are no queued packet of this queue: an attribute of the
   // wrong length, no packet header, another queue's or family's message,
   // bytes that are no whole message, a truncated datagram, or an error the
@@ -137,8 +138,7 @@ class QueueMessageReader {
   // packet's payload points into `datagram`. Returns the packets handed.
   // `datagram` must be aligned for nlmsghdr (4 bytes).
   size_t read(std::span<const std::byte> datagram, ReceiveClocks clocks,
-              const std::function<void(const QueuedPacket&)>& on_packet,
-              NfQueueCounters& counters);
+              const std::function<void(const QueuedPacket&)>& on_packet, NfQueueCounters& counters);
 
  private:
   bool read_packet(const nlmsghdr* nlh, ReceiveClocks clocks, QueuedPacket& packet,
