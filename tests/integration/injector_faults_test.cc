@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <thread>
 #include <vector>
 
+#include "cpu_steal.hh"
 #include "nabla/testbed/injector_testbed.hh"
 #include "nabla_test_support.hh"
 
@@ -191,29 +193,37 @@ TEST(InjectorFaults, ReorderSendsEveryGapthCandidateAtOnce) {
                                 {"lease_s", 30},
                                 {"seed", 2026}})
           .at("id");
+  CpuSteal steal;
   const auto probes = run_udp_probes(bed, 9000, 3000, 2000.0);
   const auto stats = bed.call("inject.stats", {{"id", id}});
+  const bool calm = steal.calm();
+  std::printf("machine %s\n", steal.describe().c_str());
   EXPECT_EQ(lost(probes), 0u);
-  std::vector<size_t> early;  // sent at once: well under the 5 ms delay
-  size_t overtaken = 0;       // arrived after a later-sent probe
+  // A delayed packet spends at least the 5 ms in the daemon, so one that took
+  // less was sent at once.
+  std::vector<size_t> early;
+  size_t overtaken = 0;  // arrived after a later-sent probe
   int64_t latest_arrival = 0;
   for (size_t i = 0; i < probes.size(); ++i) {
     const int64_t arrival = probes[i].send_ns + probes[i].delay_ns;
-    if (probes[i].delay_ns < 2'500'000) early.push_back(i);
+    if (probes[i].delay_ns < 4'500'000) early.push_back(i);
     if (arrival < latest_arrival) ++overtaken;
     latest_arrival = std::max(latest_arrival, arrival);
   }
-  // A delayed packet never arrives early; a packet sent at once arrives late
-  // only when a stall of the loaded machine held it over 2.5 ms.
+  // Nothing early: the receiver never counts more than the daemon sent at
+  // once. A packet sent at once is missed only when a stall of the machine
+  // held it 4.4 ms (16 of 502 took over 2.5 ms at 20% steal).
   const auto reordered = stats.at("reordered").get<double>();
   EXPECT_LE(static_cast<double>(early.size()), reordered);
-  EXPECT_GE(static_cast<double>(early.size()), reordered - std::max(3.0, 0.01 * reordered));
+  EXPECT_GE(static_cast<double>(early.size()),
+            reordered - std::max(3.0, (calm ? 0.01 : 0.05) * reordered));
   // The gap: after one is sent at once, the next 4 are always delayed.
   for (size_t k = 1; k < early.size(); ++k) EXPECT_GE(early[k] - early[k - 1], 5u) << k;
-  // A renewal process: cycles of 4 + Geometric(0.5) packets, mean 6, variance
-  // (1 - p) / p^2 = 2, so the count of n / 6 has variance n * 2 / 6^3.
+  // The daemon's choices are a renewal process: cycles of 4 + Geometric(0.5)
+  // packets, mean 6, variance (1 - p) / p^2 = 2, so the count of n / 6 has
+  // variance n * 2 / 6^3.
   const double n = 3000.0;
-  EXPECT_NEAR(static_cast<double>(early.size()), n / 6.0, 3.2905 * std::sqrt(n * 2.0 / 216.0));
+  EXPECT_NEAR(reordered, n / 6.0, 3.2905 * std::sqrt(n * 2.0 / 216.0));
   EXPECT_GT(overtaken, 0u);
 }
 
@@ -258,6 +268,15 @@ double ks_distance(std::vector<double> sample, Cdf cdf) {
   return d;
 }
 
+// The delays (ns) of the received probes.
+std::vector<double> received_delays(const std::vector<testbed::ProbeResult>& probes) {
+  std::vector<double> delays;
+  for (const auto& p : probes) {
+    if (p.delay_ns >= 0) delays.push_back(static_cast<double>(p.delay_ns));
+  }
+  return delays;
+}
+
 TEST(InjectorFaults, NormalJitterPassesAKolmogorovSmirnovTest) {
   NABLA_REQUIRE_ROOT_OR_SKIP();
   InjectorTestbed bed;
@@ -270,27 +289,39 @@ TEST(InjectorFaults, NormalJitterPassesAKolmogorovSmirnovTest) {
             {"faults", {{"jitter", {{"amount", "500us"}, {"distribution", "normal"}}}}},
             {"lease_s", 30},
             {"seed", 2026}});
-  const auto probes = run_udp_probes(bed, 9000, 1000, 400.0);
-  EXPECT_EQ(lost(probes), 0u);
-  std::vector<double> delays;
-  for (const auto& p : probes) {
-    if (p.delay_ns >= 0) delays.push_back(static_cast<double>(p.delay_ns));
-  }
+  // Beside it, at the same time, the same delay without jitter: what the
+  // path and the machine add (the release's wake-up lateness, tens of us,
+  // and on a busy host stalls of milliseconds), measured rather than assumed.
+  bed.call("inject.start",
+           {{"link", "udp 10.77.0.1 -> 10.77.0.2:9001"}, {"delay", "5ms"}, {"lease_s", 30}});
+  std::vector<testbed::ProbeResult> plain;
+  std::thread beside([&] { plain = run_udp_probes(bed, 9001, 1000, 400.0); });
+  const auto jittered = run_udp_probes(bed, 9000, 1000, 400.0);
+  beside.join();
+  EXPECT_EQ(lost(jittered), 0u);
+  EXPECT_EQ(lost(plain), 0u);
+  const std::vector<double> delays = received_delays(jittered);
+  const std::vector<double> added = received_delays(plain);
   ASSERT_GT(delays.size(), 900u);
-  // The path adds a near-constant offset (the wake-up lateness, tens of µs):
-  // centre on the sample median, the normal's median.
-  std::vector<double> sorted = delays;
-  std::sort(sorted.begin(), sorted.end());
-  const double centre = sorted[sorted.size() / 2];
+  ASSERT_GT(added.size(), 900u);
+  // The expected law: a plain probe's delay (the same 5 ms and what the path
+  // adds) plus N(0, sigma); its CDF is the mean over the plain probes of the
+  // normal's CDF centred on each one's delay.
   const double sigma = 500'000.0;
-  const double d = ks_distance(
-      delays, [&](double x) { return 0.5 * std::erfc(-(x - centre) / (sigma * std::sqrt(2.0))); });
-  // The 99.9% critical value 1.949 / sqrt(n); a uniform jitter of the same
-  // width (±0.5 ms) would sit at D = 0.16.
-  const double critical = 1.949 / std::sqrt(static_cast<double>(delays.size()));
-  std::printf("jitter KS: D = %.4f, critical %.4f, centre %.0f ns\n", d, critical, centre);
+  const double d = ks_distance(delays, [&](double x) {
+    double sum = 0.0;
+    for (double a : added) sum += 0.5 * std::erfc(-(x - a) / (sigma * std::sqrt(2.0)));
+    return sum / static_cast<double>(added.size());
+  });
+  // Two samples, so the two-sample 99.9% critical value
+  // 1.949 * sqrt((n + m) / (n m)); a uniform jitter of the same width
+  // (±0.5 ms) would sit at D = 0.16.
+  const auto n = static_cast<double>(delays.size());
+  const auto m = static_cast<double>(added.size());
+  const double critical = 1.949 * std::sqrt((n + m) / (n * m));
+  std::printf("jitter KS against the plain link's delays + N(0, 0.5 ms): D = %.4f, critical %.4f\n",
+              d, critical);
   EXPECT_LT(d, critical);
-  EXPECT_NEAR(centre, 5e6, 1e6);
 }
 
 }  // namespace
