@@ -314,8 +314,9 @@ struct Following {
   std::vector<int64_t> residual_ns;  // per bin
   int64_t offset_ns = 0;
   int64_t worst_ns = 0;
-  int64_t total_ns =
-      0;  // sum of |residual|: the fit's measure, which one stalled bin does not rule
+  // The sum of |residual|: what the anchor's fit minimises, which one
+  // stalled bin does not rule.
+  int64_t total_ns = 0;
 };
 
 template <typename Requested>
