@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <thread>
+#include <future>
 #include <vector>
 
 #include "cpu_steal.hh"
@@ -294,10 +294,10 @@ TEST(InjectorFaults, NormalJitterPassesAKolmogorovSmirnovTest) {
   // and on a busy host stalls of milliseconds), measured rather than assumed.
   bed.call("inject.start",
            {{"link", "udp 10.77.0.1 -> 10.77.0.2:9001"}, {"delay", "5ms"}, {"lease_s", 30}});
-  std::vector<testbed::ProbeResult> plain;
-  std::thread beside([&] { plain = run_udp_probes(bed, 9001, 1000, 400.0); });
+  auto beside =
+      std::async(std::launch::async, [&] { return run_udp_probes(bed, 9001, 1000, 400.0); });
   const auto jittered = run_udp_probes(bed, 9000, 1000, 400.0);
-  beside.join();
+  const auto plain = beside.get();
   EXPECT_EQ(lost(jittered), 0u);
   EXPECT_EQ(lost(plain), 0u);
   const std::vector<double> delays = received_delays(jittered);
