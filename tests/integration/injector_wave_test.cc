@@ -299,14 +299,20 @@ TEST(InjectorWave, TcpBulkUnderASquareWaveIsNotReordered) {
               info.tcpi_total_retrans, static_cast<unsigned long long>(recorder.repeats()));
 }
 
-// The median of `values` (not empty).
-int64_t median_of(std::vector<int64_t> values) {
-  std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
-  return values[values.size() / 2];
+// The q-quantile of `values` (not empty), q in [0, 1).
+int64_t quantile_of(std::vector<int64_t> values, double q) {
+  const auto k = static_cast<std::size_t>(q * static_cast<double>(values.size()));
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(k), values.end());
+  return values[k];
 }
 
-// How far the receiver's medians are from the requested delay: per bin of
-// probes, the median of each probe's delay minus its own requested delay
+// The median of `values` (not empty).
+int64_t median_of(std::vector<int64_t> values) {
+  return quantile_of(std::move(values), 0.5);
+}
+
+// How far the receiver's probes are from the requested delay: per bin of
+// probes, the q-quantile of each probe's delay minus its own requested delay
 // (so the wave's slope inside a bin does not count), less the bins' common
 // offset (the path and the release's wake-up lateness). The requested delay
 // of a probe is `requested(send_ns)`.
@@ -317,17 +323,21 @@ struct Following {
   // The sum of |residual|: what the anchor's fit minimises, which one
   // stalled bin does not rule.
   int64_t total_ns = 0;
+  // The least delay minus requested delay of any one probe, offset not
+  // taken off: a stall only ever adds, so below zero is a release too early.
+  int64_t earliest_ns = INT64_MAX;
 };
 
 template <typename Requested>
 Following following(const std::vector<std::vector<const testbed::ProbeResult*>>& bins,
-                    Requested requested) {
+                    Requested requested, double q = 0.5) {
   Following f;
   std::vector<int64_t> raw;
   for (const auto& bin : bins) {
     std::vector<int64_t> excess;
     for (const auto* p : bin) excess.push_back(p->delay_ns - requested(p->send_ns));
-    raw.push_back(median_of(excess));
+    f.earliest_ns = std::min(f.earliest_ns, *std::min_element(excess.begin(), excess.end()));
+    raw.push_back(quantile_of(excess, q));
   }
   f.offset_ns = median_of(raw);
   for (int64_t r : raw) {
@@ -338,12 +348,38 @@ Following following(const std::vector<std::vector<const testbed::ProbeResult*>>&
   return f;
 }
 
-TEST(InjectorWave, SineDelayIsFollowedByTheMediansPerBin) {
+// The |residuals| of `f`, sorted.
+std::vector<int64_t> spread_of(const Following& f) {
+  std::vector<int64_t> spread(f.residual_ns);
+  for (int64_t& r : spread) r = std::abs(r);
+  std::sort(spread.begin(), spread.end());
+  return spread;
+}
+
+// The sine wave of the test below: 4 ms at its peak, a period of 1 s.
+constexpr double kSineAmplitudeNs = 4.0 * kMs;
+constexpr int64_t kSinePeriodNs = 1000 * kMs;
+
+int64_t sine_requested(int64_t send_ns, int64_t anchor_ns) {
+  const double angle = 2.0 * M_PI * static_cast<double>((send_ns - anchor_ns) % kSinePeriodNs) /
+                       static_cast<double>(kSinePeriodNs);
+  return static_cast<int64_t>(std::llround(kSineAmplitudeNs * 0.5 * (1.0 + std::cos(angle))));
+}
+
+// The least of the requested delays of a probe sent at `send_ns` over the
+// anchors the daemon may have taken (it anchors while it serves the call).
+int64_t least_requested(int64_t send_ns, int64_t called_ns, int64_t returned_ns) {
+  int64_t least = sine_requested(send_ns, returned_ns);
+  for (int64_t a = called_ns; a < returned_ns; a += 50'000) {
+    least = std::min(least, sine_requested(send_ns, a));
+  }
+  return least;
+}
+
+TEST(InjectorWave, SineDelayIsFollowedPerBin) {
   NABLA_REQUIRE_ROOT_OR_SKIP();
   InjectorTestbed bed;
   bed.start_daemon();
-  constexpr double kAmplitudeNs = 4.0 * kMs;
-  constexpr int64_t kPeriodNs = 1000 * kMs;
   const int64_t called_ns = common::monotonic_ns();
   bed.call("inject.start", {{"link", "udp 10.77.0.1 -> 10.77.0.2:9000"},
                             {"delay", {{"kind", "sine"}, {"amplitude", "4ms"}, {"period", "1s"}}},
@@ -354,57 +390,64 @@ TEST(InjectorWave, SineDelayIsFollowedByTheMediansPerBin) {
   const bool calm = steal.calm();
   std::printf("machine %s\n", steal.describe().c_str());
   EXPECT_LE(lost(probes), 2u);
+  // Nothing early, on any machine and whatever the fit below: each probe is
+  // stamped before its send, so a stall anywhere only adds to its delay, and
+  // no anchor the daemon may have taken asks for less than the least one.
+  // A wave off by a tenth of its period, or too small, is early by 1-2 ms.
+  int64_t earliest_ns = INT64_MAX;
   std::vector<std::vector<const testbed::ProbeResult*>> bins(1);
   for (const auto& p : probes) {
     if (p.delay_ns < 0) continue;
+    earliest_ns =
+        std::min(earliest_ns, p.delay_ns - least_requested(p.send_ns, called_ns, returned_ns));
     if (bins.back().size() == 20) bins.emplace_back();  // 20 ms of probes
     bins.back().push_back(&p);
   }
-  // The daemon anchors the wave when it starts the injection, somewhere
-  // between the call and its return: take the anchor that fits best.
+  EXPECT_GE(earliest_ns, 0) << "a probe arrived before any requested delay";
+  // The anchor that fits best, between the call and its return. On a calm
+  // machine per bin the median probe; on a busy one a low quantile, as a
+  // parked vCPU holds the packets due while it is parked late, never early.
+  const double q = calm ? 0.5 : 0.1;
   Following best;
   best.total_ns = INT64_MAX;
   int64_t anchor_ns = called_ns;
-  for (int64_t anchor = called_ns - 2 * kMs; anchor <= returned_ns + 2 * kMs; anchor += 100'000) {
-    const Following f = following(bins, [&](int64_t send_ns) {
-      const double angle = 2.0 * M_PI * static_cast<double>((send_ns - anchor) % kPeriodNs) /
-                           static_cast<double>(kPeriodNs);
-      return static_cast<int64_t>(std::llround(kAmplitudeNs * 0.5 * (1.0 + std::cos(angle))));
-    });
+  for (int64_t anchor = called_ns; anchor <= returned_ns; anchor += 50'000) {
+    const Following f = following(
+        bins, [&](int64_t send_ns) { return sine_requested(send_ns, anchor); }, q);
     if (f.total_ns < best.total_ns) {
       best = f;
       anchor_ns = anchor;
     }
   }
-  std::vector<int64_t> spread(best.residual_ns);
-  for (int64_t& r : spread) r = std::abs(r);
-  std::sort(spread.begin(), spread.end());
+  const std::vector<int64_t> spread = spread_of(best);
   std::printf(
-      "sine: anchor %.3f ms after the call (returned after %.3f ms), offset %ld ns, "
-      "residual p50 %ld ns, p90 %ld ns, p95 %ld ns, worst %ld ns over %zu bins\n",
+      "sine: anchor %.3f ms after the call (returned after %.3f ms), earliest %ld ns; per bin "
+      "the %.0f%% probe: offset %ld ns, residual p50 %ld ns, p90 %ld ns, p95 %ld ns, worst %ld "
+      "ns over %zu bins\n",
       static_cast<double>(anchor_ns - called_ns) / 1e6,
-      static_cast<double>(returned_ns - called_ns) / 1e6, best.offset_ns, spread[spread.size() / 2],
-      spread[spread.size() * 9 / 10], spread[spread.size() * 95 / 100], best.worst_ns,
-      spread.size());
-  // A parked vCPU can hold a whole bin's packets, even at 2.8% steal (one
-  // bin 1.2 ms off, the rest within 32 us); at 20% steal the p90 was 275 us.
-  // A calm machine's 95 bins in 100 are held to 100 us; a busy one's 90 to
-  // an eighth of the amplitude, which a wave off by a tenth of its period
-  // (residuals up to 1.2 ms) still fails: never no bound at all.
+      static_cast<double>(returned_ns - called_ns) / 1e6, earliest_ns, q * 100, best.offset_ns,
+      spread[spread.size() / 2], spread[spread.size() * 9 / 10], spread[spread.size() * 95 / 100],
+      best.worst_ns, spread.size());
+  // A calm machine's 95 bins in 100 are held to 100 us (at 2.8% steal one
+  // bin was 1.2 ms off and the rest within 32 us). On a busy one (at 15%
+  // steal more than 10 bins in 100 had medians 1.8-3.5 ms off) 90 bins in
+  // 100 are held to an eighth of the amplitude by their 10% probe, which a
+  // wave off by a tenth of its period (residuals up to 1.2 ms) still fails.
   if (calm) {
     EXPECT_LE(spread[spread.size() * 95 / 100], 100'000);
   } else {
-    EXPECT_LE(spread[spread.size() * 9 / 10], static_cast<int64_t>(kAmplitudeNs / 8.0));
+    EXPECT_LE(spread[spread.size() * 9 / 10], static_cast<int64_t>(kSineAmplitudeNs / 8.0));
   }
   EXPECT_LT(best.offset_ns, kMs);
 }
 
-// Per trace segment (a cycle of inject.stats), the daemon's median actual
-// delay minus the segment's requested delay (4 ms × level); the median, as
-// one stall of a loaded machine moves a segment's mean by 100 µs. Checks
-// that a segment's packets all sit in the half its level belongs to.
+// Per trace segment (a cycle of inject.stats), the daemon's median (`key`
+// "p50") or least ("min") actual delay minus the segment's requested delay
+// (4 ms × level); not the mean, as one stall of a loaded machine moves a
+// segment's mean by 100 µs. Checks that a segment's packets all sit in the
+// half its level belongs to.
 std::vector<int64_t> accounted_minus_requested(const nlohmann::json& stats,
-                                               const std::vector<double>& levels) {
+                                               const std::vector<double>& levels, const char* key) {
   std::vector<int64_t> daemon_offset;
   for (const auto& c : stats.at("cycles")) {
     const auto segment = c.at("cycle").get<int64_t>();
@@ -415,7 +458,7 @@ std::vector<int64_t> accounted_minus_requested(const nlohmann::json& stats,
     EXPECT_EQ(c.at(level >= 0.5 ? "low" : "high").at("count").get<double>(), 0.0) << segment;
     EXPECT_GT(half.at("count").get<double>(), 50.0) << segment;
     daemon_offset.push_back(
-        std::llround(half.at("p50").get<double>() - 4.0 * static_cast<double>(kMs) * level));
+        std::llround(half.at(key).get<double>() - 4.0 * static_cast<double>(kMs) * level));
   }
   return daemon_offset;
 }
@@ -460,19 +503,30 @@ TEST(InjectorWave, StepTraceIsFollowedPerSegmentAndAccountedPerSegment) {
     segments[static_cast<size_t>(segment)].push_back(&p);
   }
   for (const auto& s : segments) ASSERT_GE(s.size(), 40u);
-  const Following f = following(segments, [&](int64_t send_ns) {
-    const auto segment = static_cast<size_t>((send_ns - called_ns) / kSegmentNs);
-    return static_cast<int64_t>(std::llround(4.0 * kMs * levels[segment]));
-  });
+  // Per segment the median probe on a calm machine; on a busy one the 10%
+  // probe, as a parked vCPU holds what is due while it is parked late (at
+  // 17% steal segment medians read up to 1.4 ms late, their 10% probes
+  // within 40 us of each other).
+  const double q = calm ? 0.5 : 0.1;
+  const Following f = following(
+      segments,
+      [&](int64_t send_ns) {
+        const auto segment = static_cast<size_t>((send_ns - called_ns) / kSegmentNs);
+        return static_cast<int64_t>(std::llround(4.0 * kMs * levels[segment]));
+      },
+      q);
   for (size_t i = 0; i < levels.size(); ++i) {
-    std::printf("segment %zu: level %.2f, receiver median - requested %+ld ns\n", i, levels[i],
-                f.residual_ns[i] + f.offset_ns);
+    std::printf("segment %zu: level %.2f, receiver's %.0f%% probe - requested %+ld ns\n", i,
+                levels[i], q * 100, f.residual_ns[i] + f.offset_ns);
   }
   EXPECT_LE(f.worst_ns, calm ? 100'000 : 500'000);
+  // Nothing early: a probe is stamped before its send, a stall only adds.
+  EXPECT_GE(f.earliest_ns, 0) << "a probe arrived before its segment's delay";
   EXPECT_LT(f.offset_ns, kMs);
-  // The daemon's accounting: one cycle per segment, its median the level's
-  // delay (the same common offset aside).
-  const std::vector<int64_t> daemon_offset = accounted_minus_requested(stats, levels);
+  // The daemon's accounting: one cycle per segment, its median (on a busy
+  // machine its least) the level's delay, the same common offset aside.
+  const std::vector<int64_t> daemon_offset =
+      accounted_minus_requested(stats, levels, calm ? "p50" : "min");
   ASSERT_EQ(daemon_offset.size(), levels.size());
   const int64_t common_offset = median_of(daemon_offset);
   for (size_t i = 0; i < daemon_offset.size(); ++i) {
