@@ -25,3 +25,12 @@ stop_beside_build() {
     wait "$beside_pid" 2>/dev/null || true
   fi
 }
+
+# The hypervisor's steal and all CPU time so far, in jiffies ("STEAL TOTAL",
+# from /proc/stat's cpu line): two readings around a measurement give the
+# share of its CPU time the host took away, the part of the condition that
+# no load average shows (an idle guest may be left alone while a busy one
+# loses a quarter of its time).
+cpu_steal_jiffies() {
+  awk '/^cpu /{ t = 0; for (i = 2; i <= 9; i++) t += $i; print $9, t; exit }' /proc/stat
+}

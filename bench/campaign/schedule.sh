@@ -3,7 +3,8 @@
 # run after run: per schedule, how many full demos pass 32/32 (the demo's
 # acceptance rule), the campaign's time, its mean perturbation per type
 # (the mean response in a measuring phase minus the training's, over the
-# gradient rows), and how close the printed time estimate came. The
+# gradient rows), how close the printed time estimate came, and the share
+# of CPU time the hypervisor stole over each demo (/proc/stat). The
 # ratios are taken against the sequential schedule (the default) measured
 # in the same bench run (docs/method.md, "Choosing the schedule"). Needs
 # root (the demo builds namespaces).
@@ -49,10 +50,11 @@ echo "nabla demo ($size) per schedule, $condition; $runs run(s) each, interleave
 for run in $(seq "$runs"); do
   for schedule in "${schedules[@]}"; do
     load=$(cut -d' ' -f1 /proc/loadavg)
+    steal=$(cpu_steal_jiffies)
     "$nabla" demo "${flags[@]}" --schedule "$schedule" --db "$work/$schedule-$run.db" --json \
       --keep-logs "$work/$schedule-$run.logs" \
       >"$work/$schedule-$run.json" 2>"$work/$schedule-$run.log" || true
-    echo "$load $(cut -d' ' -f1 /proc/loadavg)" >"$work/$schedule-$run.load"
+    echo "$load $(cut -d' ' -f1 /proc/loadavg) $steal $(cpu_steal_jiffies)" >"$work/$schedule-$run.load"
     # One line per demo as it ends, so a bench stopped early keeps its runs.
     python3 - "$work/$schedule-$run" "$schedule" "$run" <<'PY' || true
 import json, sys
@@ -64,11 +66,13 @@ except (OSError, ValueError):
     raise SystemExit
 g = j.get("gradients", [])
 load = open(base + ".load").read().split()
+s0, t0, s1, t1 = map(int, load[2:6])
+steal = 100.0 * (s1 - s0) / max(1, t1 - t0)
 misses = "; ".join(f"{x['link']} {x['type']} {x.get('gradient') or 0:.3f} "
                    f"[{x.get('ci_low') or 0:.3f}, {x.get('ci_high') or 0:.3f}]"
                    for x in g if not x.get("pass"))
 print(f"{schedule} run {run}: PASS {sum(1 for x in g if x.get('pass'))}/{len(g)} in "
-      f"{j.get('duration_s', 0):.0f} s, load {load[0]} -> {load[1]}"
+      f"{j.get('duration_s', 0):.0f} s, load {load[0]} -> {load[1]}, steal {steal:.1f}%"
       + (f"; FAIL {misses}" if misses else ""), flush=True)
 PY
   done
@@ -98,6 +102,8 @@ def one(schedule, run):
     row = db.execute("SELECT (ended_ns - started_ns) / 1e9 FROM runs WHERE id = ?",
                      (j.get("run_id"),)).fetchone()
     out["campaign_s"] = (row[0] if row else None) or 0.0
+    s0, t0, s1, t1 = map(int, out["load"][2:6])
+    out["steal"] = 100.0 * (s1 - s0) / max(1, t1 - t0)
     per_type = {}
     for t, p in db.execute(
             "SELECT tt.name, g.perturbation_ns FROM gradients g "
@@ -124,7 +130,8 @@ for s, rs in results.items():
                if r["estimate_s"] and r["campaign_s"] else "estimate -")
         pert = ", ".join(f"{t} {v:.2f}" for t, v in sorted(r["perturbation_ms"].items()))
         print(f"  run {i}: PASS {r['passed']}/{r['total']} exit {r['exit']}  campaign "
-              f"{r['campaign_s']:.1f} s  {est}  load {r['load'][0]} -> {r['load'][1]}")
+              f"{r['campaign_s']:.1f} s  {est}  load {r['load'][0]} -> {r['load'][1]}  "
+              f"steal {r['steal']:.1f}%")
         print(f"         mean perturbation per type (ms): {pert}")
         for miss in r["misses"]:
             print(f"         FAIL {miss}")

@@ -6,7 +6,8 @@
 # and per run: the verdict and its first reason, the answer (response p99 and
 # its CI), the send gap (sojourn p50 - in-flight p50: how much the client's
 # own lateness adds at the median; target <= 5 us), the late sends, the
-# client's timer lateness p99, the scheduler slice and the run's length.
+# client's timer lateness p99, the scheduler slice, the run's length and
+# the share of CPU time the hypervisor stole over it (/proc/stat).
 # The summary counts runs with verdict ok and with gap <= 5 us.
 #
 # The servers run as a user would start them (default threads, unpinned).
@@ -61,9 +62,11 @@ echo "  --connections 4 --threads 1 --percentile 99 --max-duration $max_duration
 for name in $servers; do
   for rate in $rates; do
     for i in $(seq "$runs"); do
+      before=$(cpu_steal_jiffies)
       "$nabla" load --target "${url[$name]}" --rate "$rate" --connections 4 --threads 1 \
         --percentile 99 --max-duration "$max_duration" --seed "$i" "${extra[@]}" --json \
         >"$work/$name-$rate-$i.json" 2>"$work/$name-$rate-$i.err" || true
+      echo "$before $(cpu_steal_jiffies)" >"$work/$name-$rate-$i.steal"
     done
   done
 done
@@ -72,16 +75,22 @@ python3 - "$work" "$servers" "$rates" "$runs" <<'PY'
 import json, os, statistics, sys
 work, servers, rates, runs = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), int(sys.argv[4])
 us = lambda ns: ns / 1e3
+def steal_share(base):
+    try:
+        s0, t0, s1, t1 = map(int, open(base + ".steal").read().split())
+        return 100.0 * (s1 - s0) / max(1, t1 - t0)
+    except Exception:
+        return float("nan")
 def pick(ps, p):
     for x in ps or []:
         if x["p"] == p: return x
     return None
 print(f"{'server':<10} {'rate':>5} {'run':>3} {'verdict':<7} {'p99':>8} {'p99 CI':>19} {'gap':>6} "
-      f"{'late':>6} {'timer p99':>9} {'slice':<8} {'s':>5}  first reason")
+      f"{'late':>6} {'timer p99':>9} {'slice':<8} {'s':>5} {'steal':>6}  first reason")
 summary = []
 for name in servers:
     for rate in rates:
-        ok = gap_ok = 0; p99s = []; secs = []; gaps = []
+        ok = gap_ok = 0; p99s = []; secs = []; gaps = []; steals = []
         for i in range(1, runs + 1):
             path = os.path.join(work, f"{name}-{rate}-{i}.json")
             try:
@@ -104,16 +113,18 @@ for name in servers:
             ok += j["verdict"] == "ok"; gap_ok += gap <= 5.0
             if j["verdict"] == "ok": p99s.append(us(resp["value_ns"]))
             secs.append(j["elapsed_s"]); gaps.append(gap)
+            steal = steal_share(path[:-5]); steals.append(steal)
             reason = j["reasons"][0][:70] if j["reasons"] else ""
             print(f"{name:<10} {rate:>5} {i:>3} {j['verdict']:<7} "
                   f"{(us(resp['value_ns']) if resp else float('nan')):7.1f}u {ci:>19} {gap:5.1f}u "
-                  f"{late:5.2f}% {us(timer):8.1f}u {slice_text:<8} {j['elapsed_s']:5.1f}  {reason}")
-        summary.append((name, rate, ok, gap_ok, p99s, secs, gaps))
+                  f"{late:5.2f}% {us(timer):8.1f}u {slice_text:<8} {j['elapsed_s']:5.1f} {steal:5.1f}%  {reason}")
+        summary.append((name, rate, ok, gap_ok, p99s, secs, gaps, steals))
 print()
-print(f"{'server':<10} {'rate':>5} {'ok':>6} {'gap<=5us':>9} {'median gap':>10} {'median p99 (ok)':>16} {'median s':>9}")
-for name, rate, ok, gap_ok, p99s, secs, gaps in summary:
+print(f"{'server':<10} {'rate':>5} {'ok':>6} {'gap<=5us':>9} {'median gap':>10} {'median p99 (ok)':>16} {'median s':>9} {'steal':>11}")
+for name, rate, ok, gap_ok, p99s, secs, gaps, steals in summary:
     med = f"{statistics.median(p99s):.1f}us" if p99s else "-"
     mg = f"{statistics.median(gaps):.1f}us" if gaps else "-"
     ms = f"{statistics.median(secs):.1f}" if secs else "-"
-    print(f"{name:<10} {rate:>5} {ok:>3}/{runs:<2} {gap_ok:>6}/{runs:<2} {mg:>10} {med:>16} {ms:>9}")
+    st = f"{min(steals):.1f}-{max(steals):.1f}%" if steals else "-"
+    print(f"{name:<10} {rate:>5} {ok:>3}/{runs:<2} {gap_ok:>6}/{runs:<2} {mg:>10} {med:>16} {ms:>9} {st:>11}")
 PY
