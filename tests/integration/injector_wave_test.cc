@@ -57,10 +57,12 @@ TEST(InjectorWave, SquareWavePeriodAndAmplitudeAreVisibleAtTheReceiver) {
   const double edge_tolerance = calm ? 15.0 * kMs : 75.0 * kMs;
   std::printf("machine %s\n", steal.describe().c_str());
   EXPECT_LE(lost(probes), 2u);
-  // Median delay per 10 ms of send time: robust to single late packets on a
-  // busy 2-core machine.
-  std::vector<std::pair<int64_t, int64_t>> bins;  // (first send, median delay)
-  std::vector<int64_t> high;
+  // Per 10 ms of send time, the least and the median delay. A stall only
+  // adds delay, so a bin's state is read from its least delay: a low bin
+  // reads high only when every one of its probes was held (at 30% steal,
+  // medians read high for 150 ms after a falling edge).
+  std::vector<std::pair<int64_t, int64_t>> bins;  // (first send, least delay)
+  std::vector<int64_t> high;                      // medians of the high bins
   std::vector<int64_t> low;
   for (size_t i = 0; i + 10 <= probes.size(); i += 10) {
     std::vector<int64_t> d;
@@ -69,9 +71,8 @@ TEST(InjectorWave, SquareWavePeriodAndAmplitudeAreVisibleAtTheReceiver) {
     }
     if (d.empty()) continue;
     std::sort(d.begin(), d.end());
-    const int64_t median = d[d.size() / 2];
-    bins.emplace_back(probes[i].send_ns, median);
-    (median > 5 * kMs / 2 ? high : low).push_back(median);
+    bins.emplace_back(probes[i].send_ns, d.front());
+    (d.front() > 5 * kMs / 2 ? high : low).push_back(d[d.size() / 2]);
   }
   // Debounced over 50 ms (below), so a short stall of the loaded machine
   // cannot fake an edge; a half is 500 ms.
@@ -123,14 +124,21 @@ TEST(InjectorWave, SquareWavePeriodAndAmplitudeAreVisibleAtTheReceiver) {
   EXPECT_GE(high_median, 5 * kMs);
   EXPECT_LE(high_median, 5 * kMs + kMs / 2 + slack);
   EXPECT_LT(low[low.size() / 2], kMs / 2 + slack);
-  // The daemon's per-half actual delays agree.
-  const double high_mean = stats.at("halves").at("high").at("mean").get<double>();
-  const double low_mean = stats.at("halves").at("low").at("mean").get<double>();
-  const double high_p50 = stats.at("halves").at("high").at("p50").get<double>();
+  // The daemon's per-half actual delays agree: never early, the medians on
+  // any machine, the means (which one stall moves: at 48% steal the high
+  // half's read 7.9 ms) on a calm one.
+  const auto& halves = stats.at("halves");
+  const double high_mean = halves.at("high").at("mean").get<double>();
+  const double low_mean = halves.at("low").at("mean").get<double>();
+  const double high_p50 = halves.at("high").at("p50").get<double>();
+  EXPECT_GE(halves.at("high").at("min").get<double>(), 5.0 * kMs);
   EXPECT_GE(high_p50, 5.0 * kMs);
   EXPECT_LE(high_p50, 5.3 * kMs + static_cast<double>(slack));
-  EXPECT_NEAR(high_mean, 5.0 * kMs, 0.5 * kMs + static_cast<double>(slack));
-  EXPECT_LT(low_mean, 0.3 * kMs + static_cast<double>(slack));
+  EXPECT_LT(halves.at("low").at("p50").get<double>(), 0.3 * kMs + static_cast<double>(slack));
+  if (calm) {
+    EXPECT_NEAR(high_mean, 5.0 * kMs, 0.5 * kMs);
+    EXPECT_LT(low_mean, 0.3 * kMs);
+  }
   EXPECT_GE(stats.at("cycles").size(), 4u);
   std::printf("high median %.3f ms, low median %.3f ms; daemon high %.3f ms low %.3f ms\n",
               high_median / 1e6, low[low.size() / 2] / 1e6, high_mean / 1e6, low_mean / 1e6);
@@ -330,7 +338,7 @@ struct Following {
 
 template <typename Requested>
 Following following(const std::vector<std::vector<const testbed::ProbeResult*>>& bins,
-                    Requested requested, double q = 0.5) {
+                    Requested requested, double q) {
   Following f;
   std::vector<int64_t> raw;
   for (const auto& bin : bins) {
@@ -404,10 +412,11 @@ TEST(InjectorWave, SineDelayIsFollowedPerBin) {
     bins.back().push_back(&p);
   }
   EXPECT_GE(earliest_ns, 0) << "a probe arrived before any requested delay";
-  // The anchor that fits best, between the call and its return. On a calm
-  // machine per bin the median probe; on a busy one a low quantile, as a
-  // parked vCPU holds the packets due while it is parked late, never early.
-  const double q = calm ? 0.5 : 0.1;
+  // The anchor that fits best, between the call and its return, judged per
+  // bin by its 10% probe: a parked vCPU holds the packets due while it is
+  // parked late, never early (at 2.2% steal beside a build, 6 bins in 100
+  // had medians 1.6 ms late).
+  const double q = 0.1;
   Following best;
   best.total_ns = INT64_MAX;
   int64_t anchor_ns = called_ns;
@@ -429,14 +438,16 @@ TEST(InjectorWave, SineDelayIsFollowedPerBin) {
       spread[spread.size() / 2], spread[spread.size() * 9 / 10], spread[spread.size() * 95 / 100],
       best.worst_ns, spread.size());
   // A calm machine's 95 bins in 100 are held to 100 us (at 2.8% steal one
-  // bin was 1.2 ms off and the rest within 32 us). On a busy one (at 15%
-  // steal more than 10 bins in 100 had medians 1.8-3.5 ms off) 90 bins in
-  // 100 are held to an eighth of the amplitude by their 10% probe, which a
-  // wave off by a tenth of its period (residuals up to 1.2 ms) still fails.
+  // bin was 1.2 ms off and the rest within 32 us). On a busy one stalls come
+  // in runs longer than a bin (at 15% steal more than 10 bins in 100 had
+  // medians 1.8-3.5 ms off; at 36%, 10 in 100 had even their 10% probe 3.8
+  // ms late): the median bin's 10% probe is held to an eighth of the
+  // amplitude, which a wave off by a tenth of its period (about 0.9 ms
+  // there) still fails, as it fails nothing early.
   if (calm) {
     EXPECT_LE(spread[spread.size() * 95 / 100], 100'000);
   } else {
-    EXPECT_LE(spread[spread.size() * 9 / 10], static_cast<int64_t>(kSineAmplitudeNs / 8.0));
+    EXPECT_LE(spread[spread.size() / 2], static_cast<int64_t>(kSineAmplitudeNs / 8.0));
   }
   EXPECT_LT(best.offset_ns, kMs);
 }
@@ -503,11 +514,12 @@ TEST(InjectorWave, StepTraceIsFollowedPerSegmentAndAccountedPerSegment) {
     segments[static_cast<size_t>(segment)].push_back(&p);
   }
   for (const auto& s : segments) ASSERT_GE(s.size(), 40u);
-  // Per segment the median probe on a calm machine; on a busy one the 10%
-  // probe, as a parked vCPU holds what is due while it is parked late (at
-  // 17% steal segment medians read up to 1.4 ms late, their 10% probes
-  // within 40 us of each other).
-  const double q = calm ? 0.5 : 0.1;
+  // Per segment its 10% probe, as a parked vCPU holds what is due while it
+  // is parked late (at 17% steal segment medians read up to 1.4 ms late,
+  // their 10% probes within 40 us of each other; at 30-36% even a 10% probe
+  // read 0.7-2.9 ms late in one segment of eight, so there the median
+  // segment is judged, and every segment by the daemon's own accounting).
+  const double q = 0.1;
   const Following f = following(
       segments,
       [&](int64_t send_ns) {
@@ -519,7 +531,11 @@ TEST(InjectorWave, StepTraceIsFollowedPerSegmentAndAccountedPerSegment) {
     std::printf("segment %zu: level %.2f, receiver's %.0f%% probe - requested %+ld ns\n", i,
                 levels[i], q * 100, f.residual_ns[i] + f.offset_ns);
   }
-  EXPECT_LE(f.worst_ns, calm ? 100'000 : 500'000);
+  if (calm) {
+    EXPECT_LE(f.worst_ns, 100'000);
+  } else {
+    EXPECT_LE(spread_of(f)[f.residual_ns.size() / 2], 500'000);
+  }
   // Nothing early: a probe is stamped before its send, a stall only adds.
   EXPECT_GE(f.earliest_ns, 0) << "a probe arrived before its segment's delay";
   EXPECT_LT(f.offset_ns, kMs);
