@@ -40,9 +40,20 @@ TEST(MemlatProbe, LatencyGrowsWithTheLevelAndDoesNotFallUnderLoad) {
   const std::vector<std::size_t> sizes = default_buffer_sizes(read_cache_sizes());
   ProbeOptions options;
   options.loads = 200'000;
-  const ProbePoint l1 = chase(sizes[0], 0, options);
-  const ProbePoint l2 = chase(sizes[1], 0, options);
-  const ProbePoint dram = chase(sizes[2], 0, options);
+  // A stall of the host (a parked vCPU) only adds time, so each level is
+  // the quickest of five chases: one chase of L2 read 220-370 ns, above
+  // DRAM, in 2 runs of 10 on a host stealing 13-45% of the CPU.
+  const auto quickest = [&](std::size_t bytes) {
+    ProbePoint best = chase(bytes, 0, options);
+    for (int i = 1; i < 5; ++i) {
+      const ProbePoint p = chase(bytes, 0, options);
+      if (p.latency_ns < best.latency_ns) best = p;
+    }
+    return best;
+  };
+  const ProbePoint l1 = quickest(sizes[0]);
+  const ProbePoint l2 = quickest(sizes[1]);
+  const ProbePoint dram = quickest(sizes[2]);
   const ProbePoint loaded = chase(sizes[2], 1, options);
   EXPECT_LT(l1.latency_ns, l2.latency_ns);
   EXPECT_LT(l2.latency_ns, dram.latency_ns);
