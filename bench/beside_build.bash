@@ -34,3 +34,10 @@ stop_beside_build() {
 cpu_steal_jiffies() {
   awk '/^cpu /{ t = 0; for (i = 2; i <= 9; i++) t += $i; print $9, t; exit }' /proc/stat
 }
+
+# The percentage of CPU time stolen since READING, an earlier output of
+# cpu_steal_jiffies.   usage: steal_percent_since "STEAL TOTAL"
+steal_percent_since() {
+  cpu_steal_jiffies | awk -v before="$1" '{ split(before, b, " ");
+    printf "%.1f\n", 100 * ($1 - b[1]) / (($2 - b[2]) > 0 ? $2 - b[2] : 1) }'
+}

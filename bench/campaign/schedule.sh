@@ -54,7 +54,7 @@ for run in $(seq "$runs"); do
     "$nabla" demo "${flags[@]}" --schedule "$schedule" --db "$work/$schedule-$run.db" --json \
       --keep-logs "$work/$schedule-$run.logs" \
       >"$work/$schedule-$run.json" 2>"$work/$schedule-$run.log" || true
-    echo "$load $(cut -d' ' -f1 /proc/loadavg) $steal $(cpu_steal_jiffies)" >"$work/$schedule-$run.load"
+    echo "$load $(cut -d' ' -f1 /proc/loadavg) $(steal_percent_since "$steal")" >"$work/$schedule-$run.load"
     # One line per demo as it ends, so a bench stopped early keeps its runs.
     python3 - "$work/$schedule-$run" "$schedule" "$run" <<'PY' || true
 import json, sys
@@ -66,8 +66,7 @@ except (OSError, ValueError):
     raise SystemExit
 g = j.get("gradients", [])
 load = open(base + ".load").read().split()
-s0, t0, s1, t1 = map(int, load[2:6])
-steal = 100.0 * (s1 - s0) / max(1, t1 - t0)
+steal = float(load[2])
 misses = "; ".join(f"{x['link']} {x['type']} {x.get('gradient') or 0:.3f} "
                    f"[{x.get('ci_low') or 0:.3f}, {x.get('ci_high') or 0:.3f}]"
                    for x in g if not x.get("pass"))
@@ -102,8 +101,7 @@ def one(schedule, run):
     row = db.execute("SELECT (ended_ns - started_ns) / 1e9 FROM runs WHERE id = ?",
                      (j.get("run_id"),)).fetchone()
     out["campaign_s"] = (row[0] if row else None) or 0.0
-    s0, t0, s1, t1 = map(int, out["load"][2:6])
-    out["steal"] = 100.0 * (s1 - s0) / max(1, t1 - t0)
+    out["steal"] = float(out["load"][2])
     per_type = {}
     for t, p in db.execute(
             "SELECT tt.name, g.perturbation_ns FROM gradients g "

@@ -66,7 +66,7 @@ for name in $servers; do
       "$nabla" load --target "${url[$name]}" --rate "$rate" --connections 4 --threads 1 \
         --percentile 99 --max-duration "$max_duration" --seed "$i" "${extra[@]}" --json \
         >"$work/$name-$rate-$i.json" 2>"$work/$name-$rate-$i.err" || true
-      echo "$before $(cpu_steal_jiffies)" >"$work/$name-$rate-$i.steal"
+      steal_percent_since "$before" >"$work/$name-$rate-$i.steal"
     done
   done
 done
@@ -77,9 +77,8 @@ work, servers, rates, runs = sys.argv[1], sys.argv[2].split(), sys.argv[3].split
 us = lambda ns: ns / 1e3
 def steal_share(base):
     try:
-        s0, t0, s1, t1 = map(int, open(base + ".steal").read().split())
-        return 100.0 * (s1 - s0) / max(1, t1 - t0)
-    except Exception:
+        return float(open(base + ".steal").read())
+    except (OSError, ValueError):
         return float("nan")
 def pick(ps, p):
     for x in ps or []:
