@@ -326,6 +326,14 @@ class Worker {
         const auto& ev = events[static_cast<size_t>(i)];
         if (ev.data.u64 == kTimerTag && timeout_ms != 0) record_wakeup(wait_start_ns, awake_ns);
         handle(ev);
+        // A connection's read can frame hundreds of replies (a 64 KiB
+        // read-ahead over TLS, many streams over HTTP/2): sends that fell
+        // due meanwhile leave before the next connection's.
+        if (i + 1 < n) {
+          now = common::monotonic_ns();
+          generate(now);
+          dispatch(now);
+        }
       }
     }
     // Whatever is still outstanding or queued after the drain never completed.
