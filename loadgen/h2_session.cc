@@ -40,13 +40,13 @@ H2Requests::H2Requests(const ProtocolSpec& spec) {
   };
   if (spec.kind == ProtocolSpec::Kind::kHttp2) {
     for (const auto& u : spec.urls) {
-      requests_.push_back({base("GET", u.path), {}});
+      requests_.push_back({base("GET", u.path), {}, {}});
       weights.push_back(u.weight);
     }
   } else if (spec.kind == ProtocolSpec::Kind::kGrpc) {
     grpc_ = true;
     for (const auto& c : spec.grpc_calls) {
-      H2Request r{base("POST", c.method), grpc_frame(c.message)};
+      H2Request r{base("POST", c.method), grpc_frame(c.message), {}};
       r.headers.emplace_back("content-type", "application/grpc");
       r.headers.emplace_back("te", "trailers");
       requests_.push_back(std::move(r));
@@ -57,6 +57,15 @@ H2Requests::H2Requests(const ProtocolSpec& spec) {
   }
   (void)names;
   pick_ = std::discrete_distribution<uint32_t>(weights.begin(), weights.end());
+  // Only now that requests_ no longer moves do its strings stay put.
+  for (H2Request& r : requests_) {
+    for (const auto& [name, value] : r.headers) {
+      r.nva.push_back({reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
+                       reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(),
+                       value.size(),
+                       NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE});
+    }
+  }
 }
 
 H2Session::H2Session() {
@@ -81,13 +90,6 @@ H2Session::~H2Session() {
 
 bool H2Session::submit(const H2Request& request, uint64_t request_id) {
   if (session_ == nullptr) return false;
-  std::vector<nghttp2_nv> nva;
-  nva.reserve(request.headers.size());
-  for (const auto& [name, value] : request.headers) {
-    nva.push_back({reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
-                   reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(),
-                   value.size(), NGHTTP2_NV_FLAG_NONE});
-  }
   auto [it, fresh] = streams_.try_emplace(request_id);
   if (!fresh) return false;
   Stream& stream = it->second;
@@ -98,7 +100,7 @@ bool H2Session::submit(const H2Request& request, uint64_t request_id) {
     body.source.ptr = &stream;
     body.read_callback = &H2Session::read_body;
   }
-  const int32_t id = nghttp2_submit_request(session_, nullptr, nva.data(), nva.size(),
+  const int32_t id = nghttp2_submit_request(session_, nullptr, request.nva.data(), request.nva.size(),
                                             request.body.empty() ? nullptr : &body, &stream);
   if (id < 0) {
     streams_.erase(it);

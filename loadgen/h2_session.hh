@@ -31,6 +31,9 @@ namespace nabla::loadgen::detail {
 struct H2Request {
   std::vector<std::pair<std::string, std::string>> headers;  // pseudo-headers first
   std::string body;                                          // empty: no DATA frame
+  // `headers` as nghttp2 takes them, pointing into the strings above and
+  // marked not to be copied: built once, so a submit allocates no header.
+  std::vector<nghttp2_nv> nva;
 };
 
 // The requests of every transaction type of a protocol, and the draw of one.
@@ -38,6 +41,9 @@ class H2Requests {
  public:
   // Throws std::invalid_argument for a spec that is not HTTP/2 or gRPC.
   explicit H2Requests(const ProtocolSpec& spec);
+  // Each request's `nva` points into its own strings: never copied or moved.
+  H2Requests(const H2Requests&) = delete;
+  H2Requests& operator=(const H2Requests&) = delete;
   uint32_t pick(std::mt19937_64& rng) { return pick_(rng); }
   const H2Request& request(uint32_t type) const { return requests_[type]; }
   bool grpc() const { return grpc_; }
