@@ -69,21 +69,27 @@ std::string describe(const LinearityVerdict& v) {
   return {};
 }
 
-std::optional<StepEstimate> step_gradient(std::span<const double> bins, double training_mean_ns,
-                                          double training_se_ns, double delay_ns,
-                                          double confidence) {
-  if (bins.size() < 2 || !(delay_ns > 0)) return std::nullopt;
-  const auto n = static_cast<double>(bins.size());
-  double sum = 0;
-  for (double b : bins) sum += b;
-  const double mean = sum / n;
-  double ss = 0;
-  for (double b : bins) ss += (b - mean) * (b - mean);
-  const double step_var = ss / (n - 1) / n;
+std::optional<StepEstimate> alternating_step_gradient(
+    const std::array<std::span<const double>, 4>& windows, double delta_l_ns, double confidence) {
+  constexpr std::array<double, 4> kWeights{0.25, -0.75, 0.75, -0.25};
+  if (!(delta_l_ns > 0)) return std::nullopt;
+  double diff = 0, squares = 0, weight_over_n = 0, dof = 0;
+  for (std::size_t i = 0; i < windows.size(); ++i) {
+    const std::span<const double> w = windows[i];
+    if (w.size() < 2) return std::nullopt;
+    const auto n = static_cast<double>(w.size());
+    double sum = 0;
+    for (double b : w) sum += b;
+    const double mean = sum / n;
+    for (double b : w) squares += (b - mean) * (b - mean);
+    diff += kWeights[i] * mean;
+    weight_over_n += kWeights[i] * kWeights[i] / n;
+    dof += n - 1;
+  }
   StepEstimate s;
-  s.value = (mean - training_mean_ns) / delay_ns;
-  s.standard_error = std::sqrt(step_var + training_se_ns * training_se_ns) / delay_ns;
-  const double q = student_t_quantile((1 + confidence) / 2, n - 1);
+  s.value = diff / delta_l_ns;
+  s.standard_error = std::sqrt(squares / dof * weight_over_n) / delta_l_ns;
+  const double q = student_t_quantile((1 + confidence) / 2, dof);
   s.ci_low = s.value - q * s.standard_error;
   s.ci_high = s.value + q * s.standard_error;
   return s;

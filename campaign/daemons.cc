@@ -71,9 +71,6 @@ protocol::InjectStartParams inject_start_params(const InjectionRequest& r,
   if (r.fault) {
     p.settings.delay = r.fault->delay;
     p.settings.faults = r.fault->faults;
-  } else if (r.constant) {
-    p.settings.delay = protocol::Wave::constant(r.amplitude_ns);
-    p.release = protocol::Release::kSleep;
   } else {
     p.settings.delay = square_wave(r.amplitude_ns, r.period_ns, r.cycles);
     // The gradient divides by the measured step, so a release need not be

@@ -73,7 +73,7 @@ void calibrate(CampaignRun& run, const loadgen::EngineResult& r, std::int64_t t0
 }
 
 // Per link, what a sweep adds (its amplitudes beyond the first, each a
-// phase of N bins) and a step verification (one settling bin, its bins).
+// phase of N bins) and a step verification (its four windows).
 std::int64_t sweep_and_step_ns(const CampaignRun& run) {
   const GradientSpec& g = run.spec.gradient;
   const std::int64_t w = run.out.bin_width_ns;
@@ -83,7 +83,7 @@ std::int64_t sweep_and_step_ns(const CampaignRun& run) {
     ns += static_cast<std::int64_t>(g.amplitudes_ns.size() - 1) *
           (static_cast<std::int64_t>(g.bins) * w + warmup);
   }
-  if (g.verify) ns += static_cast<std::int64_t>(step_bins(g.bins) + 1) * w + warmup;
+  if (g.verify) ns += static_cast<std::int64_t>(step_phase_bins(g.bins)) * w + warmup;
   return ns;
 }
 

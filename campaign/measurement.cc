@@ -22,14 +22,11 @@ std::string format_ratio(double r) {
 
 namespace {
 
-// A held delay's actual value is what the packets got; a wave's is the
-// difference of its halves.
+// A wave's actual amplitude is the difference of its halves.
 void set_delta_l(Injected& inj, double amplitude_ns) {
   const HalfStats& high = inj.stats.high;
-  const auto d = inj.constant
-                     ? (high.count > 0 ? std::optional<double>(high.mean_ns) : std::nullopt)
-                     : delta_l_from_halves(high.count, high.mean_ns, inj.stats.low.count,
-                                           inj.stats.low.mean_ns);
+  const auto d =
+      delta_l_from_halves(high.count, high.mean_ns, inj.stats.low.count, inj.stats.low.mean_ns);
   inj.measured = d.has_value();
   inj.delta_l_ns = d.value_or(amplitude_ns);
 }
@@ -44,17 +41,17 @@ loadgen::EngineResult inject_phase(CampaignRun& run, const CampaignLink& l, doub
   // without load. The phase is then started again, a few times, before the
   // run gives up.
   constexpr int kStartAttempts = 3;
+  inj.cycles = cycles;
   for (int attempt = 1;; ++attempt) {
     auto [load, warm_ns] = start_warm_load(run, window_ns + tail_ns);
     InjectionRequest request{l.spec,
                              std::llround(amplitude_ns),
-                             run.out.period_ns,
+                             inj.period_ns > 0 ? inj.period_ns : run.out.period_ns,
                              cycles,
                              run.spec.gradient.lease_ns,
                              run.next_seed() >> 1,
                              run.spec.node_by_name(l.src_node)->netns,
-                             std::nullopt,
-                             inj.constant};
+                             std::nullopt};
     LinkInjections a(run.env.daemons, run.leases, run.env.clock, l, request);
     inj.anchor_ns = a.anchor_ns();
     inj.id = a.id();

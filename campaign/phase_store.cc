@@ -34,18 +34,14 @@ std::int64_t store_injection(CampaignRun& run, std::int64_t phase_id, const Camp
   row.link_id = l.link_id;
   row.node = l.src_node;
   const std::int64_t amplitude = std::llround(amplitude_ns);
-  row.waveform = inj.constant ? "constant" : "square";
-  row.spec_json =
-      nlohmann::json{{"link", l.spec},
-                     {"id", inj.id},
-                     {"delay", inj.constant ? common::protocol::Wave::constant(amplitude).to_json()
-                                            : square_wave_json(amplitude, period_ns, 0)}}
-          .dump();
+  row.waveform = "square";
+  row.spec_json = nlohmann::json{{"link", l.spec},
+                                 {"id", inj.id},
+                                 {"delay", square_wave_json(amplitude, period_ns, inj.cycles)}}
+                      .dump();
   row.requested_delay_ns = amplitude;
-  if (!inj.constant) {
-    row.period_ns = period_ns;
-    row.duty = 0.5;
-  }
+  row.period_ns = period_ns;
+  row.duty = 0.5;
   row.started_ns = inj.anchor_ns;
   row.ended_ns = inj.ended_ns;
   const InjectionStats& s = inj.stats;
@@ -104,7 +100,8 @@ std::int64_t store_injected_phase(CampaignRun& run, db::PhaseKind kind, const Ca
   p.k_d = run.kd.k_d;
   p.amplitude_ns = std::llround(amplitude_ns);
   const std::int64_t id = run.recorder.add_phase(p);
-  store_injection(run, id, l, inj, amplitude_ns, run.out.period_ns);
+  store_injection(run, id, l, inj, amplitude_ns,
+                  inj.period_ns > 0 ? inj.period_ns : run.out.period_ns);
   run.recorder.add_samples(id, records, run.out.types, db_source(result), inj.anchor_ns,
                            inj.anchor_ns + window_ns);
   return id;

@@ -20,9 +20,10 @@ struct Injected {
   std::int64_t anchor_ns = 0;
   std::int64_t ended_ns = 0;
   std::string id;
-  double delta_l_ns = 0;  // actual (high - low), else the requested amplitude
-  bool measured = false;  // both halves saw packets (a constant delay: any packet)
-  bool constant = false;  // a held delay (step), not a square wave
+  double delta_l_ns = 0;       // actual (high - low), else the requested amplitude
+  bool measured = false;       // both halves saw packets
+  std::int64_t period_ns = 0;  // the square wave's period; 0: the campaign's
+  int cycles = 0;              // the square wave's cycles (0: until stopped)
 };
 
 // The campaign's links (after discovery) and the flow records seen over

@@ -50,20 +50,24 @@ std::size_t simultaneous_phase_bins(const GradientSpec& g, std::size_t links);
 // (verdict.hh), stored in its own transaction and added to the outcome.
 void run_experiment(CampaignRun& run, std::size_t index);
 
-// [gradient] verify: after the link's active phase(s), holds a constant
-// delay of the measured amplitude for kStepBins bins (after one settling
-// bin) and puts each type's step gradient beside its spectral one; stored
-// as a `step` phase.
+// [gradient] verify: after the link's active phase(s), holds the measured
+// amplitude and releases it in four adjacent windows (on, off, on, off: a
+// square wave of two cycles) of step_window_bins(N) bins, each measured
+// but for a p99 response time at either end, and puts each type's step
+// gradient, against the baseline measured beside it, next to its spectral
+// one; stored as a `step` phase of step_phase_bins(N) bins.
 void verify_step(CampaignRun& run, const CampaignLink& link, LinkMeasurement& m, std::size_t index,
                  std::size_t count);
-inline constexpr std::size_t kStepBins = 16;  // at most N/2
-std::size_t step_bins(std::size_t bins);
+inline constexpr std::size_t kStepWindows = 4;      // on, off, on, off
+inline constexpr std::size_t kStepWindowBins = 12;  // at most N/4, at least 4
+std::size_t step_window_bins(std::size_t bins);
+std::size_t step_phase_bins(std::size_t bins);
 
 // ---- shared by the sequential and simultaneous measurements
 
 // Runs the load for warmup + `window_ns` (+ tail), injecting from the end of
 // the warm-up until `window_ns` + `tail_ns` later: a square wave of
-// `cycles` (0: until stopped), or with inj.constant a held delay; fills
+// `cycles` (0: until stopped) with inj.period_ns (0: the campaign's); fills
 // `inj` with what the daemon reported.
 loadgen::EngineResult inject_phase(CampaignRun& run, const CampaignLink& link, double amplitude_ns,
                                    int cycles, std::int64_t window_ns, std::int64_t tail_ns,

@@ -44,9 +44,6 @@ class CampaignRun {
   CampaignRecorder& recorder;
   LeaseKeeper leases;
   std::vector<analysis::TrainingResult> trainings;  // per type
-  // Per type: the mean of the training's bin means and its standard error
-  // (sd of the bin means / sqrt(M*N)), the step verification's reference.
-  std::vector<double> training_bin_mean_ns, training_bin_se_ns;
   KdChoice kd;
   std::int64_t deadline_ns = 0;  // estimated end, for the progress line
   // The TLS sessions the workload's server issued: every phase's load run

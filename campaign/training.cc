@@ -12,18 +12,6 @@
 namespace nabla::campaign {
 namespace {
 
-// Mean of the bins and its standard error (sd / sqrt(n)); 0 with one bin.
-std::pair<double, double> mean_and_standard_error(const std::vector<double>& bins) {
-  const auto n = static_cast<double>(bins.size());
-  double sum = 0;
-  for (double b : bins) sum += b;
-  const double mean = sum / n;
-  if (bins.size() < 2) return {mean, 0.0};
-  double ss = 0;
-  for (double b : bins) ss += (b - mean) * (b - mean);
-  return {mean, std::sqrt(ss / (n - 1) / n)};
-}
-
 // Bins and trains every type on the training window; records each type's
 // mean, rate and completion ratio in the outcome.
 void train_types(CampaignRun& run, const std::vector<analysis::LatencyRecord>& records,
@@ -49,9 +37,6 @@ void train_types(CampaignRun& run, const std::vector<analysis::LatencyRecord>& r
                              " empty bins (interpolated)");
     }
     run.trainings.push_back(analysis::train(s.mean_latency_ns, w, to));
-    const auto [bin_mean, bin_se] = mean_and_standard_error(s.mean_latency_ns);
-    run.training_bin_mean_ns.push_back(bin_mean);
-    run.training_bin_se_ns.push_back(bin_se);
     const WindowStats ws = window_stats(records, type, start_ns, start_ns + window_ns);
     out.training_mean_ns.push_back(ws.mean_latency_ns);
     out.training_rate_rps.push_back(ws.rate_rps(window_ns));

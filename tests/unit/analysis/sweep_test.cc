@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -56,19 +57,45 @@ TEST(LinearityVerdict, OnePointHasNoVerdict) {
   EXPECT_EQ(describe(linearity_verdict({})), "one amplitude");
 }
 
-TEST(StepGradient, FiniteDifferenceOverTheHeldDelay) {
-  // Bins 12, 14 ms: mean 13, sd sqrt(2), se 1; training 10 ± 0 ms; delay 2 ms.
-  const std::vector<double> bins{12e6, 14e6};
-  const auto s = step_gradient(bins, 10e6, 0, 2e6, 0.95);
+std::array<std::span<const double>, 4> windows(const std::vector<std::vector<double>>& w) {
+  return {std::span<const double>(w[0]), std::span<const double>(w[1]),
+          std::span<const double>(w[2]), std::span<const double>(w[3])};
+}
+
+TEST(StepGradient, AdjacentWindowsCancelALinearDrift) {
+  // Windows' means 10 + 1 * i ms (a service drifting 1 ms a window) plus
+  // 3 ms while held, over a 2 ms step: gradient 1.5 exactly, no spread.
+  const std::vector<std::vector<double>> w{{13e6, 13e6}, {11e6, 11e6}, {15e6, 15e6}, {13e6, 13e6}};
+  const auto s = alternating_step_gradient(windows(w), 2e6, 0.95);
   ASSERT_TRUE(s.has_value());
   EXPECT_DOUBLE_EQ(s->value, 1.5);
-  EXPECT_DOUBLE_EQ(s->standard_error, 0.5);
-  // t(0.975, 1 df) = 12.706
-  EXPECT_NEAR(s->ci_high - s->value, 12.706 * 0.5, 1e-2);
-  // The training mean's error adds in quadrature: sqrt(1 + 1) / 2.
-  EXPECT_NEAR(step_gradient(bins, 10e6, 1e6, 2e6, 0.95)->standard_error, std::sqrt(2.0) / 2, 1e-12);
-  EXPECT_FALSE(step_gradient(std::vector<double>{1.0}, 0, 0, 1e6, 0.95).has_value());
-  EXPECT_FALSE(step_gradient(bins, 0, 0, 0, 0.95).has_value());
+  EXPECT_DOUBLE_EQ(s->standard_error, 0.0);
+  // The plain difference of held and released windows would read the
+  // drift: ((13 + 15) - (11 + 13)) / 2 / 2 = 1.0.
+  const std::vector<std::vector<double>> drift_only{
+      {10e6, 10e6}, {11e6, 11e6}, {12e6, 12e6}, {13e6, 13e6}};
+  EXPECT_NEAR(alternating_step_gradient(windows(drift_only), 2e6, 0.95)->value, 0.0, 1e-12);
+}
+
+TEST(StepGradient, ErrorPoolsTheSpreadWithinWindows) {
+  // Each window's bins at its mean +- 1 ms: s^2 = 2 ms^2 (4 dof over 8 bins),
+  // sum(a_i^2 / n_i) = (1 + 9 + 9 + 1) / 16 / 2 = 0.625, se = sqrt(1.25) / 2.
+  const std::vector<std::vector<double>> w{{11e6, 13e6}, {9e6, 11e6}, {11e6, 13e6}, {9e6, 11e6}};
+  const auto s = alternating_step_gradient(windows(w), 2e6, 0.95);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_DOUBLE_EQ(s->value, 1.0);
+  EXPECT_NEAR(s->standard_error, std::sqrt(1.25) / 2, 1e-12);
+  // t(0.975, 4 df) = 2.776
+  EXPECT_NEAR(s->ci_high - s->value, 2.776 * s->standard_error, 1e-3);
+  EXPECT_NEAR(s->value - s->ci_low, s->ci_high - s->value, 1e-12);
+}
+
+TEST(StepGradient, RefusesAShortWindowOrNoDelay) {
+  const std::vector<std::vector<double>> w{{1.0, 2.0}, {1.0, 2.0}, {1.0, 2.0}, {1.0, 2.0}};
+  EXPECT_FALSE(alternating_step_gradient(windows(w), 0, 0.95).has_value());
+  EXPECT_FALSE(alternating_step_gradient(windows(w), -1e6, 0.95).has_value());
+  const std::vector<std::vector<double>> short_window{{1.0, 2.0}, {1.0}, {1.0, 2.0}, {1.0, 2.0}};
+  EXPECT_FALSE(alternating_step_gradient(windows(short_window), 1e6, 0.95).has_value());
 }
 
 TEST(StepGradient, DisagreementIsDisjointIntervals) {

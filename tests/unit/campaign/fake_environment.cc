@@ -78,9 +78,9 @@ InjectionStats FakeDaemons::stop_injection(const std::string& node, const std::s
   const double actual_ns = actual_fraction * static_cast<double>(inj.request.amplitude_ns);
   InjectionStats s;
   s.packets = 100;
-  s.delayed = inj.request.constant ? 100 : 50;
-  s.high = HalfStats{inj.request.constant ? 100u : 50u, actual_ns};
-  s.low = inj.request.constant ? HalfStats{0, 0.0} : HalfStats{50, 0.0};
+  s.delayed = 50;
+  s.high = HalfStats{50, actual_ns};
+  s.low = HalfStats{50, 0.0};
   s.actual_max_ns = actual_ns;
   return s;
 }
@@ -117,7 +117,7 @@ double FakeDaemons::delay_ns(const std::string& link_spec, std::int64_t t_ns) co
     std::int64_t end_ns = i.stopped_ns.value_or(INT64_MAX);
     if (r.cycles > 0) end_ns = std::min(end_ns, i.started_ns + r.cycles * r.period_ns);
     if (t_ns >= end_ns) continue;
-    const bool high = r.constant || (t_ns - i.started_ns) % r.period_ns < r.period_ns / 2;
+    const bool high = (t_ns - i.started_ns) % r.period_ns < r.period_ns / 2;
     if (high) delay += actual_fraction * static_cast<double>(r.amplitude_ns);
   }
   return delay;

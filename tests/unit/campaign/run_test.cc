@@ -848,7 +848,10 @@ TEST_F(CampaignFakes, SweepFindsTheAmplitudeWhereALinkStopsBeingLinear) {
   }
   EXPECT_EQ(count("SELECT COUNT(*) FROM gradient_amplitudes"), 4 * 2 * 3);
   EXPECT_EQ(count("SELECT COUNT(*) FROM phases WHERE kind = 'step'"), 4);
-  EXPECT_EQ(count("SELECT COUNT(*) FROM injections WHERE waveform = 'constant'"), 4);
+  // Each step is a square wave of two cycles: on, off, on, off.
+  EXPECT_EQ(count("SELECT COUNT(*) FROM injections i JOIN phases p ON p.id = i.phase_id "
+                  "WHERE p.kind = 'step' AND i.waveform = 'square' AND p.bins = 48"),
+            4);
   EXPECT_EQ(count("SELECT COUNT(*) FROM gradients WHERE step_value IS NOT NULL"), 8);
   // Each gradient row is one of its sweep's rows.
   EXPECT_EQ(count("SELECT COUNT(*) FROM gradients g JOIN gradient_amplitudes a "

@@ -11,17 +11,17 @@
 //    point's value is inside the band; it BREAKS at the first amplitude that
 //    breaks; otherwise it is UNDECIDED (a value outside the band whose CI
 //    still reaches it: the CIs are too wide to tell).
-//  - Step gradient. A constant delay held on the link: (mean of the step's
-//    bin means - training mean) / actual delay. Its standard error combines
-//    the step bins' (sd / sqrt(n)) and the training mean's, the interval is
-//    Student t with n - 1 degrees of freedom. It is an estimate by another
-//    method, so the spectral and step estimates DISAGREE when their CIs are
-//    disjoint.
+//  - Step gradient. The delay held and released in four adjacent windows
+//    (on, off, on, off): a finite difference whose baseline is measured
+//    beside it, weighted so that a service drifting linearly over the
+//    windows reads no step. It is an estimate by another method, so the
+//    spectral and step estimates DISAGREE when their CIs are disjoint.
 //  - Gradient at a delay. Linear interpolation between the measured points
 //    (amplitude, gradient) in amplitude order; below the smallest amplitude
 //    the smallest's gradient, above the largest the largest's. The standard
 //    error is interpolated the same way. A delay beyond 2x the largest
 //    measured amplitude is out of range (the caller warns or refuses).
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -67,10 +67,18 @@ struct StepEstimate {
   double ci_low = 0, ci_high = 0;
 };
 
-// nullopt with fewer than 2 bins or delay_ns <= 0.
-std::optional<StepEstimate> step_gradient(std::span<const double> step_bin_means_ns,
-                                          double training_mean_ns, double training_se_ns,
-                                          double delay_ns, double confidence);
+// The step gradient from four adjacent windows with the delay held, released,
+// held and released (on, off, on, off), each given by its bins' means:
+//   g = (W1 - 3 W2 + 3 W3 - W4) / 4 / delta_l_ns
+// with W the windows' means, which cancels any constant and any linear
+// drift of the service over the four windows (the weights sum to 0, their
+// moment about the windows' order is 0, their sum over the held windows is
+// 1). Its standard error pools the bins' spread within the windows,
+// sqrt(s^2 * sum(a_i^2 / n_i)) / delta_l_ns; the interval is Student t with
+// sum(n_i - 1) degrees of freedom. nullopt with a window of fewer than 2
+// bins or delta_l_ns <= 0.
+std::optional<StepEstimate> alternating_step_gradient(
+    const std::array<std::span<const double>, 4>& windows, double delta_l_ns, double confidence);
 
 // Disjoint intervals.
 bool estimates_disagree(double ci_low_a, double ci_high_a, double ci_low_b, double ci_high_b);

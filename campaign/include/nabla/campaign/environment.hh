@@ -50,8 +50,7 @@ class LoadRunner {
 };
 
 // A square wave of delay (duty 0.5, the high half first) on the packets of
-// one link leaving the node; with `constant`, the amplitude held (a step:
-// period and cycles unused, every packet counts in the high half).
+// one link leaving the node.
 struct InjectionRequest {
   std::string link_spec;  // common/link_spec.hh syntax, direction out
   std::int64_t amplitude_ns = 0;
@@ -64,7 +63,6 @@ struct InjectionRequest {
   // its delay wave (none: no delay) and faults instead of the square wave
   // above (amplitude_ns and period_ns are then unused).
   std::optional<common::FaultRequest> fault = std::nullopt;
-  bool constant = false;
 };
 
 // One half of the wave as the injector saw it: the packets it delayed and

@@ -121,8 +121,8 @@ struct GradientSpec {
   // (ascending, distinct, each in (0, 10s], at most kMaxSweepAmplitudes)
   // instead of at the adaptive amplitude alone. Empty: one amplitude.
   std::vector<std::int64_t> amplitudes_ns;
-  // After a link's active phase(s), a step phase holds a constant delay of
-  // the measured amplitude (docs/method.md, "Step verification").
+  // After a link's active phase(s), a step phase holds the measured
+  // amplitude on, off, on, off (docs/method.md, "Step verification").
   bool verify = false;
 };
 
