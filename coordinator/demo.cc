@@ -434,7 +434,7 @@ void register_demo_command(CLI::App& app) {
   cmd->add_option("--report", opts->report_path,
                   "Also write the campaign run's HTML report (nabla report) to FILE");
   cmd->add_flag("--verify", opts->verify,
-                "After each link's active phase, hold a constant delay of its amplitude and "
+                "After each link's active phase, hold its amplitude on, off, on, off and "
                 "report that step's gradient beside the spectral one (implies --schedule "
                 "sequential)");
   cmd->add_option("--amplitudes", opts->amplitudes,
