@@ -3,11 +3,12 @@
 // failure): the client host runs the campaign and one nabla-loadd as nobody
 // (setpriv), reached with the campaign's key_file; web's nabla-tier calls
 // app serial:2 for /a and nothing for /b. The campaign measures web->app
-// (the client's own links and app->web are left out to keep it short; the
-// campaign's calls to the agent's port must not be measured as links) and
-// must recover the known gradient, 2 for /a and 0 for /b, from the agent's
-// samples; every phase's load was a round of the agent's, owned by the run,
-// and the stored run keeps the agent.
+// and the agent's own links, client->web and back (app->web is left out to
+// keep it short; the campaign's calls to the agent's port must not be
+// measured as links), and must recover the known gradients from the
+// agent's samples: 2 for /a and 0 for /b on web->app, 1 for both types on
+// each of the agent's links. Every phase's load was a round of the
+// agent's, owned by the run, and the stored run keeps the agent.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -92,18 +93,19 @@ TEST(CampaignAgents, AnAgentsLoadRecoversTheChainsGradient) {
   toml << "[workload]\ntarget = \"http://" << web << ":9001\"\nrate = 600\nconnections = 32\n"
        << "mix = { \"/a\" = 0.5, \"/b\" = 0.5 }\nwarmup = \"500ms\"\n"
        << "agents = [\"" << client.address << ":7313\"]\n"
-       << "[links]\ndiscover_for = \"1500ms\"\nexclude = [\"tcp " << client.address << " -> " << web
-       << ":9001\", \"tcp " << web << ":9001 -> " << client.address << "\", \"tcp " << app
-       << ":9002 -> " << web << "\"]\n"
+       << "[links]\ndiscover_for = \"1500ms\"\nexclude = [\"tcp " << app << ":9002 -> " << web
+       << "\"]\n"
        << "[gradient]\nschedule = \"sequential\"\nbins = 128\nchunks = 4\nmax_amplitude = \"8ms\"\n"
        << "lease = \"3s\"\nconfidence = 0.99\n"
-       << "[truth]\n\"tcp web -> app:9002\" = { \"/a\" = 2, \"/b\" = 0 }\n";
+       << "[truth]\n\"tcp web -> app:9002\" = { \"/a\" = 2, \"/b\" = 0 }\n"
+       << "\"tcp client -> web:9001\" = { \"/a\" = 1, \"/b\" = 1 }\n"
+       << "\"tcp web:9001 -> client\" = { \"/a\" = 1, \"/b\" = 1 }\n";
   const std::string campaign = tmp + ".toml";
   std::ofstream(campaign) << toml.str();
   const std::string db_path = tmp + ".db";
   const std::string out_path = tmp + ".out";
   const auto done = nabla::testing::run_campaign_in(client.ns, NABLA_PATH, campaign, db_path,
-                                                    out_path, std::chrono::seconds(80));
+                                                    out_path, std::chrono::seconds(150));
   ASSERT_EQ(done.exit_code, 0) << done.text << "\nagent:\n"
                                << nabla::common::read_text_file(agent_log);
   ASSERT_NE(done.json_at, std::string::npos) << done.text;
@@ -123,6 +125,17 @@ TEST(CampaignAgents, AnAgentsLoadRecoversTheChainsGradient) {
   EXPECT_LE(std::abs((*a)["gradient"].get<double>() - 2.0), std::max(0.2, 3.0 * se));
   const double se_b = (*b)["standard_error"].get<double>();
   EXPECT_LE(std::abs((*b)["gradient"].get<double>()), std::max(0.1, 3.0 * se_b));
+  // The agent's node is sniffed and injected like any other: each request
+  // and each response crosses its links once.
+  for (const std::string link : {"tcp client -> web:9001", "tcp web:9001 -> client"}) {
+    for (const char* type : {"/a", "/b"}) {
+      const json* g = find_gradient(out, link, type);
+      ASSERT_NE(g, nullptr) << link << " " << type << "\n" << out["links"].dump(2);
+      const double se_g = (*g)["standard_error"].get<double>();
+      EXPECT_LE(std::abs((*g)["gradient"].get<double>() - 1.0), std::max(0.1, 3.0 * se_g))
+          << link << " " << type;
+    }
+  }
   // Only the service's links were measured: the campaign's own calls to
   // the agent's port are no link (without the filter they were four).
   for (const json& g : out["gradients"]) {
