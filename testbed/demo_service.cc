@@ -19,7 +19,12 @@ ServiceModel rubis_demo_service() {
   // means a small injected amplitude suffices. 32 workers per tier keep
   // queueing (which makes gradients load-dependent) negligible at the demo's
   // rates even while a 3x-amplified delay holds workers of web and app.
+  // Their waits for downstream replies block 500 us at a time: on a busy
+  // machine a thread woken after a long block wakes later than after a
+  // short one, so a delayed link's longer waits would add that excess to
+  // the service's real gradient (docs/method.md).
   ServiceModel m;
+  m.wait_slice_ns = 500'000;
   // An even mix: the bin width follows the least frequent type, so uneven
   // weights would only lengthen every phase.
   m.mix = {{"/view", 0.25}, {"/auth", 0.25}, {"/bid", 0.25}, {"/browse", 0.25}};

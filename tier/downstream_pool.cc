@@ -83,8 +83,8 @@ bool receive_some(Slot& slot) {
 }  // namespace
 
 DownstreamPool::DownstreamPool(std::string tier_name, const TierAddress& address,
-                               int64_t timeout_ns)
-    : tier_name_(std::move(tier_name)), timeout_ns_(timeout_ns) {
+                               int64_t timeout_ns, int64_t wait_slice_ns)
+    : tier_name_(std::move(tier_name)), timeout_ns_(timeout_ns), wait_slice_ns_(wait_slice_ns) {
   if (address.host.find(':') != std::string::npos) {
     auto* sa = reinterpret_cast<sockaddr_in6*>(&addr_);
     sa->sin6_family = AF_INET6;
@@ -135,6 +135,16 @@ void DownstreamPool::release(UniqueFd fd) {
   if (idle_.size() < kMaxIdle) idle_.push_back(std::move(fd));
 }
 
+int DownstreamPool::wait(std::vector<pollfd>& fds, int64_t left_ns) {
+  if (wait_slice_ns_ <= 0)
+    return ::poll(fds.data(), fds.size(), remaining_ms(monotonic_ns() + left_ns));
+  const int64_t ns = std::min(left_ns, wait_slice_ns_);
+  const timespec slice{ns / 1'000'000'000, ns % 1'000'000'000};
+  const int n = ::ppoll(fds.data(), fds.size(), &slice, nullptr);
+  if (n == 0) wait_slices_.fetch_add(1, std::memory_order_relaxed);
+  return n;
+}
+
 int DownstreamPool::call_concurrent(std::string_view path, int count) {
   const std::string request = get_request(path, tier_name_);
   const int64_t deadline = monotonic_ns() + timeout_ns_;
@@ -176,9 +186,9 @@ int DownstreamPool::call_concurrent(std::string_view path, int count) {
       polled.push_back(&slot);
     }
     if (fds.empty()) break;
-    const int ms = remaining_ms(deadline);
-    if (ms == 0) break;
-    const int n = ::poll(fds.data(), fds.size(), ms);
+    const int64_t left = deadline - monotonic_ns();
+    if (left <= 0) break;
+    const int n = wait(fds, left);
     if (n < 0 && errno != EINTR) break;
     for (size_t i = 0; n > 0 && i < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
@@ -203,6 +213,7 @@ DownstreamCounters DownstreamPool::counters() const {
   c.requests_ok = ok_.load(std::memory_order_relaxed);
   c.requests_failed = failed_.load(std::memory_order_relaxed);
   c.connects = connects_.load(std::memory_order_relaxed);
+  c.wait_slices = wait_slices_.load(std::memory_order_relaxed);
   return c;
 }
 

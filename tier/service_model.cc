@@ -81,6 +81,10 @@ std::vector<std::string> tier_argv(const ServiceModel& model, const TierDef& tie
     argv.push_back("--tier");
     argv.push_back(name + "=" + address(t.host) + ":" + std::to_string(t.port));
   }
+  if (model.wait_slice_ns > 0) {
+    argv.push_back("--wait-slice");
+    argv.push_back(std::to_string(model.wait_slice_ns) + "ns");
+  }
   for (const TierUrl& u : tier.urls) {
     std::string spec = u.path + " service=" + u.service + " mode=sleep";
     for (const DownstreamCall& c : u.calls) spec += " call=" + to_string(c);

@@ -309,6 +309,9 @@ TierConfig TierConfig::from_toml(std::string_view toml_text) {
   if (auto pause = root["server"]["split_pause"].value<std::string>()) {
     cfg.split_pause_ns = parse_tier_duration_ns(*pause, "server.split_pause");
   }
+  if (auto slice = root["server"]["wait_slice"].value<std::string>()) {
+    cfg.wait_slice_ns = parse_tier_duration_ns(*slice, "server.wait_slice");
+  }
   if (const auto* tiers = root["tiers"].as_table()) {
     for (const auto& [name, node] : *tiers) {
       const auto addr = node.value<std::string>();
@@ -365,6 +368,9 @@ void TierConfig::validate() const {
   }
   if (split_pause_ns < 0 || split_pause_ns > 1'000'000'000) {
     bad("split_pause", std::to_string(split_pause_ns) + "ns", "a duration in [0, 1s]");
+  }
+  if (wait_slice_ns < 0 || wait_slice_ns > 1'000'000'000) {
+    bad("wait_slice", std::to_string(wait_slice_ns) + "ns", "a duration in [0, 1s]");
   }
   std::set<std::string> seen;
   for (const auto& url : urls) {

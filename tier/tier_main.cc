@@ -67,6 +67,10 @@ int main(int argc, char** argv) {
                  "--split-pause, with TCP_NODELAY off (Nagle's algorithm on)");
   app.add_option("--split-pause", split_pause,
                  "pause between the two parts of a split response (default 200us)");
+  std::string wait_slice;
+  app.add_option("--wait-slice", wait_slice,
+                 "block at most this long at a time while waiting for downstream replies "
+                 "(default 0: one block until they are in)");
   if (const auto code = nabla::common::parse_command_line(app, argc, argv, "nabla-tier"))
     return *code;
 
@@ -84,6 +88,9 @@ int main(int argc, char** argv) {
     if (split_bytes >= 0) cfg.split_response_bytes = split_bytes;
     if (!split_pause.empty()) {
       cfg.split_pause_ns = nabla::tier::parse_tier_duration_ns(split_pause, "--split-pause");
+    }
+    if (!wait_slice.empty()) {
+      cfg.wait_slice_ns = nabla::tier::parse_tier_duration_ns(wait_slice, "--wait-slice");
     }
     for (const auto& t : tiers) {
       const size_t eq = t.find('=');

@@ -73,7 +73,8 @@ struct TierServer::Connection {
 TierServer::TierServer(TierConfig config) : config_(std::move(config)) {
   config_.validate();
   for (const auto& [name, addr] : config_.tiers) {
-    pools_[name] = std::make_unique<DownstreamPool>(name, addr, kDownstreamTimeoutNs);
+    pools_[name] =
+        std::make_unique<DownstreamPool>(name, addr, kDownstreamTimeoutNs, config_.wait_slice_ns);
   }
   const bool v6 = config_.listen.host.find(':') != std::string::npos;
   listen_fd_ = UniqueFd(common::check_syscall(

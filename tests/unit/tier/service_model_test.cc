@@ -86,5 +86,22 @@ TEST(TierArgv, ListsOnlyCalledTiersAndPrintsCallsBack) {
   EXPECT_EQ(argv, want);
 }
 
+TEST(TierArgv, AWaitSliceReachesEveryTier) {
+  ServiceModel m = chain();
+  m.wait_slice_ns = 500'000;
+  const std::map<std::string, std::string> addr = {
+      {"h1", "10.0.0.1"}, {"h2", "10.0.0.2"}, {"h3", "10.0.0.3"}};
+  for (const char* name : {"mid", "be"}) {
+    const auto argv = tier_argv(m, m.tier(name), "nabla-tier", addr, 3);
+    const auto at = std::find(argv.begin(), argv.end(), "--wait-slice");
+    ASSERT_NE(at, argv.end()) << name;
+    ASSERT_NE(at + 1, argv.end());
+    EXPECT_EQ(parse_tier_duration_ns(*(at + 1), "--wait-slice"), 500'000);
+  }
+  m.wait_slice_ns = 0;
+  const auto plain = tier_argv(m, m.tier("mid"), "nabla-tier", addr, 3);
+  EXPECT_EQ(std::find(plain.begin(), plain.end(), "--wait-slice"), plain.end());
+}
+
 }  // namespace
 }  // namespace nabla::tier

@@ -193,6 +193,13 @@ TEST(TierConfig, SplitResponseOptions) {
   EXPECT_THROW(TierConfig::from_toml("[server]\nsplit_pause = \"soon\"\n"), std::invalid_argument);
 }
 
+TEST(TierConfig, WaitSlice) {
+  EXPECT_EQ(TierConfig::from_toml("[server]\nworkers = 2\n").wait_slice_ns, 0);
+  EXPECT_EQ(TierConfig::from_toml("[server]\nwait_slice = \"500us\"\n").wait_slice_ns, 500'000);
+  EXPECT_THROW(TierConfig::from_toml("[server]\nwait_slice = \"2s\"\n"), std::invalid_argument);
+  EXPECT_THROW(TierConfig::from_toml("[server]\nwait_slice = \"now\"\n"), std::invalid_argument);
+}
+
 TEST(TierConfig, WildcardFallback) {
   TierConfig cfg;
   cfg.urls.push_back(UrlSpec::parse("/a"));

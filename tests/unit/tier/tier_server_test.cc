@@ -68,6 +68,34 @@ TEST(TierServer, SerialThreeMakesThreeSequentialCalls) {
   EXPECT_EQ(app.downstream_counters("db").requests_ok, 3u);
 }
 
+// Sliced waits: the same three calls, each reply waited for in blocks of
+// 200 us, so a 20 ms reply is waited for in many slices; a plain wait has
+// none.
+TEST(TierServer, SlicedWaitsGiveTheSameCallsAndCountTheirSlices) {
+  TierServer db(leaf_config("* service=fixed:20ms mode=sleep", 4));
+  db.start();
+  TierConfig cfg = front_config(db.port(), {"/view call=db:serial:3"});
+  cfg.wait_slice_ns = 200'000;
+  TierServer app(cfg);
+  app.start();
+  TierServer plain(front_config(db.port(), {"/view call=db:serial:3"}));
+  plain.start();
+  for (TierServer* front : {&app, &plain}) {
+    TestClient client(front->port());
+    ASSERT_TRUE(client.connected());
+    const Reply r = client.get("/view");
+    ASSERT_EQ(r.status, 200);
+    EXPECT_GE(r.header_int("X-Downstream-Ns"), 60 * kMs);  // nothing early
+    EXPECT_EQ(front->downstream_counters("db").requests_ok, 3u);
+    EXPECT_EQ(front->downstream_counters("db").requests_failed, 0u);
+  }
+  EXPECT_EQ(db.counters().requests, 6u);
+  // 60 ms of waiting in 200 us slices: at least one slice ends empty unless
+  // the worker was stalled for whole 20 ms replies at a time.
+  EXPECT_GE(app.downstream_counters("db").wait_slices, 1u);
+  EXPECT_EQ(plain.downstream_counters("db").wait_slices, 0u);
+}
+
 TEST(TierServer, ParallelFourOverlaps) {
   TierServer db(leaf_config("* service=fixed:50ms mode=sleep", 4));
   db.start();

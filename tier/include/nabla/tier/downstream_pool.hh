@@ -3,6 +3,7 @@
 // downstream tier. Thread-safe: workers borrow connections, run a batch of
 // requests on them and return the ones that stayed healthy. Data path: never
 // throws, counts failures instead.
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <atomic>
@@ -21,12 +22,16 @@ struct DownstreamCounters {
   uint64_t requests_ok = 0;
   uint64_t requests_failed = 0;  // connect/send/receive error, timeout, non-2xx
   uint64_t connects = 0;         // new connections opened (pool misses)
+  uint64_t wait_slices = 0;      // waits' slices that ended with no reply yet
 };
 
 class DownstreamPool {
  public:
   // `address` must be a numeric IPv4/IPv6 address (TierAddress guarantees it).
-  DownstreamPool(std::string tier_name, const TierAddress& address, int64_t timeout_ns);
+  // With `wait_slice_ns` > 0 a wait for replies blocks at most that long at a
+  // time and blocks again until they are in (see TierConfig::wait_slice_ns).
+  DownstreamPool(std::string tier_name, const TierAddress& address, int64_t timeout_ns,
+                 int64_t wait_slice_ns = 0);
   ~DownstreamPool() = default;
   DownstreamPool(const DownstreamPool&) = delete;
   DownstreamPool& operator=(const DownstreamPool&) = delete;
@@ -43,16 +48,20 @@ class DownstreamPool {
   // An idle connection (reused = true) or a new one; invalid on failure.
   common::FileDescriptor acquire(bool& reused);
   void release(common::FileDescriptor fd);
+  // One poll of `fds` for at most `left_ns` (a slice of it when sliced).
+  int wait(std::vector<pollfd>& fds, int64_t left_ns);
 
   std::string tier_name_;
   sockaddr_storage addr_{};
   socklen_t addr_len_ = 0;
   int64_t timeout_ns_;
+  int64_t wait_slice_ns_;
   mutable std::mutex mu_;
   std::vector<common::FileDescriptor> idle_;
   std::atomic<uint64_t> ok_{0};
   std::atomic<uint64_t> failed_{0};
   std::atomic<uint64_t> connects_{0};
+  std::atomic<uint64_t> wait_slices_{0};
 };
 
 }  // namespace nabla::tier

@@ -39,6 +39,8 @@ struct ServiceModel {
   // Transaction types (entry-tier URL paths) with their mix weights.
   std::vector<std::pair<std::string, double>> mix;
   std::vector<TierDef> tiers;
+  // Every tier's --wait-slice (TierConfig::wait_slice_ns); 0 leaves it out.
+  std::int64_t wait_slice_ns = 0;
 
   const TierDef& tier(std::string_view name) const;  // throws std::out_of_range
   std::vector<std::string> hosts() const;            // client first, then tier hosts, unique

@@ -167,6 +167,13 @@ struct TierConfig {
   // (tier/README.md). 0 bytes: one send, TCP_NODELAY.
   int64_t split_response_bytes = 0;  // [0, 16 MiB]
   int64_t split_pause_ns = 200'000;  // [0, 1 s]
+  // A worker waiting for its downstream replies blocks at most this long at
+  // a time (--wait-slice, [server] wait_slice), then blocks again until they
+  // are in. On a busy machine a thread woken after a long block wakes later
+  // than after a short one, and a delay on a downstream link makes its
+  // waits long: slices keep the wake-up as cheap as after a short block,
+  // at the cost of a wake-up per slice. 0: one block until the replies.
+  int64_t wait_slice_ns = 0;  // [0, 1 s]
 
   // Reads a TOML document (see the header comment). Throws
   // std::invalid_argument naming the key on a bad value.
