@@ -12,9 +12,9 @@
 // counting wake-ups later than 200 µs. If the machine was quiet (< 1% late)
 // the test demands "ok"; if it was not, it demands that every N/A reason is
 // one a busy machine produces (the client's schedule, dependence between
-// samples, too few samples left), i.e. that the controller blamed the right
-// thing — or that the run ended in calibration, before any percentile was
-// claimed.
+// samples or a drifting series, too few samples left), i.e. that the
+// controller blamed the right thing — or that the run ended in
+// calibration, before any percentile was claimed.
 //
 // A quiet VM still drifts: a timer wake-up on a halted vCPU takes as long as
 // the host needs to run it again, which changes with the host's load over
@@ -155,12 +155,26 @@ inline bool refused_in_calibration(const ControllerResult& r) {
 }
 
 // Reasons a busy machine produces on a healthy target: the schedule ones,
-// dependence between samples (load bursts), and too few samples left.
+// dependence between samples and a drifting series (load bursts: another
+// process's work comes and goes while the target's does not change), and
+// too few samples left.
+// The samples were dependent or drifting: "not iid" or "not stationary".
+inline bool drifted(const std::vector<std::string>& reasons) {
+  for (const auto& r : reasons) {
+    if (r.rfind("not iid", 0) == 0 || r.rfind("not stationary", 0) == 0) return true;
+  }
+  return false;
+}
+
 inline bool only_machine_reasons(const std::vector<std::string>& reasons) {
   if (reasons.empty()) return false;
   for (const auto& r : reasons) {
+    // A CI too wide is the machine's only beside dependent samples, which
+    // the independence stride thins to too few.
+    const bool thinned_ci = r.rfind("CI too wide", 0) == 0 && drifted(reasons);
     if (!is_schedule_reason(r) && r.rfind("target load not reached", 0) != 0 &&
-        r.rfind("not iid", 0) != 0 && r.rfind("CI too wide: too few samples", 0) != 0 &&
+        r.rfind("not iid", 0) != 0 && r.rfind("not stationary", 0) != 0 &&
+        r.rfind("CI too wide: too few samples", 0) != 0 && !thinned_ci &&
         r.rfind("no measurement round completed", 0) != 0) {
       return false;
     }
