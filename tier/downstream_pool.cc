@@ -135,10 +135,9 @@ void DownstreamPool::release(UniqueFd fd) {
   if (idle_.size() < kMaxIdle) idle_.push_back(std::move(fd));
 }
 
-int DownstreamPool::wait(std::vector<pollfd>& fds, int64_t left_ns) {
-  if (wait_slice_ns_ <= 0)
-    return ::poll(fds.data(), fds.size(), remaining_ms(monotonic_ns() + left_ns));
-  const int64_t ns = std::min(left_ns, wait_slice_ns_);
+int DownstreamPool::wait(std::vector<pollfd>& fds, int64_t deadline_ns) {
+  if (wait_slice_ns_ <= 0) return ::poll(fds.data(), fds.size(), remaining_ms(deadline_ns));
+  const int64_t ns = std::clamp<int64_t>(deadline_ns - monotonic_ns(), 0, wait_slice_ns_);
   const timespec slice{ns / 1'000'000'000, ns % 1'000'000'000};
   const int n = ::ppoll(fds.data(), fds.size(), &slice, nullptr);
   if (n == 0) wait_slices_.fetch_add(1, std::memory_order_relaxed);
@@ -186,9 +185,8 @@ int DownstreamPool::call_concurrent(std::string_view path, int count) {
       polled.push_back(&slot);
     }
     if (fds.empty()) break;
-    const int64_t left = deadline - monotonic_ns();
-    if (left <= 0) break;
-    const int n = wait(fds, left);
+    if (remaining_ms(deadline) == 0) break;
+    const int n = wait(fds, deadline);
     if (n < 0 && errno != EINTR) break;
     for (size_t i = 0; n > 0 && i < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;

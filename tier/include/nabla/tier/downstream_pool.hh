@@ -48,8 +48,9 @@ class DownstreamPool {
   // An idle connection (reused = true) or a new one; invalid on failure.
   common::FileDescriptor acquire(bool& reused);
   void release(common::FileDescriptor fd);
-  // One poll of `fds` for at most `left_ns` (a slice of it when sliced).
-  int wait(std::vector<pollfd>& fds, int64_t left_ns);
+  // One poll of `fds` until `deadline_ns` at the latest (a slice of the
+  // time left when sliced).
+  int wait(std::vector<pollfd>& fds, int64_t deadline_ns);
 
   std::string tier_name_;
   sockaddr_storage addr_{};
