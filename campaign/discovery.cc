@@ -87,6 +87,24 @@ std::int64_t sweep_and_step_ns(const CampaignRun& run) {
   return ns;
 }
 
+std::string whole_ms(std::int64_t ns) {
+  return common::format_duration_ns(ns / 1'000'000 * 1'000'000);
+}
+
+// What `repeats` more active phases of `phases` links (or of the one
+// simultaneous phase) would add: each is N bins and a warm-up.
+std::int64_t repeated_phases_ns(const CampaignRun& run, std::size_t phases, std::size_t bins) {
+  const std::int64_t one =
+      static_cast<std::int64_t>(bins) * run.out.bin_width_ns + run.spec.workload.warmup_ns;
+  return static_cast<std::int64_t>(run.spec.gradient.repeats * phases) * one;
+}
+
+// The estimate's upper end, when a noisy phase may be measured again.
+std::string if_repeated(const CampaignRun& run, std::int64_t extra_ns) {
+  if (run.spec.gradient.repeats == 0 || extra_ns <= 0) return "";
+  return "; up to " + whole_ms(extra_ns) + " more if every active phase is measured again";
+}
+
 // Notes the links and the time estimate; throws when none is measurable.
 void plan(CampaignRun& run) {
   std::size_t measurable = 0;
@@ -129,15 +147,17 @@ void plan(CampaignRun& run) {
                         experiments_ns;
   }
   run.out.budget_ns += static_cast<std::int64_t>(measurable) * sweep_and_step_ns(run);
+  run.out.budget_if_repeated_ns =
+      run.out.budget_ns + repeated_phases_ns(run, together ? 1 : measurable, phase_bins);
   run.deadline_ns = run.now_ns() + run.out.budget_ns;
   const std::string measuring =
       together ? "2 simultaneous phases of " + std::to_string(phase_bins) + " bins"
                : std::to_string(measurable) + " links x (" + std::to_string(g.bins) +
                      " bins + one cycle)";
-  run.note(
-      "estimated time: " + common::format_duration_ns(run.out.budget_ns / 1'000'000 * 1'000'000) +
-      " (training " + std::to_string(g.chunks * g.bins) + " bins, then " + measuring +
-      ", a warm-up before each phase)");
+  run.note("estimated time: " + whole_ms(run.out.budget_ns) + " (training " +
+           std::to_string(g.chunks * g.bins) + " bins, then " + measuring +
+           ", a warm-up before each phase)" +
+           if_repeated(run, run.out.budget_if_repeated_ns - run.out.budget_ns));
 }
 
 }  // namespace
@@ -155,11 +175,18 @@ void revise_estimate_after_training(CampaignRun& run, std::size_t links) {
     experiments_ns += run.spec.workload.warmup_ns + e.baseline_ns + e.fault_ns + e.recovery_ns;
   }
   const std::int64_t left = static_cast<std::int64_t>(links) * per_link + experiments_ns;
+  const std::int64_t extra = repeated_phases_ns(run, links, g.bins);
   run.deadline_ns = run.now_ns() + left;
-  run.note("estimated time left: " + common::format_duration_ns(left / 1'000'000 * 1'000'000) +
-           " (" + std::to_string(links) + " links x (" + std::to_string(g.bins) +
-           " bins + a cycle of " + std::to_string(cycle_bins) +
-           " at k_d = " + std::to_string(run.out.k_d) + "), more if a noisy phase is repeated)");
+  run.note("estimated time left: " + whole_ms(left) + " (" + std::to_string(links) + " links x (" +
+           std::to_string(g.bins) + " bins + a cycle of " + std::to_string(cycle_bins) +
+           " at k_d = " + std::to_string(run.out.k_d) + "))" + if_repeated(run, extra));
+}
+
+void extend_estimate_for_repeat(CampaignRun& run, std::size_t bins) {
+  run.deadline_ns +=
+      static_cast<std::int64_t>(bins) * run.out.bin_width_ns + run.spec.workload.warmup_ns;
+  const std::int64_t left = std::max<std::int64_t>(run.deadline_ns - run.now_ns(), 0);
+  run.note("estimated time left: " + whole_ms(left) + " (with the phase measured again)");
 }
 
 void discover(CampaignRun& run) {

@@ -303,10 +303,8 @@ std::vector<ActiveAttempt> active_phases(CampaignRun& run, const CampaignLink& l
     } else {
       break;
     }
-    // The progress line's "time left" had no room for it: one more phase
-    // and its warm-up (budget_ns stays the up-front estimate).
-    run.deadline_ns +=
-        static_cast<std::int64_t>(g.bins) * run.out.bin_width_ns + run.spec.workload.warmup_ns;
+    // budget_ns stays the up-front estimate; the time left follows.
+    extend_estimate_for_repeat(run, g.bins);
   }
   for (const ActiveAttempt& a : attempts) {
     for (const std::string& w : a.noise_warnings) {

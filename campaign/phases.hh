@@ -30,6 +30,10 @@ void train(CampaignRun& run);
 // noted and set as the progress line's deadline.
 void revise_estimate_after_training(CampaignRun& run, std::size_t links);
 
+// A phase of `bins` bins (and its warm-up) is measured again: the progress
+// line's deadline moves by it and the new time left is noted.
+void extend_estimate_for_repeat(CampaignRun& run, std::size_t bins);
+
 // The adaptive sub-phase and the active phase(s) of one link (index of
 // count), each stored in its own transaction, the gradients with the last.
 void measure_link(CampaignRun& run, CampaignLink& link, std::size_t index, std::size_t count);

@@ -393,8 +393,7 @@ std::vector<PhaseResult> simultaneous_phases(CampaignRun& run, std::vector<Wave>
     if (g.repeat_noise_ratio > 0 && ratio <= g.repeat_noise_ratio) break;  // 0: always
     run.note("simultaneous: the last phase was " + format_ratio(ratio) +
              "x as noisy as the first at some link; measuring every link again");
-    run.deadline_ns +=
-        static_cast<std::int64_t>(plan.bins) * run.out.bin_width_ns + run.spec.workload.warmup_ns;
+    extend_estimate_for_repeat(run, plan.bins);
     phases.push_back(
         simultaneous_phase(run, waves, plan, "simultaneous " + std::to_string(phases.size() + 1)));
   }

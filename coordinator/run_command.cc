@@ -82,6 +82,7 @@ ojson outcome_to_json(const CampaignSpec& spec, const CampaignOutcome& o) {
   j["training_amplitude_ns"] = o.training_amplitude_ns;
   j["confidence"] = spec.gradient.confidence;
   j["budget_ns"] = o.budget_ns;
+  j["budget_if_repeated_ns"] = o.budget_if_repeated_ns;
   ojson training = ojson::array();
   for (std::size_t t = 0; t < o.types.size() && t < o.training_mean_ns.size(); ++t) {
     ojson x{{"type", o.types[t]},

@@ -169,6 +169,9 @@ def report(work, wall_s):
     log = open(os.path.join(work, "campaign.log"), errors="replace").read()
     m = re.search(r"estimated time: ([^\n,;(]+)", log)
     estimate = seconds(m.group(1)) if m else None
+    m = re.search(r"estimated time: [^\n]*; up to ([^\n,;(]+) more", log)
+    bound = estimate + seconds(m.group(1)) if m and estimate else None
+    repeats = log.count("(with the phase measured again)")
     db_s = None
     try:
         db = sqlite3.connect(os.path.join(work, "campaign.db"))
@@ -240,6 +243,9 @@ def report(work, wall_s):
             if real:
                 print(f"estimated time: {estimate:.0f} s, {name} {real:.1f} s: "
                       f"{estimate / real:.2f} of real ({100 * (estimate - real) / real:+.1f}%)")
+                if bound:
+                    print(f"  up to {bound:.0f} s if every active phase is measured again: "
+                          f"{bound / real:.2f} of real; {repeats} phase(s) were")
     else:
         print("estimated time: not found in the campaign's notes")
     print(f"campaign: run {j.get('run_id')} {j.get('status')}"

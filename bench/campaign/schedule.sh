@@ -113,8 +113,11 @@ def one(schedule, run):
         run_log = open(f"{base}.logs/nabla-run.log", errors="replace").read()
     except OSError:
         run_log = ""
-    m = re.search(r"estimated time: (\S+)", run_log)
+    m = re.search(r"estimated time: ([^\n,;(]+)", run_log)
     out["estimate_s"] = seconds(m.group(1)) if m else None
+    m = re.search(r"estimated time: [^\n]*; up to ([^\n,;(]+) more", run_log)
+    out["bound_s"] = out["estimate_s"] + seconds(m.group(1)) if m and out["estimate_s"] else None
+    out["repeats"] = run_log.count("(with the phase measured again)")
     out["misses"] = [f"{g['link']} {g['type']} {g.get('gradient', float('nan')):.3f} "
                      f"[{g.get('ci_low', float('nan')):.3f}, {g.get('ci_high', float('nan')):.3f}] "
                      f"truth {g.get('truth')}" for g in grads if not g.get("pass")]
@@ -126,6 +129,9 @@ for s, rs in results.items():
     for i, r in enumerate(rs, 1):
         est = (f"estimate {r['estimate_s']:.0f} s ({r['estimate_s'] / r['campaign_s']:.2f} of real)"
                if r["estimate_s"] and r["campaign_s"] else "estimate -")
+        if r["bound_s"] and r["campaign_s"]:
+            est += (f", up to {r['bound_s']:.0f} s ({r['bound_s'] / r['campaign_s']:.2f}); "
+                    f"{r['repeats']} phase(s) measured again")
         pert = ", ".join(f"{t} {v:.2f}" for t, v in sorted(r["perturbation_ms"].items()))
         print(f"  run {i}: PASS {r['passed']}/{r['total']} exit {r['exit']}  campaign "
               f"{r['campaign_s']:.1f} s  {est}  load {r['load'][0]} -> {r['load'][1]}  "

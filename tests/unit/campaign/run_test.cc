@@ -208,6 +208,32 @@ TEST_F(CampaignFakes, TimeEstimatesAreWithinTenPercent) {
   EXPECT_NE(log_.str().find("estimated time left: "), std::string::npos) << log_.str();
 }
 
+// Every active phase measured again (repeat_noise_ratio = 0 makes each one
+// "noisier" than the training): the estimate without repeats falls short,
+// its printed upper end is within 10% of what the campaign took, and each
+// repeat notes the time left it adds, which the progress line follows.
+TEST_F(CampaignFakes, TimeEstimateBoundsTheRepeatedPhases) {
+  std::string spec = kSpec;
+  spec += "repeat_noise_ratio = 0\n";
+  std::optional<std::pair<std::int64_t, std::int64_t>> at_training, last;  // (now, left)
+  progress_ = [&](const CampaignProgress& p) {
+    if (p.phase == "training" && !at_training) at_training = {{clock_.now_ns(), p.left_ns}};
+    last = {{clock_.now_ns(), p.left_ns}};
+  };
+  const CampaignOutcome o = run(spec);
+  ASSERT_TRUE(o.complete) << o.error;
+  ASSERT_TRUE(at_training && last);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM phases WHERE kind = 'active'"),
+            2 * static_cast<std::int64_t>(o.links.size()));
+  const double took = static_cast<double>(clock_.now_ns() - at_training->first);
+  EXPECT_LT(static_cast<double>(o.budget_ns), 0.9 * took);
+  EXPECT_NEAR(static_cast<double>(o.budget_if_repeated_ns), took, 0.1 * took) << log_.str();
+  const double end_left = static_cast<double>(clock_.now_ns() - last->first);
+  EXPECT_NEAR(static_cast<double>(last->second), end_left, 0.1 * took) << log_.str();
+  EXPECT_NE(log_.str().find("more if every active phase is measured again"), std::string::npos);
+  EXPECT_NE(log_.str().find("(with the phase measured again)"), std::string::npos) << log_.str();
+}
+
 // Every link in the same two phases, each at its own frequency: the same
 // gradients, in less (virtual) time than one link after another.
 TEST_F(CampaignFakes, SimultaneousScheduleRecoversTheGradientsInLessTime) {

@@ -173,7 +173,10 @@ struct CampaignOutcome {
   std::vector<double> training_rate_rps;           // per type
   std::vector<double> training_completion;         // completion_ratio per type
   std::vector<double> training_type_amplitude_ns;  // per type, at k_d
-  std::int64_t budget_ns = 0;
+  std::int64_t budget_ns = 0;                      // the printed estimate, no phase measured again
+  // The estimate with every active phase measured `repeats` times more: a
+  // repeat is decided by each phase's own noise, so the time falls between.
+  std::int64_t budget_if_repeated_ns = 0;
   std::vector<CampaignLink> links;
   std::vector<LinkMeasurement> measurements;
   std::vector<ExperimentOutcome> experiments;
