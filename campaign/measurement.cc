@@ -113,7 +113,44 @@ struct ActiveAttempt {
   std::vector<TypeGradient> gradients;  // one per type, this phase alone
   double worst_noise_ratio = 0;         // max over types of sigma / training sigma
   std::vector<std::string> noise_warnings;
+  std::string damage;  // why the phase cannot be trusted; empty when it can
 };
+
+// "12 timeouts, 3 read errors": the failed requests by kind.
+std::string failure_kinds(const loadgen::ErrorCounts& e) {
+  std::string out;
+  auto add = [&](std::uint64_t n, const char* what) {
+    if (n > 0) out += (out.empty() ? "" : ", ") + std::to_string(n) + " " + what;
+  };
+  add(e.timeout, "timeouts");
+  add(e.connect, "connect errors");
+  add(e.read, "read errors");
+  add(e.write, "write errors");
+  add(e.protocol, "protocol errors");
+  add(e.server, "server errors");
+  return out;
+}
+
+// A phase whose requests failed (more than 1 in 1000) or whose injector
+// held a packet longer than a request may take (a stalled node) measured
+// something else than the wave: the failed requests are missing from the
+// samples while the held packets are in the injector's delta-l, which then
+// reads high and the gradient low. Empty when neither happened.
+std::string phase_damage(const loadgen::EngineResult& rr, const InjectionStats& stats,
+                         std::int64_t timeout_ns) {
+  std::string why;
+  const std::uint64_t failed = rr.errors.total();
+  if (failed * 1000 > rr.sent) {
+    why = std::to_string(failed) + " of " + std::to_string(rr.sent) + " requests failed (" +
+          failure_kinds(rr.errors) + ")";
+  }
+  if (stats.actual_max_ns && *stats.actual_max_ns > static_cast<double>(timeout_ns)) {
+    why += std::string(why.empty() ? "" : " and ") + "a packet was held " +
+           common::format_duration_ns(std::llround(*stats.actual_max_ns)) +
+           ", longer than the request timeout " + common::format_duration_ns(timeout_ns);
+  }
+  return why;
+}
 
 }  // namespace
 
@@ -239,8 +276,10 @@ ActiveAttempt active_attempt(CampaignRun& run, const CampaignLink& l, double amp
   const auto records = to_records(rr);
   if (rr.errors.total() > 0) {
     run.out.warnings.push_back(l.label + ": " + std::to_string(rr.errors.total()) +
-                               " requests failed during the active phase (not in the samples)");
+                               " requests failed during the active phase (" +
+                               failure_kinds(rr.errors) + "; not in the samples)");
   }
+  out.damage = phase_damage(rr, act.stats, run.spec.workload.timeout_ns);
   analysis::GradientOptions go;
   go.confidence = g.confidence;
   const GradientWindow gw{act.anchor_ns, g.bins, run.kd.k_d};
@@ -279,8 +318,30 @@ std::pair<double, std::string> widest_relative_half_width(
   return widest;
 }
 
-// The active phase, measured again (up to `repeats` times) while it was much
-// noisier than the training, or while a CI is wider than `precision` asks.
+// Leaves the damaged attempts out when an undamaged one is left (their
+// bias is not in their variance, so no weight makes them right), each with
+// a note; when every attempt was damaged, keeps them with a warning.
+void drop_damaged(CampaignRun& run, const CampaignLink& l, std::vector<ActiveAttempt>& attempts) {
+  auto damaged = [](const ActiveAttempt& a) { return !a.damage.empty(); };
+  const auto kept = std::count_if(attempts.begin(), attempts.end(),
+                                  [&](const ActiveAttempt& a) { return !damaged(a); });
+  if (kept == static_cast<std::ptrdiff_t>(attempts.size())) return;
+  if (kept == 0) {
+    run.out.warnings.push_back(l.label + ": every active phase was damaged (" +
+                               attempts.back().damage + "); its gradients may be biased");
+    return;
+  }
+  for (const ActiveAttempt& a : attempts) {
+    if (!damaged(a)) continue;
+    run.note(l.label + ": active phase " + std::to_string(a.number) + " of " +
+             std::to_string(attempts.size()) + " left out: " + a.damage);
+  }
+  std::erase_if(attempts, damaged);
+}
+
+// The active phase, measured again (up to `repeats` times) while it was
+// damaged (phase_damage), much noisier than the training, or while a CI is
+// wider than `precision` asks.
 std::vector<ActiveAttempt> active_phases(CampaignRun& run, const CampaignLink& l,
                                          double amplitude_ns, std::size_t index,
                                          std::size_t count) {
@@ -293,7 +354,10 @@ std::vector<ActiveAttempt> active_phases(CampaignRun& run, const CampaignLink& l
     const auto [width, type] = g.precision > 0
                                    ? widest_relative_half_width(attempts, run.out.types.size())
                                    : std::pair<double, std::string>{0.0, ""};
-    if (ratio > g.repeat_noise_ratio) {
+    if (!attempts.back().damage.empty()) {
+      run.note(l.label + ": " + attempts.back().damage +
+               " in the active phase; measuring it again");
+    } else if (ratio > g.repeat_noise_ratio) {
       run.note(l.label + ": the active phase was " + format_ratio(ratio) +
                "x as noisy as the training; measuring it again");
     } else if (width > g.precision) {
@@ -314,6 +378,7 @@ std::vector<ActiveAttempt> active_phases(CampaignRun& run, const CampaignLink& l
                                      : w);
     }
   }
+  drop_damaged(run, l, attempts);
   return attempts;
 }
 

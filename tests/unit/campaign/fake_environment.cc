@@ -82,6 +82,7 @@ InjectionStats FakeDaemons::stop_injection(const std::string& node, const std::s
   s.high = HalfStats{50, actual_ns};
   s.low = HalfStats{50, 0.0};
   s.actual_max_ns = actual_ns;
+  if (on_stop) on_stop(inj, s);
   return s;
 }
 

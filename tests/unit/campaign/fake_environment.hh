@@ -75,6 +75,8 @@ class FakeDaemons final : public Daemons {
   // lease.renew fails from this renewal on (counted over the whole run).
   std::optional<std::size_t> fail_renewal_from;
   std::function<void(const FakeInjection&)> on_start;  // after each inject.start
+  // Before each wave's inject.stop answers: may change what it reports.
+  std::function<void(const FakeInjection&, InjectionStats&)> on_stop;
 
   std::optional<FlowsPage> list_flows(const std::string& node, std::uint64_t cursor) override;
   std::string start_injection(const std::string& node, const InjectionRequest& request) override;

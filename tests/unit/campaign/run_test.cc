@@ -234,6 +234,38 @@ TEST_F(CampaignFakes, TimeEstimateBoundsTheRepeatedPhases) {
   EXPECT_NE(log_.str().find("(with the phase measured again)"), std::string::npos) << log_.str();
 }
 
+// A node that stalls in an active phase holds packets for seconds: the
+// injector's delta-l then reads 25% high while the requests those packets
+// carried fail and leave the samples, so the phase's gradient would read
+// 0.8 of the truth with a CI that does not say so. The phase is measured
+// again and left out, and the gradient is the undamaged phase's.
+TEST_F(CampaignFakes, AStalledActivePhaseIsMeasuredAgainAndLeftOut) {
+  int web_to_app_stops = 0;
+  daemons_.on_stop = [&](const fake::FakeInjection& inj, InjectionStats& s) {
+    if (inj.request.link_spec != kWebToApp) return;
+    if (++web_to_app_stops != 2) return;  // the first is the adaptive sub-phase's
+    s.high.mean_ns *= 1.25;
+    s.actual_max_ns = 2e9;
+  };
+  const CampaignOutcome o = run();
+  ASSERT_TRUE(o.complete) << o.error;
+  EXPECT_EQ(web_to_app_stops, 3);  // adaptive, the stalled active phase, its repeat
+  EXPECT_NE(log_.str().find("a packet was held 2s, longer than the request timeout 1s in the "
+                            "active phase; measuring it again"),
+            std::string::npos)
+      << log_.str();
+  EXPECT_NE(log_.str().find("active phase 1 of 2 left out"), std::string::npos) << log_.str();
+  const FakeServiceModel truth = model();
+  for (std::size_t i = 0; i < o.links.size(); ++i) {
+    if (o.links[i].spec != kWebToApp) continue;
+    for (std::size_t t = 0; t < o.measurements[i].gradients.size(); ++t) {
+      const analysis::GradientEstimate& e = o.measurements[i].gradients[t].estimate;
+      EXPECT_NEAR(e.value, truth.gradients.at(kWebToApp)[t], 4 * e.standard_error);
+      EXPECT_GT(e.value, 0.9 * truth.gradients.at(kWebToApp)[t]);
+    }
+  }
+}
+
 // Every link in the same two phases, each at its own frequency: the same
 // gradients, in less (virtual) time than one link after another.
 TEST_F(CampaignFakes, SimultaneousScheduleRecoversTheGradientsInLessTime) {
