@@ -131,23 +131,43 @@ std::string failure_kinds(const loadgen::ErrorCounts& e) {
   return out;
 }
 
+// True when the injector held a packet so far past the wave (more than
+// kStallNs beyond the amplitude: no wave asks that, a stalled node does)
+// that it alone moves the high half's mean, and so delta-l, by more than 1%.
+bool held_through_a_stall(const InjectionStats& stats, double amplitude_ns) {
+  constexpr double kStallNs = 250e6;
+  if (!stats.actual_max_ns || stats.high.count == 0) return false;
+  const double excess_ns = *stats.actual_max_ns - amplitude_ns;
+  return excess_ns > kStallNs &&
+         excess_ns / static_cast<double>(stats.high.count) > 0.01 * amplitude_ns;
+}
+
 // A phase whose requests failed (more than 1 in 1000) or whose injector
-// held a packet longer than a request may take (a stalled node) measured
-// something else than the wave: the failed requests are missing from the
-// samples while the held packets are in the injector's delta-l, which then
-// reads high and the gradient low. Empty when neither happened.
+// held a packet longer than a request may take, or through a stall
+// (held_through_a_stall), measured something else than the wave: the
+// requests those packets carried failed or came back outside the wave's
+// pattern while the packets are in the injector's delta-l, which then reads
+// high and the gradient low. Empty when none of it happened.
 std::string phase_damage(const loadgen::EngineResult& rr, const InjectionStats& stats,
-                         std::int64_t timeout_ns) {
+                         double amplitude_ns, std::int64_t timeout_ns) {
   std::string why;
   const std::uint64_t failed = rr.errors.total();
   if (failed * 1000 > rr.sent) {
     why = std::to_string(failed) + " of " + std::to_string(rr.sent) + " requests failed (" +
           failure_kinds(rr.errors) + ")";
   }
-  if (stats.actual_max_ns && *stats.actual_max_ns > static_cast<double>(timeout_ns)) {
-    why += std::string(why.empty() ? "" : " and ") + "a packet was held " +
-           common::format_duration_ns(std::llround(*stats.actual_max_ns)) +
-           ", longer than the request timeout " + common::format_duration_ns(timeout_ns);
+  if (!stats.actual_max_ns) return why;
+  const double held_ns = *stats.actual_max_ns;
+  const std::string held = "a packet was held " + common::format_duration_ns(std::llround(held_ns));
+  if (held_ns > static_cast<double>(timeout_ns)) {
+    why += (why.empty() ? "" : " and ") + held + ", longer than the request timeout " +
+           common::format_duration_ns(timeout_ns);
+  } else if (held_through_a_stall(stats, amplitude_ns)) {
+    why += (why.empty() ? "" : " and ") + held + ", enough alone to move delta-l by " +
+           common::format_number(100 * (held_ns - amplitude_ns) /
+                                     static_cast<double>(stats.high.count) / amplitude_ns,
+                                 2) +
+           "%";
   }
   return why;
 }
@@ -279,7 +299,7 @@ ActiveAttempt active_attempt(CampaignRun& run, const CampaignLink& l, double amp
                                " requests failed during the active phase (" +
                                failure_kinds(rr.errors) + "; not in the samples)");
   }
-  out.damage = phase_damage(rr, act.stats, run.spec.workload.timeout_ns);
+  out.damage = phase_damage(rr, act.stats, amplitude_ns, run.spec.workload.timeout_ns);
   analysis::GradientOptions go;
   go.confidence = g.confidence;
   const GradientWindow gw{act.anchor_ns, g.bins, run.kd.k_d};

@@ -106,6 +106,9 @@ class CampaignFakes : public ::testing::Test {
                         CampaignEnvironment{clock_, load != nullptr ? *load : service_, daemons_});
   }
 
+  // kWebToApp's gradients within 4 standard errors and 10% of the truth.
+  static void expect_web_to_app_undamaged(const CampaignOutcome& o);
+
   std::int64_t count(const std::string& sql) {
     db::Database db = db::Database::open(db_path_, db::OpenMode::kReadOnly);
     db::Statement st(db, sql);
@@ -255,6 +258,40 @@ TEST_F(CampaignFakes, AStalledActivePhaseIsMeasuredAgainAndLeftOut) {
             std::string::npos)
       << log_.str();
   EXPECT_NE(log_.str().find("active phase 1 of 2 left out"), std::string::npos) << log_.str();
+  expect_web_to_app_undamaged(o);
+}
+
+// The same with the packet held just under the request timeout, so that
+// hardly a request failed: the hold alone moves delta-l by over 1%.
+TEST_F(CampaignFakes, APacketHeldThroughAStallUnderTheTimeoutDamagesThePhaseToo) {
+  int web_to_app_stops = 0;
+  daemons_.on_stop = [&](const fake::FakeInjection& inj, InjectionStats& s) {
+    if (inj.request.link_spec != kWebToApp || ++web_to_app_stops != 2) return;
+    s.high.mean_ns *= 1.2;
+    s.actual_max_ns = 0.99e9;
+  };
+  const CampaignOutcome o = run();
+  ASSERT_TRUE(o.complete) << o.error;
+  EXPECT_EQ(web_to_app_stops, 3);
+  EXPECT_NE(log_.str().find("a packet was held 990ms, enough alone to move delta-l by"),
+            std::string::npos)
+      << log_.str();
+  expect_web_to_app_undamaged(o);
+}
+
+// A wave's own jitter is no stall: a packet held a few amplitudes long.
+TEST_F(CampaignFakes, APacketHeldAFewAmplitudesIsNoDamage) {
+  daemons_.on_stop = [&](const fake::FakeInjection&, InjectionStats& s) {
+    s.actual_max_ns = 4 * s.high.mean_ns;
+  };
+  const CampaignOutcome o = run();
+  ASSERT_TRUE(o.complete) << o.error;
+  EXPECT_EQ(log_.str().find("left out"), std::string::npos) << log_.str();
+  EXPECT_EQ(count("SELECT COUNT(*) FROM phases WHERE kind = 'active'"),
+            static_cast<std::int64_t>(o.links.size()));
+}
+
+void CampaignFakes::expect_web_to_app_undamaged(const CampaignOutcome& o) {
   const FakeServiceModel truth = model();
   for (std::size_t i = 0; i < o.links.size(); ++i) {
     if (o.links[i].spec != kWebToApp) continue;
