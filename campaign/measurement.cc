@@ -131,15 +131,21 @@ std::string failure_kinds(const loadgen::ErrorCounts& e) {
   return out;
 }
 
+// The share of delta-l that the longest-held packet alone adds to the high
+// half's mean, 0 when the stats have no maximum or no high half.
+double longest_hold_share(const InjectionStats& stats, double amplitude_ns) {
+  if (!stats.actual_max_ns || stats.high.count == 0) return 0;
+  return (*stats.actual_max_ns - amplitude_ns) / static_cast<double>(stats.high.count) /
+         amplitude_ns;
+}
+
 // True when the injector held a packet so far past the wave (more than
 // kStallNs beyond the amplitude: no wave asks that, a stalled node does)
-// that it alone moves the high half's mean, and so delta-l, by more than 1%.
+// that it alone moves delta-l by more than 1%.
 bool held_through_a_stall(const InjectionStats& stats, double amplitude_ns) {
   constexpr double kStallNs = 250e6;
-  if (!stats.actual_max_ns || stats.high.count == 0) return false;
-  const double excess_ns = *stats.actual_max_ns - amplitude_ns;
-  return excess_ns > kStallNs &&
-         excess_ns / static_cast<double>(stats.high.count) > 0.01 * amplitude_ns;
+  return stats.actual_max_ns && *stats.actual_max_ns - amplitude_ns > kStallNs &&
+         longest_hold_share(stats, amplitude_ns) > 0.01;
 }
 
 // A phase whose requests failed (more than 1 in 1000) or whose injector
@@ -164,10 +170,7 @@ std::string phase_damage(const loadgen::EngineResult& rr, const InjectionStats& 
            common::format_duration_ns(timeout_ns);
   } else if (held_through_a_stall(stats, amplitude_ns)) {
     why += (why.empty() ? "" : " and ") + held + ", enough alone to move delta-l by " +
-           common::format_number(100 * (held_ns - amplitude_ns) /
-                                     static_cast<double>(stats.high.count) / amplitude_ns,
-                                 2) +
-           "%";
+           common::format_number(100 * longest_hold_share(stats, amplitude_ns), 2) + "%";
   }
   return why;
 }

@@ -293,14 +293,18 @@ TEST_F(CampaignFakes, APacketHeldAFewAmplitudesIsNoDamage) {
 
 void CampaignFakes::expect_web_to_app_undamaged(const CampaignOutcome& o) {
   const FakeServiceModel truth = model();
+  int found = 0;
   for (std::size_t i = 0; i < o.links.size(); ++i) {
     if (o.links[i].spec != kWebToApp) continue;
+    ++found;
+    ASSERT_FALSE(o.measurements[i].gradients.empty());
     for (std::size_t t = 0; t < o.measurements[i].gradients.size(); ++t) {
       const analysis::GradientEstimate& e = o.measurements[i].gradients[t].estimate;
       EXPECT_NEAR(e.value, truth.gradients.at(kWebToApp)[t], 4 * e.standard_error);
       EXPECT_GT(e.value, 0.9 * truth.gradients.at(kWebToApp)[t]);
     }
   }
+  EXPECT_EQ(found, 1);
 }
 
 // Every link in the same two phases, each at its own frequency: the same
