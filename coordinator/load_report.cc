@@ -82,7 +82,9 @@ json setup_json(const loadgen::ConnectionSetup& s) {
           {"tls_handshake_ns", quantiles_json(s.tls_handshake)},
           {"start_shift_ns", s.start_shift_ns},
           {"first_error", s.first_error},
-          {"busy_poll_refused", s.busy_poll_refused}};
+          {"busy_poll_refused", s.busy_poll_refused},
+          {"server_closes", s.server_closes},
+          {"resent", s.resent}};
 }
 
 json send_timer_json(const loadgen::SendTimer& t) {
@@ -320,6 +322,12 @@ void print_load_point(std::ostream& out, const json& p) {
         << " resumed), p50 " << common::format_latency_ns(h["p50"].get<double>()) << ", max "
         << common::format_latency_ns(h["max"].get<double>())
         << " (each before any request on its connection)\n";
+  }
+  if (const auto& setup = p.find("connection_setup");
+      setup != p.end() && setup->value("server_closes", std::uint64_t{0}) > 0) {
+    out << "  connections closed by the server " << (*setup)["server_closes"]
+        << " (Connection: close; each reopened at once), " << (*setup)["resent"]
+        << " requests it had not processed sent again, timed from their intended send\n";
   }
   print_agents(out, p);
   out << "  timestamps " << p["timestamp_source"].get<std::string>() << " ("

@@ -50,6 +50,8 @@ void ConnectionSetup::add(const ConnectionSetup& o) {
   start_shift_ns = std::max(start_shift_ns, o.start_shift_ns);
   if (first_error.empty()) first_error = o.first_error;
   busy_poll_refused += o.busy_poll_refused;
+  server_closes += o.server_closes;
+  resent += o.resent;
 }
 
 void add(std::vector<TypeCounts>& into, const std::vector<TypeCounts>& more) {
@@ -505,19 +507,20 @@ class Worker {
         type = codec_->encode(best->out, id, rng_);
       }
       best->tx_bytes += static_cast<uint32_t>(best->out.size() - before);
-      int64_t lateness = now - intended;
+      int64_t lateness = due.again ? due.lateness_ns : now - intended;
       best->outstanding.push_back({intended, lateness,
                                    std::max<int64_t>(due.noticed_ns - intended, 0), id, type,
                                    best->tx_bytes - 1, best->h2 != nullptr});
+      if (!best->dirty) {
+        best->dirty = true;
+        dirty_.push_back(best_index);
+      }
+      if (due.again) continue;
       ++result_.sent;
       result_.lateness.record(std::max<int64_t>(lateness, 0));
       const int64_t slot_wait = now - due.noticed_ns;
       result_.slot_wait.record(std::max<int64_t>(slot_wait, 0));
       if (slot_wait > config_.late_threshold_ns) ++result_.slot_late;
-      if (!best->dirty) {
-        best->dirty = true;
-        dirty_.push_back(best_index);
-      }
     }
     // One send per connection per pass: requests due together on the same
     // connection leave in one segment (pipelining), and the per-request
@@ -638,6 +641,26 @@ class Worker {
     } catch (const std::system_error&) {
       ++result_.timestamp_fallbacks;
     }
+  }
+
+  // The server closes connection `i` after the reply just framed (HTTP/1.x
+  // `Connection: close`; nginx does so after keepalive_requests, 1000 by
+  // default): it processes nothing sent after that request (RFC 9112 §9.6),
+  // so the requests still outstanding on it are sent again, oldest first,
+  // and the connection reopens at once rather than after a failure's backoff.
+  void closed_by_server(size_t i, int64_t now) {
+    auto& c = conns_[i];
+    ++result_.setup.server_closes;
+    result_.setup.resent += c.outstanding.size();
+    for (auto it = c.outstanding.rbegin(); it != c.outstanding.rend(); ++it) send_again(*it);
+    c = Connection{};
+    if (!sending_done_ || !backlog_.empty()) open(i, now);
+  }
+
+  // `o` goes back to the head of the backlog with its intended send time, so
+  // its latency includes the detour; it is counted once, as sent then.
+  void send_again(const Outstanding& o) {
+    backlog_.push_front({o.intended_ns, o.intended_ns + o.timer_lateness_ns, true, o.lateness_ns});
   }
 
   // Closes a broken connection; its outstanding requests fail with `kind`.
@@ -929,9 +952,13 @@ class Worker {
       c.outstanding.pop_front();
       if (f.server_error) {
         server_error(o);
-        continue;
+      } else {
+        complete(o, rx_ns, source, f.service_time_ns);
       }
-      complete(o, rx_ns, source, f.service_time_ns);
+      if (f.closes_connection) {
+        closed_by_server(i, rx_ns);
+        return false;
+      }
     }
     c.in.erase(0, pos);
     return true;
@@ -1047,6 +1074,10 @@ class Worker {
   struct Due {
     int64_t intended_ns;
     int64_t noticed_ns;  // when generate() moved it into the backlog
+    // Sent before, to a server that did not process it (send_again): it was
+    // counted and its lateness recorded then.
+    bool again = false;
+    int64_t lateness_ns = 0;  // of that first send
   };
   std::deque<Due> backlog_;         // intended sends not yet sent
   common::WakeupLateness wakeups_;  // this thread's timer wake-ups

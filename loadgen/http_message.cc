@@ -28,16 +28,6 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-bool has_token(std::string_view list, std::string_view token) {
-  while (!list.empty()) {
-    const size_t comma = list.find(',');
-    if (iequals(trim(list.substr(0, comma)), token)) return true;
-    if (comma == std::string_view::npos) break;
-    list.remove_prefix(comma + 1);
-  }
-  return false;
-}
-
 struct HeaderFacts {
   int error_status = 0;
   bool has_length = false;
@@ -116,6 +106,16 @@ bool iequals(std::string_view a, std::string_view b) {
     if (x != y) return false;
   }
   return true;
+}
+
+bool has_token(std::string_view list, std::string_view token) {
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    if (iequals(trim(list.substr(0, comma)), token)) return true;
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return false;
 }
 
 RequestParse parse_http_request(std::string_view buffer) {

@@ -73,6 +73,8 @@ ResponseFrame parse_http(std::string_view b) {
   if (!parse_u64(status_line.substr(9, 3), status) || status < 100) return bad();
   ResponseFrame f;
   f.server_error = status >= 500;
+  const bool http10 = status_line[7] == '0';
+  bool keep_alive = false;
   bool chunked = false;
   bool have_length = false;
   uint64_t length = 0;
@@ -93,11 +95,15 @@ ResponseFrame parse_http(std::string_view b) {
     } else if (iequals(name, "transfer-encoding")) {
       if (!iequals(value, "chunked")) return bad();
       chunked = true;
+    } else if (iequals(name, "connection")) {
+      f.closes_connection = f.closes_connection || has_token(value, "close");
+      keep_alive = keep_alive || has_token(value, "keep-alive");
     } else if (iequals(name, "x-service-time-ns")) {
       uint64_t v = 0;
       if (parse_u64(value, v)) f.service_time_ns = static_cast<int64_t>(v);
     }
   }
+  if (http10 && !keep_alive) f.closes_connection = true;
   const size_t body_start = head_end + 4;
   if (chunked) {
     size_t end = chunked_end(b, body_start);

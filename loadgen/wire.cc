@@ -480,12 +480,15 @@ json setup_json(const ConnectionSetup& s) {
               {"tls_handshake", histogram(s.tls_handshake)},
               {"start_shift_ns", s.start_shift_ns},
               {"first_error", s.first_error},
-              {"busy_poll_refused", s.busy_poll_refused}};
+              {"busy_poll_refused", s.busy_poll_refused},
+              {"server_closes", s.server_closes},
+              {"resent", s.resent}};
 }
 
 ConnectionSetup read_setup(const Reader& in) {
   in.reject_unknown({"tls_handshakes", "tls_offered", "tls_resumed", "tls_handshake",
-                     "start_shift_ns", "first_error", "busy_poll_refused"});
+                     "start_shift_ns", "first_error", "busy_poll_refused", "server_closes",
+                     "resent"});
   ConnectionSetup s;
   s.tls_handshakes = in.count("tls_handshakes");
   s.tls_offered = in.count("tls_offered");
@@ -494,6 +497,8 @@ ConnectionSetup read_setup(const Reader& in) {
   s.start_shift_ns = in.non_negative("start_shift_ns");
   s.first_error = in.string("first_error");
   s.busy_poll_refused = in.count("busy_poll_refused");
+  s.server_closes = in.count("server_closes");
+  s.resent = in.count("resent");
   return s;
 }
 

@@ -261,7 +261,7 @@ TEST_F(LoadAgents, TwoAgentsLoadNginxAndEveryRequestIsLogged) {
   EXPECT_EQ(p["errors"]["write"], 0u);
   // Every request sent is one line of nginx's access log (the probe above
   // sent none: it connected and closed).
-  EXPECT_EQ(count_lines(log), p["sent"].get<uint64_t>());
+  EXPECT_EQ(count_lines(log), p["sent"].get<uint64_t>()) << out.text;
 }
 
 TEST_F(LoadAgents, AnAgentKilledMidRunFailsTheRunAndStopsTheOthers) {

@@ -8,8 +8,9 @@
 // UNAVAILABLE. What nabla counts must equal what the server logged, request
 // for request; no latency is shorter than the known service time; the TLS
 // handshakes are counted apart and later connections resume a session.
-// Every run is bounded by --max-duration and a rate of at most 300 rps. No
-// root needed.
+// nginx also closes connections after a few requests on a plain HTTP port,
+// and no request sent on them may be lost. Every run is bounded by
+// --max-duration and a rate of at most 2,000 rps. No root needed.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -41,7 +42,8 @@ using nabla::testing::loopback_accepts;
 using nabla::testing::ScratchDir;
 using nlohmann::json;
 
-constexpr int64_t kServiceNs = 5'000'000;  // what both servers wait before answering
+constexpr int64_t kServiceNs = 5'000'000;        // what both servers wait before answering
+constexpr uint64_t kRequestsPerConnection = 10;  // nginx's keepalive_requests on port 2
 constexpr const char* kSystemPython = "/usr/bin/python3";  // where python3-grpcio lives
 
 std::string read_text(const std::string& path) {
@@ -110,12 +112,15 @@ std::unique_ptr<Server> start_tier(const ScratchDir& dir) {
 
 // nginx in one process: port 0 TLS (ALPN h2 and http/1.1), port 1 h2c
 // (HTTP/2 with prior knowledge). /slow is proxied to the tier on
-// `tier_port` (keep-alive), /fail answers 503. The access log has one line
-// per request: "<protocol> <status> <uri> <session reused: r or .>".
+// `tier_port` (keep-alive), /fail answers 503. Port 2 is plain HTTP/1.1
+// that closes every connection after kRequestsPerConnection requests
+// (nginx's keepalive_requests; its default is 1000), answering / at once,
+// /slow from the tier and /fail with 503. The access log has one line per request:
+// "<protocol> <status> <uri> <session reused: r or .>".
 std::unique_ptr<Server> start_nginx(const ScratchDir& dir, uint16_t tier_port) {
   const std::string conf = dir.file("nginx.conf");
   const std::string nginx = program_on_path("nginx");
-  return std::make_unique<Server>(2, dir.file("nginx.out"), [&](const std::vector<uint16_t>& p) {
+  return std::make_unique<Server>(3, dir.file("nginx.out"), [&](const std::vector<uint16_t>& p) {
     std::ofstream out(conf);
     out << "daemon off;\nmaster_process off;\nworker_processes 1;\n"
         << "pid " << dir.file("nginx.pid") << ";\n"
@@ -134,6 +139,14 @@ std::unique_ptr<Server> start_nginx(const ScratchDir& dir, uint16_t tier_port) {
         << "    listen 127.0.0.1:" << p[1] << " http2;\n"
         << "    ssl_certificate " << dir.file("cert.pem") << ";\n"
         << "    ssl_certificate_key " << dir.file("key.pem") << ";\n"
+        << "    location = /slow { proxy_pass http://tier; proxy_http_version 1.1;"
+        << " proxy_set_header Connection \"\"; }\n"
+        << "    location = /fail { return 503; }\n"
+        << "  }\n"
+        << "  server {\n"
+        << "    listen 127.0.0.1:" << p[2] << ";\n"
+        << "    keepalive_requests " << kRequestsPerConnection << ";\n"
+        << "    location / { return 200 \"ok\\n\"; }\n"
         << "    location = /slow { proxy_pass http://tier; proxy_http_version 1.1;"
         << " proxy_set_header Connection \"\"; }\n"
         << "    location = /fail { return 503; }\n"
@@ -178,12 +191,15 @@ struct LoadRun {
   std::string stderr_text;
 };
 
-// `nabla load --json` with a bounded time and rate, and `extra`.
+// `nabla load --json` with a bounded time and rate, and `extra` (2
+// connections unless `extra` says otherwise).
 LoadRun run_load(const std::string& target, const std::vector<std::string>& extra) {
-  std::vector<std::string> argv{
-      NABLA_PATH,     "load",     "--target",         target, "--max-duration", "2s",
-      "--percentile", "50,0.001", "--late-threshold", "1ms",  "--connections",  "2",
-      "--json"};
+  std::vector<std::string> argv{NABLA_PATH,         "load", "--target",     target,
+                                "--max-duration",   "2s",   "--percentile", "50,0.001",
+                                "--late-threshold", "1ms",  "--json"};
+  if (std::find(extra.begin(), extra.end(), "--connections") == extra.end()) {
+    argv.insert(argv.end(), {"--connections", "2"});
+  }
   argv.insert(argv.end(), extra.begin(), extra.end());
   const auto r = common::run_command(argv, nullptr, std::chrono::seconds(30));
   LoadRun run{r.exit_code, json::object(), r.stderr_text};
@@ -342,6 +358,54 @@ TEST_F(ProtocolsAgainstNginx, H2cWithPriorKnowledgeCountsEqualNginxs) {
   EXPECT_EQ(log.size(), j["completed"].get<uint64_t>());
   expect_no_latency_below_service(j);
   EXPECT_EQ(j["connection_setup"]["tls_handshakes"], 0);
+}
+
+TEST_F(ProtocolsAgainstNginx, ConnectionsNginxClosesAreReopenedAndNoRequestIsLost) {
+  // Port 2 closes each connection after kRequestsPerConnection requests.
+  // On one connection, requests sent close together are pipelined, so some
+  // are already on their way after the closing reply and are never
+  // processed; they go again on the new connection, so each request sent is
+  // still exactly one line of nginx's log and nothing fails.
+  const std::string target = "http://127.0.0.1:" + std::to_string(nginx_->port(2));
+  const LoadRun run =
+      run_load(target, {"--rate", "2000", "--connections", "1", "--mix", "/=0.8,/fail=0.2"});
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
+  const json& j = run.result;
+  const auto log = access_log(*dir_);
+  const uint64_t failed = count(log, "HTTP/1.1", "503", "/fail");
+  EXPECT_GT(failed, 0u);
+  expect_all_answered(j, failed);
+  EXPECT_EQ(count(log, "HTTP/1.1", "200", "/"), j["completed"].get<uint64_t>());
+  EXPECT_EQ(log.size(), j["sent"].get<uint64_t>());
+  // Each connection carried at most kRequestsPerConnection requests: it was
+  // closed by nginx or was a round's last.
+  const json& setup = j["connection_setup"];
+  const auto closes = setup["server_closes"].get<uint64_t>();
+  const uint64_t rounds = j["rounds"].size();
+  EXPECT_GE(kRequestsPerConnection * (closes + rounds), j["sent"].get<uint64_t>()) << setup.dump();
+  EXPECT_LE(setup["resent"].get<uint64_t>(), j["sent"].get<uint64_t>()) << setup.dump();
+}
+
+TEST_F(ProtocolsAgainstNginx, RequestsPipelinedPastNginxsCloseAreSentAgainAndTimedFromTheirSend) {
+  // /slow takes 5 ms and one connection pipelining up to 16 requests
+  // carries 150 rps (75% busy), so requests queue behind each other on it:
+  // when nginx's closing reply arrives, more are on their way almost every
+  // time (a close with none behind it is about 1 in 4, and there are ~30).
+  const std::string target = "http://127.0.0.1:" + std::to_string(nginx_->port(2)) + "/slow";
+  const LoadRun run =
+      run_load(target, {"--rate", "150", "--connections", "1", "--outstanding", "16"});
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
+  const json& j = run.result;
+  const auto log = access_log(*dir_);
+  expect_all_answered(j, 0);
+  EXPECT_EQ(count(log, "HTTP/1.1", "200", "/slow"), j["completed"].get<uint64_t>());
+  EXPECT_EQ(log.size(), j["sent"].get<uint64_t>());
+  const json& setup = j["connection_setup"];
+  EXPECT_GT(setup["server_closes"].get<uint64_t>(), 0u) << setup.dump();
+  EXPECT_GT(setup["resent"].get<uint64_t>(), 0u) << setup.dump();
+  // A request sent again is timed from its first intended send: still
+  // never shorter than the service time.
+  expect_no_latency_below_service(j);
 }
 
 // ------------------------------------------------------------------ gRPC

@@ -50,6 +50,7 @@ std::vector<ResponseFrame> all_splits(const Codec& codec, std::string_view strea
       EXPECT_EQ(p.frames[i].consumed, whole.frames[i].consumed);
       EXPECT_EQ(p.frames[i].service_time_ns, whole.frames[i].service_time_ns);
       EXPECT_EQ(p.frames[i].request_id, whole.frames[i].request_id);
+      EXPECT_EQ(p.frames[i].closes_connection, whole.frames[i].closes_connection);
     }
   }
   return whole.frames;
@@ -85,6 +86,27 @@ TEST(Protocol, HttpContentLengthChunkedAndServiceTimeAtEverySplit) {
   size_t total = 0;
   for (auto& f : frames) total += f.consumed;
   EXPECT_EQ(total, stream.size());
+}
+
+TEST(Protocol, HttpSaysWhenTheServerClosesTheConnectionAfterAReply) {
+  ProtocolSpec spec;
+  spec.kind = ProtocolSpec::Kind::kHttp;
+  auto codec = make_codec(spec);
+  const std::string stream =
+      "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"                            // 1.1 stays open
+      "HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n"  // said so
+      "HTTP/1.1 200 OK\r\nconnection: Upgrade, CLOSE\r\nContent-Length: 0\r\n\r\n"
+      "HTTP/1.1 503 Busy\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+      "HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n"  // 1.0 closes unless kept alive
+      "HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 0\r\n\r\n"
+      "HTTP/1.1 200 OK\r\nX-Note: close\r\nContent-Length: 0\r\n\r\n";  // not Connection
+  const auto frames = all_splits(*codec, stream);
+  ASSERT_EQ(frames.size(), 7u);
+  const bool closes[] = {false, false, true, true, true, false, false};
+  for (size_t i = 0; i < frames.size(); ++i) {
+    EXPECT_EQ(frames[i].closes_connection, closes[i]) << "reply " << i;
+  }
+  EXPECT_TRUE(frames[3].server_error);
 }
 
 TEST(Protocol, HttpMalformedIsBadNeverThrows) {

@@ -288,6 +288,8 @@ EngineResult summary_round() {
   r.setup.start_shift_ns = 12'000;
   r.setup.first_error = "connect: refused";
   r.setup.busy_poll_refused = 9;
+  r.setup.server_closes = 4;
+  r.setup.resent = 3;
   return r;
 }
 
@@ -332,6 +334,8 @@ TEST(WireRoundSummary, RoundTripsExactlyWithoutSamples) {
   EXPECT_EQ(b.result.setup.start_shift_ns, 12'000);
   EXPECT_EQ(b.result.setup.first_error, "connect: refused");
   EXPECT_EQ(b.result.setup.busy_poll_refused, 9u);
+  EXPECT_EQ(b.result.setup.server_closes, 4u);
+  EXPECT_EQ(b.result.setup.resent, 3u);
   EXPECT_EQ(b.check.target_rps, check.target_rps);
   EXPECT_EQ(b.check.offered_rps, check.offered_rps);
   EXPECT_EQ(b.check.throughput_rps, check.throughput_rps);

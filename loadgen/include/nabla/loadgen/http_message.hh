@@ -64,4 +64,9 @@ ResponseParse parse_http_response(std::string_view buffer);
 // Case-insensitive ASCII comparison for header names and tokens.
 bool iequals(std::string_view a, std::string_view b);
 
+// True when the comma-separated header value `list` holds `token`
+// (case-insensitive, whitespace around elements ignored), e.g.
+// has_token("keep-alive, Close", "close").
+bool has_token(std::string_view list, std::string_view token);
+
 }  // namespace nabla::loadgen

@@ -45,6 +45,10 @@ struct ResponseFrame {
   // Well-framed error reply: HTTP >= 500, RESP '-', memcached ERROR[ <text>],
   // CLIENT_ERROR <text> or SERVER_ERROR <text>.
   bool server_error = false;
+  // HTTP/1.x: the server closes the connection after this reply
+  // (`Connection: close`, or HTTP/1.0 without keep-alive), so it processes
+  // nothing sent after the request it answers (RFC 9112 §9.6).
+  bool closes_connection = false;
 };
 
 class Codec {
