@@ -326,7 +326,8 @@ void print_load_point(std::ostream& out, const json& p) {
   if (const auto& setup = p.find("connection_setup");
       setup != p.end() && setup->value("server_closes", std::uint64_t{0}) > 0) {
     out << "  connections closed by the server " << (*setup)["server_closes"]
-        << " (Connection: close; each reopened at once), " << (*setup)["resent"]
+        << " (Connection: close, GOAWAY or an idle close; each reopened at once), "
+        << (*setup)["resent"]
         << " requests it had not processed sent again, timed from their intended send\n";
   }
   print_agents(out, p);

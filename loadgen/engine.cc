@@ -71,6 +71,9 @@ double EngineResult::achieved_rate() const {
 namespace {
 
 constexpr int64_t kReconnectBackoffNs = 10'000'000;
+// Sends of one request the server did not process (a close, a refused
+// stream) before it counts as failed.
+constexpr uint8_t kMaxSends = 4;
 constexpr size_t kReadChunk = 64 * 1024;
 // Samples reserved up front per thread, at most (48 bytes each: 192 MiB).
 constexpr double kMaxReservedSamples = 4.0 * 1024 * 1024;
@@ -115,6 +118,7 @@ struct Outstanding {
   bool key_pending = false;   // HTTP/2: end_key is set once the session drained its frames
   int64_t tx_ns = INT64_MIN;  // kernel TX stamp (monotonic) once matched
   bool tx_hardware = false;   // tx_ns came from the NIC
+  uint8_t sends = 1;          // sends of this request so far (send_again)
 };
 
 struct Connection {
@@ -135,6 +139,7 @@ struct Connection {
   std::unique_ptr<detail::H2Session> h2;
   bool handshaking = false;      // TCP connected, TLS handshake under way
   int64_t tcp_connected_ns = 0;  // when the handshake began
+  uint64_t answered = 0;         // replies framed on it (samples and error replies)
 };
 
 struct ThreadResult {
@@ -511,6 +516,7 @@ class Worker {
       best->outstanding.push_back({intended, lateness,
                                    std::max<int64_t>(due.noticed_ns - intended, 0), id, type,
                                    best->tx_bytes - 1, best->h2 != nullptr});
+      best->outstanding.back().sends = due.sends;
       if (!best->dirty) {
         best->dirty = true;
         dirty_.push_back(best_index);
@@ -643,24 +649,50 @@ class Worker {
     }
   }
 
-  // The server closes connection `i` after the reply just framed (HTTP/1.x
-  // `Connection: close`; nginx does so after keepalive_requests, 1000 by
-  // default): it processes nothing sent after that request (RFC 9112 §9.6),
-  // so the requests still outstanding on it are sent again, oldest first,
-  // and the connection reopens at once rather than after a failure's backoff.
+  // The server closes connection `i` gracefully: after the reply just
+  // framed said so (HTTP/1.x `Connection: close`; nginx does so after
+  // keepalive_requests, 1000 by default), or with nothing outstanding
+  // (closed_at_eof). It processes nothing sent after that reply (RFC 9112
+  // §9.6), so the requests still outstanding on it are sent again, oldest
+  // first, and the connection reopens at once rather than after a failure's
+  // backoff.
   void closed_by_server(size_t i, int64_t now) {
     auto& c = conns_[i];
     ++result_.setup.server_closes;
-    result_.setup.resent += c.outstanding.size();
-    for (auto it = c.outstanding.rbegin(); it != c.outstanding.rend(); ++it) send_again(*it);
+    for (auto it = c.outstanding.rbegin(); it != c.outstanding.rend(); ++it) {
+      send_again(*it, &ErrorCounts::read);
+    }
     c = Connection{};
     if (!sending_done_ || !backlog_.empty()) open(i, now);
   }
 
-  // `o` goes back to the head of the backlog with its intended send time, so
-  // its latency includes the detour; it is counted once, as sent then.
-  void send_again(const Outstanding& o) {
-    backlog_.push_front({o.intended_ns, o.intended_ns + o.timer_lateness_ns, true, o.lateness_ns});
+  // The server ended connection `i` (EOF, or a finished HTTP/2 session after
+  // its GOAWAY). With nothing outstanding on a connection it has answered
+  // on, that is the server recycling it or closing it idle: it reopens at
+  // once. With requests outstanding, they fail as read errors (the server
+  // may have processed them), and the reopen waits the failure's backoff.
+  void closed_at_eof(size_t i, int64_t now) {
+    const auto& c = conns_[i];
+    if (c.outstanding.empty() && c.answered > 0) {
+      closed_by_server(i, now);
+    } else {
+      fail(i, now, &ErrorCounts::read);
+    }
+  }
+
+  // `o`, which the server did not process, goes back to the head of the
+  // backlog with its intended send time, so its latency includes the
+  // detour; it is counted once, as sent then. A request turned away
+  // kMaxSends times fails as `kind` instead (a server refusing every
+  // stream to shed load is not sent each one again and again).
+  void send_again(const Outstanding& o, uint64_t ErrorCounts::*kind) {
+    if (o.sends >= kMaxSends) {
+      ++(result_.errors.*kind);
+      return;
+    }
+    ++result_.setup.resent;
+    backlog_.push_front({o.intended_ns, o.intended_ns + o.timer_lateness_ns, true, o.lateness_ns,
+                         static_cast<uint8_t>(o.sends + 1)});
   }
 
   // Closes a broken connection; its outstanding requests fail with `kind`.
@@ -873,7 +905,11 @@ class Worker {
         continue;
       }
       if (r.status == detail::TlsIo::kWantRead || r.status == detail::TlsIo::kWantWrite) return;
-      fail(i, rx_ns, &ErrorCounts::read);
+      if (r.status == detail::TlsIo::kClosed) {
+        closed_at_eof(i, rx_ns);
+      } else {
+        fail(i, rx_ns, &ErrorCounts::read);
+      }
       return;
     }
   }
@@ -905,7 +941,7 @@ class Worker {
         rx_ns = common::monotonic_ns();
       }
       if (n == 0) {
-        fail(i, rx_ns, &ErrorCounts::read);
+        closed_at_eof(i, rx_ns);
         return;
       }
       if (n < 0) {
@@ -950,6 +986,7 @@ class Worker {
       pos += f.consumed;
       Outstanding o = c.outstanding.front();
       c.outstanding.pop_front();
+      ++c.answered;
       if (f.server_error) {
         server_error(o);
       } else {
@@ -1009,7 +1046,7 @@ class Worker {
       return false;
     }
     if (!c.h2->alive()) {
-      fail(i, rx_ns, &ErrorCounts::read);
+      closed_at_eof(i, rx_ns);
       return false;
     }
     if (!c.out.empty() && !c.dirty) flush(i, rx_ns);
@@ -1025,6 +1062,13 @@ class Worker {
     if (it == c.outstanding.end()) return;  // every stream is one of ours
     const Outstanding o = *it;
     c.outstanding.erase(it);
+    if (done.reset_code == detail::kRefusedStream) {
+      // Not processed (RFC 9113 §8.7): a stream past the server's GOAWAY,
+      // or one it refused. Sent again like a request behind a close.
+      send_again(o, &ErrorCounts::protocol);
+      return;
+    }
+    ++c.answered;
     if (done.reset_code != 0 || done.http_status == 0) {
       ++result_.errors.protocol;
       return;
@@ -1074,10 +1118,11 @@ class Worker {
   struct Due {
     int64_t intended_ns;
     int64_t noticed_ns;  // when generate() moved it into the backlog
-    // Sent before, to a server that did not process it (send_again): it was
-    // counted and its lateness recorded then.
+    // Sent before to a server that did not process it (send_again): it was
+    // counted and its lateness recorded at its first send.
     bool again = false;
     int64_t lateness_ns = 0;  // of that first send
+    uint8_t sends = 1;        // the sends it will have had once sent
   };
   std::deque<Due> backlog_;         // intended sends not yet sent
   common::WakeupLateness wakeups_;  // this thread's timer wake-ups

@@ -58,6 +58,10 @@ class H2Requests {
 // message: what a unary call's request body is.
 std::string grpc_frame(std::string_view message);
 
+// REFUSED_STREAM (RFC 9113 §7): the server did not process the stream,
+// either because it was past the server's GOAWAY or because it refused it.
+inline constexpr uint32_t kRefusedStream = 0x7;
+
 struct H2Completion {
   uint64_t request_id = 0;
   int http_status = 0;      // :status, 0 when none arrived

@@ -115,12 +115,13 @@ std::unique_ptr<Server> start_tier(const ScratchDir& dir) {
 // `tier_port` (keep-alive), /fail answers 503. Port 2 is plain HTTP/1.1
 // that closes every connection after kRequestsPerConnection requests
 // (nginx's keepalive_requests; its default is 1000), answering / at once,
-// /slow from the tier and /fail with 503. The access log has one line per request:
+// /slow from the tier and /fail with 503; port 3 is the same over h2c,
+// where nginx ends each connection with a GOAWAY. The access log has one line per request:
 // "<protocol> <status> <uri> <session reused: r or .>".
 std::unique_ptr<Server> start_nginx(const ScratchDir& dir, uint16_t tier_port) {
   const std::string conf = dir.file("nginx.conf");
   const std::string nginx = program_on_path("nginx");
-  return std::make_unique<Server>(3, dir.file("nginx.out"), [&](const std::vector<uint16_t>& p) {
+  return std::make_unique<Server>(4, dir.file("nginx.out"), [&](const std::vector<uint16_t>& p) {
     std::ofstream out(conf);
     out << "daemon off;\nmaster_process off;\nworker_processes 1;\n"
         << "pid " << dir.file("nginx.pid") << ";\n"
@@ -150,6 +151,11 @@ std::unique_ptr<Server> start_nginx(const ScratchDir& dir, uint16_t tier_port) {
         << "    location = /slow { proxy_pass http://tier; proxy_http_version 1.1;"
         << " proxy_set_header Connection \"\"; }\n"
         << "    location = /fail { return 503; }\n"
+        << "  }\n"
+        << "  server {\n"
+        << "    listen 127.0.0.1:" << p[3] << " http2;\n"
+        << "    keepalive_requests " << kRequestsPerConnection << ";\n"
+        << "    location / { return 200 \"ok\\n\"; }\n"
         << "  }\n}\n";
     out.close();
     std::error_code ignored;
@@ -406,6 +412,25 @@ TEST_F(ProtocolsAgainstNginx, RequestsPipelinedPastNginxsCloseAreSentAgainAndTim
   // A request sent again is timed from its first intended send: still
   // never shorter than the service time.
   expect_no_latency_below_service(j);
+}
+
+TEST_F(ProtocolsAgainstNginx, H2cConnectionsNginxEndsWithGoawayAreReopenedAndNoStreamIsLost) {
+  // After kRequestsPerConnection streams nginx sends GOAWAY: the streams
+  // past it are refused (REFUSED_STREAM, never processed) and go again on
+  // the next connection, which opens once the old one is done.
+  const std::string target = "h2c://127.0.0.1:" + std::to_string(nginx_->port(3)) + "/";
+  const LoadRun run =
+      run_load(target, {"--rate", "2000", "--connections", "1", "--streams-per-connection", "8"});
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
+  const json& j = run.result;
+  const auto log = access_log(*dir_);
+  expect_all_answered(j, 0);
+  EXPECT_EQ(count(log, "HTTP/2.0", "200", "/"), j["completed"].get<uint64_t>());
+  EXPECT_EQ(log.size(), j["sent"].get<uint64_t>());
+  const json& setup = j["connection_setup"];
+  const auto closes = setup["server_closes"].get<uint64_t>();
+  const uint64_t rounds = j["rounds"].size();
+  EXPECT_GE(kRequestsPerConnection * (closes + rounds), j["sent"].get<uint64_t>()) << setup.dump();
 }
 
 // ------------------------------------------------------------------ gRPC

@@ -270,11 +270,13 @@ struct ConnectionSetup {
   // refused (before Linux 6.4: above net.core.busy_read without
   // CAP_NET_ADMIN). They run without busy polling.
   uint64_t busy_poll_refused = 0;
-  // Connections the server closed after saying so (HTTP/1.x `Connection:
-  // close`, e.g. nginx after keepalive_requests), each reopened at once, and
-  // the requests sent on them after that reply, which the server did not
-  // process: they were sent again on the new connection, counted once and
-  // timed from their intended send.
+  // Connections the server ended gracefully, each reopened at once: after a
+  // reply saying so (HTTP/1.x `Connection: close`, e.g. nginx after
+  // keepalive_requests), at the end of an HTTP/2 session after its GOAWAY,
+  // or closed with nothing outstanding after answering on it. And the
+  // requests the server did not process (pipelined behind that reply, or
+  // HTTP/2 streams refused with REFUSED_STREAM): they were sent again,
+  // counted once and timed from their intended send.
   uint64_t server_closes = 0;
   uint64_t resent = 0;
   void add(const ConnectionSetup& other);
