@@ -512,7 +512,7 @@ class Worker {
         type = codec_->encode(best->out, id, rng_);
       }
       best->tx_bytes += static_cast<uint32_t>(best->out.size() - before);
-      int64_t lateness = due.again ? due.lateness_ns : now - intended;
+      int64_t lateness = due.again() ? due.lateness_ns : now - intended;
       best->outstanding.push_back({intended, lateness,
                                    std::max<int64_t>(due.noticed_ns - intended, 0), id, type,
                                    best->tx_bytes - 1, best->h2 != nullptr});
@@ -521,7 +521,7 @@ class Worker {
         best->dirty = true;
         dirty_.push_back(best_index);
       }
-      if (due.again) continue;
+      if (due.again()) continue;
       ++result_.sent;
       result_.lateness.record(std::max<int64_t>(lateness, 0));
       const int64_t slot_wait = now - due.noticed_ns;
@@ -691,7 +691,7 @@ class Worker {
       return;
     }
     ++result_.setup.resent;
-    backlog_.push_front({o.intended_ns, o.intended_ns + o.timer_lateness_ns, true, o.lateness_ns,
+    backlog_.push_front({o.intended_ns, o.intended_ns + o.timer_lateness_ns, o.lateness_ns,
                          static_cast<uint8_t>(o.sends + 1)});
   }
 
@@ -1118,11 +1118,11 @@ class Worker {
   struct Due {
     int64_t intended_ns;
     int64_t noticed_ns;  // when generate() moved it into the backlog
-    // Sent before to a server that did not process it (send_again): it was
-    // counted and its lateness recorded at its first send.
-    bool again = false;
+    // Above 1: sent before to a server that did not process it (send_again),
+    // so it was counted and its lateness recorded at its first send.
     int64_t lateness_ns = 0;  // of that first send
     uint8_t sends = 1;        // the sends it will have had once sent
+    bool again() const { return sends > 1; }
   };
   std::deque<Due> backlog_;         // intended sends not yet sent
   common::WakeupLateness wakeups_;  // this thread's timer wake-ups
