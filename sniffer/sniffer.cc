@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 
 #include "nabla/common/clock.hh"
 #include "nabla/common/error.hh"
@@ -97,6 +98,10 @@ void Sniffer::open_conntrack() {
     conntrack_ = std::make_unique<ConntrackListener>();
     conntrack_table_ = std::make_unique<ConntrackTable>();
     addresses_ = std::make_unique<InterfaceAddresses>();
+    // With events turned off in this namespace, only dumps see new entries.
+    std::ifstream events("/proc/sys/net/netfilter/nf_conntrack_events");
+    int setting = 1;
+    conntrack_events_on_ = !(events >> setting) || setting != 0;
   } catch (const std::system_error& e) {
     conntrack_.reset();
     conntrack_table_.reset();
@@ -127,11 +132,12 @@ std::vector<SourceStatus> Sniffer::sources() const {
                                     "seen only through conntrack"});
   }
   if (conntrack_ && conntrack_rule_) {
-    out.push_back({"conntrack", true,
-                   "NEW/DESTROY events, tracking kept on by chain " + conntrack_rule_->chain() +
-                       (conntrack_rule_->accounting()
-                            ? ", nf_conntrack_acct=1; live entries' counters dumped every scan"
-                            : ", but nf_conntrack_acct is off: no UDP counts")});
+    out.push_back(
+        {"conntrack", true,
+         "NEW/DESTROY events, tracking kept on by chain " + conntrack_rule_->chain() +
+             (conntrack_rule_->accounting() ? ", nf_conntrack_acct=1; live entries' counters "
+                                              "dumped at the scans while one lives"
+                                            : ", but nf_conntrack_acct is off: no UDP counts")});
   } else if (conntrack_) {
     out.push_back({"conntrack", false,
                    "subscribed, but " + conntrack_error_ +
@@ -214,8 +220,21 @@ bool Sniffer::counts_conntrack(Proto proto) const {
 
 void Sniffer::poll_conntrack_counts(int64_t now_ns) {
   if (!conntrack_table_) return;
+  const bool udp_only = destroy_ != nullptr;
+  // Events dropped since the last scan: what lives is known again only
+  // from a dump.
+  if (conntrack_ && conntrack_->counters().lost != conntrack_lost_seen_) {
+    conntrack_lost_seen_ = conntrack_->counters().lost;
+    conntrack_live_.lost();
+  }
+  // A dump walks the kernel's whole table: skipped while the events say no
+  // entry of the counted kind lives (ConntrackLive).
+  if (conntrack_ && conntrack_events_on_ && !conntrack_live_.dump_needed(udp_only)) {
+    ++stats_.conntrack_dumps_skipped;
+    return;
+  }
   events_.clear();
-  conntrack_table_->dump(/*udp_only=*/destroy_ != nullptr, events_);
+  if (conntrack_table_->dump(udp_only, events_)) conntrack_live_.dumped(events_, udp_only);
   for (const ConntrackEvent& entry : events_) {
     const ConntrackEvent delta = conntrack_counts_.live(entry);
     if (!delta.has_counters || delta.orig_packets + delta.reply_packets == 0) continue;
@@ -246,6 +265,7 @@ size_t Sniffer::drain_own_conntrack(int64_t now_ns) {
   const size_t n = conntrack_->read_available(events_);
   resolve_initiators();
   for (const ConntrackEvent& ev : events_) {
+    conntrack_live_.seen(ev);
     if (ev.type == ConntrackEventType::kDestroy && counts_conntrack(ev.proto)) {
       note_event(now_ns, conntrack_counts_.destroyed(ev));
     } else {

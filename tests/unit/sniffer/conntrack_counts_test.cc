@@ -1,5 +1,7 @@
 // ConntrackCounts: live entries counted while they live and once more when
-// they end, each packet once; cgroup2_mount finds the unified hierarchy in
+// they end, each packet once; ConntrackLive: a scan dumps the table only
+// while an entry of the counted kind lives or the events cannot be trusted;
+// cgroup2_mount finds the unified hierarchy in
 // both layouts.
 #include "nabla/sniffer/conntrack_counts.hh"
 
@@ -35,6 +37,56 @@ TEST(ConntrackCounts, DumpsAddWhatEachEntryCountedSinceTheLast) {
   counts.end_dump();
   d = counts.live(entry(7, 5, 4));  // idle
   EXPECT_EQ(d.orig_packets + d.reply_packets, 0u);
+}
+
+ConntrackEvent event(ConntrackEventType type, Proto proto, uint32_t id) {
+  ConntrackEvent e;
+  e.type = type;
+  e.proto = proto;
+  e.id = id;
+  return e;
+}
+
+TEST(ConntrackLive, DumpsUntilTheFirstDumpThenOnlyWhileAnEntryOfTheCountedKindLives) {
+  ConntrackLive live;
+  EXPECT_TRUE(live.dump_needed(true));  // entries older than the subscription
+  live.dumped({}, true);
+  EXPECT_FALSE(live.dump_needed(true));
+  live.seen(event(ConntrackEventType::kNew, Proto::kTcp, 4));
+  EXPECT_FALSE(live.dump_needed(true));  // TCP is counted by the scans
+  EXPECT_TRUE(live.dump_needed(false));  // unless conntrack counts TCP too
+  live.seen(event(ConntrackEventType::kNew, Proto::kUdp, 9));
+  EXPECT_TRUE(live.dump_needed(true));
+  live.seen(event(ConntrackEventType::kDestroy, Proto::kUdp, 9));
+  EXPECT_FALSE(live.dump_needed(true));
+  live.seen(event(ConntrackEventType::kDestroy, Proto::kTcp, 4));
+  EXPECT_FALSE(live.dump_needed(false));
+}
+
+TEST(ConntrackLive, ADumpIsTheTruthForWhatItListed) {
+  ConntrackLive live;
+  live.dumped({entry(7, 1, 1)}, true);  // a UDP entry lives
+  EXPECT_TRUE(live.dump_needed(true));
+  live.seen(event(ConntrackEventType::kNew, Proto::kTcp, 3));
+  live.dumped({}, true);  // it timed out; its DESTROY may come later or never
+  EXPECT_FALSE(live.dump_needed(true));
+  EXPECT_TRUE(live.dump_needed(false));  // the TCP entry the dump did not list is kept
+  live.dumped({}, false);
+  EXPECT_FALSE(live.dump_needed(false));
+}
+
+TEST(ConntrackLive, LostEventsOrAnEntryWithoutIdMakeTheNextScanDump) {
+  ConntrackLive live;
+  live.dumped({}, true);
+  live.lost();
+  EXPECT_TRUE(live.dump_needed(true));
+  live.dumped({}, true);
+  EXPECT_FALSE(live.dump_needed(true));
+  live.seen(event(ConntrackEventType::kNew, Proto::kTcp, 0));  // an old kernel: no CTA_ID
+  EXPECT_TRUE(live.dump_needed(true));
+  ConntrackEvent no_id = entry(0, 1, 1);
+  live.dumped({no_id}, true);
+  EXPECT_TRUE(live.dump_needed(true));  // cannot be matched with its DESTROY: keep dumping
 }
 
 TEST(ConntrackCounts, DestroyAddsOnlyTheTailAndADyingEntryNothingMore) {

@@ -13,6 +13,7 @@
 // events only. Pure: no syscalls.
 #include <cstdint>
 #include <unordered_map>
+#include <vector>
 
 #include "nabla/sniffer/conntrack.hh"
 
@@ -41,6 +42,32 @@ class ConntrackCounts {
   ConntrackEvent since(const ConntrackEvent& entry);
   std::unordered_map<uint32_t, Baseline> baselines_;
   uint64_t generation_ = 1;
+};
+
+// Whether a scan needs to dump the conntrack table at all. A dump walks
+// every bucket of the kernel's hash table (262,144 on a 24 GiB machine),
+// whatever it asks for and however few entries there are, with softirqs
+// held off on its CPU: milliseconds in which that CPU delivers no packet.
+// The NEW and DESTROY events already say which entries live, so a dump is
+// needed only while one of the kind being counted lives, or when the events
+// cannot be trusted: before the first dump (entries older than the
+// subscription), after the kernel dropped events, or for an entry without an
+// id. Pure: no syscalls.
+class ConntrackLive {
+ public:
+  // An event read from the subscription.
+  void seen(const ConntrackEvent& ev);
+  // Events were lost (ENOBUFS): only a dump tells what lives.
+  void lost() { unsure_ = true; }
+  // A dump completed; `entries` is what it listed, of the kinds it asked for.
+  void dumped(const std::vector<ConntrackEvent>& entries, bool udp_only);
+  // Whether the next scan must dump: UDP entries only when udp_only.
+  bool dump_needed(bool udp_only) const;
+  size_t size() const { return live_.size(); }
+
+ private:
+  std::unordered_map<uint32_t, Proto> live_;
+  bool unsure_ = true;  // nothing is known before the first dump
 };
 
 }  // namespace nabla::sniffer

@@ -101,6 +101,7 @@ struct SnifferStats {
   DumpCounters sock_diag;
   bool conntrack_enabled = false;
   ConntrackCounters conntrack;
+  uint64_t conntrack_dumps_skipped = 0;  // scans whose table dump the events made needless
   bool destroy_enabled = false;
   DumpCounters destroy;
   uint64_t destroy_lost = 0;  // notifications the kernel dropped (ENOBUFS)
@@ -195,6 +196,9 @@ class Sniffer {
   std::unique_ptr<ConntrackListener> conntrack_;
   std::unique_ptr<ConntrackTable> conntrack_table_;  // live entries' counters
   ConntrackCounts conntrack_counts_;
+  ConntrackLive conntrack_live_;                   // whether a scan's dump is needed
+  uint64_t conntrack_lost_seen_ = 0;               // the listener's lost count at the last look
+  bool conntrack_events_on_ = true;                // net.netfilter.nf_conntrack_events != 0
   std::unique_ptr<InterfaceAddresses> addresses_;  // for conntrack: which end is local
   Cgroups cgroups_;
   std::string conntrack_error_;  // why conntrack is off or inert
