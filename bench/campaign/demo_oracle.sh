@@ -54,7 +54,11 @@
 # niceness); NABLA_BENCH_PAIRS (8) on/off pairs per
 # link; NABLA_BENCH_WINDOW (3) s per window; NABLA_BENCH_SEED (42);
 # NABLA_BENCH_SCHEDULE (sequential | simultaneous); NABLA_BENCH_ORACLE_ONLY=1
-# skips the campaign (the oracle at 5 ms on every link);
+# skips the campaign (the oracle at NABLA_BENCH_ORACLE_US, 5000 us, on the
+# links of NABLA_BENCH_ORACLE_LINKS, comma-separated, by default all four:
+# the oracle at several steps tells a linear response from a convex one;
+# NABLA_BENCH_SNIFFERS=0 leaves the sniffers out, with the oracle alone, and
+# NABLA_BENCH_SNIFFERS=nice runs them at nice 19);
 # NABLA_BENCH_KEEP=1 keeps the work folder.
 # Reproduce with:
 #   NABLA_BENCH_BESIDE=build bash bench/campaign/demo_oracle.sh build
@@ -125,12 +129,17 @@ key=$work/nabla.key
 mkdir -p "$work/logs"
 # The tiers exactly as tier::tier_argv() starts them from rubis_demo_service()
 # (seeds as DemoTestbed gives them: callees first, seed + 1, + 2, ...).
+slice='"--wait-slice", "500000ns"'  # ServiceModel::wait_slice_ns of the demo
+# NABLA_BENCH_SNIFFERS=nice: the sniffers at nice 19.
+sniff_nice=
+[ "${NABLA_BENCH_SNIFFERS:-1}" = nice ] && sniff_nice='"nice", "-n", "19", '
+
 tier_args() {
   case $1 in
-    audit) echo "\"$tier\", \"--listen\", \"{db}:8083\", \"--workers\", \"8\", \"--seed\", \"$((seed + 1))\", \"--url\", \"* service=fixed:50us mode=sleep\"" ;;
-    db) echo "\"$tier\", \"--listen\", \"{db}:8082\", \"--workers\", \"32\", \"--seed\", \"$((seed + 2))\", \"--url\", \"* service=exp:100us mode=sleep\"" ;;
-    app) echo "\"$tier\", \"--listen\", \"{app}:8081\", \"--workers\", \"32\", \"--seed\", \"$((seed + 3))\", \"--tier\", \"audit={db}:8083\", \"--tier\", \"db={db}:8082\", \"--url\", \"/view service=exp:200us mode=sleep call=db:serial:3\", \"--url\", \"/auth service=fixed:100us mode=sleep\", \"--url\", \"/bid service=fixed:100us mode=sleep call=db:serial:1 call=audit:async:/audit\", \"--url\", \"/browse service=fixed:100us mode=sleep call=db:parallel:4\"" ;;
-    web) echo "\"$tier\", \"--listen\", \"{web}:8080\", \"--workers\", \"32\", \"--seed\", \"$((seed + 4))\", \"--tier\", \"app={app}:8081\", \"--url\", \"* service=fixed:50us mode=sleep call=app:serial:1\"" ;;
+    audit) echo "\"$tier\", \"--listen\", \"{db}:8083\", \"--workers\", \"8\", \"--seed\", \"$((seed + 1))\", $slice, \"--url\", \"* service=fixed:50us mode=sleep\"" ;;
+    db) echo "\"$tier\", \"--listen\", \"{db}:8082\", \"--workers\", \"32\", \"--seed\", \"$((seed + 2))\", $slice, \"--url\", \"* service=exp:100us mode=sleep\"" ;;
+    app) echo "\"$tier\", \"--listen\", \"{app}:8081\", \"--workers\", \"32\", \"--seed\", \"$((seed + 3))\", $slice, \"--tier\", \"audit={db}:8083\", \"--tier\", \"db={db}:8082\", \"--url\", \"/view service=exp:200us mode=sleep call=db:serial:3\", \"--url\", \"/auth service=fixed:100us mode=sleep\", \"--url\", \"/bid service=fixed:100us mode=sleep call=db:serial:1 call=audit:async:/audit\", \"--url\", \"/browse service=fixed:100us mode=sleep call=db:parallel:4\"" ;;
+    web) echo "\"$tier\", \"--listen\", \"{web}:8080\", \"--workers\", \"32\", \"--seed\", \"$((seed + 4))\", $slice, \"--tier\", \"app={app}:8081\", \"--url\", \"* service=fixed:50us mode=sleep call=app:serial:1\"" ;;
   esac
 }
 {
@@ -151,9 +160,11 @@ tier_args() {
     echo "[[host.process]]"
     echo "argv = [\"$injectd\", \"--listen\", \"{$h}:7311\", \"--key-file\", \"$key\", \"--log-level\", \"warn\"]"
     echo "output = \"$work/logs/$h-injectd.log\""
-    echo "[[host.process]]"
-    echo "argv = [\"$sniffd\", \"--listen\", \"{$h}:7312\", \"--key-file\", \"$key\", \"--interval\", \"500ms\"]"
-    echo "output = \"$work/logs/$h-sniffd.log\""
+    if [ "${NABLA_BENCH_SNIFFERS:-1}" != 0 ]; then
+      echo "[[host.process]]"
+      echo "argv = [${sniff_nice}\"$sniffd\", \"--listen\", \"{$h}:7312\", \"--key-file\", \"$key\", \"--interval\", \"500ms\"]"
+      echo "output = \"$work/logs/$h-sniffd.log\""
+    fi
   done
 } >"$work/testbed.toml"
 
@@ -189,12 +200,13 @@ for i, name in enumerate(sys.argv[3:]):
 PY
 client=(ip netns exec "$ns_client")
 ns_of() { python3 -c 'import json,sys; print(next(h["namespace"] for h in json.load(open(sys.argv[1]))["hosts"] if h["name"]==sys.argv[2]))' "$state" "$1"; }
-"${client[@]}" python3 - "$net" <<'PY'
+"${client[@]}" python3 - "$net" "${NABLA_BENCH_SNIFFERS:-1}" <<'PY'
 import socket, sys, time
 net = sys.argv[1]
 # The daemons everywhere and the entry tier only: a connection from the
 # client to app or db would be a link of its own.
-want = [(f"{net}.{i}", p) for i in range(1, 5) for p in (7311, 7312)] + [(f"{net}.2", 8080)]
+ports = (7311,) if sys.argv[2] == "0" else (7311, 7312)
+want = [(f"{net}.{i}", p) for i in range(1, 5) for p in ports] + [(f"{net}.2", 8080)]
 deadline = time.time() + 20
 for host, port in want:
     while True:
@@ -281,19 +293,25 @@ for label, by_type in json.load(open(sys.argv[1])).items():
 } >"$work/campaign.toml"
 echo "condition: $condition"
 echo "load average at start: $load_start"
+if [ "${NABLA_BENCH_SNIFFERS:-1}" = 0 ] && [ "${NABLA_BENCH_ORACLE_ONLY:-}" != 1 ]; then
+  echo "demo-oracle bench: NABLA_BENCH_SNIFFERS=0 needs NABLA_BENCH_ORACLE_ONLY=1 (a campaign discovers its links)" >&2
+  exit 2
+fi
 if [ "${NABLA_BENCH_ORACLE_ONLY:-}" = 1 ]; then
   python3 - "$work/campaign.json" "$links" <<'PY'
 import json, sys
 json.dump({"links": [], "gradients": []}, open(sys.argv[1], "w"))
 PY
   : >"$work/plan.txt"
-  IFS=',' read -ra ls <<<"$links"
+  d_us=${NABLA_BENCH_ORACLE_US:-5000}
+  IFS=',' read -ra ls <<<"${NABLA_BENCH_ORACLE_LINKS:-$links}"
   for l in "${ls[@]}"; do
     case $l in
-      "tcp web -> app:8081") echo "$l|${addr[web]}|tcp ${addr[web]}:* -> ${addr[app]}:8081|5000" ;;
-      "tcp app:8081 -> web") echo "$l|${addr[app]}|tcp ${addr[app]}:8081 -> ${addr[web]}:*|5000" ;;
-      "tcp app -> db:8082") echo "$l|${addr[app]}|tcp ${addr[app]}:* -> ${addr[db]}:8082|5000" ;;
-      "tcp db:8082 -> app") echo "$l|${addr[db]}|tcp ${addr[db]}:8082 -> ${addr[app]}:*|5000" ;;
+      "tcp web -> app:8081") echo "$l|${addr[web]}|tcp ${addr[web]}:* -> ${addr[app]}:8081|$d_us" ;;
+      "tcp app:8081 -> web") echo "$l|${addr[app]}|tcp ${addr[app]}:8081 -> ${addr[web]}:*|$d_us" ;;
+      "tcp app -> db:8082") echo "$l|${addr[app]}|tcp ${addr[app]}:* -> ${addr[db]}:8082|$d_us" ;;
+      "tcp db:8082 -> app") echo "$l|${addr[db]}|tcp ${addr[db]}:8082 -> ${addr[app]}:*|$d_us" ;;
+      *) echo "demo-oracle bench: no such link in NABLA_BENCH_ORACLE_LINKS: $l" >&2; exit 2 ;;
     esac
   done >"$work/plan.txt"
 else
@@ -364,4 +382,4 @@ load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 python3 "$here/demo_oracle.py" report "$work" "$condition"
 echo "load average: $load_start at start, $load_end at end; bench $(($(date +%s) - bench_start)) s"
 echo "machine: $(nproc) cores; $rate requests/s, $connections connections, schedule $schedule, $pairs on/off pairs of ${window} s per link"
-echo "command: ${NABLA_BENCH_BESIDE:+NABLA_BENCH_BESIDE=$NABLA_BENCH_BESIDE }${NABLA_BENCH_PAIRS:+NABLA_BENCH_PAIRS=$pairs }${NABLA_BENCH_SCHEDULE:+NABLA_BENCH_SCHEDULE=$schedule }bash bench/campaign/demo_oracle.sh $build"
+echo "command: ${NABLA_BENCH_SNIFFERS:+NABLA_BENCH_SNIFFERS=$NABLA_BENCH_SNIFFERS }${NABLA_BENCH_ORACLE_ONLY:+NABLA_BENCH_ORACLE_ONLY=1 }${NABLA_BENCH_ORACLE_US:+NABLA_BENCH_ORACLE_US=$NABLA_BENCH_ORACLE_US }${NABLA_BENCH_ORACLE_LINKS:+NABLA_BENCH_ORACLE_LINKS=\"$NABLA_BENCH_ORACLE_LINKS\" }${NABLA_BENCH_BESIDE:+NABLA_BENCH_BESIDE=$NABLA_BENCH_BESIDE }${NABLA_BENCH_PAIRS:+NABLA_BENCH_PAIRS=$pairs }${NABLA_BENCH_SCHEDULE:+NABLA_BENCH_SCHEDULE=$schedule }bash bench/campaign/demo_oracle.sh $build"
