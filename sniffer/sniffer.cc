@@ -223,16 +223,14 @@ void Sniffer::poll_conntrack_counts(int64_t now_ns) {
   const bool udp_only = destroy_ != nullptr;
   // Events dropped since the last scan: what lives is known again only
   // from a dump.
-  if (conntrack_ && conntrack_->counters().lost != conntrack_lost_seen_) {
+  // (conntrack_ and conntrack_table_ are opened and reset together.)
+  if (conntrack_->counters().lost != conntrack_lost_seen_) {
     conntrack_lost_seen_ = conntrack_->counters().lost;
     conntrack_live_.lost();
   }
   // A dump walks the kernel's whole table: skipped while the events say no
   // entry of the counted kind lives (ConntrackLive).
-  if (conntrack_ && conntrack_events_on_ && !conntrack_live_.dump_needed(udp_only)) {
-    ++stats_.conntrack_dumps_skipped;
-    return;
-  }
+  if (conntrack_events_on_ && !conntrack_live_.dump_needed(udp_only)) return;
   events_.clear();
   if (conntrack_table_->dump(udp_only, events_)) conntrack_live_.dumped(events_, udp_only);
   for (const ConntrackEvent& entry : events_) {

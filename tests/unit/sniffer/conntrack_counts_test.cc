@@ -1,8 +1,7 @@
 // ConntrackCounts: live entries counted while they live and once more when
 // they end, each packet once; ConntrackLive: a scan dumps the table only
 // while an entry of the counted kind lives or the events cannot be trusted;
-// cgroup2_mount finds the unified hierarchy in
-// both layouts.
+// cgroup2_mount finds the unified hierarchy in both layouts.
 #include "nabla/sniffer/conntrack_counts.hh"
 
 #include <gtest/gtest.h>

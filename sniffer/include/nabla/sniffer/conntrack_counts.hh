@@ -63,7 +63,6 @@ class ConntrackLive {
   void dumped(const std::vector<ConntrackEvent>& entries, bool udp_only);
   // Whether the next scan must dump: UDP entries only when udp_only.
   bool dump_needed(bool udp_only) const;
-  size_t size() const { return live_.size(); }
 
  private:
   std::unordered_map<uint32_t, Proto> live_;

@@ -101,7 +101,6 @@ struct SnifferStats {
   DumpCounters sock_diag;
   bool conntrack_enabled = false;
   ConntrackCounters conntrack;
-  uint64_t conntrack_dumps_skipped = 0;  // scans whose table dump the events made needless
   bool destroy_enabled = false;
   DumpCounters destroy;
   uint64_t destroy_lost = 0;  // notifications the kernel dropped (ENOBUFS)
