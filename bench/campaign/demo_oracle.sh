@@ -77,6 +77,10 @@ fi
 for f in "$nabla" "$tier" "$injectd" "$sniffd"; do
   [ -x "$f" ] || { echo "demo-oracle bench: $f not built" >&2; exit 1; }
 done
+if [ "${NABLA_BENCH_SNIFFERS:-1}" = 0 ] && [ "${NABLA_BENCH_ORACLE_ONLY:-}" != 1 ]; then
+  echo "demo-oracle bench: NABLA_BENCH_SNIFFERS=0 needs NABLA_BENCH_ORACLE_ONLY=1 (a campaign discovers its links)" >&2
+  exit 2
+fi
 pairs=${NABLA_BENCH_PAIRS:-8}
 window=${NABLA_BENCH_WINDOW:-3}
 seed=${NABLA_BENCH_SEED:-42}
@@ -293,10 +297,6 @@ for label, by_type in json.load(open(sys.argv[1])).items():
 } >"$work/campaign.toml"
 echo "condition: $condition"
 echo "load average at start: $load_start"
-if [ "${NABLA_BENCH_SNIFFERS:-1}" = 0 ] && [ "${NABLA_BENCH_ORACLE_ONLY:-}" != 1 ]; then
-  echo "demo-oracle bench: NABLA_BENCH_SNIFFERS=0 needs NABLA_BENCH_ORACLE_ONLY=1 (a campaign discovers its links)" >&2
-  exit 2
-fi
 if [ "${NABLA_BENCH_ORACLE_ONLY:-}" = 1 ]; then
   python3 - "$work/campaign.json" "$links" <<'PY'
 import json, sys
