@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -77,6 +78,25 @@ std::vector<Flow> read_flows(const std::string& path) {
   return out;
 }
 
+// How many scans nabla-sniffd has printed (one JSON line each).
+size_t scans_printed(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  size_t n = 0;
+  while (std::getline(in, line)) n += !line.empty() && line[0] == '{';
+  return n;
+}
+
+// Waits until nabla-sniffd has printed at least `n` scans; false after 10 s.
+bool wait_for_scans(const std::string& path, size_t n) {
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (scans_printed(path) < n) {
+    if (Clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
 const Flow* find(const std::vector<Flow>& flows, const std::string& proto, int local_port,
                  int remote_port, int pid, const std::string& remote_addr = "127.0.0.1") {
   for (const auto& f : flows) {
@@ -114,10 +134,14 @@ TEST(SnifferTierChain, DiscoversTiersShortFlowsAndUdp) {
   FileDescriptor client = nabla::testing::connect_in(ns, "127.0.0.1", kWeb);
   ASSERT_TRUE(nabla::testing::http_get_ok(client));  // the whole chain is up
 
+  // --count bounds it; the test stops it sooner, two scans after the last
+  // datagram.
   ChildProcess sniffd(
-      {NABLA_SNIFFD_PATH, "--print", "--json", "--interval", "100ms", "--count", "8"}, &ns,
+      {NABLA_SNIFFD_PATH, "--print", "--json", "--interval", "100ms", "--count", "100"}, &ns,
       out_path);
-  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // sniffd subscribed
+  // Its first scan: subscribed to conntrack, and every tier's listener known
+  // (an event before that would name no process).
+  ASSERT_TRUE(wait_for_scans(out_path, 1)) << "nabla-sniffd printed no scan in 10 s";
 
   for (int i = 1; i < kRequests; ++i) ASSERT_TRUE(nabla::testing::http_get_ok(client));
 
@@ -136,12 +160,16 @@ TEST(SnifferTierChain, DiscoversTiersShortFlowsAndUdp) {
   FileDescriptor udp_rx = ns.socket(AF_INET, SOCK_DGRAM, 0);
   sockaddr_in rx = nabla::testing::ipv4_address("127.0.0.1", kUdp);
   ASSERT_EQ(::bind(udp_rx.get(), reinterpret_cast<sockaddr*>(&rx), sizeof rx), 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // a scan sees the receiver
+  // A whole scan after the bind lists the receiver.
+  ASSERT_TRUE(wait_for_scans(out_path, scans_printed(out_path) + 2));
   FileDescriptor udp_tx = ns.socket(AF_INET, SOCK_DGRAM, 0);
   sockaddr_in tx = nabla::testing::ipv4_address("127.0.0.3", 0);
   ASSERT_EQ(::bind(udp_tx.get(), reinterpret_cast<sockaddr*>(&tx), sizeof tx), 0);
   ASSERT_EQ(::sendto(udp_tx.get(), "x", 1, 0, reinterpret_cast<sockaddr*>(&rx), sizeof rx), 1);
 
+  // The datagram's event is read at the next scan.
+  ASSERT_TRUE(wait_for_scans(out_path, scans_printed(out_path) + 2));
+  sniffd.signal(SIGINT);
   ASSERT_EQ(sniffd.wait(std::chrono::seconds(5)), 0);
   const std::vector<Flow> flows = read_flows(out_path);
   ::unlink(out_path.c_str());
