@@ -33,7 +33,6 @@ void LeaseKeeper::renew_due(std::int64_t now_ns) {
 ActiveInjection::ActiveInjection(Daemons& daemons, LeaseKeeper& leases, Clock& clock,
                                  const std::string& node, const InjectionRequest& request)
     : daemons_(daemons), leases_(leases), node_(node) {
-  const std::int64_t before_ns = clock.now_ns();
   try {
     id_ = daemons.start_injection(node, request);
   } catch (const std::exception& e) {
@@ -41,7 +40,7 @@ ActiveInjection::ActiveInjection(Daemons& daemons, LeaseKeeper& leases, Clock& c
                              " failed: " + e.what());
   }
   const std::int64_t after_ns = clock.now_ns();
-  anchor_ns_ = before_ns + (after_ns - before_ns) / 2;
+  anchor_ns_ = after_ns;
   leases_.add(node_, id_, after_ns);
 }
 

@@ -47,8 +47,11 @@ class LeaseKeeper {
 class ActiveInjection {
  public:
   // Starts `request` on `node` and registers it with `leases`. The anchor is
-  // the clock halfway through the call: the campaign's best estimate of when
-  // the daemon started the wave.
+  // the clock when the call returned: the daemon starts the wave once its
+  // rule is in place, just before it answers (docs/protocol.md), so the
+  // anchor is late by the answer's transit only. The call's midpoint would
+  // fall before the wave by half the rule's install time, a second on a
+  // busy machine.
   ActiveInjection(Daemons& daemons, LeaseKeeper& leases, Clock& clock, const std::string& node,
                   const InjectionRequest& request);
   ~ActiveInjection();

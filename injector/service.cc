@@ -166,6 +166,11 @@ json InjectorService::start(const json& params, const common::RpcCaller& caller)
   Active a;
   a.id = "inj-" + std::to_string(next_id_++);
   a.queue_num = static_cast<uint16_t>(options_.queue_base + k);
+  // The rule first: until the queue is bound, --queue-bypass lets the link's
+  // packets by undelayed. So the waves start when the queue takes packets,
+  // not before an iptables command that may take a second on a busy machine
+  // (during which a wave anchored earlier would run on no packet).
+  a.rule = rules_.install(RuleSpec{config.link, config.direction, a.queue_num, a.id});
   const int64_t now = clock_();
   config.anchor_at(now);
   a.config = config;
@@ -179,12 +184,11 @@ json InjectorService::start(const json& params, const common::RpcCaller& caller)
   qc.queue_maxlen = options_.queue_maxlen;
   qc.copy_range = config.needs_payload() ? 0xffff : 128;
   qc.kernel_stamps = config.direction != Direction::kOut;
-  auto queue = std::make_unique<NfQueue>(qc);
-  a.slot = engine_.add(std::move(queue), std::make_unique<InjectionPipeline>(config));
   try {
-    a.rule = rules_.install(RuleSpec{config.link, config.direction, a.queue_num, a.id});
+    auto queue = std::make_unique<NfQueue>(qc);
+    a.slot = engine_.add(std::move(queue), std::make_unique<InjectionPipeline>(config));
   } catch (...) {
-    engine_.remove(a.slot);
+    a.rule.reset();
     throw;
   }
   hold_cpu_latency_locked();  // never throws; held while any injection is active
