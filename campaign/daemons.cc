@@ -1,6 +1,7 @@
 // The production Daemons over common::RpcClient; see daemons.hh.
 #include "nabla/campaign/daemons.hh"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string_view>
 
@@ -130,7 +131,9 @@ json square_wave_json(std::int64_t amplitude_ns, std::int64_t period_ns, int cyc
 }
 
 RpcDaemons::RpcDaemons(const CampaignSpec& spec, milliseconds timeout)
-    : timeout_(timeout), session_(new_session_token()) {
+    : timeout_(timeout),
+      rule_change_timeout_(std::max(timeout, kRuleChangeTimeout)),
+      session_(new_session_token()) {
   for (const CampaignNode& n : spec.nodes) {
     Entry e;
     e.node = &n;
@@ -184,12 +187,14 @@ std::optional<FlowsPage> RpcDaemons::list_flows(const std::string& node, std::ui
 }
 
 std::string RpcDaemons::start_injection(const std::string& node, const InjectionRequest& request) {
-  return injectd(node, timeout_).call(inject_start_params(request, session_), timeout_).id;
+  return injectd(node, timeout_)
+      .call(inject_start_params(request, session_), rule_change_timeout_)
+      .id;
 }
 
 InjectionStats RpcDaemons::stop_injection(const std::string& node, const std::string& id) {
   return inject_stop_answer(
-      injectd(node, timeout_).call(inject_stop_params(id, session_), timeout_));
+      injectd(node, timeout_).call(inject_stop_params(id, session_), rule_change_timeout_));
 }
 
 void RpcDaemons::abandon_injection(const std::string& node, const std::string& id) noexcept {

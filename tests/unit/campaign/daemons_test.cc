@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <mutex>
 #include <string>
@@ -86,6 +87,7 @@ class FakeDaemonServer {
   explicit FakeDaemonServer(common::RpcServerOptions options) : server_(io_, std::move(options)) {
     server_.add_method("flows.list", [this](const json& p) {
       record("flows.list", p);
+      std::this_thread::sleep_for(rule_change_delay_.load());  // as slow as the rest
       const json flow = {
           {"proto", "tcp"},
           {"local", {{"addr", "10.0.0.1"}, {"port", 0}, {"pid", 7}, {"comm", "c"}}},
@@ -98,6 +100,7 @@ class FakeDaemonServer {
     });
     server_.add_method("inject.start", [this](const json& p) {
       record("inject.start", p);
+      std::this_thread::sleep_for(rule_change_delay_.load());
       common::protocol::InjectionDescription started;
       started.id = "inj-9";
       started.link = p.at("link");
@@ -106,6 +109,7 @@ class FakeDaemonServer {
     });
     server_.add_method("inject.stop", [this](const json& p) {
       record("inject.stop", p);
+      std::this_thread::sleep_for(rule_change_delay_.load());
       common::protocol::InjectStopResult stopped;
       stopped.injection.id = p.at("id");
       common::protocol::InjectionStats stats;
@@ -129,6 +133,8 @@ class FakeDaemonServer {
     thread_.join();
   }
   std::uint16_t port() const { return server_.port(); }
+  // How long inject.start, inject.stop and flows.list take to answer.
+  void answer_after(std::chrono::milliseconds delay) { rule_change_delay_ = delay; }
   std::vector<std::pair<std::string, json>> calls() {
     std::lock_guard lock(mutex_);
     return calls_;
@@ -140,6 +146,7 @@ class FakeDaemonServer {
     calls_.emplace_back(method, params);
   }
 
+  std::atomic<std::chrono::milliseconds> rule_change_delay_{0ms};
   asio::io_context io_;
   common::RpcServer server_;
   std::thread thread_;
@@ -237,6 +244,24 @@ TEST(RpcDaemons, AConnectionClosedAsIdleIsReopenedAndKeepsTheRunsOwner) {
   ASSERT_EQ(calls.size(), 2u);
   EXPECT_EQ(calls[1].first, "inject.stop");
   EXPECT_EQ(calls[1].second.at("owner"), calls[0].second.at("owner"));
+}
+
+// A daemon changing its packet filter on a busy machine answers inject.start
+// and inject.stop after the control timeout; the run waits for them
+// (kRuleChangeTimeout), while other calls keep the control timeout.
+TEST(RpcDaemons, RuleChangesMayOutlastTheControlTimeout) {
+  FakeDaemonServer server;
+  FakeDaemonServer sniffd("sniffd");
+  const CampaignSpec spec = spec_with("127.0.0.1:" + std::to_string(server.port()),
+                                      "127.0.0.1:" + std::to_string(sniffd.port()));
+  RpcDaemons daemons(spec, 200ms);
+  server.answer_after(600ms);
+  const InjectionRequest request{
+      "tcp 10.0.0.1:* -> 10.0.0.2:9002", 2'000'000, 80'000'000, 1, 1'500'000'000, 77};
+  EXPECT_EQ(daemons.start_injection("web", request), "inj-9");
+  EXPECT_EQ(daemons.stop_injection("web", "inj-9").packets, 40);
+  sniffd.answer_after(600ms);
+  EXPECT_THROW(daemons.list_flows("web", 0), std::exception);
 }
 
 TEST(RpcDaemons, ANodeWithoutSniffdListsNoFlows) {

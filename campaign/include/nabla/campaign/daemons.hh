@@ -8,6 +8,13 @@
 // injection is gone: no retry helps). Calls throw the client's errors as
 // they are (environment.hh).
 //
+// inject.start and inject.stop change the node's packet filter (an iptables
+// command each, which waits up to 5 s for the xtables lock and, beside a
+// build on 2 cores, took 20 ms to 1.6 s to run): they are given
+// kRuleChangeTimeout, never less than the control timeout. A stop that
+// outlived the control timeout would otherwise end the campaign, while the
+// daemon goes on to remove the rule anyway.
+//
 // Every injection of a run carries the run's session token (`owner`,
 // "run-" + 16 random hex digits): the daemons let only this run stop or
 // renew it, also after a reconnection (docs/security.md).
@@ -26,6 +33,9 @@
 #include "nabla/common/rpc.hh"
 
 namespace nabla::campaign {
+
+// How long a call that adds or removes a node's rule may take.
+inline constexpr std::chrono::milliseconds kRuleChangeTimeout{20'000};
 
 class RpcDaemons final : public Daemons {
  public:
@@ -52,6 +62,7 @@ class RpcDaemons final : public Daemons {
   common::RpcClient& injectd(const std::string& node, std::chrono::milliseconds timeout);
 
   std::chrono::milliseconds timeout_;
+  std::chrono::milliseconds rule_change_timeout_;
   std::string session_;  // this run's owner token
   std::map<std::string, Entry> nodes_;
 };
