@@ -49,30 +49,41 @@ json only_injection(nabla::injector::InjectorService& service) {
   return listed.at("injections").at(0);
 }
 
+// The service in the namespace: a start, then what inject.list says of it.
+void run_in(const nabla::common::NetNamespace& ns) {
+  nabla::common::enter_netns(ns.path());
+  int64_t now_ns = 5'000'000'000;
+  SlowRules rules(now_ns);
+  nabla::injector::DelayEngine engine(nabla::injector::EngineOptions{});
+  engine.start();
+  nabla::injector::InjectorService service(nabla::injector::ServiceOptions{}, engine, rules,
+                                           [&now_ns] { return now_ns; });
+  const json started =
+      service.start(json{{"link", "tcp 10.77.0.1:* -> 10.77.0.2:9000"},
+                         {"delay", {{"kind", "square"}, {"amplitude", "2ms"}, {"period", "100ms"}}},
+                         {"lease_s", 30}},
+                    {});
+  // Its start is the clock after the install: it has run for no time.
+  EXPECT_EQ(only_injection(service).at("running_s").get<double>(), 0.0);
+  now_ns += 250'000'000;
+  EXPECT_DOUBLE_EQ(only_injection(service).at("running_s").get<double>(), 0.25);
+  // The lease, too, runs from then.
+  EXPECT_DOUBLE_EQ(only_injection(service).at("lease_remaining_s").get<double>(), 29.75);
+  service.stop(json{{"id", started.at("id")}}, {});
+  engine.stop();
+}
+
 TEST(InjectorStart, TheWaveStartsWhenTheRuleIsInPlace) {
   NABLA_REQUIRE_ROOT_OR_SKIP();
   nabla::common::NetNamespace ns("anchor");
+  // An exception leaving the thread would end the process before the
+  // namespace is removed: each one is a failure here instead.
   std::thread in_namespace([&] {
-    nabla::common::enter_netns(ns.path());
-    int64_t now_ns = 5'000'000'000;
-    SlowRules rules(now_ns);
-    nabla::injector::DelayEngine engine(nabla::injector::EngineOptions{});
-    engine.start();
-    nabla::injector::InjectorService service(nabla::injector::ServiceOptions{}, engine, rules,
-                                             [&now_ns] { return now_ns; });
-    const json started = service.start(
-        json{{"link", "tcp 10.77.0.1:* -> 10.77.0.2:9000"},
-             {"delay", {{"kind", "square"}, {"amplitude", "2ms"}, {"period", "100ms"}}},
-             {"lease_s", 30}},
-        {});
-    // Its start is the clock after the install: it has run for no time.
-    EXPECT_EQ(only_injection(service).at("running_s").get<double>(), 0.0);
-    now_ns += 250'000'000;
-    EXPECT_DOUBLE_EQ(only_injection(service).at("running_s").get<double>(), 0.25);
-    // The lease, too, runs from then.
-    EXPECT_DOUBLE_EQ(only_injection(service).at("lease_remaining_s").get<double>(), 29.75);
-    service.stop(json{{"id", started.at("id")}}, {});
-    engine.stop();
+    try {
+      run_in(ns);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << e.what();
+    }
   });
   in_namespace.join();
 }
