@@ -87,7 +87,7 @@ class FakeDaemonServer {
   explicit FakeDaemonServer(common::RpcServerOptions options) : server_(io_, std::move(options)) {
     server_.add_method("flows.list", [this](const json& p) {
       record("flows.list", p);
-      std::this_thread::sleep_for(rule_change_delay_.load());  // as slow as the rest
+      std::this_thread::sleep_for(answer_delay_.load());  // as slow as the rest
       const json flow = {
           {"proto", "tcp"},
           {"local", {{"addr", "10.0.0.1"}, {"port", 0}, {"pid", 7}, {"comm", "c"}}},
@@ -100,7 +100,7 @@ class FakeDaemonServer {
     });
     server_.add_method("inject.start", [this](const json& p) {
       record("inject.start", p);
-      std::this_thread::sleep_for(rule_change_delay_.load());
+      std::this_thread::sleep_for(answer_delay_.load());
       common::protocol::InjectionDescription started;
       started.id = "inj-9";
       started.link = p.at("link");
@@ -109,7 +109,7 @@ class FakeDaemonServer {
     });
     server_.add_method("inject.stop", [this](const json& p) {
       record("inject.stop", p);
-      std::this_thread::sleep_for(rule_change_delay_.load());
+      std::this_thread::sleep_for(answer_delay_.load());
       common::protocol::InjectStopResult stopped;
       stopped.injection.id = p.at("id");
       common::protocol::InjectionStats stats;
@@ -134,7 +134,7 @@ class FakeDaemonServer {
   }
   std::uint16_t port() const { return server_.port(); }
   // How long inject.start, inject.stop and flows.list take to answer.
-  void answer_after(std::chrono::milliseconds delay) { rule_change_delay_ = delay; }
+  void answer_after(std::chrono::milliseconds delay) { answer_delay_ = delay; }
   std::vector<std::pair<std::string, json>> calls() {
     std::lock_guard lock(mutex_);
     return calls_;
@@ -146,7 +146,7 @@ class FakeDaemonServer {
     calls_.emplace_back(method, params);
   }
 
-  std::atomic<std::chrono::milliseconds> rule_change_delay_{0ms};
+  std::atomic<std::chrono::milliseconds> answer_delay_{0ms};
   asio::io_context io_;
   common::RpcServer server_;
   std::thread thread_;
