@@ -29,6 +29,7 @@
 #include "nabla/common/clock.hh"
 #include "nabla/common/fd.hh"
 #include "nabla/tier/echo_server.hh"
+#include "rx_stamping.hh"
 
 // Every test here talks only to an EchoServer on 127.0.0.1 started by the
 // test, and every run is bounded by a request count or a duration.
@@ -185,6 +186,8 @@ TEST(Engine, NothingListeningCountsConnectErrorsAndEnds) {
 }
 
 TEST(Engine, SoftwareRxTimestampsAreUsedAndPlausible) {
+  const testing::RxStampingOn stamping;
+  ASSERT_TRUE(stamping.on()) << "no software RX stamp on loopback within 10 s";
   EchoServer server({.delay_ns = 1'000'000});
   EngineConfig c = echo_config(server.port());
   c.software_rx_timestamps = true;
@@ -203,11 +206,9 @@ TEST(Engine, SoftwareRxTimestampsAreUsedAndPlausible) {
     EXPECT_GE(s.latency_ns, 900'000);  // the 1 ms delay, minus realtime/monotonic offset slack
     EXPECT_LT(s.latency_ns, 500'000'000);
   }
-  // The kernel enables software RX stamping through deferred work the first
-  // time a socket asks (net_enable_timestamp), so the very first replies on an
-  // idle machine may be unstamped and fall back to the user clock.
-  EXPECT_GE(software + 5, r.samples.size());
-  EXPECT_LE(r.timestamp_fallbacks, 5u);
+  // With RX stamping already on, every reply is stamped.
+  EXPECT_EQ(software, r.samples.size());
+  EXPECT_EQ(r.timestamp_fallbacks, 0u);
 }
 
 // The default send timer measures the thread's own wake-ups and reports its

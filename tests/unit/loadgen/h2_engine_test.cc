@@ -24,6 +24,7 @@
 
 #include "nabla/common/clock.hh"
 #include "nabla/loadgen/engine.hh"
+#include "rx_stamping.hh"
 
 namespace nabla::loadgen {
 namespace {
@@ -247,6 +248,8 @@ TEST(H2Engine, StreamsCompleteOutOfOrderEachTimedFromItsOwnIntendedSend) {
 // of the read that closed the stream. Neither may make a request shorter
 // than the server held it, nor put its send before it was due.
 TEST(H2Engine, CleartextStreamsAreTimedByTheKernelsStamps) {
+  const testing::RxStampingOn stamping;
+  ASSERT_TRUE(stamping.on()) << "no software RX stamp on loopback within 10 s";
   H2Server server;
   EngineConfig c = slow_and_fast(server.port());
   c.software_rx_timestamps = true;
@@ -266,9 +269,8 @@ TEST(H2Engine, CleartextStreamsAreTimedByTheKernelsStamps) {
       EXPECT_GE(in_flight_ns(s), kSlowNs - 1'000'000);
     }
   }
-  // The kernel turns RX stamping on through deferred work the first time a
-  // socket asks, so the very first replies may fall back to the user clock.
-  EXPECT_GE(received + 5, r.samples.size());
+  // With RX stamping already on, every reply is stamped.
+  EXPECT_EQ(received, r.samples.size());
   EXPECT_GE(sent + 5, r.samples.size());
 }
 
