@@ -35,6 +35,9 @@ packages=(
   # python3-grpcio for a gRPC server without protoc; and h2load, the HTTP/2
   # peer of the loadgen bench
   openssl python3-grpcio nghttp2-client
+  # callgrind: bench/loadgen/h2_client_cost.sh counts the HTTP/2 session's
+  # instructions per request
+  valgrind
   # taskset: the loadgen bench puts nginx and the load generators on separate cores
   util-linux
   # nabla report's browser test: headless Chromium renders a page offline,
