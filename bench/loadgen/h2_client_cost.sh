@@ -6,7 +6,7 @@
 # and the ratio over the server session's instructions for the same
 # requests in the same run (its mirror image of the work: decode a request,
 # encode an answer). No sockets, no TLS, no timing: the same figure on any
-# machine, quiet or busy (nabla_h2_client_cost.cc). About 1 minute.
+# machine, quiet or busy (nabla_h2_client_cost.cc). About 30 seconds.
 #   bash bench/loadgen/h2_client_cost.sh build
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)

@@ -7,7 +7,6 @@
 // the machine's load. Holding one stamping socket open, and waiting until
 // a datagram it sends itself comes back stamped, leaves no such window:
 // every packet received while the object lives is stamped.
-#include <arpa/inet.h>
 #include <linux/net_tstamp.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -18,6 +17,8 @@
 #include <ctime>
 #include <thread>
 
+#include "loopback.hh"
+
 namespace nabla::testing {
 
 class RxStampingOn {
@@ -25,12 +26,8 @@ class RxStampingOn {
   RxStampingOn() {
     fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
     const int flags = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE;
-    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0 ||
+    if (fd_ < 0 || !bind_loopback(fd_, a) ||
         ::setsockopt(fd_, SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof flags) != 0) {
       return;
     }

@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "loopback.hh"
 #include "nabla/common/clock.hh"
 #include "nabla/loadgen/engine.hh"
 #include "rx_stamping.hh"
@@ -147,12 +148,8 @@ class H2Server {
   H2Server() {
     listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    testing::bind_loopback(listen_fd_, a);
     ::listen(listen_fd_, 16);
-    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len);
     port_ = ntohs(a.sin_port);
     acceptor_ = std::thread([this] { accept_loop(); });
   }
